@@ -1,0 +1,356 @@
+"""Builds labs/ and solutions/ from the lesson sources in notebooks/.
+
+Steps, for each `notebooks/NN_*.py` (jupytext percent format):
+1. Read the source and check its solution regions (`### BEGIN SOLUTION` ... `### END
+   SOLUTION`): each one closed, none nested, each preceded in its cell by `# TODO n:`,
+   TODOs numbered 1..N in order, matching the numbered learning objectives "(TODO n)" of the
+   first cell, and each TODO cell followed by a check cell that passes `todo=n`.
+2. Lab: replace each region with a stub that still runs (`name = ...` for every name the
+   region assigns), strip outputs, and write `labs/NN_*.ipynb`.
+3. Solution: drop the marker lines, execute it with papermill on the embedded dataset
+   (default parameters), keep the outputs, and write `solutions/NN_*.ipynb`.
+
+`--check` builds in memory, writes nothing, and fails naming each generated file that
+differs from what its source gives (outputs aside), each stale file, and each solution
+that was never executed.
+
+Usage:
+    python -m tools.build_notebooks            # rebuild everything (executes solutions)
+    python -m tools.build_notebooks --check    # compare only
+    python -m tools.build_notebooks --only 01 --no-execute
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import os
+import re
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+GITHUB_REPO = "tpu-speed-pipelines/tpu-speed-pipelines"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+TODO_LINE = re.compile(r"^\s*# TODO (\d+):")
+OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
+CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
+BUILD_COMMAND = "make build"
+METADATA_KEY = "tpu_speed_pipelines"
+
+
+class BuildError(Exception):
+    """A lesson source is malformed; the message names the file and line."""
+
+
+def find_regions(text: str, source_name: str) -> list[tuple[int, int]]:
+    """Returns (begin, end) line numbers (1-based) of the solution regions of a source.
+
+    Raises:
+        BuildError: on a region that is nested, unclosed, or closed without a BEGIN.
+    """
+    regions, begin = [], None
+    for number, line in enumerate(text.splitlines(), start=1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if begin is not None:
+                raise BuildError(
+                    f"{source_name}:{number}: {BEGIN} inside the region opened at line {begin}."
+                )
+            begin = number
+        elif marker == END:
+            if begin is None:
+                raise BuildError(f"{source_name}:{number}: {END} without {BEGIN}.")
+            regions.append((begin, number))
+            begin = None
+    if begin is not None:
+        raise BuildError(f"{source_name}:{begin}: {BEGIN} without {END}.")
+    return regions
+
+
+def make_stub(region_lines: list[str], todo: int, where: str) -> list[str]:
+    """Returns lines that replace a solution region: `name = ...` per name it assigns.
+
+    The region's indentation is kept, so a region inside a function stays inside it.
+
+    Raises:
+        BuildError: if the region is not valid Python.
+    """
+    indent = min(
+        (len(line) - len(line.lstrip()) for line in region_lines if line.strip()), default=0
+    )
+    code = textwrap.dedent("\n".join(region_lines))
+    try:
+        statements = ast.parse(code).body
+    except SyntaxError as error:
+        raise BuildError(f"{where}: the solution of TODO {todo} is not valid Python: {error}")
+    names: list[str] = []
+    for statement in statements:
+        targets = []
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+            targets = [statement.target]
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name) and node.id not in names:
+                    names.append(node.id)
+                if isinstance(node, ast.Attribute):
+                    break
+    stub = [f"{name} = ..." for name in names] or ["..."]
+    return [" " * indent + line for line in stub]
+
+
+def _cell_regions(lines: list[str]) -> list[tuple[int, int]]:
+    regions, begin = [], None
+    for index, line in enumerate(lines):
+        if line.strip() == BEGIN:
+            begin = index
+        elif line.strip() == END:
+            regions.append((begin, index))
+    return regions
+
+
+def _todo_number(lines: list[str], begin: int, where: str) -> int:
+    for line in reversed(lines[:begin]):
+        match = TODO_LINE.match(line)
+        if match:
+            return int(match.group(1))
+    raise BuildError(f"{where}: a solution region with no `# TODO n:` comment before it.")
+
+
+def split_variants(
+    source_path: Path, root: Path = REPO_ROOT
+) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """Reads a lesson source and returns its (lab, solution) notebooks, unexecuted.
+
+    Raises:
+        BuildError: if the source breaks a rule listed in this module's docstring.
+    """
+    source_name = source_path.relative_to(root).as_posix()
+    text = source_path.read_text()
+    find_regions(text, source_name)
+    notebook = jupytext.reads(text, fmt="py:percent")
+    lab, solution = _empty_notebook(source_name, "lab"), _empty_notebook(source_name, "solution")
+    todos: list[int] = []
+    for index, cell in enumerate(notebook.cells):
+        where = f"{source_name} (cell {index + 1})"
+        lines = cell.source.splitlines()
+        regions = _cell_regions(lines) if cell.cell_type == "code" else []
+        lab_lines, solution_lines, last = [], [], 0
+        numbers = set()
+        for begin, end in regions:
+            todo = _todo_number(lines, begin, where)
+            numbers.add(todo)
+            lab_lines += lines[last:begin] + make_stub(lines[begin + 1 : end], todo, where)
+            solution_lines += lines[last:begin] + lines[begin + 1 : end]
+            last = end + 1
+        lab_lines += lines[last:]
+        solution_lines += lines[last:]
+        if len(numbers) > 1:
+            raise BuildError(f"{where}: one cell holds TODOs {sorted(numbers)}; split it.")
+        metadata = {"tags": cell.metadata["tags"]} if cell.metadata.get("tags") else {}
+        if numbers:
+            todos.append(numbers.pop())
+            metadata[METADATA_KEY] = {"todo": todos[-1]}
+        check = CHECK_CALL.search(cell.source) if cell.cell_type == "code" else None
+        if check:
+            metadata[METADATA_KEY] = {"check": int(check.group(1))}
+        for variant, variant_lines in ((lab, lab_lines), (solution, solution_lines)):
+            new_cell = _new_cell(cell.cell_type, "\n".join(variant_lines), metadata, index)
+            variant.cells.append(new_cell)
+    _validate_lesson(lab, todos, source_name)
+    for variant in (lab, solution):
+        _add_header(variant, source_path.stem, source_name)
+    return lab, solution
+
+
+def _new_cell(cell_type: str, source: str, metadata: dict, index: int) -> nbformat.NotebookNode:
+    maker = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
+    cell = maker(source=source, metadata=copy.deepcopy(metadata))
+    cell.id = f"cell-{index + 1:02d}"
+    return cell
+
+
+def _empty_notebook(source_name: str, variant: str) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": [], "toc_visible": True},
+        METADATA_KEY: {"source": source_name, "variant": variant},
+    }
+    return notebook
+
+
+def _validate_lesson(lab: nbformat.NotebookNode, todos: list[int], source_name: str) -> None:
+    if todos != list(range(1, len(todos) + 1)):
+        raise BuildError(f"{source_name}: TODOs must be numbered 1..N in order; found {todos}.")
+    objectives = [int(n) for n, todo in OBJECTIVE_LINE.findall(lab.cells[0].source) if n == todo]
+    if objectives != todos:
+        raise BuildError(
+            f"{source_name}: the learning objectives in the first cell name TODOs {objectives}, "
+            f"the code has TODOs {todos}. Number each objective like '1. ... (TODO 1).'"
+        )
+    cells = lab.cells
+    for index, cell in enumerate(cells):
+        todo = cell.metadata.get(METADATA_KEY, {}).get("todo")
+        if todo is None:
+            continue
+        following = cells[index + 1] if index + 1 < len(cells) else None
+        if following is None or following.metadata.get(METADATA_KEY, {}).get("check") != todo:
+            raise BuildError(
+                f"{source_name}: the cell of TODO {todo} must be followed by a check cell "
+                f"calling checks.check_...(..., todo={todo})."
+            )
+    parameters = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
+    if len(parameters) != 1:
+        raise BuildError(f"{source_name}: expected one cell tagged parameters; found {len(parameters)}.")
+
+
+def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) -> None:
+    folder = "labs" if notebook.metadata[METADATA_KEY]["variant"] == "lab" else "solutions"
+    title = notebook.cells[0]
+    banner = (
+        f"<!-- Generated from {source_name} by tools/build_notebooks.py. "
+        f"Edit the source, then run: {BUILD_COMMAND} -->"
+    )
+    title.source = banner + "\n" + title.source
+    colab = f"https://colab.research.google.com/github/{GITHUB_REPO}/blob/main/{folder}/{stem}.ipynb"
+    raw = f"https://raw.githubusercontent.com/{GITHUB_REPO}/main/{folder}/{stem}.ipynb"
+    workbench = f"https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url={raw}"
+    links = nbformat.v4.new_markdown_cell(
+        source=f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})"
+    )
+    links.id = "cell-links"
+    notebook.cells.insert(1, links)
+
+
+def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Returns a copy with outputs, execution counts and run metadata removed."""
+    stripped = copy.deepcopy(notebook)
+    stripped.metadata.pop("papermill", None)
+    for cell in stripped.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return stripped
+
+
+def execute_solution(
+    notebook: nbformat.NotebookNode, *, cwd: Path, parameters: dict | None = None
+) -> nbformat.NotebookNode:
+    """Runs a notebook with papermill in `cwd`; returns it with outputs, without run
+    metadata (timestamps)."""
+    import papermill
+
+    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    with tempfile.TemporaryDirectory() as scratch:
+        unexecuted, executed = Path(scratch) / "in.ipynb", Path(scratch) / "out.ipynb"
+        nbformat.write(notebook, unexecuted)
+        papermill.execute_notebook(
+            str(unexecuted),
+            str(executed),
+            parameters=parameters or {},
+            cwd=str(cwd),
+            progress_bar=False,
+        )
+        result = nbformat.read(executed, as_version=4)
+    result.metadata.pop("papermill", None)
+    for cell in result.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+    return result
+
+
+def to_text(notebook: nbformat.NotebookNode) -> str:
+    """Returns the notebook as the exact text written to disk."""
+    return nbformat.writes(notebook) + "\n"
+
+
+def lesson_sources(root: Path, only: str | None = None) -> list[Path]:
+    """Returns the lesson sources `notebooks/NN_*.py`, optionally those starting `only`."""
+    paths = sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
+    return [p for p in paths if only is None or p.name.startswith(only)]
+
+
+def check(root: Path) -> list[str]:
+    """Returns one message per generated file that is out of date, stale or unexecuted."""
+    problems = []
+    sources = lesson_sources(root)
+    expected = {f"{folder}/{p.stem}.ipynb" for p in sources for folder in ("labs", "solutions")}
+    for folder in ("labs", "solutions"):
+        for path in sorted((root / folder).glob("*.ipynb")):
+            if f"{folder}/{path.name}" not in expected:
+                problems.append(
+                    f"{folder}/{path.name} has no source in notebooks/. Delete it, or add "
+                    f"notebooks/{path.stem}.py."
+                )
+    for source in sources:
+        lab, solution = split_variants(source, root)
+        for folder, built in (("labs", lab), ("solutions", solution)):
+            path = root / folder / f"{source.stem}.ipynb"
+            stale = f"{folder}/{path.name} is out of date with notebooks/{source.name}. Run: {BUILD_COMMAND}"
+            if not path.exists():
+                problems.append(f"{folder}/{path.name} is missing. Run: {BUILD_COMMAND}")
+                continue
+            on_disk = nbformat.read(path, as_version=4)
+            if to_text(strip_outputs(on_disk)) != to_text(strip_outputs(built)):
+                problems.append(stale)
+            elif folder == "labs" and path.read_text() != to_text(built):
+                problems.append(stale)
+            elif folder == "solutions" and not any(
+                cell.get("outputs") for cell in on_disk.cells if cell.cell_type == "code"
+            ):
+                problems.append(f"{folder}/{path.name} has no outputs. Run: {BUILD_COMMAND}")
+    return problems
+
+
+def build(root: Path, *, only: str | None = None, execute: bool = True) -> list[Path]:
+    """Writes labs/ and solutions/ from notebooks/; returns the files written."""
+    written = []
+    for source in lesson_sources(root, only):
+        lab, solution = split_variants(source, root)
+        if execute:
+            print(f"Executing solutions/{source.stem}.ipynb ...", flush=True)
+            (root / "solutions").mkdir(exist_ok=True)
+            solution = execute_solution(solution, cwd=root / "solutions")
+        for folder, notebook in (("labs", lab), ("solutions", solution)):
+            path = root / folder / f"{source.stem}.ipynb"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(to_text(notebook))
+            written.append(path)
+            print(f"Wrote {path.relative_to(root)}")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare only; write nothing")
+    parser.add_argument("--only", help="build only the lessons whose file name starts so")
+    parser.add_argument("--no-execute", action="store_true", help="write solutions unexecuted")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            problems = check(REPO_ROOT)
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            if not problems:
+                print(f"labs/ and solutions/ match notebooks/ ({len(lesson_sources(REPO_ROOT))} lessons).")
+            return 1 if problems else 0
+        build(REPO_ROOT, only=args.only, execute=not args.no_execute)
+    except BuildError as error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Helpers for the tpu-speed-pipelines labs: data, storage, timing, display, checks."""

@@ -1,0 +1,157 @@
+"""Data sources: the embedded dataset, a local folder, flower_photos, or a `gs://` glob."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from utils import data
+
+FLOWER_PHOTOS_URL = (
+    "https://storage.googleapis.com/download.tensorflow.org/example_images/flower_photos.tgz"
+)
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".JPG", ".JPEG")
+_EXPECTED = (
+    'Expected "embedded", "flower_photos", a local folder laid out as <folder>/<class>/*.jpg, '
+    'or a glob such as "gs://my-bucket/flowers/*/*.jpg".'
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageSource:
+    """Where the images are, resolved from the `DATA_SOURCE` parameter.
+
+    Attributes:
+        name: the parameter as given.
+        pattern: a glob of the image files, for `tf.data.Dataset.list_files`.
+        class_names: the class folder names, sorted; a label is an index into them.
+        num_images: the number of files `pattern` matches.
+        is_remote: True for real cloud storage (`gs://`), where no latency is simulated.
+    """
+
+    name: str
+    pattern: str
+    class_names: tuple[str, ...]
+    num_images: int
+    is_remote: bool
+
+    def describe(self) -> str:
+        """Returns one line saying what the source is."""
+        where = "real cloud storage" if self.is_remote else "local disk"
+        classes = ", ".join(self.class_names)
+        return f"{self.num_images} images in {len(self.class_names)} classes ({classes}), {where}"
+
+
+def resolve_source(
+    source: str,
+    *,
+    num_images: int = data.DEFAULT_NUM_IMAGES,
+    seed: int = data.DEFAULT_SEED,
+    cache_dir: str | os.PathLike | None = None,
+    flower_photos_url: str = FLOWER_PHOTOS_URL,
+) -> ImageSource:
+    """Turns a `DATA_SOURCE` parameter into an `ImageSource`.
+
+    Args:
+        source: "embedded" (generated here, no network), "flower_photos" (the public
+            archive, downloaded once and cached; needs the network the first time), a local
+            folder laid out as `<folder>/<class>/*.jpg`, or a `gs://` glob of JPEG files.
+        num_images: size of the embedded dataset; ignored for the other sources.
+        seed: seed of the embedded dataset.
+        cache_dir: where downloads and generated data are cached.
+        flower_photos_url: where to download flower_photos from.
+
+    Returns:
+        The resolved `ImageSource`.
+
+    Raises:
+        ValueError: if `source` is unknown or matches no images.
+
+    Example:
+        source = sources.resolve_source("embedded", num_images=500)
+        print(source.describe())
+    """
+    if not isinstance(source, str) or not source:
+        raise ValueError(f"`source` must be a non-empty string. {_EXPECTED} Received: {source!r}")
+    if source == "embedded":
+        root = data.make_flowers_dataset(num_images, seed=seed, cache_dir=cache_dir)
+        return _from_local_folder(source, root)
+    if source == "flower_photos":
+        return _from_local_folder(source, download_flower_photos(flower_photos_url, cache_dir))
+    if source.startswith("gs://"):
+        return _from_gcs_glob(source)
+    if "://" in source:
+        raise ValueError(f"Unknown data source {source!r}: only gs:// is supported. {_EXPECTED}")
+    if not Path(source).is_dir():
+        raise ValueError(f"Unknown data source {source!r}: no such folder. {_EXPECTED}")
+    return _from_local_folder(source, Path(source))
+
+
+def _from_local_folder(name: str, root: Path) -> ImageSource:
+    paths = [p for p in root.glob("*/*") if p.suffix in IMAGE_EXTENSIONS and p.is_file()]
+    class_names = tuple(sorted({p.parent.name for p in paths}))
+    if not paths:
+        raise ValueError(
+            f"Data source {name!r}: no .jpg files in class folders under {root}. {_EXPECTED}"
+        )
+    extensions = {p.suffix for p in paths}
+    if len(extensions) > 1:
+        raise ValueError(
+            f"Data source {name!r}: mixed file extensions {sorted(extensions)} under {root}. "
+            "Rename the files to one extension, such as .jpg."
+        )
+    pattern = str(root.resolve() / "*" / f"*{extensions.pop()}")
+    return ImageSource(name, pattern, class_names, len(paths), is_remote=False)
+
+
+def _from_gcs_glob(pattern: str) -> ImageSource:
+    import tensorflow as tf  # Imported here: the other sources do not need TensorFlow.
+
+    os.environ.setdefault("NO_GCE_CHECK", "true")  # Off Google Cloud, skip the metadata probe.
+    paths = tf.io.gfile.glob(pattern)
+    if not paths:
+        raise ValueError(f"Data source {pattern!r} matched no files. {_EXPECTED}")
+    class_names = tuple(sorted({p.rsplit("/", 2)[-2] for p in paths}))
+    return ImageSource(pattern, pattern, class_names, len(paths), is_remote=True)
+
+
+def download_flower_photos(
+    url: str = FLOWER_PHOTOS_URL, cache_dir: str | os.PathLike | None = None
+) -> Path:
+    """Downloads and unpacks the flower_photos archive once; returns its image root.
+
+    Args:
+        url: the archive's address.
+        cache_dir: the cache folder; `data.default_cache_dir()` if None.
+
+    Returns:
+        The folder that holds the class folders (daisy, dandelion, ...).
+
+    Raises:
+        ValueError: if the archive holds no class folders of images.
+
+    Example:
+        root = sources.download_flower_photos()
+    """
+    import keras  # Imported here: only this source needs it.
+
+    cache = Path(cache_dir) if cache_dir is not None else data.default_cache_dir()
+    extracted = cache / "datasets" / "flower_photos"
+    root = _find_image_root(extracted)
+    if root is None:
+        keras.utils.get_file("flower_photos", origin=url, extract=True, cache_dir=str(cache))
+        root = _find_image_root(extracted)
+    if root is None:
+        raise ValueError(f"The archive from {url} holds no <class>/*.jpg folders in {extracted}.")
+    return root
+
+
+def _find_image_root(folder: Path) -> Path | None:
+    """Returns `folder` or the first folder below it whose subfolders hold JPEGs."""
+    if not folder.is_dir():
+        return None
+    for candidate in [folder, *sorted(p for p in folder.rglob("*") if p.is_dir())]:
+        if any(p.suffix in IMAGE_EXTENSIONS for p in candidate.glob("*/*")):
+            return candidate
+    return None

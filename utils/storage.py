@@ -1,0 +1,122 @@
+"""Simulated remote object storage: a first-byte latency charged for every object opened."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import tensorflow as tf
+
+
+class SimulatedStorage:
+    """Reads files as if each one were an object on cloud storage.
+
+    Every object opened waits `latency_ms` before its first byte, then, with a bandwidth
+    cap, `num_bytes / megabytes_per_second`. The wait holds the thread that asked, as a
+    real blocking read does, and requests on different threads overlap, as they do on real
+    object storage. The storage counts requests, bytes and the most requests seen in flight
+    at once, so that a pipeline's real parallelism can be measured.
+
+    Args:
+        latency_ms: first-byte latency per object, in milliseconds (0 for local disk).
+        megabytes_per_second: bandwidth cap per object stream; None for no cap.
+        simulated: False for real remote storage (a `gs://` source): nothing is added.
+
+    Raises:
+        ValueError: if `latency_ms` is negative or `megabytes_per_second` is not positive.
+
+    Example:
+        storage = SimulatedStorage(latency_ms=50)
+        image_bytes = storage.read_file(path)  # Use it where you would use tf.io.read_file.
+    """
+
+    def __init__(
+        self,
+        latency_ms: float = 50.0,
+        *,
+        megabytes_per_second: float | None = None,
+        simulated: bool = True,
+    ):
+        if not isinstance(latency_ms, (int, float)) or latency_ms < 0:
+            raise ValueError(
+                f"`latency_ms` must be a number >= 0. Received: latency_ms={latency_ms!r}"
+            )
+        if megabytes_per_second is not None and not megabytes_per_second > 0:
+            raise ValueError(
+                "`megabytes_per_second` must be positive or None. "
+                f"Received: megabytes_per_second={megabytes_per_second!r}"
+            )
+        self.latency_ms = float(latency_ms) if simulated else 0.0
+        self.megabytes_per_second = megabytes_per_second if simulated else None
+        self.simulated = simulated
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self.reset_counters()
+
+    @classmethod
+    def for_source(cls, source, *, latency_ms: float = 50.0, **kwargs) -> SimulatedStorage:
+        """Returns the storage for an `ImageSource`: simulated, unless it is really remote."""
+        return cls(latency_ms, simulated=not source.is_remote, **kwargs)
+
+    def describe(self) -> str:
+        """Returns one line saying what is simulated."""
+        if not self.simulated:
+            return "Real remote storage: no latency is simulated."
+        if self.latency_ms == 0 and self.megabytes_per_second is None:
+            return "Local disk: no latency simulated."
+        cap = (
+            f", {self.megabytes_per_second:g} MB/s per stream"
+            if self.megabytes_per_second
+            else ""
+        )
+        return f"SIMULATED remote storage: {self.latency_ms:g} ms first-byte latency per object{cap}."
+
+    def reset_counters(self) -> None:
+        """Sets the request and byte counters to zero, and the in-flight peak to now's count."""
+        with self._lock:
+            self.num_requests = 0
+            self.num_bytes_read = 0
+            self.max_in_flight = self._in_flight
+
+    def wait_for_object(self, num_bytes: int) -> None:
+        """Blocks as long as opening one object of `num_bytes` bytes takes, and counts it."""
+        with self._lock:
+            self.num_requests += 1
+            self.num_bytes_read += int(num_bytes)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            seconds = self.latency_ms / 1000
+            if self.megabytes_per_second:
+                seconds += num_bytes / (self.megabytes_per_second * 1e6)
+            if seconds:
+                time.sleep(seconds)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def read_file(self, path: tf.Tensor) -> tf.Tensor:
+        """Reads one file's bytes, like `tf.io.read_file`, after the simulated wait.
+
+        Args:
+            path: a scalar string tensor, such as an element of `Dataset.list_files`.
+
+        Returns:
+            A scalar string tensor with the file's bytes.
+
+        Example:
+            images = filenames.map(lambda path: tf.io.decode_jpeg(storage.read_file(path)))
+        """
+        if not self.simulated:
+            return tf.io.read_file(path)
+        waited = tf.numpy_function(self._wait_for_path, [path], tf.int64, stateful=True)
+        with tf.control_dependencies([waited]):
+            return tf.io.read_file(path)
+
+    def _wait_for_path(self, path: bytes) -> np.int64:
+        name = path.decode() if isinstance(path, bytes) else str(path)
+        num_bytes = os.path.getsize(name) if "://" not in name else tf.io.gfile.stat(name).length
+        self.wait_for_object(num_bytes)
+        return np.int64(num_bytes)
