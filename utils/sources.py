@@ -140,6 +140,7 @@ def download_flower_photos(
     extracted = cache / "datasets" / "flower_photos"
     root = _find_image_root(extracted)
     if root is None:
+        cache.mkdir(parents=True, exist_ok=True)  # Else Keras falls back to /tmp/.keras.
         keras.utils.get_file("flower_photos", origin=url, extract=True, cache_dir=str(cache))
         root = _find_image_root(extracted)
     if root is None:

@@ -1,0 +1,24 @@
+"""Test set-up: no progress bars, no GUI backend, and a data cache of the tests' own."""
+
+import os
+import tempfile
+from pathlib import Path
+
+os.environ["TPU_SPEED_PIPELINES_NO_PROGRESS"] = "1"
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+os.environ["MPLBACKEND"] = "Agg"
+os.environ.setdefault(
+    "TPU_SPEED_PIPELINES_CACHE", str(Path(tempfile.gettempdir()) / "tpu_speed_pipelines_tests")
+)
+
+import pytest  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def small_flowers():
+    """A 60-image embedded dataset, generated once per cache."""
+    from utils import data
+
+    return data.make_flowers_dataset(60)

@@ -1,0 +1,127 @@
+"""Tests of utils/sources.py: every kind of data source, and bad ones."""
+
+import functools
+import http.server
+import shutil
+import tarfile
+import threading
+
+import pytest
+import tensorflow as tf
+
+from utils import data, sources
+
+
+def test_resolve_source_embedded(tmp_path):
+    source = sources.resolve_source("embedded", num_images=12, cache_dir=tmp_path)
+    assert source.num_images == 12
+    assert source.class_names == data.CLASSES
+    assert not source.is_remote
+    assert len(tf.io.gfile.glob(source.pattern)) == 12
+    assert source.describe().startswith("12 images in 5 classes (daisy, dandelion")
+
+
+def test_resolve_source_local_folder(small_flowers, tmp_path):
+    folder = tmp_path / "mine"
+    shutil.copytree(small_flowers / "roses", folder / "roses")
+    shutil.copytree(small_flowers / "tulips", folder / "tulips")
+    (folder / "README.txt").write_text("not an image")
+    source = sources.resolve_source(str(folder))
+    assert source.class_names == ("roses", "tulips")
+    assert source.num_images == len(list(folder.glob("*/*.jpg")))
+
+
+def test_resolve_source_empty_folder_says_what_was_expected(tmp_path):
+    (tmp_path / "daisy").mkdir()
+    with pytest.raises(ValueError, match=r"no \.jpg files in class folders under .*Expected"):
+        sources.resolve_source(str(tmp_path))
+
+
+def test_resolve_source_mixed_extensions_is_an_error(small_flowers, tmp_path):
+    shutil.copytree(small_flowers / "roses", tmp_path / "roses")
+    first = next((tmp_path / "roses").glob("*.jpg"))
+    first.rename(first.with_suffix(".jpeg"))
+    with pytest.raises(ValueError, match=r"mixed file extensions \['\.jpeg', '\.jpg'\]"):
+        sources.resolve_source(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("no/such/folder", r"Unknown data source 'no/such/folder': no such folder\. Expected"),
+        ("s3://bucket/*.jpg", r"only gs:// is supported"),
+        ("", r"`source` must be a non-empty string"),
+        (None, r"`source` must be a non-empty string"),
+    ],
+    ids=["missing folder", "other scheme", "empty string", "None"],
+)
+def test_resolve_source_unknown_says_what_was_expected(bad, message):
+    with pytest.raises(ValueError, match=message):
+        sources.resolve_source(bad)
+
+
+def test_resolve_source_gcs_glob_is_remote(monkeypatch):
+    paths = [f"gs://my-bucket/flowers/{c}/{i}.jpg" for c in ("roses", "daisy") for i in range(3)]
+    monkeypatch.setattr(tf.io.gfile, "glob", lambda pattern: paths)
+    source = sources.resolve_source("gs://my-bucket/flowers/*/*.jpg")
+    assert source.is_remote
+    assert source.class_names == ("daisy", "roses")
+    assert source.num_images == 6
+    assert source.pattern == "gs://my-bucket/flowers/*/*.jpg"
+
+
+def test_resolve_source_gcs_glob_with_no_match(monkeypatch):
+    monkeypatch.setattr(tf.io.gfile, "glob", lambda pattern: [])
+    with pytest.raises(ValueError, match=r"'gs://empty/\*/\*\.jpg' matched no files"):
+        sources.resolve_source("gs://empty/*/*.jpg")
+
+
+@pytest.fixture
+def archive_server(small_flowers, tmp_path):
+    """Serves a flower_photos-shaped archive over HTTP on loopback; yields its URL."""
+    served = tmp_path / "served"
+    served.mkdir()
+    with tarfile.open(served / "flower_photos.tgz", "w:gz") as archive:
+        archive.add(small_flowers / "daisy", arcname="flower_photos/daisy")
+        archive.add(small_flowers / "roses", arcname="flower_photos/roses")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.requests = 0
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server, f"http://127.0.0.1:{server.server_port}/flower_photos.tgz"
+    server.shutdown()
+
+
+def test_resolve_source_flower_photos_downloads_once_then_uses_cache(
+    archive_server, small_flowers, tmp_path
+):
+    server, url = archive_server
+    cache = tmp_path / "cache"
+    source = sources.resolve_source("flower_photos", cache_dir=cache, flower_photos_url=url)
+    expected = len(list((small_flowers / "daisy").glob("*.jpg"))) + len(
+        list((small_flowers / "roses").glob("*.jpg"))
+    )
+    assert source.num_images == expected
+    assert source.class_names == ("daisy", "roses")
+    server.shutdown()  # Offline now: the cached copy must be enough.
+    again = sources.resolve_source("flower_photos", cache_dir=cache, flower_photos_url=url)
+    assert again.pattern == source.pattern
+
+
+def test_download_flower_photos_archive_without_images_is_an_error(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "LICENSE.txt").write_text("nothing here")
+    with tarfile.open(served / "flower_photos.tgz", "w:gz") as archive:
+        archive.add(tmp_path / "empty", arcname="flower_photos")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/flower_photos.tgz"
+        with pytest.raises(ValueError, match=r"holds no <class>/\*\.jpg folders"):
+            sources.download_flower_photos(url, tmp_path / "cache")
+    finally:
+        server.shutdown()

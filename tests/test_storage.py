@@ -1,0 +1,91 @@
+"""Tests of utils/storage.py: the simulated remote storage."""
+
+import time
+from types import SimpleNamespace
+
+import pytest
+import tensorflow as tf
+
+from utils import storage
+
+
+@pytest.fixture
+def paths(small_flowers):
+    return sorted(str(p) for p in small_flowers.glob("*/*.jpg"))[:24]
+
+
+def _read_all(dataset):
+    start = time.perf_counter()
+    values = list(dataset.as_numpy_iterator())
+    return values, time.perf_counter() - start
+
+
+def test_read_file_returns_the_file_bytes_and_counts_them(paths):
+    simulated = storage.SimulatedStorage(latency_ms=0)
+    values, _ = _read_all(tf.data.Dataset.from_tensor_slices(paths[:3]).map(simulated.read_file))
+    assert values == [open(p, "rb").read() for p in paths[:3]]
+    assert simulated.num_requests == 3
+    assert simulated.num_bytes_read == sum(len(v) for v in values)
+
+
+def test_read_file_sequential_pays_latency_per_object(paths):
+    simulated = storage.SimulatedStorage(latency_ms=40)
+    _, seconds = _read_all(tf.data.Dataset.from_tensor_slices(paths[:10]).map(simulated.read_file))
+    assert seconds >= 10 * 0.040
+    assert simulated.max_in_flight == 1
+
+
+def test_read_file_concurrent_requests_overlap(paths):
+    simulated = storage.SimulatedStorage(latency_ms=100)
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = 12
+    dataset = tf.data.Dataset.from_tensor_slices(paths).map(
+        simulated.read_file, num_parallel_calls=12
+    )
+    _, seconds = _read_all(dataset.with_options(options))
+    assert simulated.max_in_flight >= 8
+    assert seconds < 24 * 0.100 / 3  # Sequential would take 2.4 s.
+
+
+def test_read_file_bandwidth_cap_adds_transfer_time(paths):
+    size = sum(len(open(p, "rb").read()) for p in paths[:4])
+    simulated = storage.SimulatedStorage(latency_ms=0, megabytes_per_second=size / 1e6)
+    _, seconds = _read_all(tf.data.Dataset.from_tensor_slices(paths[:4]).map(simulated.read_file))
+    assert seconds >= 0.95  # Four files at "one second's worth" of bandwidth in all.
+
+
+def test_real_remote_storage_adds_nothing(paths):
+    remote = storage.SimulatedStorage.for_source(SimpleNamespace(is_remote=True), latency_ms=500)
+    assert not remote.simulated and remote.latency_ms == 0
+    assert remote.describe() == "Real remote storage: no latency is simulated."
+    _, seconds = _read_all(tf.data.Dataset.from_tensor_slices(paths[:4]).map(remote.read_file))
+    assert seconds < 0.5 * 4
+    assert remote.num_requests == 0
+
+
+def test_describe_labels_the_simulation():
+    assert storage.SimulatedStorage(50).describe().startswith("SIMULATED remote storage: 50 ms")
+    capped = storage.SimulatedStorage(50, megabytes_per_second=2).describe()
+    assert "2 MB/s per stream" in capped
+    assert storage.SimulatedStorage(0).describe() == "Local disk: no latency simulated."
+
+
+def test_reset_counters_keeps_requests_in_flight_consistent():
+    simulated = storage.SimulatedStorage(latency_ms=0)
+    simulated.wait_for_object(10)
+    simulated.reset_counters()
+    assert (simulated.num_requests, simulated.num_bytes_read, simulated.max_in_flight) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"latency_ms": -1}, r"`latency_ms` must be a number >= 0. Received: latency_ms=-1"),
+        ({"latency_ms": "50"}, r"`latency_ms` must be a number >= 0"),
+        ({"megabytes_per_second": 0}, r"`megabytes_per_second` must be positive or None"),
+    ],
+    ids=["negative latency", "string latency", "zero bandwidth"],
+)
+def test_simulated_storage_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        storage.SimulatedStorage(**kwargs)

@@ -1,0 +1,86 @@
+"""Runs every lesson headless and prints what each one measured.
+
+Steps:
+1. Build the embedded dataset if it is not cached yet (the first lesson does it).
+2. Execute each solution in solutions/ with papermill, in order, with its default
+   parameters (or `-p NAME VALUE` overrides), writing the executed copies to build/course/.
+3. Print the text output of each lesson's cell tagged `summary` ("What you measured").
+
+Usage:
+    python -m tools.run_course
+    python -m tools.run_course --only 01 -p NUM_IMAGES 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def summary_text(notebook: nbformat.NotebookNode) -> str:
+    """Returns the stdout printed by the cells tagged `summary` of an executed notebook."""
+    texts = []
+    for cell in notebook.cells:
+        if "summary" in cell.metadata.get("tags", []):
+            texts += [o.text for o in cell.get("outputs", []) if o.get("name") == "stdout"]
+    return "".join(texts).strip()
+
+
+def parse_parameters(pairs: list[list[str]]) -> dict:
+    """Turns `-p NAME VALUE` pairs into a dict, reading VALUE as a Python literal if it is one."""
+    parameters = {}
+    for name, value in pairs:
+        try:
+            parameters[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            parameters[name] = value
+    return parameters
+
+
+def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.NotebookNode:
+    """Executes one solution notebook into `output_dir` and returns the executed notebook."""
+    import papermill
+
+    output = output_dir / solution.name
+    papermill.execute_notebook(
+        str(solution),
+        str(output),
+        parameters=parameters,
+        cwd=str(solution.parent),
+        progress_bar=False,
+    )
+    return nbformat.read(output, as_version=4)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="run only the lessons whose file name starts so")
+    parser.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "course")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    solutions = sorted((REPO_ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
+    solutions = [s for s in solutions if args.only is None or s.name.startswith(args.only)]
+    if not solutions:
+        print(f"No lesson matches --only {args.only!r} in solutions/.", file=sys.stderr)
+        return 1
+    parameters = parse_parameters(args.p)
+    for solution in solutions:
+        print(f"Running {solution.stem} ...", flush=True)
+        executed = run_lesson(solution, args.output_dir, parameters)
+        print(f"\n=== {solution.stem}: what it measured ===")
+        print(summary_text(executed) or "(no summary cell)")
+        print(f"(executed notebook: {os.path.relpath(args.output_dir / solution.name)})\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
