@@ -110,6 +110,7 @@ print("Classes:", source.class_names)
 # **TODO 2.** Complete `label_from_path(path)`: split the path on `"/"`, take the folder
 # name (the second-to-last part), and return its index in `class_names` as an integer.
 
+
 # %%
 def label_from_path(path):
     """Returns the index in `class_names` of the name of the folder holding `path`."""
@@ -133,6 +134,7 @@ checks.check_label_from_path(
 # **TODO 3.** Complete `read_and_decode(path)`: read the file's bytes with
 # `simulated_storage.read_file(path)` (use it where you would use `tf.io.read_file()`),
 # decode them with `tf.io.decode_jpeg(..., channels=3)`, and return `(image, label)`.
+
 
 # %%
 def read_and_decode(path):
@@ -271,10 +273,10 @@ print(
     f"\nReading one object at a time gave {sequential_result.images_per_second:.1f} images/s; "
     f"{NUM_PARALLEL_READS} reads in flight gave {speedups[parallel_result.label]:.1f}x that."
 )
+share_of_local = parallel_result.images_per_second / local_result.images_per_second
 print(
     f"Local disk with no latency reached {local_result.images_per_second:.0f} images/s: "
-    f"the parallel reads got {parallel_result.images_per_second / local_result.images_per_second:.0%}"
-    " of it."
+    f"the parallel reads got {share_of_local:.0%} of it."
 )
 
 # %% [markdown]

@@ -89,7 +89,9 @@ def make_stub(region_lines: list[str], todo: int, where: str) -> list[str]:
     try:
         statements = ast.parse(code).body
     except SyntaxError as error:
-        raise BuildError(f"{where}: the solution of TODO {todo} is not valid Python: {error}")
+        raise BuildError(
+            f"{where}: the solution of TODO {todo} is not valid Python: {error}"
+        ) from None
     names: list[str] = []
     for statement in statements:
         targets = []
@@ -211,7 +213,9 @@ def _validate_lesson(lab: nbformat.NotebookNode, todos: list[int], source_name: 
             )
     parameters = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
     if len(parameters) != 1:
-        raise BuildError(f"{source_name}: expected one cell tagged parameters; found {len(parameters)}.")
+        raise BuildError(
+            f"{source_name}: expected one cell tagged parameters; found {len(parameters)}."
+        )
 
 
 def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) -> None:
@@ -222,9 +226,13 @@ def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) ->
         f"Edit the source, then run: {BUILD_COMMAND} -->"
     )
     title.source = banner + "\n" + title.source
-    colab = f"https://colab.research.google.com/github/{GITHUB_REPO}/blob/main/{folder}/{stem}.ipynb"
+    colab = (
+        f"https://colab.research.google.com/github/{GITHUB_REPO}/blob/main/{folder}/{stem}.ipynb"
+    )
     raw = f"https://raw.githubusercontent.com/{GITHUB_REPO}/main/{folder}/{stem}.ipynb"
-    workbench = f"https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url={raw}"
+    workbench = (
+        f"https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url={raw}"
+    )
     links = nbformat.v4.new_markdown_cell(
         source=f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})"
     )
@@ -233,12 +241,9 @@ def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) ->
 
 
 def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Returns a copy with outputs, execution counts and run metadata removed."""
+    """Returns a copy with outputs and execution counts removed."""
     stripped = copy.deepcopy(notebook)
-    stripped.metadata.pop("papermill", None)
     for cell in stripped.cells:
-        cell.metadata.pop("papermill", None)
-        cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     return stripped
@@ -247,8 +252,11 @@ def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def execute_solution(
     notebook: nbformat.NotebookNode, *, cwd: Path, parameters: dict | None = None
 ) -> nbformat.NotebookNode:
-    """Runs a notebook with papermill in `cwd`; returns it with outputs, without run
-    metadata (timestamps)."""
+    """Runs a notebook with papermill in `cwd`; returns a copy of it with the outputs.
+
+    Only outputs and execution counts are taken from the run, so the metadata papermill
+    and the kernel add (timestamps, versions, empty tags) never reach the file.
+    """
     import papermill
 
     os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
@@ -262,11 +270,14 @@ def execute_solution(
             cwd=str(cwd),
             progress_bar=False,
         )
-        result = nbformat.read(executed, as_version=4)
-    result.metadata.pop("papermill", None)
-    for cell in result.cells:
-        cell.metadata.pop("papermill", None)
-        cell.metadata.pop("execution", None)
+        executed_cells = nbformat.read(executed, as_version=4).cells
+    result = copy.deepcopy(notebook)
+    if len(executed_cells) != len(result.cells):
+        raise BuildError("papermill added cells; build solutions with their default parameters.")
+    for cell, executed_cell in zip(result.cells, executed_cells, strict=True):
+        if cell.cell_type == "code":
+            cell.outputs = executed_cell.outputs
+            cell.execution_count = executed_cell.execution_count
     return result
 
 
@@ -297,7 +308,10 @@ def check(root: Path) -> list[str]:
         lab, solution = split_variants(source, root)
         for folder, built in (("labs", lab), ("solutions", solution)):
             path = root / folder / f"{source.stem}.ipynb"
-            stale = f"{folder}/{path.name} is out of date with notebooks/{source.name}. Run: {BUILD_COMMAND}"
+            stale = (
+                f"{folder}/{path.name} is out of date with notebooks/{source.name}. "
+                f"Run: {BUILD_COMMAND}"
+            )
             if not path.exists():
                 problems.append(f"{folder}/{path.name} is missing. Run: {BUILD_COMMAND}")
                 continue
@@ -343,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
             for problem in problems:
                 print(problem, file=sys.stderr)
             if not problems:
-                print(f"labs/ and solutions/ match notebooks/ ({len(lesson_sources(REPO_ROOT))} lessons).")
+                count = len(lesson_sources(REPO_ROOT))
+                print(f"labs/ and solutions/ match notebooks/ ({count} lessons).")
             return 1 if problems else 0
         build(REPO_ROOT, only=args.only, execute=not args.no_execute)
     except BuildError as error:

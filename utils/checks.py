@@ -86,7 +86,7 @@ def check_label_from_path(
     try:
         labels = tf.data.Dataset.from_tensor_slices(list(sample_paths)).map(label_from_path)
         found = [int(label) for label in labels.as_numpy_iterator()]
-    except (TypeError, ValueError, tf.errors.OpError) as error:
+    except (AttributeError, TypeError, ValueError, tf.errors.OpError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
         if "Ellipsis" in str(error) or "NoneType" in str(error):
             _fail(todo, name, f"not done yet: it returns no label. Expected {expected}.")
@@ -97,7 +97,7 @@ def check_label_from_path(
             f"Dataset.map); found an error: {first_line}",
         )
     wanted = [list(class_names).index(_folder_of(path)) for path in sample_paths]
-    for path, label, right in zip(sample_paths, found, wanted):
+    for path, label, right in zip(sample_paths, found, wanted, strict=True):
         if label != right:
             _fail(
                 todo,
@@ -124,12 +124,12 @@ def check_read_and_decode(
     try:
         pairs = tf.data.Dataset.from_tensor_slices(list(sample_paths)).map(read_and_decode)
         found = list(pairs.as_numpy_iterator())
-    except (TypeError, ValueError, tf.errors.OpError) as error:
+    except (AttributeError, TypeError, ValueError, tf.errors.OpError) as error:
         if "Ellipsis" in str(error) or "NoneType" in str(error):
             _fail(todo, name, f"not done yet: it returns no image. Expected {expected}.")
         first_line = str(error).strip().splitlines()[0]
         _fail(todo, name, f"expected {expected}; found an error: {first_line}")
-    for path, pair in zip(sample_paths, found):
+    for path, pair in zip(sample_paths, found, strict=True):
         if not isinstance(pair, tuple) or len(pair) != 2:
             _fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {path}.")
         image, label = pair

@@ -175,7 +175,9 @@ def make_flowers_dataset(
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             jobs = [
-                pool.submit(_write_images, staging, name, range(start, min(start + 50, count)), seed)
+                pool.submit(
+                    _write_images, staging, name, range(start, min(start + 50, count)), seed
+                )
                 for name, count in zip(CLASSES, counts, strict=True)
                 for start in range(0, count, 50)
             ]

@@ -42,10 +42,10 @@ def show_images(
     if not pairs:
         raise ValueError("The dataset yielded no (image, label) pairs to show.")
     num_rows = math.ceil(len(pairs) / num_columns)
-    figure, axes = plt.subplots(num_rows, num_columns, figsize=(3.2 * num_columns, 3.4 * num_rows))
+    figure, axes = plt.subplots(num_rows, num_columns, figsize=(2.5 * num_columns, 2.7 * num_rows))
     for axis in axes.flat:
         axis.axis("off")
-    for axis, (image, label) in zip(axes.flat, pairs):
+    for axis, (image, label) in zip(axes.flat, pairs, strict=False):
         if image.dtype != "uint8" and image.max() > 1.0:
             image = image / 255.0
         axis.imshow(image)

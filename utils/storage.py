@@ -67,11 +67,11 @@ class SimulatedStorage:
         if self.latency_ms == 0 and self.megabytes_per_second is None:
             return "Local disk: no latency simulated."
         cap = (
-            f", {self.megabytes_per_second:g} MB/s per stream"
-            if self.megabytes_per_second
-            else ""
+            f", {self.megabytes_per_second:g} MB/s per stream" if self.megabytes_per_second else ""
         )
-        return f"SIMULATED remote storage: {self.latency_ms:g} ms first-byte latency per object{cap}."
+        return (
+            f"SIMULATED remote storage: {self.latency_ms:g} ms first-byte latency per object{cap}."
+        )
 
     def reset_counters(self) -> None:
         """Sets the request and byte counters to zero, and the in-flight peak to now's count."""

@@ -1,0 +1,19 @@
+# Thin aliases for the README's commands. Each target runs on its own.
+PYTHON ?= .venv/bin/python
+
+.PHONY: setup build check test course
+
+setup:
+	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt
+
+build:  ## Regenerate labs/ and solutions/ from notebooks/ (executes the solutions).
+	$(PYTHON) -m tools.build_notebooks
+
+check:  ## Fail if labs/ or solutions/ differ from what notebooks/ gives.
+	$(PYTHON) -m tools.build_notebooks --check
+
+test:
+	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt && .venv/bin/python -m pytest
+
+course:
+	python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python -m tools.run_course

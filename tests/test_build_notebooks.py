@@ -1,0 +1,267 @@
+"""Tests of tools/build_notebooks.py: regions, stubs, validation, determinism, --check."""
+
+import ast
+import shutil
+
+import nbformat
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tools import build_notebooks as build
+
+MINIMAL_LESSON = '''# %% [markdown]
+# # Lab 9 · A test lesson
+#
+# **You will:**
+#
+# 1. Make a number (TODO 1).
+# 2. Write a function (TODO 2).
+
+# %% tags=["parameters"]
+SIZE = 3
+
+# %%
+# TODO 1: make a number.
+### BEGIN SOLUTION
+answer = SIZE * 14
+### END SOLUTION
+
+# %%
+checks.check_number(answer, todo=1)
+
+# %%
+def double(x):
+    """Doubles x."""
+    # TODO 2: return twice x.
+    ### BEGIN SOLUTION
+    result = 2 * x
+    ### END SOLUTION
+    return result
+
+
+# %%
+checks.check_double(double, todo=2)
+'''
+
+
+def _lesson_root(tmp_path, text=MINIMAL_LESSON, name="09_test_lesson.py"):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / name).write_text(text)
+    return tmp_path
+
+
+def _code_sources(notebook):
+    return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def test_find_regions_returns_line_numbers():
+    text = (
+        "a\n### BEGIN SOLUTION\nb\n### END SOLUTION\n    ### BEGIN SOLUTION\n    ### END SOLUTION\n"
+    )
+    assert build.find_regions(text, "x.py") == [(2, 4), (5, 6)]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "### BEGIN SOLUTION\n### BEGIN SOLUTION\n",
+            r"^x.py:2: ### BEGIN SOLUTION inside the region opened at line 1",
+        ),
+        ("ok\n### BEGIN SOLUTION\nb\n", r"^x.py:2: ### BEGIN SOLUTION without ### END SOLUTION"),
+        ("### END SOLUTION\n", r"^x.py:1: ### END SOLUTION without ### BEGIN SOLUTION"),
+    ],
+    ids=["nested", "unterminated", "end without begin"],
+)
+def test_find_regions_malformed_names_file_and_line(text, message):
+    with pytest.raises(build.BuildError, match=message):
+        build.find_regions(text, "x.py")
+
+
+def test_make_stub_assigns_ellipsis_to_each_name_and_keeps_indent():
+    region = [
+        "    options = tf.data.Options()",
+        "    options.threading.private_threadpool_size = 4",
+        "    image, label = f(x)",
+        "    total += 1",
+        "    print(image)",
+    ]
+    stub = build.make_stub(region, 1, "x.py")
+    assert stub == [
+        "    options = ...",
+        "    image = ...",
+        "    label = ...",
+        "    total = ...",
+    ]
+
+
+def test_make_stub_without_assignments_is_an_ellipsis():
+    assert build.make_stub(["print('hi')"], 1, "x.py") == ["..."]
+
+
+def test_make_stub_invalid_python_names_the_todo():
+    with pytest.raises(build.BuildError, match=r"x.py: the solution of TODO 3 is not valid"):
+        build.make_stub(["answer = ("], 3, "x.py")
+
+
+def test_split_variants_lab_has_stubs_solution_has_code(tmp_path):
+    root = _lesson_root(tmp_path)
+    lab, solution = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    lab_code, solution_code = _code_sources(lab), _code_sources(solution)
+    assert lab_code[1] == "# TODO 1: make a number.\nanswer = ..."
+    assert solution_code[1] == "# TODO 1: make a number.\nanswer = SIZE * 14"
+    assert "    result = ...\n    return result" in lab_code[3]
+    assert "BEGIN SOLUTION" not in "".join(lab_code + solution_code)
+    for code in lab_code:
+        ast.parse(code)  # Every stub still runs.
+
+
+def test_split_variants_marks_todo_and_check_cells(tmp_path):
+    root = _lesson_root(tmp_path)
+    lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    marks = [cell.metadata.get("tpu_speed_pipelines") for cell in lab.cells]
+    assert [m for m in marks if m] == [{"todo": 1}, {"check": 1}, {"todo": 2}, {"check": 2}]
+    assert ["parameters"] in [cell.metadata.get("tags") for cell in lab.cells]
+
+
+def test_split_variants_header_banner_links_and_metadata(tmp_path):
+    root = _lesson_root(tmp_path)
+    lab, solution = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    assert lab.cells[0].source.startswith(
+        "<!-- Generated from notebooks/09_test_lesson.py by tools/build_notebooks.py."
+    )
+    assert "/blob/main/labs/09_test_lesson.ipynb" in lab.cells[1].source
+    assert "/blob/main/solutions/09_test_lesson.ipynb" in solution.cells[1].source
+    assert lab.metadata["tpu_speed_pipelines"] == {
+        "source": "notebooks/09_test_lesson.py",
+        "variant": "lab",
+    }
+    assert lab.metadata["kernelspec"]["name"] == "python3"
+    assert [cell.id for cell in lab.cells] == [cell.id for cell in solution.cells]
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("(TODO 2)", "(TODO 3)"), r"objectives in the first cell name TODOs \[1\]"),
+        (
+            ("# TODO 2: return", "# TODO 3: return"),
+            r"TODOs must be numbered 1..N in order; found \[1, 3\]",
+        ),
+        (
+            ("checks.check_double(double, todo=2)", "double(1)"),
+            r"TODO 2 must be followed by a check cell",
+        ),
+        (('# %% tags=["parameters"]', "# %%"), r"expected one cell tagged parameters; found 0"),
+        (
+            ("    # TODO 2: return twice x.\n", ""),
+            r"cell \d+\): a solution region with no `# TODO n:`",
+        ),
+    ],
+    ids=[
+        "objective mismatch",
+        "numbering gap",
+        "no check cell",
+        "no parameters",
+        "no TODO comment",
+    ],
+)
+def test_split_variants_malformed_lesson_says_what_is_wrong(tmp_path, edit, message):
+    root = _lesson_root(tmp_path, MINIMAL_LESSON.replace(*edit))
+    with pytest.raises(build.BuildError, match=message):
+        build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+
+
+def test_build_twice_writes_identical_bytes(tmp_path):
+    root = _lesson_root(tmp_path)
+    first = {p: p.read_bytes() for p in build.build(root, execute=False)}
+    second = {p: p.read_bytes() for p in build.build(root, execute=False)}
+    assert first == second
+    assert build.check(root) == ["solutions/09_test_lesson.ipynb has no outputs. Run: make build"]
+
+
+EXECUTABLE_LESSON = MINIMAL_LESSON.replace(
+    '# %% tags=["parameters"]',
+    """# %%
+from types import SimpleNamespace
+
+checks = SimpleNamespace(
+    check_number=lambda value, todo: print(f"TODO {todo} passed: {value}"),
+    check_double=lambda function, todo: print(f"TODO {todo} passed: {function(2)}"),
+)
+
+# %% tags=["parameters"]""",
+)
+
+
+def test_build_executes_solution_and_keeps_only_its_outputs(tmp_path):
+    root = _lesson_root(tmp_path, EXECUTABLE_LESSON)
+    build.build(root, execute=True)
+    solution = nbformat.read(root / "solutions" / "09_test_lesson.ipynb", as_version=4)
+    printed = [o.text for c in solution.cells for o in c.get("outputs", [])]
+    assert printed == ["TODO 1 passed: 42\n", "TODO 2 passed: 4\n"]
+    assert "papermill" not in solution.metadata
+    assert all("papermill" not in cell.metadata for cell in solution.cells)
+    assert build.check(root) == []
+
+
+def test_check_hand_edited_lab_fails_naming_the_file(tmp_path):
+    root = _lesson_root(tmp_path)
+    build.build(root, execute=False)
+    lab_path = root / "labs" / "09_test_lesson.ipynb"
+    lab_path.write_text(lab_path.read_text().replace("answer = ...", "answer = 42"))
+    problems = build.check(root)
+    assert (
+        "labs/09_test_lesson.ipynb is out of date with notebooks/09_test_lesson.py. Run: make build"
+        in problems
+    )
+
+
+def test_check_stale_and_missing_files(tmp_path):
+    root = _lesson_root(tmp_path)
+    build.build(root, execute=False)
+    (root / "labs" / "09_test_lesson.ipynb").unlink()
+    shutil.copy(root / "solutions" / "09_test_lesson.ipynb", root / "solutions" / "08_old.ipynb")
+    problems = build.check(root)
+    assert (
+        "solutions/08_old.ipynb has no source in notebooks/. Delete it, or add notebooks/08_old.py."
+        in problems
+    )
+    assert "labs/09_test_lesson.ipynb is missing. Run: make build" in problems
+
+
+def test_check_ignores_outputs_of_solutions(tmp_path):
+    root = _lesson_root(tmp_path)
+    build.build(root, execute=False)
+    path = root / "solutions" / "09_test_lesson.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    code[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
+    code[0].execution_count = 1
+    path.write_text(build.to_text(notebook))
+    assert build.check(root) == []
+
+
+def test_main_check_on_this_repository_passes(capsys):
+    assert build.main(["--check"]) == 0
+    assert "labs/ and solutions/ match notebooks/" in capsys.readouterr().out
+
+
+def test_main_reports_build_errors_with_exit_code_1(tmp_path, monkeypatch, capsys):
+    root = _lesson_root(
+        tmp_path, MINIMAL_LESSON.replace("### END SOLUTION\n\n# %%\nchecks", "\n# %%\nchecks", 1)
+    )
+    monkeypatch.setattr(build, "REPO_ROOT", root)
+    assert build.main(["--no-execute"]) == 1
+    assert "notebooks/09_test_lesson.py:" in capsys.readouterr().err
+
+
+def test_real_labs_have_no_solution_code_and_parse():
+    for source in build.lesson_sources(REPO_ROOT):
+        lab, solution = build.split_variants(source)
+        for cell_lab, cell_solution in zip(lab.cells, solution.cells, strict=True):
+            assert cell_lab.id == cell_solution.id
+            if cell_lab.cell_type == "code":
+                ast.parse(cell_lab.source)
+        todos = [c for c in lab.cells if "todo" in c.metadata.get("tpu_speed_pipelines", {})]
+        assert len(todos) >= 4, source.name

@@ -1,0 +1,20 @@
+"""Ruff lints and formats everything that is Python: utils, tools, tests and lesson sources."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT
+
+RUFF = Path(sys.executable).parent / "ruff"  # The one requirements-dev.txt pins.
+
+
+def test_ruff_check_passes():
+    result = subprocess.run([RUFF, "check", "."], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, f"Run: ruff check --fix .\n{result.stdout}{result.stderr}"
+
+
+def test_ruff_format_check_passes():
+    command = [RUFF, "format", "--check", "."]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, f"Run: ruff format .\n{result.stdout}{result.stderr}"

@@ -1,0 +1,162 @@
+"""Notebook tests: solutions execute (papermill), outputs are stable (nbval), labs guide learners.
+
+Each lesson runs with small parameters. A lab with every TODO filled from its solution
+passes every check; a lab with one TODO left as its stub fails at that TODO's own check.
+"""
+
+import subprocess
+import sys
+
+import nbformat
+import papermill
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tools import build_notebooks as build
+
+SMALL_PARAMETERS = {
+    "01_tf_data_basics": {
+        "NUM_IMAGES": 100,
+        "NUM_PARALLEL_READS": 8,
+        "NUM_TIMED_IMAGES": 60,
+        "NUM_TIMED_SEQUENTIAL": 5,
+    },
+}
+LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
+KEY = build.METADATA_KEY
+SANITIZE_FILE = REPO_ROOT / "tests" / "nbval_sanitize.cfg"
+
+
+def _todos(lesson):
+    lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
+    return [c.metadata[KEY]["todo"] for c in lab.cells if "todo" in c.metadata.get(KEY, {})]
+
+
+LAB_CASES = [(lesson, todo) for lesson in LESSONS for todo in _todos(lesson)]
+
+
+def _run(notebook, path):
+    """Executes `notebook` with the lesson's small parameters; returns (output, error)."""
+    nbformat.write(notebook, path)
+    output = path.with_name(path.stem + ".executed.ipynb")
+    try:
+        papermill.execute_notebook(
+            str(path),
+            str(output),
+            parameters=SMALL_PARAMETERS[path.name.split(".")[0]],
+            cwd=str(REPO_ROOT / "labs"),
+            progress_bar=False,
+        )
+    except papermill.PapermillExecutionError as error:
+        return nbformat.read(output, as_version=4), error
+    return nbformat.read(output, as_version=4), None
+
+
+def _lab_with_todos_filled(lesson, keep_stub=()):
+    """The generated lab with each TODO cell's stub replaced by the solution's code."""
+    lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
+    solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    solution_sources = {cell.id: cell.source for cell in solution.cells}
+    for cell in lab.cells:
+        todo = cell.metadata.get(KEY, {}).get("todo")
+        if todo is not None and todo not in keep_stub:
+            cell.source = solution_sources[cell.id]
+    return lab
+
+
+def _stdout(cell):
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+
+
+def _check_outputs(notebook):
+    return {
+        cell.metadata[KEY]["check"]: _stdout(cell)
+        for cell in notebook.cells
+        if "check" in cell.metadata.get(KEY, {})
+    }
+
+
+def test_every_lesson_has_small_parameters():
+    assert set(LESSONS) <= set(SMALL_PARAMETERS)
+
+
+@pytest.fixture(scope="module", params=LESSONS)
+def executed_solution(request, tmp_path_factory):
+    lesson = request.param
+    solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    path = tmp_path_factory.mktemp("solutions") / f"{lesson}.ipynb"
+    notebook, error = _run(build.strip_outputs(solution), path)
+    assert error is None, f"{lesson} failed: {error}"
+    return lesson, path.with_name(f"{lesson}.executed.ipynb"), notebook
+
+
+def test_solution_executes_and_passes_every_check(executed_solution):
+    lesson, _, notebook = executed_solution
+    outputs = _check_outputs(notebook)
+    assert sorted(outputs) == _todos(lesson)
+    for todo, text in outputs.items():
+        assert text.startswith(f"TODO {todo} passed: "), text
+
+
+def test_solution_summary_and_plots_are_produced(executed_solution):
+    _, _, notebook = executed_solution
+    from tools.run_course import summary_text
+
+    assert "images/s" in summary_text(notebook)
+    pngs = [
+        o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    ]
+    assert len(pngs) >= 2
+
+
+def test_nbval_over_executed_solution(executed_solution):
+    _, executed_path, _ = executed_solution
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+        "--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE_FILE),
+        "--nbval-cell-timeout", "300", str(executed_path),
+    ]  # fmt: skip
+    result = subprocess.run(command, cwd=executed_path.parent, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_committed_solution_carries_outputs_of_a_full_run(lesson):
+    solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    outputs = _check_outputs(solution)
+    assert sorted(outputs) == _todos(lesson)
+    assert all(text.startswith(f"TODO {todo} passed") for todo, text in outputs.items())
+    errors = [o for c in solution.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert errors == []
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_lab_as_generated_runs_up_to_todo_1_and_fails_there(lesson, tmp_path):
+    lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
+    _, error = _run(lab, tmp_path / f"{lesson}.ipynb")
+    assert error is not None and error.ename == "CheckFailed"
+    assert error.evalue.startswith("TODO 1 (") and "not done yet" in error.evalue
+    assert "todo=1" in error.source
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_lab_with_todos_filled_passes_every_check(lesson, tmp_path):
+    notebook, error = _run(_lab_with_todos_filled(lesson), tmp_path / f"{lesson}.ipynb")
+    assert error is None, str(error)
+    outputs = _check_outputs(notebook)
+    assert all(text.startswith(f"TODO {todo} passed") for todo, text in outputs.items())
+
+
+@pytest.mark.parametrize(
+    "lesson, todo", LAB_CASES, ids=[f"{name} TODO {n}" for name, n in LAB_CASES]
+)
+def test_lab_with_one_todo_left_fails_at_its_own_check(lesson, todo, tmp_path):
+    lab = _lab_with_todos_filled(lesson, keep_stub={todo})
+    notebook, error = _run(lab, tmp_path / f"{lesson}.ipynb")
+    assert error is not None and error.ename == "CheckFailed", str(error)
+    assert error.evalue.startswith(f"TODO {todo} (")
+    assert "not done yet" in error.evalue
+    assert f"todo={todo}" in error.source
+    passed = _check_outputs(notebook)
+    assert all(passed[earlier].startswith(f"TODO {earlier} passed") for earlier in range(1, todo))
