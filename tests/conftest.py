@@ -1,4 +1,8 @@
-"""Test set-up: no progress bars, no GUI backend, and a data cache of the tests' own."""
+"""Test set-up: no progress bars, no TensorFlow log lines, and a data cache of the tests' own.
+
+Notebooks run by the tests inherit this environment; MPLBACKEND is left alone so that they
+show their figures inline, as they do for a learner.
+"""
 
 import os
 import tempfile
@@ -6,7 +10,6 @@ from pathlib import Path
 
 os.environ["TPU_SPEED_PIPELINES_NO_PROGRESS"] = "1"
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-os.environ["MPLBACKEND"] = "Agg"
 os.environ.setdefault(
     "TPU_SPEED_PIPELINES_CACHE", str(Path(tempfile.gettempdir()) / "tpu_speed_pipelines_tests")
 )

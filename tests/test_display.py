@@ -1,11 +1,13 @@
 """Tests of utils/display.py."""
 
+import matplotlib
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from utils import display, timing
 
+matplotlib.use("Agg")  # No screen here.
 CLASSES = ("a", "b", "c")
 
 

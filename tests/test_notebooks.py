@@ -160,3 +160,17 @@ def test_lab_with_one_todo_left_fails_at_its_own_check(lesson, todo, tmp_path):
     assert f"todo={todo}" in error.source
     passed = _check_outputs(notebook)
     assert all(passed[earlier].startswith(f"TODO {earlier} passed") for earlier in range(1, todo))
+
+
+def test_nbval_fails_when_a_checked_output_changes(executed_solution, tmp_path):
+    _, executed_path, notebook = executed_solution
+    for cell in notebook.cells:
+        if cell.metadata.get(KEY, {}).get("check") == 1:
+            cell.outputs[0].text = "TODO 1 passed: 1 file in 1 class folder.\n"
+    changed = tmp_path / executed_path.name
+    nbformat.write(notebook, changed)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax"]
+    command += ["--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE_FILE), str(changed)]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "1 failed" in result.stdout
