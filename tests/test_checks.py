@@ -117,31 +117,35 @@ def test_check_read_and_decode_passes(paths, class_names, capsys):
     assert capsys.readouterr().out.startswith("TODO 3 passed: 4 images decoded")
 
 
+def _expect_read_and_decode_to_fail(read_and_decode, paths, *, latency_ms, match):
+    with pytest.raises(checks.CheckFailed, match=match):
+        checks.check_read_and_decode(
+            read_and_decode,
+            todo=3,
+            sample_paths=paths[:2],
+            storage=storage.SimulatedStorage(latency_ms),
+            class_names=data.CLASSES,
+        )
+
+
 def test_check_read_and_decode_on_stub_says_not_done(paths):
     def read_and_decode(path):
         image = ...
         label = ...
         return image, label
 
-    with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(read_and_decode\): not done yet"):
-        checks.check_read_and_decode(
-            read_and_decode,
-            todo=3,
-            sample_paths=paths[:2],
-            storage=storage.SimulatedStorage(1),
-            class_names=data.CLASSES,
-        )
+    _expect_read_and_decode_to_fail(
+        read_and_decode, paths, latency_ms=1, match=r"^TODO 3 \(read_and_decode\): not done yet"
+    )
 
 
 def test_check_read_and_decode_bypassing_storage_is_caught(paths, class_names):
-    with pytest.raises(checks.CheckFailed, match=r"Read with storage.read_file\(path\)"):
-        checks.check_read_and_decode(
-            _read_and_decode(tf.io.read_file, class_names),
-            todo=3,
-            sample_paths=paths[:2],
-            storage=storage.SimulatedStorage(1),
-            class_names=data.CLASSES,
-        )
+    _expect_read_and_decode_to_fail(
+        _read_and_decode(tf.io.read_file, class_names),
+        paths,
+        latency_ms=1,
+        match=r"Read with storage.read_file\(path\)",
+    )
 
 
 def test_check_read_and_decode_grayscale_is_caught(paths, class_names):
@@ -150,14 +154,9 @@ def test_check_read_and_decode_grayscale_is_caught(paths, class_names):
     def read_and_decode(path):
         return tf.io.decode_jpeg(tf.io.read_file(path), channels=1), label_from_path(path)
 
-    with pytest.raises(checks.CheckFailed, match=r"found uint8 of shape \(\d+, \d+, 1\)"):
-        checks.check_read_and_decode(
-            read_and_decode,
-            todo=3,
-            sample_paths=paths[:2],
-            storage=storage.SimulatedStorage(0),
-            class_names=data.CLASSES,
-        )
+    _expect_read_and_decode_to_fail(
+        read_and_decode, paths, latency_ms=0, match=r"found uint8 of shape \(\d+, \d+, 1\)"
+    )
 
 
 # TODO 4: parallel reading.

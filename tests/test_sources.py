@@ -1,5 +1,6 @@
 """Tests of utils/sources.py: every kind of data source, and bad ones."""
 
+import contextlib
 import functools
 import http.server
 import shutil
@@ -76,21 +77,35 @@ def test_resolve_source_gcs_glob_with_no_match(monkeypatch):
         sources.resolve_source("gs://empty/*/*.jpg")
 
 
-@pytest.fixture
-def archive_server(small_flowers, tmp_path):
-    """Serves a flower_photos-shaped archive over HTTP on loopback; yields its URL."""
+@contextlib.contextmanager
+def _serve_archive(tmp_path, folders):
+    """Serves flower_photos.tgz holding `folders` ({name in archive: folder}) on loopback.
+
+    Yields (server, url); the server is shut down on exit.
+    """
     served = tmp_path / "served"
     served.mkdir()
     with tarfile.open(served / "flower_photos.tgz", "w:gz") as archive:
-        archive.add(small_flowers / "daisy", arcname="flower_photos/daisy")
-        archive.add(small_flowers / "roses", arcname="flower_photos/roses")
+        for arcname, folder in folders.items():
+            archive.add(folder, arcname=arcname)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.requests = 0
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server, f"http://127.0.0.1:{server.server_port}/flower_photos.tgz"
-    server.shutdown()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server, f"http://127.0.0.1:{server.server_port}/flower_photos.tgz"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture
+def archive_server(small_flowers, tmp_path):
+    """A flower_photos-shaped archive (daisy and roses) served on loopback."""
+    folders = {
+        "flower_photos/daisy": small_flowers / "daisy",
+        "flower_photos/roses": small_flowers / "roses",
+    }
+    with _serve_archive(tmp_path, folders) as served:
+        yield served
 
 
 def test_resolve_source_flower_photos_downloads_once_then_uses_cache(
@@ -110,18 +125,8 @@ def test_resolve_source_flower_photos_downloads_once_then_uses_cache(
 
 
 def test_download_flower_photos_archive_without_images_is_an_error(tmp_path):
-    served = tmp_path / "served"
-    served.mkdir()
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "LICENSE.txt").write_text("nothing here")
-    with tarfile.open(served / "flower_photos.tgz", "w:gz") as archive:
-        archive.add(tmp_path / "empty", arcname="flower_photos")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_port}/flower_photos.tgz"
+    with _serve_archive(tmp_path, {"flower_photos": tmp_path / "empty"}) as (_, url):
         with pytest.raises(ValueError, match=r"holds no <class>/\*\.jpg folders"):
             sources.download_flower_photos(url, tmp_path / "cache")
-    finally:
-        server.shutdown()

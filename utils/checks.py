@@ -29,6 +29,11 @@ def _require_dataset(value, todo: int, name: str, expected: str) -> None:
         _fail(todo, name, f"expected {expected}; found a {type(value).__name__}.")
 
 
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def _passed(todo: int, message: str) -> None:
     print(f"TODO {todo} passed: {message}")
 
@@ -87,14 +92,13 @@ def check_label_from_path(
         labels = tf.data.Dataset.from_tensor_slices(list(sample_paths)).map(label_from_path)
         found = [int(label) for label in labels.as_numpy_iterator()]
     except (AttributeError, TypeError, ValueError, tf.errors.OpError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
         if "Ellipsis" in str(error) or "NoneType" in str(error):
             _fail(todo, name, f"not done yet: it returns no label. Expected {expected}.")
         _fail(
             todo,
             name,
             f"expected {expected}, computed with TensorFlow ops (it runs inside "
-            f"Dataset.map); found an error: {first_line}",
+            f"Dataset.map); found an error: {_first_line(error)}",
         )
     wanted = [list(class_names).index(_folder_of(path)) for path in sample_paths]
     for path, label, right in zip(sample_paths, found, wanted, strict=True):
@@ -127,8 +131,7 @@ def check_read_and_decode(
     except (AttributeError, TypeError, ValueError, tf.errors.OpError) as error:
         if "Ellipsis" in str(error) or "NoneType" in str(error):
             _fail(todo, name, f"not done yet: it returns no image. Expected {expected}.")
-        first_line = str(error).strip().splitlines()[0]
-        _fail(todo, name, f"expected {expected}; found an error: {first_line}")
+        _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
     for path, pair in zip(sample_paths, found, strict=True):
         if not isinstance(pair, tuple) or len(pair) != 2:
             _fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {path}.")
