@@ -26,7 +26,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Hide TensorFlow's C++ log lines.
 if importlib.util.find_spec("utils") is None:
-    if (Path.cwd().parent / "utils" / "checks.py").exists():
+    if (Path.cwd().parent / "utils" / "storage.py").exists():
         sys.path.insert(0, str(Path.cwd().parent))  # A local checkout.
     else:
         course = "git+https://github.com/tpu-speed-pipelines/tpu-speed-pipelines"

@@ -3,7 +3,7 @@
 import pytest
 import tensorflow as tf
 
-from utils import checks, data, storage
+from utils import checks, data, storage, tfrecords
 
 
 @pytest.fixture
@@ -197,3 +197,139 @@ def test_check_failed_is_an_assertion_error_without_chained_traceback():
         checks.check_filenames(..., todo=1, expected_count=1, class_names=())
     assert isinstance(caught.value, AssertionError)
     assert caught.value.__suppress_context__
+
+
+# Lab 2: resize_and_crop, recompress, to_example, write_shard.
+@pytest.fixture
+def sample_images(paths):
+    return [tf.io.decode_jpeg(tf.io.read_file(p), channels=3).numpy() for p in paths[::12]]
+
+
+def test_check_resize_and_crop_passes_on_reference_and_other_methods(sample_images, capsys):
+    checks.check_resize_and_crop(
+        tfrecords.resize_and_crop, todo=1, sample_images=sample_images, target_size=64
+    )
+    assert capsys.readouterr().out == (
+        "TODO 1 passed: 5 images resized and cropped to uint8 image of shape (64, 64, 3).\n"
+    )
+
+    def keras_crop(image, size):  # Crop to a square, then resize: the same picture.
+        resized = tf.keras.layers.Resizing(size, size, crop_to_aspect_ratio=True)(image)
+        return tf.saturate_cast(tf.round(resized), tf.uint8)
+
+    checks.check_resize_and_crop(keras_crop, todo=1, sample_images=sample_images, target_size=64)
+
+
+def test_check_resize_and_crop_failures(sample_images):
+    def run(function):
+        checks.check_resize_and_crop(function, todo=1, sample_images=sample_images, target_size=64)
+
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 1 \(resize_and_crop\): not done yet"):
+        run(lambda image, size: ...)
+    with pytest.raises(checks.CheckFailed, match=r"found float32 of shape \(64, 64, 3\)"):
+        run(lambda image, size: tf.image.resize(image, [size, size]))
+    with pytest.raises(checks.CheckFailed, match=r"Scale so the SHORTER side"):
+        run(lambda image, size: tf.saturate_cast(tf.image.resize(image, [size, size]), tf.uint8))
+    with pytest.raises(checks.CheckFailed, match=r"Scale so the SHORTER side"):
+        run(lambda image, size: tf.image.resize_with_crop_or_pad(image, size, size))
+    with pytest.raises(checks.CheckFailed, match=r"TensorFlow ops"):
+        run(lambda image, size: tf.constant(image.numpy()[:size, :size]))
+
+
+def test_check_recompress_passes_and_fails(sample_images, capsys):
+    resized = [tfrecords.resize_and_crop(tf.constant(i), 64).numpy() for i in sample_images]
+    checks.check_recompress(tfrecords.recompress, todo=2, sample_images=resized, quality=90)
+    assert capsys.readouterr().out.startswith("TODO 2 passed: 5 images recompressed to JPEG")
+    checks.check_recompress(
+        lambda image, quality: tf.io.encode_jpeg(image, quality=quality),
+        todo=2,
+        sample_images=resized,
+        quality=90,
+    )
+
+    def run(function):
+        checks.check_recompress(function, todo=2, sample_images=resized, quality=90)
+
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 2 \(recompress\): not done yet"):
+        run(lambda image, quality: ...)
+    with pytest.raises(checks.CheckFailed, match=r"expected JPEG at quality 90; .* Pass quality"):
+        run(lambda image, quality: tf.io.encode_jpeg(image, quality=50))
+    with pytest.raises(checks.CheckFailed, match=r"they do not decode"):
+        run(lambda image, quality: tf.io.serialize_tensor(image))
+    with pytest.raises(checks.CheckFailed, match=r"they decode to another"):
+        run(lambda image, quality: tf.io.encode_jpeg(255 - image, quality=quality))
+
+
+def test_check_to_example_passes_and_names_the_wrong_feature(capsys):
+    checks.check_to_example(tfrecords.to_example, todo=3, class_names=data.CLASSES)
+    assert capsys.readouterr().out == (
+        "TODO 3 passed: the record parses with the schema and holds the right values.\n"
+    )
+
+    def with_feature(name, feature):
+        def to_example(image_jpeg, class_index, original_size, class_names):
+            example = tfrecords.to_example(image_jpeg, class_index, original_size, class_names)
+            if feature is None:
+                del example.features.feature[name]
+            else:
+                example.features.feature[name].CopyFrom(feature)
+            return example
+
+        return to_example
+
+    def run(function):
+        checks.check_to_example(function, todo=3, class_names=data.CLASSES)
+
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(to_example\): not done yet"):
+        run(lambda *args: ...)
+    with pytest.raises(checks.CheckFailed, match=r"expected a feature 'size'"):
+        run(with_feature("size", None))
+    floats = tf.train.Feature(float_list=tf.train.FloatList(value=[2.0]))
+    with pytest.raises(checks.CheckFailed, match=r"expected 'class' to be a int64_list; found a"):
+        run(with_feature("class", floats))
+    resized = tf.train.Feature(int64_list=tf.train.Int64List(value=[192, 192]))
+    with pytest.raises(checks.CheckFailed, match=r"expected size=\[300, 400\]; found \[192, 192\]"):
+        run(with_feature("size", resized))
+    with pytest.raises(checks.CheckFailed, match=r"found a dict"):
+        run(lambda *args: {"image": b""})
+
+
+def _write_to_final_name(serialized_examples, output_dir, index):
+    records = list(serialized_examples)
+    path = f"{output_dir}/{tfrecords.shard_name(index, len(records))}"
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+    return path
+
+
+def _write_streaming_to_final_name(serialized_examples, output_dir, index):
+    path = f"{output_dir}/{tfrecords.shard_name(index, 5)}"
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in serialized_examples:
+            writer.write(record)
+    return path
+
+
+def test_check_write_shard_passes_on_the_safe_writer(capsys):
+    checks.check_write_shard(tfrecords.write_shard, todo=4)
+    assert capsys.readouterr().out.startswith("TODO 4 passed: flowers03-5.tfrec holds its 5")
+
+
+def test_check_write_shard_failures():
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 4 \(write_shard\): not done yet"):
+        checks.check_write_shard(lambda *args: ..., todo=4)
+    with pytest.raises(checks.CheckFailed, match=r"no file existed while they came"):
+        checks.check_write_shard(_write_to_final_name, todo=4)
+    with pytest.raises(checks.CheckFailed, match=r"left \['flowers00-5.tfrec'\], which looks"):
+        checks.check_write_shard(_write_streaming_to_final_name, todo=4)
+
+    def no_rename(serialized_examples, output_dir, index):
+        path = tfrecords.temporary_path(output_dir, index)
+        with tf.io.TFRecordWriter(path) as writer:
+            for record in serialized_examples:
+                writer.write(record)
+        return path
+
+    with pytest.raises(checks.CheckFailed, match=r"expected a shard named flowers03-5.tfrec"):
+        checks.check_write_shard(no_rename, todo=4)

@@ -22,6 +22,7 @@ SMALL_PARAMETERS = {
         "NUM_TIMED_IMAGES": 60,
         "NUM_TIMED_SEQUENTIAL": 5,
     },
+    "02_write_tfrecords": {"NUM_IMAGES": 100, "NUM_SHARDS": 4, "NUM_SAMPLE": 20},
 }
 LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 KEY = build.METADATA_KEY

@@ -191,3 +191,58 @@ def make_flowers_dataset(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return root
+
+
+# The damaged inputs `make_damaged_dataset` adds: file name -> what is wrong with it.
+DAMAGED_FILES = {
+    "daisy/truncated.jpg": "unreadable: a JPEG cut off half way",
+    "daisy/empty.jpg": "unreadable: an empty file",
+    "roses/not_an_image.jpg": "unreadable: text with a .jpg name",
+    "dandelion/grayscale.jpg": "readable: a one-channel (grayscale) JPEG",
+    "sunflowers/cmyk.jpg": "readable: a four-channel CMYK JPEG",
+    "tulips/png_named.jpg": "readable: a PNG file with a .jpg name",
+}
+EMPTY_CLASS_FOLDER = "lilies"
+
+
+def make_damaged_dataset(folder: str | os.PathLike, *, images_per_class: int = 4) -> Path:
+    """Writes a small dataset with every kind of bad input the conversion must survive.
+
+    `folder` gets `images_per_class` good JPEGs in each class folder, the files of
+    `DAMAGED_FILES` (three unreadable, three readable only when decoded to 3 channels),
+    and an empty class folder `EMPTY_CLASS_FOLDER`.
+
+    Returns:
+        `folder`, as a Path.
+
+    Example:
+        root = data.make_damaged_dataset("/tmp/damaged")
+        source = sources.resolve_source(str(root))
+    """
+    root = Path(folder)
+    for class_name in CLASSES:
+        _write_images(root, class_name, range(images_per_class), DEFAULT_SEED)
+    pixels = render_flower("daisy", _image_rng(DEFAULT_SEED, "daisy", images_per_class))
+    image = Image.fromarray(pixels)
+    encoded = {}
+    for name, mode, file_format in [
+        ("jpeg", "RGB", "JPEG"),
+        ("grayscale", "L", "JPEG"),
+        ("cmyk", "CMYK", "JPEG"),
+        ("png", "RGB", "PNG"),
+    ]:
+        buffer = io.BytesIO()
+        image.convert(mode).save(buffer, format=file_format)
+        encoded[name] = buffer.getvalue()
+    contents = {
+        "daisy/truncated.jpg": encoded["jpeg"][: len(encoded["jpeg"]) // 2],
+        "daisy/empty.jpg": b"",
+        "roses/not_an_image.jpg": b"This is not an image.\n",
+        "dandelion/grayscale.jpg": encoded["grayscale"],
+        "sunflowers/cmyk.jpg": encoded["cmyk"],
+        "tulips/png_named.jpg": encoded["png"],
+    }
+    for name, content in contents.items():
+        (root / name).write_bytes(content)
+    (root / EMPTY_CLASS_FOLDER).mkdir(exist_ok=True)
+    return root

@@ -28,6 +28,8 @@ class ImageSource:
         class_names: the class folder names, sorted; a label is an index into them.
         num_images: the number of files `pattern` matches.
         is_remote: True for real cloud storage (`gs://`), where no latency is simulated.
+        empty_class_folders: folders beside the class folders that hold no images; they
+            are not classes (a class needs images to learn from). Local folders only.
     """
 
     name: str
@@ -35,12 +37,17 @@ class ImageSource:
     class_names: tuple[str, ...]
     num_images: int
     is_remote: bool
+    empty_class_folders: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """Returns one line saying what the source is."""
         where = "real cloud storage" if self.is_remote else "local disk"
         classes = ", ".join(self.class_names)
-        return f"{self.num_images} images in {len(self.class_names)} classes ({classes}), {where}"
+        text = f"{self.num_images} images in {len(self.class_names)} classes ({classes}), {where}"
+        if self.empty_class_folders:
+            empty = ", ".join(self.empty_class_folders)
+            text += f"\nWARNING: empty class folder(s), not used as classes: {empty}"
+        return text
 
 
 def resolve_source(
@@ -102,7 +109,8 @@ def _from_local_folder(name: str, root: Path) -> ImageSource:
             "Rename the files to one extension, such as .jpg."
         )
     pattern = str(root.resolve() / "*" / f"*{extensions.pop()}")
-    return ImageSource(name, pattern, class_names, len(paths), is_remote=False)
+    empty = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and not any(p.iterdir())))
+    return ImageSource(name, pattern, class_names, len(paths), False, empty)
 
 
 def _from_gcs_glob(pattern: str) -> ImageSource:

@@ -1,0 +1,31 @@
+"""Self-checks run after each TODO: properties of the result, with plain-words failures.
+
+Each check takes the learner's result and `todo=n`, prints "TODO n passed: ..." or raises
+`CheckFailed` with a message that names the TODO and says what is missing or wrong.
+"""
+
+from utils.checks._base import CheckFailed
+from utils.checks.reading import (
+    check_filenames,
+    check_label_from_path,
+    check_parallel_reading,
+    check_read_and_decode,
+)
+from utils.checks.writing import (
+    check_recompress,
+    check_resize_and_crop,
+    check_to_example,
+    check_write_shard,
+)
+
+__all__ = [
+    "CheckFailed",
+    "check_filenames",
+    "check_label_from_path",
+    "check_parallel_reading",
+    "check_read_and_decode",
+    "check_recompress",
+    "check_resize_and_crop",
+    "check_to_example",
+    "check_write_shard",
+]

@@ -1,0 +1,36 @@
+"""What every check shares: the error it raises and how it words a failure."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+class CheckFailed(AssertionError):
+    """A TODO's result is missing or wrong; the message says which TODO and why."""
+
+
+def _fail(todo: int, name: str, message: str) -> None:
+    __tracebackhide__ = True
+    raise CheckFailed(f"TODO {todo} ({name}): {message}") from None
+
+
+def _require_done(value, todo: int, name: str, expected: str) -> None:
+    __tracebackhide__ = True
+    if value is Ellipsis:
+        _fail(todo, name, f"not done yet: {name} is still ... (Ellipsis). Expected {expected}.")
+
+
+def _require_dataset(value, todo: int, name: str, expected: str) -> None:
+    __tracebackhide__ = True
+    _require_done(value, todo, name, expected)
+    if not isinstance(value, tf.data.Dataset):
+        _fail(todo, name, f"expected {expected}; found a {type(value).__name__}.")
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _passed(todo: int, message: str) -> None:
+    print(f"TODO {todo} passed: {message}")

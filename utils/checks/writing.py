@@ -1,0 +1,228 @@
+"""Checks for lab 2: resize and crop, recompress, build the record, write a shard safely."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from utils import tfrecords
+from utils.checks._base import _fail, _first_line, _passed
+
+_ERRORS = (AttributeError, TypeError, ValueError, tf.errors.OpError)
+# Mean absolute difference (0-255 scale) from the reference resize-and-crop, over the
+# sample: other resize methods stay under 5; squashing to a square or cropping without
+# resizing gives 14 and 25 on the embedded flowers.
+_MAX_RESIZE_DIFFERENCE = 6.0
+
+
+def _call_once(function: Callable, args, *, todo: int, name: str, expected: str):
+    """Calls `function(*args)` eagerly; fails the check on the stub or on an error."""
+    __tracebackhide__ = True
+    try:
+        result = function(*args)
+    except _ERRORS as error:
+        _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
+    if result is Ellipsis or result is None:
+        _fail(todo, name, f"not done yet: it returns {result!r}. Expected {expected}.")
+    return result
+
+
+def check_resize_and_crop(
+    resize_and_crop: Callable, *, todo: int, sample_images: Sequence[np.ndarray], target_size: int
+):
+    """Checks `resize_and_crop(image, target_size)`: an aspect-preserving resize, centre crop.
+
+    It runs the function inside `Dataset.map` (as the conversion does) and compares its
+    images with the reference `tfrecords.resize_and_crop`.
+
+    Example:
+        checks.check_resize_and_crop(resize_and_crop, todo=1, sample_images=images,
+                                     target_size=192)
+    """
+    __tracebackhide__ = True
+    name = "resize_and_crop"
+    expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
+    _call_once(resize_and_crop, (tf.constant(sample_images[0]), target_size), todo=todo,
+               name=name, expected=expected)  # fmt: skip
+    images = tf.data.Dataset.from_generator(
+        lambda: iter(sample_images), output_signature=tf.TensorSpec((None, None, 3), tf.uint8)
+    )
+    try:
+        found = list(images.map(lambda image: resize_and_crop(image, target_size)))
+    except _ERRORS as error:
+        _fail(
+            todo,
+            name,
+            f"expected {expected}, computed with TensorFlow ops (it runs inside Dataset.map); "
+            f"found an error: {_first_line(error)}",
+        )
+    differences = []
+    for original, image in zip(sample_images, found, strict=True):
+        if image.dtype != tf.uint8 or tuple(image.shape) != (target_size, target_size, 3):
+            _fail(
+                todo,
+                name,
+                f"expected {expected}; found {image.dtype.name} of shape {tuple(image.shape)} "
+                f"for an image of shape {original.shape}. Cast back to uint8 after resizing.",
+            )
+        reference = tfrecords.resize_and_crop(tf.constant(original), target_size)
+        differences.append(np.abs(image.numpy().astype(float) - reference.numpy()).mean())
+    if np.mean(differences) > _MAX_RESIZE_DIFFERENCE:
+        _fail(
+            todo,
+            name,
+            f"expected the centre of the image, resized with its proportions kept; the "
+            f"images differ from that by {np.mean(differences):.1f} levels on average "
+            f"(at most {_MAX_RESIZE_DIFFERENCE:g} expected). Scale so the SHORTER side is "
+            "target_size, then crop the centre square.",
+        )
+    _passed(todo, f"{len(found)} images resized and cropped to {expected[2:]}.")
+
+
+def check_recompress(
+    recompress: Callable, *, todo: int, sample_images: Sequence[np.ndarray], quality: int
+):
+    """Checks `recompress(image, quality)`: JPEG bytes that decode back to the same image.
+
+    Example:
+        checks.check_recompress(recompress, todo=2, sample_images=resized, quality=90)
+    """
+    __tracebackhide__ = True
+    name = "recompress"
+    expected = "a scalar string tensor of JPEG bytes"
+    num_bytes, reference_bytes = 0, 0
+    for image in sample_images:
+        encoded = _call_once(recompress, (tf.constant(image), quality), todo=todo, name=name,
+                             expected=expected)  # fmt: skip
+        if not isinstance(encoded, tf.Tensor) or encoded.dtype != tf.string or encoded.shape.rank:
+            _fail(todo, name, f"expected {expected}; found {encoded!r:.80}.")
+        try:
+            decoded = tf.io.decode_jpeg(encoded, channels=3).numpy()
+        except tf.errors.InvalidArgumentError as error:
+            _fail(todo, name, f"expected JPEG bytes; they do not decode: {_first_line(error)}")
+        if decoded.shape != image.shape or np.abs(decoded.astype(float) - image).mean() > 20:
+            _fail(todo, name, "expected JPEG bytes of the same image; they decode to another.")
+        num_bytes += len(encoded.numpy())
+        reference_bytes += len(tfrecords.recompress(tf.constant(image), quality).numpy())
+    ratio = num_bytes / reference_bytes
+    if not 0.8 <= ratio <= 1.25:
+        _fail(
+            todo,
+            name,
+            f"expected JPEG at quality {quality}; the bytes are {ratio:.2f}x the size of that. "
+            "Pass quality=quality to tf.io.encode_jpeg.",
+        )
+    average = num_bytes / len(sample_images)
+    _passed(todo, f"{len(sample_images)} images recompressed to JPEG at quality {quality}.")
+    print(f"Average: {average:,.0f} bytes per image.")
+
+
+_FEATURE_KINDS = {
+    "image": "bytes_list",
+    "class": "int64_list",
+    "label": "bytes_list",
+    "size": "int64_list",
+    "one_hot_class": "float_list",
+}
+
+
+def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[str]):
+    """Checks `to_example(image_jpeg, class_index, original_size, class_names)` against `SCHEMA`.
+
+    Example:
+        checks.check_to_example(to_example, todo=3, class_names=source.class_names)
+    """
+    __tracebackhide__ = True
+    name = "to_example"
+    expected = "a tf.train.Example with the features " + ", ".join(_FEATURE_KINDS)
+    image_jpeg = tf.io.encode_jpeg(tf.zeros((8, 8, 3), tf.uint8)).numpy()
+    class_index = len(class_names) // 2
+    example = _call_once(to_example, (image_jpeg, class_index, [300, 400], list(class_names)),
+                         todo=todo, name=name, expected=expected)  # fmt: skip
+    if not isinstance(example, tf.train.Example):
+        _fail(todo, name, f"expected {expected}; found a {type(example).__name__}.")
+    features = example.features.feature
+    for feature, kind in _FEATURE_KINDS.items():
+        if feature not in features:
+            _fail(todo, name, f"expected a feature {feature!r}; found {sorted(features)}.")
+        if features[feature].WhichOneof("kind") != kind:
+            found = features[feature].WhichOneof("kind")
+            _fail(todo, name, f"expected {feature!r} to be a {kind}; found a {found}.")
+    record = tfrecords.parse_record(tf.constant(example.SerializeToString()))
+    one_hot = [0.0] * len(class_names)
+    one_hot[class_index] = 1.0
+    wanted = {
+        "image": image_jpeg,
+        "class": class_index,
+        "label": class_names[class_index].encode(),
+        "size": [300, 400],
+        "one_hot_class": one_hot,
+    }
+    for feature, value in wanted.items():
+        found = record[feature].numpy()
+        found = found.tolist() if isinstance(found, np.ndarray) else found
+        if found != value:
+            _fail(todo, name, f"expected {feature}={value!r:.60}; found {found!r:.60}.")
+    _passed(todo, "the record parses with the schema and holds the right values.")
+
+
+def check_write_shard(write_shard: Callable, *, todo: int):
+    """Checks `write_shard(serialized_examples, output_dir, index)`: named with its count,
+    every record written, and nothing that looks finished left by an interrupted write.
+
+    Example:
+        checks.check_write_shard(write_shard, todo=4)
+    """
+    __tracebackhide__ = True
+    name = "write_shard"
+    records = [f"record {i}".encode() for i in range(5)]
+    with tempfile.TemporaryDirectory() as folder:
+        path = _call_once(write_shard, (iter(records), folder, 3), todo=todo, name=name,
+                          expected="the path of the shard written")  # fmt: skip
+        wanted = tfrecords.shard_name(3, len(records))
+        if Path(str(path)).name != wanted:
+            _fail(todo, name, f"expected a shard named {wanted}; found {Path(str(path)).name}.")
+        if not Path(path).exists():
+            _fail(todo, name, f"it returned {path}, but there is no such file.")
+        written = [r.numpy() for r in tf.data.TFRecordDataset(path)]
+        if written != records:
+            _fail(todo, name, f"expected the {len(records)} records in order; found {written}.")
+        left = sorted(p.name for p in Path(folder).iterdir() if p.name != wanted)
+        if left:
+            _fail(todo, name, f"expected only {wanted} in the folder; also found {left}.")
+
+    with tempfile.TemporaryDirectory() as folder:
+        files_while_writing = []
+
+        def interrupted():
+            yield from records[:3]
+            files_while_writing.extend(p.name for p in Path(folder).iterdir())
+            raise KeyboardInterrupt("interrupted")
+
+        try:
+            write_shard(interrupted(), folder, 0)
+        except KeyboardInterrupt:
+            pass
+        finished = [Path(p).name for p in tfrecords.find_shards(folder)]
+        if not files_while_writing:
+            _fail(
+                todo,
+                name,
+                "expected the records to go into a file as they come (a shard can be larger "
+                "than memory); no file existed while they came. Open a tf.io.TFRecordWriter "
+                "on tfrecords.temporary_path(output_dir, index) and write each record.",
+            )
+        if finished:
+            _fail(
+                todo,
+                name,
+                f"a write interrupted after 3 records left {finished}, which looks finished. "
+                "Write to tfrecords.temporary_path(output_dir, index) first, and rename the "
+                "file to its final name only when every record is written.",
+            )
+    _passed(todo, f"{wanted} holds its {len(records)} records; an interrupted write leaves "
+                  "no finished-looking shard.")  # fmt: skip

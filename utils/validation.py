@@ -1,0 +1,190 @@
+"""Validation of a set of TFRecord shards: every record read back, every input accounted for."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from utils import tfrecords
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardReport:
+    """One shard read back: its name, the count in its name, records read, per-class counts."""
+
+    name: str
+    count_in_name: int | None
+    num_records: int
+    class_counts: dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationReport:
+    """What `validate` found.
+
+    Attributes:
+        output_dir: the shards' folder.
+        shards: one `ShardReport` per shard.
+        class_names: the classes, from the sidecar.
+        num_input_images: images in the source, from the sidecar.
+        skipped: (path, error) of each image the conversion skipped, from the sidecar.
+        problems: everything wrong, one line each; empty when the set is valid.
+    """
+
+    output_dir: str
+    shards: list[ShardReport]
+    class_names: list[str]
+    num_input_images: int
+    skipped: list[tuple[str, str]]
+    problems: list[str]
+
+    @property
+    def num_records(self) -> int:
+        return sum(shard.num_records for shard in self.shards)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        """Returns the report `validate` prints: a table of shards, the totals, the problems."""
+        width = max([len(s.name) for s in self.shards] + [5])
+        header = f"{'shard':<{width}}  {'records':>7}  " + "  ".join(
+            f"{name[:10]:>10}" for name in self.class_names
+        )
+        lines = [header, "-" * len(header)]
+        for shard in self.shards:
+            counts = "  ".join(f"{shard.class_counts.get(n, 0):>10}" for n in self.class_names)
+            lines.append(f"{shard.name:<{width}}  {shard.num_records:>7}  {counts}")
+        totals = collections.Counter()
+        for shard in self.shards:
+            totals.update(shard.class_counts)
+        counts = "  ".join(f"{totals.get(n, 0):>10}" for n in self.class_names)
+        lines += ["-" * len(header), f"{'total':<{width}}  {self.num_records:>7}  {counts}", ""]
+        lines.append(
+            f"Input images: {self.num_input_images} = {self.num_records} written "
+            f"+ {len(self.skipped)} skipped."
+        )
+        lines += [f"  skipped {path}: {error}" for path, error in self.skipped]
+        if self.ok:
+            lines.append("Valid: every record parses, every count matches.")
+        else:
+            lines.append(f"INVALID: {len(self.problems)} problem(s):")
+            lines += [f"  {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+
+def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
+    """Reads every shard in `output_dir` back and checks it against its name and the sidecar.
+
+    Checks: the sidecar exists; every record parses with `tfrecords.FEATURES`; its image
+    decodes to the sidecar's size with 3 channels; its class, label and one-hot agree; its
+    original size is positive; each shard holds the count in its name (course names);
+    the shards are those the sidecar lists, with no temporary file left over; and the
+    records plus the skipped images add up to the input images.
+
+    Args:
+        output_dir: the shards' folder (local or `gs://`).
+        verbose: print the report's summary.
+
+    Returns:
+        A `ValidationReport`; `report.ok` is True when nothing is wrong.
+
+    Example:
+        report = validation.validate("/tmp/flowers-tfrec")
+        assert report.ok, report.problems
+    """
+    output_dir = str(output_dir).rstrip("/")
+    problems = []
+    try:
+        metadata = tfrecords.read_metadata(output_dir)
+    except FileNotFoundError as error:
+        metadata = {}
+        problems.append(str(error))
+    class_names = list(metadata.get("class_names", []))
+    target_size = metadata.get("target_size")
+    paths = tfrecords.find_shards(output_dir)
+    if not paths:
+        problems.append(f"No shards in {output_dir}.")
+    leftovers = [n for n in _listdir(output_dir) if n.endswith(tfrecords.TEMPORARY_SUFFIX)]
+    problems += [f"{name}: a temporary file left by an unfinished write." for name in leftovers]
+    shards = []
+    for path in paths:
+        shard, shard_problems = _read_shard(path, class_names, target_size)
+        shards.append(shard)
+        problems += shard_problems
+    if metadata:
+        listed = set(metadata.get("shards", {}))
+        found = {shard.name for shard in shards}
+        problems += [f"{name}: listed in the sidecar, but missing." for name in listed - found]
+        problems += [f"{name}: not listed in the sidecar." for name in found - listed]
+    skipped = [(image["path"], image["error"]) for image in metadata.get("skipped", [])]
+    num_inputs = metadata.get("num_input_images", 0)
+    num_records = sum(shard.num_records for shard in shards)
+    if metadata and num_records + len(skipped) != num_inputs:
+        problems.append(
+            f"Input images {num_inputs} != {num_records} records + {len(skipped)} skipped: "
+            f"{num_inputs - num_records - len(skipped)} image(s) unaccounted for."
+        )
+    report = ValidationReport(output_dir, shards, class_names, num_inputs, skipped, problems)
+    if verbose:
+        print(report.summary())
+    return report
+
+
+def _listdir(folder: str) -> list[str]:
+    return tf.io.gfile.listdir(folder) if tf.io.gfile.isdir(folder) else []
+
+
+def _record_facts(serialized):
+    record = tfrecords.parse_record(serialized)
+    image = tf.io.decode_jpeg(record["image"], channels=3)
+    return (
+        record["class"],
+        record["label"],
+        record["size"],
+        record["one_hot_class"],
+        tf.shape(image),
+    )
+
+
+def _read_shard(path: str, class_names: list[str], target_size: int | None):
+    """Reads one shard; returns its `ShardReport` and the problems found in it."""
+    name = Path(path).name
+    problems, counts, num_records = [], collections.Counter(), 0
+    facts = tf.data.TFRecordDataset(path).map(_record_facts)
+    try:
+        for class_index, label, size, one_hot, shape in facts.as_numpy_iterator():
+            problem = _record_problem(class_index, label, size, one_hot, shape, class_names)
+            if problem is None and target_size and tuple(shape) != (target_size, target_size, 3):
+                problem = f"image of shape {tuple(shape)}, not ({target_size}, {target_size}, 3)"
+            if problem:
+                problems.append(f"{name}: record {num_records}: {problem}.")
+            counts[label.decode(errors="replace")] += 1
+            num_records += 1
+    except tf.errors.OpError as error:
+        message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message).splitlines()[0]
+        problems.append(f"{name}: record {num_records} does not parse: {message}")
+    count_in_name = tfrecords.shard_record_count(path)
+    if count_in_name is not None and count_in_name != num_records:
+        problems.append(f"{name}: its name says {count_in_name} records; it holds {num_records}.")
+    return ShardReport(name, count_in_name, num_records, dict(counts)), problems
+
+
+def _record_problem(class_index, label, size, one_hot, shape, class_names) -> str | None:
+    if not 0 <= class_index < len(class_names):
+        return f"class {class_index} is not an index into {len(class_names)} classes"
+    if label.decode(errors="replace") != class_names[class_index]:
+        return f"label {label!r} is not class {class_index} ({class_names[class_index]})"
+    if len(one_hot) != len(class_names) or int(np.argmax(one_hot)) != class_index:
+        return f"one_hot_class {one_hot.tolist()} does not encode class {class_index}"
+    if min(size) < 1:
+        return f"original size {size.tolist()} is not a positive (height, width)"
+    if shape[-1] != 3:
+        return f"image with {shape[-1]} channels, not 3"
+    return None
