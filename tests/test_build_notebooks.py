@@ -95,6 +95,19 @@ def test_make_stub_assigns_ellipsis_to_each_name_and_keeps_indent():
     ]
 
 
+def test_make_stub_finds_names_assigned_inside_blocks_but_not_in_functions():
+    region = [
+        "with strategy.scope():",
+        "    model = make_model()",
+        "    model.compile()",
+        "for path in paths:",
+        "    count += 1",
+        "def helper():",
+        "    hidden = 1",
+    ]
+    assert build.make_stub(region, 4, "x.py") == ["model = ...", "count = ..."]
+
+
 def test_make_stub_without_assignments_is_an_ellipsis():
     assert build.make_stub(["print('hi')"], 1, "x.py") == ["..."]
 

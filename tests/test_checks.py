@@ -333,3 +333,152 @@ def test_check_write_shard_failures():
 
     with pytest.raises(checks.CheckFailed, match=r"expected a shard named flowers03-5.tfrec"):
         checks.check_write_shard(no_rename, todo=4)
+
+
+# Lab 3: read_tfrecord, the parallel dataset, parse_batch, the fast pipeline.
+@pytest.fixture(scope="module")
+def shard_paths(small_flowers, tmp_path_factory):
+    from utils import sources
+
+    source = sources.resolve_source(str(small_flowers))
+    output_dir = tmp_path_factory.mktemp("shards")
+    tfrecords.convert(source, output_dir, target_size=32, num_shards=4)
+    return tfrecords.find_shards(str(output_dir))
+
+
+FEATURES = {
+    "image": tf.io.FixedLenFeature([], tf.string),
+    "class": tf.io.FixedLenFeature([], tf.int64),
+    "one_hot_class": tf.io.VarLenFeature(tf.float32),
+    "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
+}
+
+
+def _read_tfrecord(serialized, features=FEATURES, size=32):
+    record = tf.io.parse_single_example(serialized, features)
+    image = tf.reshape(tf.io.decode_jpeg(record["image"], channels=3), [size, size, 3])
+    return image, tf.reshape(tf.sparse.to_dense(record["one_hot_class"]), [5])
+
+
+def _parse_batch(serialized_batch):
+    from utils import pipeline
+
+    return pipeline.parse_batch(serialized_batch, target_size=32, num_classes=5)
+
+
+def _check_read(function, features=FEATURES, shard_paths=None):
+    checks.check_read_tfrecord(
+        function, features, todo=1, shard_paths=shard_paths, target_size=32, num_classes=5
+    )
+
+
+def test_check_read_tfrecord_passes(shard_paths, capsys):
+    _check_read(_read_tfrecord, shard_paths=shard_paths)
+    assert capsys.readouterr().out == (
+        "TODO 1 passed: 8 records parsed to (uint8 image of shape (32, 32, 3), one-hot label).\n"
+    )
+
+
+def test_check_read_tfrecord_failures(shard_paths):
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 1 \(read_tfrecord\): not done yet"):
+        _check_read(_read_tfrecord, features=..., shard_paths=shard_paths)
+    with pytest.raises(
+        checks.CheckFailed, match=r"not done yet: it returns \(Ellipsis, Ellipsis\)"
+    ):
+        _check_read(lambda serialized: (..., ...), shard_paths=shard_paths)
+    dense = {**FEATURES, "one_hot_class": tf.io.FixedLenFeature([5], tf.float32)}
+    with pytest.raises(checks.CheckFailed, match=r"features\['one_hot_class'\] to be a VarLen"):
+        _check_read(_read_tfrecord, features=dense, shard_paths=shard_paths)
+    no_default = {**FEATURES, "size": tf.io.FixedLenFeature([2], tf.int64)}
+    with pytest.raises(checks.CheckFailed, match=r"to have a default_value"):
+        _check_read(_read_tfrecord, features=no_default, shard_paths=shard_paths)
+
+    def no_reshape(serialized):
+        record = tf.io.parse_single_example(serialized, FEATURES)
+        one_hot = tf.reshape(tf.sparse.to_dense(record["one_hot_class"]), [5])
+        return tf.io.decode_jpeg(record["image"], channels=3), one_hot
+
+    with pytest.raises(checks.CheckFailed, match=r"static shape \(32, 32, 3\).*tf.reshape"):
+        _check_read(no_reshape, shard_paths=shard_paths)
+
+    def sparse_label(serialized):
+        record = tf.io.parse_single_example(serialized, FEATURES)
+        image = tf.reshape(tf.io.decode_jpeg(record["image"], channels=3), [32, 32, 3])
+        return image, tf.sparse.to_dense(record["one_hot_class"])
+
+    with pytest.raises(checks.CheckFailed, match=r"one-hot labels of static shape \(5,\)"):
+        _check_read(sparse_label, shard_paths=shard_paths)
+
+
+def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
+    simulated = storage.SimulatedStorage(latency_ms=30)
+    options = tf.data.Options()
+    options.deterministic = False
+    records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4).with_options(options)
+    dataset = records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
+
+    def run(candidate):
+        checks.check_parallel_records(
+            candidate,
+            todo=2,
+            storage=simulated,
+            num_parallel_reads=4,
+            num_shards=4,
+            num_records=60,
+        )
+
+    run(dataset)
+    assert (
+        capsys.readouterr().out
+        == "TODO 2 passed: all 60 records, read in parallel, in any order.\n"
+    )
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 2 \(dataset\): not done yet"):
+        run(...)
+    discarded = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4)
+    discarded.with_options(options)  # The original course's mistake: options thrown away.
+    with pytest.raises(checks.CheckFailed, match=r"deterministic = False on the dataset itself"):
+        run(discarded.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+    with pytest.raises(checks.CheckFailed, match=r"expected a parallel map"):
+        run(records.map(_read_tfrecord))
+    one_reader = simulated.tfrecord_dataset(shard_paths).with_options(options)
+    with pytest.raises(checks.CheckFailed, match=r"found at most 1\. Pass num_parallel_reads"):
+        run(one_reader.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+    with pytest.raises(checks.CheckFailed, match=r"expected all 60 records, once each; found 120"):
+        run(dataset.repeat(2))
+
+
+def test_check_parse_batch_passes_and_fails(shard_paths, capsys):
+    def run(function):
+        checks.check_parse_batch(
+            function, todo=3, read_tfrecord=_read_tfrecord, shard_paths=shard_paths
+        )
+
+    run(_parse_batch)
+    assert capsys.readouterr().out.startswith("TODO 3 passed: 6 records in batches of 3")
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(parse_batch\): not done yet"):
+        run(lambda batch: (..., ...))
+    with pytest.raises(checks.CheckFailed, match=r"parsed with tf.io.parse_example; found an"):
+        run(lambda batch: _read_tfrecord(batch))
+    with pytest.raises(checks.CheckFailed, match=r"record 0 of the batch differs"):
+        run(lambda batch: (_parse_batch(batch)[0][::-1], _parse_batch(batch)[1]))
+
+
+def test_check_fast_dataset_passes_and_fails(shard_paths, capsys):
+    options = tf.data.Options()
+    options.deterministic = False
+    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).with_options(options)
+    fast = records.batch(16).map(_parse_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(-1)
+    checks.check_fast_dataset(fast, todo=4, batch_size=16)
+    assert capsys.readouterr().out == (
+        "TODO 4 passed: batches of 16 images of (32, 32, 3), prefetched.\n"
+    )
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 4 \(fast\): not done yet"):
+        checks.check_fast_dataset(..., todo=4, batch_size=16)
+    with pytest.raises(checks.CheckFailed, match=r"prefetch\(tf.data.AUTOTUNE\) as the last step"):
+        checks.check_fast_dataset(fast.unbatch().batch(16), todo=4, batch_size=16)
+    per_record = records.map(_read_tfrecord, num_parallel_calls=-1).batch(16).prefetch(-1)
+    with pytest.raises(checks.CheckFailed, match=r"batched first, then parsed"):
+        checks.check_fast_dataset(per_record, todo=4, batch_size=16)
+    ordered = tf.data.TFRecordDataset(shard_paths).batch(16).map(_parse_batch, -1).prefetch(-1)
+    with pytest.raises(checks.CheckFailed, match=r"whose order is not kept"):
+        checks.check_fast_dataset(ordered, todo=4, batch_size=16)

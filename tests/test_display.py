@@ -63,3 +63,51 @@ def test_plot_throughput_bars_labels_and_log_scale():
 def test_plot_throughput_needs_results():
     with pytest.raises(ValueError, match=r"`results` must hold at least one"):
         display.plot_throughput([])
+
+
+def _result(label, rate):
+    return timing.ThroughputResult(label, 100, 100 / rate, rate, None, 0.0)
+
+
+def test_plot_ablation_one_panel_per_knob_log_only_where_needed():
+    figure = display.plot_ablation(
+        {
+            "reads": [_result("1", 100), _result("16", 400)],
+            "cache": [_result("off", 10), _result("on", 1000)],
+        },  # fmt: skip
+        title="t",
+    )
+    reads, cache = figure.axes
+    assert reads.get_title() == "reads" and reads.get_yscale() == "linear"
+    assert cache.get_title() == "cache (log scale)" and cache.get_yscale() == "log"
+    assert [t.get_text() for t in reads.get_xticklabels()] == ["1", "16"]
+    assert [t.get_text() for t in reads.texts] == ["100", "400"]
+
+
+def test_plot_ablation_rejects_nothing_to_plot():
+    with pytest.raises(ValueError, match="at least one knob"):
+        display.plot_ablation({})
+
+
+def test_plot_history_draws_training_and_validation_curves():
+    history = type("History", (), {})()
+    history.history = {
+        "loss": [1.5, 1.0, 0.7],
+        "val_loss": [1.6, 1.2, 0.9],
+        "accuracy": [0.3, 0.5, 0.7],
+        "val_accuracy": [0.3, 0.45, 0.6],
+    }
+    figure = display.plot_history(history, title="t")
+    loss, accuracy = figure.axes
+    assert [line.get_label() for line in loss.get_lines()] == ["training", "validation"]
+    assert list(accuracy.get_lines()[1].get_ydata()) == [0.3, 0.45, 0.6]
+
+
+def test_show_predictions_marks_wrong_answers_in_red():
+    images = np.zeros((3, 8, 8, 3), np.uint8)
+    probabilities = np.array([[0.9, 0.1, 0.0], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]])
+    figure = display.show_predictions(
+        images, np.array([0, 2, 2]), probabilities, class_names=CLASSES, num_columns=3
+    )
+    titles = [(axis.get_title(), axis.title.get_color()) for axis in figure.axes]
+    assert titles == [("a", "black"), ("b (is c)", "red"), ("c", "black")]

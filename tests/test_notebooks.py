@@ -14,16 +14,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
+from tools.lesson_parameters import SMALL_PARAMETERS
 
-SMALL_PARAMETERS = {
-    "01_tf_data_basics": {
-        "NUM_IMAGES": 100,
-        "NUM_PARALLEL_READS": 8,
-        "NUM_TIMED_IMAGES": 60,
-        "NUM_TIMED_SEQUENTIAL": 5,
-    },
-    "02_write_tfrecords": {"NUM_IMAGES": 100, "NUM_SHARDS": 4, "NUM_SAMPLE": 20},
-}
 LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 KEY = build.METADATA_KEY
 SANITIZE_FILE = REPO_ROOT / "tests" / "nbval_sanitize.cfg"

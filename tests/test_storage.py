@@ -89,3 +89,43 @@ def test_reset_counters_keeps_requests_in_flight_consistent():
 def test_simulated_storage_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         storage.SimulatedStorage(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def shard_paths(small_flowers, tmp_path_factory):
+    from utils import sources, tfrecords
+
+    source = sources.resolve_source(str(small_flowers))
+    output_dir = tmp_path_factory.mktemp("shards")
+    tfrecords.convert(source, output_dir, target_size=32, num_shards=6)
+    return tfrecords.find_shards(str(output_dir))
+
+
+def test_tfrecord_dataset_reads_every_record_and_counts_one_request_per_shard(shard_paths):
+    simulated = storage.SimulatedStorage(latency_ms=0)
+    records, _ = _read_all(simulated.tfrecord_dataset(shard_paths))
+    assert records == list(tf.data.TFRecordDataset(shard_paths).as_numpy_iterator())
+    assert simulated.num_requests == 6
+    assert simulated.num_bytes_read == sum(tf.io.gfile.stat(p).length for p in shard_paths)
+
+
+def test_tfrecord_dataset_one_reader_pays_each_shard_in_turn(shard_paths):
+    simulated = storage.SimulatedStorage(latency_ms=60)
+    records, seconds = _read_all(simulated.tfrecord_dataset(shard_paths))
+    assert len(records) == 60 and seconds >= 6 * 0.060
+    assert simulated.max_in_flight == 1
+
+
+def test_tfrecord_dataset_parallel_reads_overlap_their_waits(shard_paths):
+    simulated = storage.SimulatedStorage(latency_ms=200)
+    records, seconds = _read_all(simulated.tfrecord_dataset(shard_paths, num_parallel_reads=6))
+    assert len(records) == 60
+    assert simulated.max_in_flight == 6
+    assert seconds < 3 * 0.200  # Six waits in sequence would take 1.2 s.
+
+
+def test_tfrecord_dataset_on_real_remote_storage_is_plain_tfrecord_dataset(shard_paths):
+    real = storage.SimulatedStorage(latency_ms=50, simulated=False)
+    records, _ = _read_all(real.tfrecord_dataset(shard_paths, num_parallel_reads=2))
+    assert sorted(records) == sorted(tf.data.TFRecordDataset(shard_paths).as_numpy_iterator())
+    assert real.num_requests == 0

@@ -93,7 +93,10 @@ def make_stub(region_lines: list[str], todo: int, where: str) -> list[str]:
             f"{where}: the solution of TODO {todo} is not valid Python: {error}"
         ) from None
     names: list[str] = []
-    for statement in statements:
+    # Assignments at the region's top level and inside its blocks (`with`, `for`, `if`),
+    # so that `with strategy.scope(): model = ...` gives the stub `model = ...`.
+    assignments = [node for statement in statements for node in _walk_blocks(statement)]
+    for statement in assignments:
         targets = []
         if isinstance(statement, ast.Assign):
             targets = statement.targets
@@ -107,6 +110,16 @@ def make_stub(region_lines: list[str], todo: int, where: str) -> list[str]:
                     break
     stub = [f"{name} = ..." for name in names] or ["..."]
     return [" " * indent + line for line in stub]
+
+
+def _walk_blocks(statement: ast.stmt):
+    """Yields `statement` and the statements in its blocks, not those in nested functions."""
+    yield statement
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return
+    for field in ("body", "orelse", "finalbody"):
+        for child in getattr(statement, field, []):
+            yield from _walk_blocks(child)
 
 
 def _cell_regions(lines: list[str]) -> list[tuple[int, int]]:

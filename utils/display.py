@@ -1,4 +1,4 @@
-"""Plots for the labs: a grid of labelled images, and a throughput bar chart."""
+"""Plots for the labs: images, throughput bars, the ablation, training curves, predictions."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import math
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import tensorflow as tf
+from matplotlib.ticker import MaxNLocator
 
 
 def show_images(
@@ -85,5 +87,93 @@ def plot_throughput(results, *, title: str = "Images per second", log_scale: boo
         axis.set_yscale("log")
     axis.set_title(title)
     axis.tick_params(axis="x", labelrotation=15)
+    figure.tight_layout()
+    return figure
+
+
+def plot_ablation(results_by_knob: dict, *, title: str = "What each knob buys"):
+    """Draws one small bar chart per knob: images/s for each of its settings.
+
+    Args:
+        results_by_knob: knob name -> `timing.ThroughputResult`s, one per setting, each
+            labelled with its setting.
+        title: the figure's title.
+
+    Returns:
+        The matplotlib Figure.
+
+    Raises:
+        ValueError: if `results_by_knob` is empty.
+
+    Example:
+        display.plot_ablation({"prefetch": [on, off], "cache": [cached, uncached]})
+    """
+    if not results_by_knob:
+        raise ValueError("`results_by_knob` must name at least one knob. Received: {}")
+    figure, axes = plt.subplots(
+        1, len(results_by_knob), figsize=(2.6 * len(results_by_knob) + 1, 3.8), squeeze=False
+    )
+    for axis, (knob, results) in zip(axes.flat, results_by_knob.items(), strict=True):
+        rates = [result.images_per_second for result in results]
+        bars = axis.bar([result.label for result in results], rates, color="tab:blue")
+        axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in rates], fontsize=8)
+        axis.set_title(knob, fontsize=10)
+        axis.tick_params(axis="x", labelrotation=30, labelsize=8)
+        if max(rates) / min(rates) >= 30:
+            axis.set_yscale("log")
+            axis.set_title(f"{knob} (log scale)", fontsize=10)
+        else:
+            axis.set_ylim(0, max(rates) * 1.18)
+    axes.flat[0].set_ylabel("images/s")
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure
+
+
+def plot_history(history, *, title: str = "Training"):
+    """Draws loss and accuracy per epoch, training and validation, from a Keras History.
+
+    Example:
+        display.plot_history(model.fit(train, validation_data=val, epochs=10))
+    """
+    metrics = history.history
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for axis, name in zip(axes, ("loss", "accuracy"), strict=True):
+        epochs = range(1, len(metrics[name]) + 1)
+        axis.plot(epochs, metrics[name], "o-", label="training")
+        if f"val_{name}" in metrics:
+            axis.plot(epochs, metrics[f"val_{name}"], "o-", label="validation")
+        axis.set_xlabel("epoch")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.set_title(name)
+        axis.legend()
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure
+
+
+def show_predictions(images, labels, probabilities, *, class_names, num_columns: int = 4):
+    """Shows images titled with the predicted class; wrong predictions in red.
+
+    Args:
+        images: uint8 images (n, height, width, 3).
+        labels: the true class indices (n,).
+        probabilities: the model's outputs (n, num_classes).
+        class_names: the class names.
+        num_columns: images per row.
+
+    Returns:
+        The matplotlib Figure.
+    """
+    predicted = np.argmax(probabilities, axis=1)
+    num_rows = math.ceil(len(images) / num_columns)
+    figure, axes = plt.subplots(num_rows, num_columns, figsize=(2.4 * num_columns, 2.6 * num_rows))
+    for axis in axes.flat:
+        axis.axis("off")
+    for axis, image, label, guess in zip(axes.flat, images, labels, predicted, strict=False):
+        axis.imshow(image)
+        right = guess == label
+        text = class_names[guess] if right else f"{class_names[guess]} (is {class_names[label]})"
+        axis.set_title(text, color="black" if right else "red", fontsize=9)
     figure.tight_layout()
     return figure

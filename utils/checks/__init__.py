@@ -11,6 +11,18 @@ from utils.checks.reading import (
     check_parallel_reading,
     check_read_and_decode,
 )
+from utils.checks.records import (
+    check_fast_dataset,
+    check_parallel_records,
+    check_parse_batch,
+    check_read_tfrecord,
+)
+from utils.checks.training import (
+    check_augment,
+    check_compiled_model,
+    check_scaling,
+    check_training_dataset,
+)
 from utils.checks.writing import (
     check_recompress,
     check_resize_and_crop,
@@ -20,12 +32,20 @@ from utils.checks.writing import (
 
 __all__ = [
     "CheckFailed",
+    "check_augment",
+    "check_compiled_model",
+    "check_fast_dataset",
     "check_filenames",
     "check_label_from_path",
     "check_parallel_reading",
+    "check_parallel_records",
+    "check_parse_batch",
     "check_read_and_decode",
+    "check_read_tfrecord",
     "check_recompress",
     "check_resize_and_crop",
+    "check_scaling",
     "check_to_example",
+    "check_training_dataset",
     "check_write_shard",
 ]

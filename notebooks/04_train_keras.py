@@ -1,0 +1,416 @@
+# %% [markdown]
+# # Lab 4 · Train a Keras model on TPU, GPU or CPU from the TFRecord pipeline
+#
+# The pipeline of lab 3 now feeds a model. The same notebook runs on a TPU, on GPUs or on
+# the CPU: one helper finds the best device here and says which it took. At the end you
+# measure whether the training is waiting for its input.
+#
+# **You will:**
+#
+# 1. Scale the batch size and the learning rate with the number of replicas (TODO 1).
+# 2. Augment the images inside the pipeline (TODO 2).
+# 3. Build the training pipeline: cache, shuffle, repeat, batch, prefetch (TODO 3).
+# 4. Build and compile the model under the strategy, with `steps_per_execution` (TODO 4).
+#
+# Then you train, look at the predictions, measure whether training is input-bound, and
+# save and reload the model.
+
+# %% [markdown]
+# ## Set-up
+#
+# Run this cell first. On Colab or Vertex AI Workbench it installs the course's `utils`
+# package; in a local checkout it uses the one beside this notebook.
+
+# %%
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Hide TensorFlow's C++ log lines.
+if importlib.util.find_spec("utils") is None:
+    if (Path.cwd().parent / "utils" / "storage.py").exists():
+        sys.path.insert(0, str(Path.cwd().parent))  # A local checkout.
+    else:
+        course = "git+https://github.com/tpu-speed-pipelines/tpu-speed-pipelines"
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", course], check=True)
+
+import collections  # noqa: E402
+import tempfile  # noqa: E402
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from utils import checks, display, models, sources, strategy, tfrecords, timing  # noqa: E402
+
+print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPU cores")
+
+# %% tags=["parameters"]
+DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
+NUM_IMAGES = 3670  # Size of the embedded dataset (ignored for other sources).
+TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
+NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); written here if lab 2 did not.
+SHARDS_DIR = None  # None: where lab 2 wrote them; or the folder (or gs://) you wrote them to.
+DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
+IMAGE_SIZE = 96  # The model's input size: images are resized in the pipeline.
+VALIDATION_SHARDS = 3  # Shards held out for validation.
+EPOCHS = 5
+BASE_LEARNING_RATE = 0.002  # Learning rate for one replica.
+STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
+NUM_TIMED_STEPS = 32  # Steps timed in each step-time measurement.
+SEED = 42
+
+# %% [markdown]
+# ## The device
+#
+# `strategy.find_strategy()` tries, in order: a TPU VM's TPU (`TPUClusterResolver(tpu=
+# "local")`), a TPU by name (the older resolver, for the name in `$TPU_NAME` or
+# `$COLAB_TPU_ADDR`), all GPUs (`MirroredStrategy`), and the CPU. It prints what it tried
+# and what it took. A model built under `choice.strategy.scope()` runs on those devices,
+# one copy (replica) per TPU core or GPU.
+
+# %%
+keras.utils.set_random_seed(SEED)
+choice = strategy.find_strategy(DEVICE)
+
+# %% [markdown]
+# ## 1. Batch size and learning rate (TODO 1)
+#
+# Each replica takes its own share of every batch. The usual rule of thumb is 128 images
+# per TPU core; GPUs and CPUs take fewer (`strategy.BATCH_PER_REPLICA`). With more
+# replicas, the global batch grows, each epoch has fewer steps, and the learning rate
+# grows with it (the "linear scaling rule"; with very large batches, add a warm-up).
+#
+# **TODO 1.** Set `global_batch_size` to `strategy.BATCH_PER_REPLICA[choice.kind]` times
+# `choice.num_replicas`, and `learning_rate` to `BASE_LEARNING_RATE` times
+# `choice.num_replicas`.
+
+# %%
+# TODO 1: scale the batch size and the learning rate with the replicas.
+### BEGIN SOLUTION
+global_batch_size = strategy.BATCH_PER_REPLICA[choice.kind] * choice.num_replicas
+learning_rate = BASE_LEARNING_RATE * choice.num_replicas
+### END SOLUTION
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_scaling(
+    global_batch_size,
+    learning_rate,
+    todo=1,
+    choice=choice,
+    base_learning_rate=BASE_LEARNING_RATE,
+)
+
+# %% [markdown]
+# Mixed precision: TPUs compute fast in bfloat16, GPUs in float16; the weights stay in
+# float32. On the CPU it brings nothing, so the policy stays float32.
+
+# %%
+policy = strategy.PRECISION_POLICY[choice.kind]
+keras.mixed_precision.set_global_policy(policy)
+print(f"Precision policy: {policy}; global batch {global_batch_size}; learning rate "
+      f"{learning_rate:g}")  # fmt: skip
+
+# %% [markdown]
+# ## The shards, split by file
+#
+# Validation images must never be seen in training. Splitting by shard keeps that true
+# even when the shards are read in any order: the last `VALIDATION_SHARDS` shards are for
+# validation. (Lab 2 shuffled the images before sharding, so every shard mixes classes.)
+
+# %%
+source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
+shards = tfrecords.ensure_shards(
+    source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
+)
+class_names = shards["class_names"]
+shard_paths = tfrecords.find_shards(shards["output_dir"])
+train_paths, validation_paths = shard_paths[:-VALIDATION_SHARDS], shard_paths[-VALIDATION_SHARDS:]
+counts = shards["shards"]
+num_train = sum(counts[Path(path).name] for path in train_paths)
+num_validation = sum(counts[Path(path).name] for path in validation_paths)
+print(f"Training: {len(train_paths)} shards, {num_train} images; "
+      f"validation: {len(validation_paths)} shards, {num_validation} images")  # fmt: skip
+
+
+# %%
+def read_example(serialized):
+    """Parses one record; returns (uint8 image at IMAGE_SIZE, float32 one-hot label)."""
+    record = tfrecords.parse_record(serialized)
+    image = tf.io.decode_jpeg(record["image"], channels=3)
+    image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
+    image = tf.image.resize(image, [IMAGE_SIZE, IMAGE_SIZE], antialias=True)
+    label = tf.reshape(record["one_hot_class"], [len(class_names)])
+    return tf.saturate_cast(tf.round(image), tf.uint8), label
+
+
+def read_images(paths):
+    """Reads the shards in parallel, in any order, into (image, one-hot label) pairs."""
+    options = tf.data.Options()
+    options.deterministic = False
+    records = tf.data.TFRecordDataset(paths, num_parallel_reads=len(paths))
+    return records.with_options(options).map(read_example, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+# %% [markdown]
+# ## 2. Augment (TODO 2)
+#
+# Flowers photographed from above look like flowers when mirrored, left to right or top
+# to bottom. Flipping at random shows the model more variety at no cost in data.
+#
+# **TODO 2.** Complete `augment(images, labels)`: flip the batch of images at random with
+# `tf.image.random_flip_left_right` and `tf.image.random_flip_up_down` (each flips every
+# image of the batch on its own), and return `(images, labels)`.
+
+
+# %%
+def augment(images, labels):
+    """Flips each image of a batch at random, left-right and up-down."""
+    # TODO 2: flip at random, both ways.
+    ### BEGIN SOLUTION
+    images = tf.image.random_flip_left_right(images)
+    images = tf.image.random_flip_up_down(images)
+    ### END SOLUTION
+    return images, labels
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_augment(augment, todo=2, image_size=IMAGE_SIZE)
+
+
+# %% [markdown]
+# ## 3. The training pipeline (TODO 3)
+#
+# - `cache()` keeps the decoded images in memory after the first epoch (here
+#   `num_train * IMAGE_SIZE**2 * 3` bytes); it comes *before* the shuffle, or every epoch
+#   would replay the first epoch's order.
+# - `shuffle(buffer)` draws each image from a buffer of the next `buffer` images.
+# - `repeat()` makes the dataset endless; `fit()` is told how many steps make an epoch.
+# - `batch(..., drop_remainder=True)` gives every batch the same, static size, which TPUs
+#   need (and which splits evenly over the replicas).
+# - `map(augment)` alters each batch a little (TODO 2); `prefetch` prepares the next ones.
+#
+# **TODO 3.** Complete `make_training_dataset(paths)`: start from `read_images(paths)`,
+# then `cache()`, `shuffle(2048, seed=SEED)`, `repeat()`, `batch(global_batch_size,
+# drop_remainder=True)`, `map(augment, num_parallel_calls=tf.data.AUTOTUNE)` and
+# `prefetch(tf.data.AUTOTUNE)`.
+
+
+# %%
+def make_training_dataset(paths):
+    """The endless, shuffled, augmented, batched training dataset."""
+    # TODO 3: cache, shuffle, repeat, batch (static size), augment, prefetch.
+    ### BEGIN SOLUTION
+    dataset = read_images(paths).cache()
+    dataset = dataset.shuffle(2048, seed=SEED).repeat()
+    dataset = dataset.batch(global_batch_size, drop_remainder=True)
+    dataset = dataset.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    ### END SOLUTION
+    return dataset
+
+
+train_dataset = make_training_dataset(train_paths)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_training_dataset(
+    train_dataset,
+    todo=3,
+    batch_size=global_batch_size,
+    image_size=IMAGE_SIZE,
+    num_classes=len(class_names),
+)
+
+# %% [markdown]
+# Validation reads the held-out shards in order, without shuffling or augmenting. Its
+# batches are also of one static size; the last, incomplete batch is left out (at most
+# `global_batch_size - 1` images).
+
+# %%
+validation_batches = num_validation // global_batch_size
+validation_dataset = (
+    read_images(validation_paths)
+    .batch(global_batch_size, drop_remainder=True)
+    .prefetch(tf.data.AUTOTUNE)
+)
+print(f"Validation: {validation_batches} batches of {global_batch_size} images")
+
+# %% [markdown]
+# ## 4. The model, under the strategy (TODO 4)
+#
+# The model's variables must be created under `strategy.scope()`, so that each replica
+# gets its copy. `models.small_convnet()` builds a small convnet with `keras.Input` and a
+# float32 softmax at the end (mixed precision computes in 16 bits, but the loss wants 32).
+#
+# `steps_per_execution=N` in `compile()` runs N training steps per call from Python into
+# the compiled step function: on a TPU, each call has a fixed cost, and this spreads it.
+#
+# **TODO 4.** Under `choice.strategy.scope()`, make `model` with
+# `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
+# `optimizer=keras.optimizers.Adam(learning_rate)`, `loss="categorical_crossentropy"`,
+# `metrics=["accuracy"]` and `steps_per_execution=STEPS_PER_EXECUTION`.
+
+# %%
+# TODO 4: build and compile the model under the strategy.
+### BEGIN SOLUTION
+with choice.strategy.scope():
+    model = models.small_convnet(IMAGE_SIZE, len(class_names))
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate),
+        loss="categorical_crossentropy",
+        metrics=["accuracy"],
+        steps_per_execution=STEPS_PER_EXECUTION,
+    )
+### END SOLUTION
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_compiled_model(
+    model,
+    todo=4,
+    strategy=choice.strategy,
+    learning_rate=learning_rate,
+    steps_per_execution=STEPS_PER_EXECUTION,
+    image_size=IMAGE_SIZE,
+    num_classes=len(class_names),
+)
+
+# %% [markdown]
+# ## Train
+
+# %%
+steps_per_epoch = num_train // global_batch_size
+history = model.fit(
+    train_dataset,
+    validation_data=validation_dataset,
+    epochs=EPOCHS,
+    steps_per_epoch=steps_per_epoch,
+    validation_steps=validation_batches,
+    shuffle=False,  # The dataset shuffles itself; fit() cannot shuffle a tf.data.Dataset.
+    verbose=2,
+)
+
+# %%
+figure = display.plot_history(history, title=f"Training on {choice.kind}")
+
+# %% [markdown]
+# How good is that? A model that always answers the most common class gets the share of
+# that class right: that is chance level here, computed from the validation labels.
+
+# %%
+validation_labels = np.concatenate(
+    [np.argmax(labels, axis=1) for _, labels in validation_dataset.as_numpy_iterator()]
+)
+chance = max(collections.Counter(validation_labels).values()) / len(validation_labels)
+_, accuracy = model.evaluate(validation_dataset, steps=validation_batches, verbose=0)
+print(f"Validation accuracy {accuracy:.2f}; chance level {chance:.2f} "
+      f"({len(validation_labels)} images, {len(class_names)} classes)")  # fmt: skip
+
+# %% [markdown]
+# Sixteen validation images, titled with the model's answer; wrong answers in red.
+
+# %%
+images, labels = next(validation_dataset.unbatch().batch(16).as_numpy_iterator())
+figure = display.show_predictions(
+    images, np.argmax(labels, axis=1), model.predict(images, verbose=0), class_names=class_names
+)
+
+# %% [markdown]
+# ## Is training waiting for its input?
+#
+# Time the same training steps twice: fed by the real pipeline, and fed one batch held in
+# memory over and over (an input that costs nothing). If the two step times are close,
+# the pipeline keeps up and a faster pipeline would not speed up training; if the real
+# pipeline is much slower, training is input-bound. (The original course pointed at the
+# TPU profiler's "idle time"; this measures it directly, on any device.)
+
+# %%
+one_batch = next(iter(train_dataset))
+in_memory = tf.data.Dataset.from_tensors(one_batch).repeat()
+step_real = timing.time_training_steps(model, train_dataset, num_steps=NUM_TIMED_STEPS)
+step_memory = timing.time_training_steps(model, in_memory, num_steps=NUM_TIMED_STEPS)
+input_bound_ratio = step_real / step_memory
+print(f"Step time: {step_real * 1000:.1f} ms with the pipeline, {step_memory * 1000:.1f} ms "
+      f"with one batch in memory: ratio {input_bound_ratio:.2f}")  # fmt: skip
+verdict = "not input-bound" if input_bound_ratio <= 1.1 else "input-bound"
+print(f"Training here is {verdict}: the pipeline costs "
+      f"{max(input_bound_ratio - 1, 0):.0%} of a step.")  # fmt: skip
+
+# %% [markdown]
+# ## `steps_per_execution`: 1 against `STEPS_PER_EXECUTION`
+#
+# The same model and data, compiled with one step per call. On a TPU the call overhead is
+# large and this matters a lot; on a CPU, where each step is slow anyway, less.
+
+
+# %%
+def compiled_copy(steps_per_execution):
+    """A copy of the model with the same weights, compiled with `steps_per_execution`."""
+    with choice.strategy.scope():
+        copy = keras.models.clone_model(model)
+        copy.set_weights(model.get_weights())
+        copy.compile(
+            optimizer=keras.optimizers.Adam(learning_rate),
+            loss="categorical_crossentropy",
+            metrics=["accuracy"],
+            steps_per_execution=steps_per_execution,
+        )
+    return copy
+
+
+step_times = {
+    n: timing.time_training_steps(compiled_copy(n), in_memory, num_steps=NUM_TIMED_STEPS)
+    for n in (1, STEPS_PER_EXECUTION)
+}
+for n, seconds in step_times.items():
+    print(f"steps_per_execution={n:>3}: {seconds * 1000:.1f} ms per step")
+print(f"Ratio: {step_times[1] / step_times[STEPS_PER_EXECUTION]:.2f}x")
+
+# %% [markdown]
+# ## Save and reload
+#
+# `model.save()` writes a `.keras` file: the architecture, the weights and the optimizer
+# state, in one zip. Reloaded, the model gives the same predictions.
+#
+# On a TPU, the variables live on the TPU workers. Saving to the notebook machine's own
+# disk then needs to say so: for a SavedModel export, pass
+# `tf.saved_model.SaveOptions(experimental_io_device="/job:localhost")`, or the workers
+# try to write to a path they do not have. The cell below does that only on a TPU.
+
+# %%
+saved_path = Path(tempfile.mkdtemp()) / "flowers.keras"
+model.save(saved_path)
+reloaded = keras.models.load_model(saved_path)
+before = model.predict(images, verbose=0)
+after = reloaded.predict(images, verbose=0)
+print(f"Saved {saved_path.name}: {saved_path.stat().st_size / 1e6:.1f} MB")
+print(f"Reloaded predictions match: {np.allclose(before, after, atol=1e-5)} "
+      f"(largest difference {np.abs(before - after).max():.1e})")  # fmt: skip
+if choice.kind == "TPU":
+    local_io = tf.saved_model.SaveOptions(experimental_io_device="/job:localhost")
+    tf.saved_model.save(model, str(saved_path.with_suffix("")), options=local_io)
+
+# %% [markdown]
+# ## What you measured
+
+# %% tags=["summary"]
+print(f"Device: {choice.kind}, {choice.num_replicas} replica(s); global batch "
+      f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}.")  # fmt: skip
+print(f"Validation accuracy after {EPOCHS} epochs: {accuracy:.2f} (chance {chance:.2f}).")
+print(f"Step time with the pipeline / with one batch in memory: {input_bound_ratio:.2f} "
+      f"({verdict}).")  # fmt: skip
+print(f"steps_per_execution 1 vs {STEPS_PER_EXECUTION}: {step_times[1] * 1000:.1f} vs "
+      f"{step_times[STEPS_PER_EXECUTION] * 1000:.1f} ms per step.")  # fmt: skip
+images_per_second = global_batch_size / step_real
+print(f"Training speed: {images_per_second:,.0f} images/s on {choice.kind}.")
+
+# %% [markdown]
+# *What changed from the original course:* it found the TPU with a resolver that no
+# longer works on TPU VMs and failed with a `NameError` when there was none; it used
+# `input_shape=` on layers, a learning-rate schedule returning a tensor and the history
+# key `lr`, all of which Keras 3 changed; and it never measured whether the input kept up.

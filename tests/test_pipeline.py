@@ -1,0 +1,83 @@
+"""Tests of utils/pipeline.py: the course's TFRecord pipeline and the decode ceiling."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from utils import pipeline, sources, storage, tfrecords
+from utils.checks.records import dataset_ops
+
+
+@pytest.fixture(scope="module")
+def shards(small_flowers, tmp_path_factory):
+    source = sources.resolve_source(str(small_flowers))
+    output_dir = tmp_path_factory.mktemp("shards")
+    tfrecords.convert(source, output_dir, target_size=32, num_shards=4)
+    return tfrecords.find_shards(str(output_dir)), source
+
+
+def _records(paths):
+    return list(tf.data.TFRecordDataset(paths).map(tfrecords.parse_record).as_numpy_iterator())
+
+
+def test_parse_batch_matches_records_one_by_one(shards):
+    paths, _ = shards
+    serialized = list(tf.data.TFRecordDataset(paths).take(5).as_numpy_iterator())
+    images, labels = pipeline.parse_batch(tf.constant(serialized), target_size=32, num_classes=5)
+    assert images.dtype == tf.uint8 and images.shape == (5, 32, 32, 3)
+    assert labels.dtype == tf.float32 and labels.shape == (5, 5)
+    for index, record in enumerate(_records(paths)[:5]):
+        assert np.array_equal(images[index], tf.io.decode_jpeg(record["image"]))
+        assert int(np.argmax(labels[index])) == record["class"]
+
+
+def test_tfrecord_images_yields_every_image_once_in_batches(shards):
+    paths, source = shards
+    dataset = pipeline.tfrecord_images(paths, target_size=32, num_classes=5, batch_size=16)
+    assert dataset.element_spec[0].shape.as_list() == [None, 32, 32, 3]
+    batches = list(dataset.as_numpy_iterator())
+    assert [len(images) for images, _ in batches] == [16, 16, 16, 12]
+    found = sorted(np.argmax(labels, axis=1).tolist() for _, labels in batches)
+    wanted = sorted(record["class"] for record in _records(paths))
+    assert sorted(sum(found, [])) == wanted
+    assert dataset.options().deterministic is False
+    assert dataset_ops(dataset)[-1] == "PrefetchDataset"
+
+
+def test_tfrecord_images_knobs_change_the_graph(shards):
+    paths, _ = shards
+    plain = pipeline.tfrecord_images(
+        paths, target_size=32, num_classes=5, batch_size=8, prefetch=False, deterministic=True
+    )
+    cached = pipeline.tfrecord_images(
+        paths, target_size=32, num_classes=5, batch_size=8, cache=True
+    )
+    assert "PrefetchDataset" not in dataset_ops(plain)
+    assert plain.options().deterministic is True
+    assert "CacheDatasetV2" in dataset_ops(cached)
+
+
+def test_tfrecord_images_through_simulated_storage_keeps_order_when_asked(shards):
+    paths, _ = shards
+    simulated = storage.SimulatedStorage(latency_ms=10)
+    ordered = pipeline.tfrecord_images(
+        paths,
+        target_size=32,
+        num_classes=5,
+        batch_size=60,
+        storage=simulated,
+        num_parallel_reads=4,
+        deterministic=True,
+    )
+    ((images, _),) = list(ordered.as_numpy_iterator())
+    reference = [tf.io.decode_jpeg(record["image"]).numpy() for record in _records(paths[:1])]
+    assert np.array_equal(images[0], reference[0])  # Shard 0's first record comes first.
+    assert simulated.num_requests == 4
+
+
+def test_decode_ceiling_decodes_batches_endlessly(shards):
+    paths, _ = shards
+    jpegs = [record["image"] for record in _records(paths)[:10]]
+    batches = list(pipeline.decode_ceiling_dataset(jpegs, batch_size=4).take(5))
+    assert [tuple(batch.shape) for batch in batches] == [(4, 32, 32, 3)] * 5
+    assert np.array_equal(batches[0][0], tf.io.decode_jpeg(jpegs[0]))

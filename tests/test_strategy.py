@@ -1,0 +1,133 @@
+"""Tests of utils/strategy.py: every branch reachable here for real, the others with fakes."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import tensorflow as tf
+
+from tests.conftest import REPO_ROOT
+from utils import strategy
+
+
+class FakeTPUStrategy:
+    """Stands in for a TPUStrategy: what StrategyChoice reads of it."""
+
+    num_replicas_in_sync = 8
+
+
+def _no_tpu(tpu):
+    raise tf.errors.NotFoundError(None, None, "TPUs not found in the cluster.")
+
+
+def _no_gpus():
+    return []
+
+
+def test_cpu_forced_gives_the_default_strategy(capsys):
+    choice = strategy.find_strategy("cpu")
+    assert choice.kind == "CPU" and choice.num_replicas == 1
+    assert choice.strategy is tf.distribute.get_strategy()
+    assert choice.attempts == () and choice.devices[0].endswith("CPU:0")
+    assert "Running on CPU: _DefaultDistributionStrategy, 1 replica(s) in sync." in (
+        capsys.readouterr().out
+    )
+
+
+def test_auto_here_falls_back_to_cpu_through_the_real_tpu_and_gpu_branches(monkeypatch, capsys):
+    for name in ("TPU_NAME", "COLAB_TPU_ADDR", strategy.DEVICE_ENV_VAR):
+        monkeypatch.delenv(name, raising=False)
+    choice = strategy.find_strategy()
+    assert choice.kind == "CPU"
+    assert choice.attempts[0].startswith("TPU 'local': NotFoundError: TPUs not found")
+    assert choice.attempts[1:] == (
+        "TPU by name: no tpu_name, $TPU_NAME or $COLAB_TPU_ADDR set",
+        "GPU: none found",
+    )
+    out = capsys.readouterr().out
+    assert "tried TPU 'local': NotFoundError" in out and "Running on CPU" in out
+    # The failed TPU attempt leaves TensorFlow usable on the CPU.
+    assert float(tf.reduce_sum(tf.ones((2, 2)))) == 4.0
+
+
+def test_older_resolver_without_a_name_raises_value_error_and_is_caught():
+    choice = strategy.find_strategy(
+        "auto",
+        tpu_name="",
+        connect_tpu=lambda tpu: strategy.connect_tpu(tpu if tpu != "local" else ""),
+        list_gpus=_no_gpus,
+    )
+    assert choice.kind == "CPU"
+    assert choice.attempts[0] == "TPU 'local': ValueError: Please provide a TPU Name to connect to."
+
+
+def test_tpu_vm_branch_with_a_fake_tpu():
+    tried = []
+
+    def connect(tpu):
+        tried.append(tpu)
+        return FakeTPUStrategy()
+
+    choice = strategy.find_strategy("auto", connect_tpu=connect, list_gpus=_no_gpus)
+    assert tried == ["local"] and choice.kind == "TPU" and choice.num_replicas == 8
+    assert choice.attempts == ()
+
+
+def test_named_tpu_branch_after_tpu_local_fails(monkeypatch):
+    monkeypatch.setenv("COLAB_TPU_ADDR", "10.0.0.2:8470")
+    tried = []
+
+    def connect(tpu):
+        tried.append(tpu)
+        if tpu == "local":
+            _no_tpu(tpu)
+        return FakeTPUStrategy()
+
+    choice = strategy.find_strategy("tpu", connect_tpu=connect, list_gpus=_no_gpus)
+    assert tried == ["local", "10.0.0.2:8470"] and choice.kind == "TPU"
+    assert choice.attempts == ("TPU 'local': NotFoundError: TPUs not found in the cluster.",)
+
+
+def test_forced_tpu_or_gpu_that_is_not_there_says_so():
+    with pytest.raises(ValueError, match=r"No TPU found \(device='tpu'\)\. TPU 'local'"):
+        strategy.find_strategy("tpu", connect_tpu=_no_tpu, list_gpus=_no_gpus)
+    with pytest.raises(ValueError, match=r"No GPU found \(device='gpu'\)"):
+        strategy.find_strategy("gpu", connect_tpu=_no_tpu, list_gpus=_no_gpus)
+
+
+def test_gpu_forced_skips_the_tpu():
+    def never(tpu):
+        raise AssertionError("the TPU must not be tried when device='gpu'")
+
+    choice = strategy.find_strategy("gpu", connect_tpu=never, list_gpus=lambda: ["/cpu:0"])
+    assert choice.kind == "GPU" and isinstance(choice.strategy, tf.distribute.OneDeviceStrategy)
+    assert choice.devices == ("/cpu:0",)
+
+
+def test_device_from_environment_and_unknown_device(monkeypatch):
+    monkeypatch.setenv(strategy.DEVICE_ENV_VAR, "CPU")
+    assert strategy.find_strategy(connect_tpu=_no_tpu).attempts == ()
+    with pytest.raises(ValueError, match=r"`device` must be one of .*Received: device='npu'"):
+        strategy.find_strategy("npu")
+
+
+def test_several_gpus_give_a_mirrored_strategy():
+    # Two logical CPU devices stand in for two GPUs; they must be made before TensorFlow
+    # starts, so this runs in a fresh process.
+    code = textwrap.dedent(
+        """
+        import tensorflow as tf
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        from utils import strategy
+        names = [d.name for d in tf.config.list_logical_devices("CPU")]
+        choice = strategy.find_strategy("gpu", list_gpus=lambda: names)
+        print("RESULT", type(choice.strategy).__name__, choice.num_replicas)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert "RESULT MirroredStrategy 2" in result.stdout, result.stderr[-2000:]

@@ -1,0 +1,35 @@
+"""Small parameters for each lesson: what the tests and the grader run the notebooks with.
+
+Each lesson runs in well under a minute or two on 2 cores with these, and every code path
+of the full lesson still runs. Every lesson in notebooks/ must have an entry.
+"""
+
+SMALL_PARAMETERS = {
+    "01_tf_data_basics": {
+        "NUM_IMAGES": 100,
+        "NUM_PARALLEL_READS": 8,
+        "NUM_TIMED_IMAGES": 60,
+        "NUM_TIMED_SEQUENTIAL": 5,
+    },
+    "02_write_tfrecords": {"NUM_IMAGES": 100, "NUM_SHARDS": 4, "NUM_SAMPLE": 20},
+    "03_read_tfrecords": {
+        "NUM_IMAGES": 100,
+        "NUM_SHARDS": 4,
+        "NUM_PARALLEL_READS": 4,
+        "BATCH_SIZE": 16,
+        "NUM_TIMED_IMAGES": 160,
+        "NUM_TIMED_FILES": 40,
+        "NUM_TIMED_SEQUENTIAL": 4,
+        "ABLATION_PARALLEL_READS": [1, 4],
+        "ABLATION_SHARD_COUNTS": [1, 4],
+    },
+    "04_train_keras": {
+        "NUM_IMAGES": 160,
+        "NUM_SHARDS": 4,
+        "VALIDATION_SHARDS": 1,
+        "IMAGE_SIZE": 32,
+        "EPOCHS": 1,
+        "STEPS_PER_EXECUTION": 2,
+        "NUM_TIMED_STEPS": 4,
+    },
+}

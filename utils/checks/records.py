@@ -1,0 +1,243 @@
+"""Checks for lab 3: parse a record, read shards in parallel, parse in batches, prefetch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from utils import tfrecords
+from utils.checks._base import _fail, _first_line, _passed, _require_dataset
+
+_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
+
+
+def dataset_ops(dataset: tf.data.Dataset) -> list[str]:
+    """Returns the names of the dataset ops in `dataset`'s graph, from source to output."""
+    graph = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor)
+    graph_def = tf.compat.v1.GraphDef.FromString(graph.numpy())
+    return [node.op for node in graph_def.node if "Dataset" in node.op]
+
+
+def _require_result(result, todo: int, name: str, expected: str) -> None:
+    __tracebackhide__ = True
+    parts = result if isinstance(result, tuple) else (result,)
+    if any(part is Ellipsis or part is None for part in parts):
+        _fail(todo, name, f"not done yet: it returns {result!r}. Expected {expected}.")
+
+
+def _sample_records(shard_paths: Sequence[str], count: int) -> list[bytes]:
+    return list(tf.data.TFRecordDataset(list(shard_paths)[:1]).take(count).as_numpy_iterator())
+
+
+def _expected_pairs(records: Sequence[bytes]):
+    parsed = [tfrecords.parse_record(tf.constant(r)) for r in records]
+    images = [tf.io.decode_jpeg(p["image"], channels=3).numpy() for p in parsed]
+    return images, [int(p["class"]) for p in parsed]
+
+
+def check_read_tfrecord(
+    read_tfrecord: Callable,
+    features,
+    *,
+    todo: int,
+    shard_paths: Sequence[str],
+    target_size: int,
+    num_classes: int,
+):
+    """Checks `features` (the parsing spec) and `read_tfrecord(serialized) -> (image, one_hot)`.
+
+    Example:
+        checks.check_read_tfrecord(read_tfrecord, features, todo=1, shard_paths=shards,
+                                   target_size=192, num_classes=5)
+    """
+    __tracebackhide__ = True
+    name = "read_tfrecord"
+    if features is Ellipsis or read_tfrecord is Ellipsis:
+        _fail(todo, name, "not done yet: features is still ... (Ellipsis). Expected a dict.")
+    if not isinstance(features, dict):
+        _fail(todo, name, f"expected `features` to be a dict; found a {type(features).__name__}.")
+    wanted_types = {
+        "image": tf.io.FixedLenFeature,
+        "class": tf.io.FixedLenFeature,
+        "one_hot_class": tf.io.VarLenFeature,
+        "size": tf.io.FixedLenFeature,
+    }
+    for key, kind in wanted_types.items():
+        if not isinstance(features.get(key), kind):
+            found = type(features.get(key)).__name__
+            _fail(todo, name, f"expected features[{key!r}] to be a {kind.__name__}; found {found}.")
+    if features["size"].default_value is None:
+        _fail(
+            todo,
+            name,
+            "expected features['size'] to have a default_value (such as [0, 0]), so that "
+            "records written without it still parse.",
+        )
+    without_size = tfrecords.to_example(b"", 0, [1, 1], ["a"])
+    del without_size.features.feature["size"]
+    try:
+        tf.io.parse_single_example(without_size.SerializeToString(), features)
+    except _ERRORS as error:
+        _fail(todo, name, f"a record without 'size' does not parse: {_first_line(error)}")
+
+    records = _sample_records(shard_paths, 8)
+    expected = f"(uint8 image of shape ({target_size}, {target_size}, 3), one-hot label)"
+    try:
+        result = read_tfrecord(tf.constant(records[0]))
+        _require_result(result, todo, name, expected)
+        pairs = tf.data.Dataset.from_tensor_slices(records).map(read_tfrecord)
+        found = list(pairs.as_numpy_iterator())
+    except _ERRORS as error:
+        _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
+    image_spec, label_spec = tf.nest.flatten(pairs.element_spec)[:2]
+    if image_spec.dtype != tf.uint8 or image_spec.shape != (target_size, target_size, 3):
+        _fail(
+            todo,
+            name,
+            f"expected images of static shape ({target_size}, {target_size}, 3) and dtype "
+            f"uint8; found {image_spec}. Decode with channels=3, then tf.reshape to that shape "
+            "so that Keras and the TPU know the shape before running.",
+        )
+    if label_spec.shape != (num_classes,) or label_spec.dtype != tf.float32:
+        _fail(
+            todo,
+            name,
+            f"expected one-hot labels of static shape ({num_classes},), float32; found "
+            f"{label_spec}. Use tf.sparse.to_dense, then tf.reshape to [{num_classes}].",
+        )
+    images, classes = _expected_pairs(records)
+    for (image, label), right_image, right_class in zip(found, images, classes, strict=True):
+        if not np.array_equal(image, right_image) or int(np.argmax(label)) != right_class:
+            _fail(todo, name, "the images or labels differ from what the records hold.")
+    _passed(todo, f"{len(found)} records parsed to {expected}.")
+
+
+def check_parallel_records(
+    dataset,
+    *,
+    todo: int,
+    storage,
+    num_parallel_reads: int,
+    num_shards: int,
+    num_records: int,
+):
+    """Checks the dataset of TODO 2: every record, read from many shards at once, any order.
+
+    Example:
+        checks.check_parallel_records(dataset, todo=2, storage=storage, num_parallel_reads=16,
+                                      num_shards=16, num_records=3670)
+    """
+    __tracebackhide__ = True
+    name = "dataset"
+    expected = "a tf.data.Dataset of (image, label) read from the shards in parallel"
+    _require_dataset(dataset, todo, name, expected)
+    if dataset.options().deterministic is not False:
+        _fail(
+            todo,
+            name,
+            "expected options.deterministic = False on the dataset itself; found "
+            f"{dataset.options().deterministic}. Apply the options with "
+            "`records = records.with_options(options)` and build on `records` (the original "
+            "course set them on a dataset it then threw away).",
+        )
+    ops = dataset_ops(dataset)
+    if not any("ParallelMap" in op for op in ops):
+        _fail(todo, name, "expected a parallel map: pass num_parallel_calls=tf.data.AUTOTUNE.")
+    storage.reset_counters()
+    try:
+        count = sum(1 for _ in dataset)
+    except _ERRORS as error:
+        _fail(todo, name, f"reading it fails: {_first_line(error)}")
+    if count != num_records:
+        _fail(todo, name, f"expected all {num_records} records, once each; found {count}.")
+    wanted = max(2, min(num_parallel_reads, num_shards) // 2)
+    if storage.simulated and storage.latency_ms and storage.max_in_flight < wanted:
+        _fail(
+            todo,
+            name,
+            f"expected about {min(num_parallel_reads, num_shards)} shards read at once; found "
+            f"at most {storage.max_in_flight}. Pass num_parallel_reads=NUM_PARALLEL_READS.",
+        )
+    _passed(todo, f"all {count} records, read in parallel, in any order.")
+
+
+def check_parse_batch(
+    parse_batch: Callable, *, todo: int, read_tfrecord: Callable, shard_paths: Sequence[str]
+):
+    """Checks `parse_batch(serialized_batch)` gives what `read_tfrecord` gives, batched.
+
+    Example:
+        checks.check_parse_batch(parse_batch, todo=3, read_tfrecord=read_tfrecord,
+                                 shard_paths=shards)
+    """
+    __tracebackhide__ = True
+    name = "parse_batch"
+    expected = "(images of shape (batch, size, size, 3), one-hot labels of shape (batch, classes))"
+    records = _sample_records(shard_paths, 6)
+    try:
+        result = parse_batch(tf.constant(records))
+        _require_result(result, todo, name, expected)
+        batches = tf.data.Dataset.from_tensor_slices(records).batch(3).map(parse_batch)
+        found = list(batches.as_numpy_iterator())
+    except _ERRORS as error:
+        _fail(
+            todo,
+            name,
+            f"expected {expected}, parsed with tf.io.parse_example; found an error: "
+            f"{_first_line(error)}",
+        )
+    image_spec, label_spec = tf.nest.flatten(batches.element_spec)[:2]
+    single = tf.data.Dataset.from_tensor_slices(records).map(read_tfrecord).element_spec
+    if image_spec.shape[1:] != single[0].shape or label_spec.shape[1:] != single[1].shape:
+        _fail(
+            todo,
+            name,
+            f"expected batches of static shape (None, *{tuple(single[0].shape)}) and (None, "
+            f"*{tuple(single[1].shape)}); found {image_spec.shape} and {label_spec.shape}.",
+        )
+    images = np.concatenate([batch[0] for batch in found])
+    labels = np.concatenate([batch[1] for batch in found])
+    for index, record in enumerate(records):
+        image, label = read_tfrecord(tf.constant(record))
+        if not np.array_equal(images[index], image) or not np.array_equal(labels[index], label):
+            _fail(todo, name, f"record {index} of the batch differs from read_tfrecord's.")
+    _passed(todo, f"{len(records)} records in batches of 3 match read_tfrecord, one by one.")
+
+
+def check_fast_dataset(dataset, *, todo: int, batch_size: int):
+    """Checks the training pipeline: records batched, parsed a batch at a time, prefetched.
+
+    Example:
+        checks.check_fast_dataset(fast, todo=4, batch_size=64)
+    """
+    __tracebackhide__ = True
+    name = "fast"
+    expected = f"a tf.data.Dataset of batches of {batch_size} (image, label), prefetched"
+    _require_dataset(dataset, todo, name, expected)
+    image_spec = tf.nest.flatten(dataset.element_spec)[0]
+    if image_spec.shape.rank != 4 or image_spec.shape[0] not in (None, batch_size):
+        _fail(todo, name, f"expected batches of images (rank 4); found {image_spec}.")
+    ops = dataset_ops(dataset)
+    if ops[-1] != "PrefetchDataset":
+        _fail(
+            todo,
+            name,
+            f"expected prefetch(tf.data.AUTOTUNE) as the last step; the last is {ops[-1]}.",
+        )
+    batch = max((i for i, op in enumerate(ops) if op.startswith("BatchDataset")), default=-1)
+    parse = max((i for i, op in enumerate(ops) if op.startswith("ParallelMap")), default=-1)
+    if not 0 <= batch < parse:
+        _fail(
+            todo,
+            name,
+            "expected the records batched first, then parsed with parse_batch in a parallel "
+            "map: records.batch(BATCH_SIZE).map(parse_batch, num_parallel_calls=AUTOTUNE).",
+        )
+    if dataset.options().deterministic is not False:
+        _fail(todo, name, "expected it built on TODO 2's `records`, whose order is not kept.")
+    images, _ = next(iter(dataset))
+    if images.shape[0] != batch_size:
+        _fail(todo, name, f"expected batches of {batch_size}; found {images.shape[0]}.")
+    _passed(todo, f"batches of {batch_size} images of {tuple(images.shape[1:])}, prefetched.")

@@ -1,0 +1,103 @@
+"""The course's TFRecord input pipeline (lab 3's result), with each of its knobs exposed.
+
+Labs 3 and 4 and the benchmark build their datasets here, so that the pipeline that is
+measured is the pipeline that trains.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from utils import tfrecords
+
+
+def parse_batch(serialized_batch: tf.Tensor, *, target_size: int, num_classes: int):
+    """Parses a batch of records at once and decodes each image.
+
+    Returns:
+        (uint8 images (batch, size, size, 3), float32 one-hot labels (batch, num_classes)).
+    """
+    records = tf.io.parse_example(serialized_batch, tfrecords.FEATURES)
+
+    def decode(image_jpeg):
+        image = tf.io.decode_jpeg(image_jpeg, channels=3)
+        return tf.reshape(image, [target_size, target_size, 3])
+
+    images = tf.map_fn(decode, records["image"], fn_output_signature=tf.uint8)
+    one_hots = tf.reshape(tf.sparse.to_dense(records["one_hot_class"]), [-1, num_classes])
+    return images, one_hots
+
+
+def tfrecord_images(
+    filenames,
+    *,
+    target_size: int,
+    num_classes: int,
+    batch_size: int,
+    storage=None,
+    num_parallel_reads: int | None = 16,
+    deterministic: bool = False,
+    cache: bool = False,
+    prefetch: bool = True,
+) -> tf.data.Dataset:
+    """Reads batches of (image, one-hot label) from TFRecord shards: the course pipeline.
+
+    Records are read from `num_parallel_reads` files at once, in any order unless
+    `deterministic`, batched, then parsed and decoded a batch at a time in a parallel
+    `map`, optionally cached (decoded, in memory) and prefetched.
+
+    Args:
+        filenames: shard paths.
+        target_size: side of the stored images (the sidecar's `target_size`).
+        num_classes: number of classes (length of the one-hot label).
+        batch_size: images per batch (the last batch may be smaller).
+        storage: a `storage.SimulatedStorage` to read through; None reads directly.
+        num_parallel_reads: files read at once: None (one after another), an integer, or
+            `tf.data.AUTOTUNE`.
+        deterministic: keep the records' order (slower when files are read in parallel).
+        cache: cache the decoded batches in memory after the first pass.
+        prefetch: prefetch (AUTOTUNE) at the end.
+
+    Returns:
+        The dataset.
+
+    Example:
+        dataset = pipeline.tfrecord_images(shards, target_size=192, num_classes=5,
+                                           batch_size=64)
+    """
+    if storage is None:
+        records = tf.data.TFRecordDataset(filenames, num_parallel_reads=num_parallel_reads)
+    else:
+        records = storage.tfrecord_dataset(filenames, num_parallel_reads=num_parallel_reads)
+    options = tf.data.Options()
+    options.deterministic = deterministic
+    records = records.with_options(options)
+    dataset = records.batch(batch_size).map(
+        lambda batch: parse_batch(batch, target_size=target_size, num_classes=num_classes),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    if cache:
+        dataset = dataset.cache()
+    if prefetch:
+        dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    return dataset
+
+
+def decode_ceiling_dataset(encoded_images: list[bytes], *, batch_size: int) -> tf.data.Dataset:
+    """Decodes in-memory JPEGs with all cores, endlessly: the fastest a JPEG pipeline gets.
+
+    No file is read, nothing is parsed; the images are decoded a batch at a time, as the
+    course pipeline does (one `map` call per batch, not per image). The images must share
+    one size, as the images in the shards do.
+
+    Example:
+        timing.measure_throughput(pipeline.decode_ceiling_dataset(jpegs, batch_size=64),
+                                  num_images=2000)
+    """
+    batches = tf.data.Dataset.from_tensor_slices(encoded_images).repeat().batch(batch_size)
+    return batches.map(
+        lambda batch: tf.map_fn(
+            lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3), batch, fn_output_signature=tf.uint8
+        ),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
