@@ -1,7 +1,7 @@
 # Thin aliases for the README's commands. Each target runs on its own.
 PYTHON ?= .venv/bin/python
 
-.PHONY: setup build check test course
+.PHONY: setup build check test course benchmark
 
 setup:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt
@@ -17,3 +17,6 @@ test:
 
 course:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python -m tools.run_course
+
+benchmark:  ## Compare the course pipeline with the alternatives and the decode ceiling.
+	$(PYTHON) -m tools.benchmark

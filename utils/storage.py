@@ -12,6 +12,10 @@ import time
 import numpy as np
 import tensorflow as tf
 
+# Kept at import, so that reads still reach the disk when a caller routes
+# tf.io.read_file itself through this storage (the benchmark does, for Keras).
+_read_file = tf.io.read_file
+
 
 class SimulatedStorage:
     """Reads files as if each one were an object on cloud storage.
@@ -113,10 +117,10 @@ class SimulatedStorage:
             images = filenames.map(lambda path: tf.io.decode_jpeg(storage.read_file(path)))
         """
         if not self.simulated:
-            return tf.io.read_file(path)
+            return _read_file(path)
         waited = tf.numpy_function(self._wait_for_path, [path], tf.int64, stateful=True)
         with tf.control_dependencies([waited]):
-            return tf.io.read_file(path)
+            return _read_file(path)
 
     def tfrecord_dataset(self, filenames, *, num_parallel_reads: int | None = None):
         """Reads TFRecord files, like `tf.data.TFRecordDataset`, paying the wait per file opened.

@@ -1,0 +1,368 @@
+"""Benchmarks the course pipeline against what learners would use instead, and the machine.
+
+In one run, on the same embedded images and the same storage setting (local disk, then
+50 ms simulated latency per object), it measures images/s of:
+1. individual JPEG files with tf.data, one at a time and with 16 reads in flight;
+2. `keras.utils.image_dataset_from_directory` on the same folder (its file reads go
+   through the simulated storage);
+3. the original course's TFRecord pipeline (per-record `parse_single_example`,
+   `num_parallel_reads=AUTOTUNE`, order not kept);
+4. the course pipeline (lab 3's: 16 parallel reads, parse by batch, prefetch);
+5. the ceiling: the same JPEG bytes decoded from memory on all cores, no I/O.
+Each is measured `--repeats` times (warm-up excluded): median, min and max.
+
+Then how cost grows: images/s and peak memory (RSS) of reading with the course pipeline
+as the dataset grows, the time to write the shards, and images/s as the shard count
+changes. Each reading runs in a process of its own, so that its peak memory is its own.
+
+Prints one table, and writes `benchmark.json` and `benchmark.png` to `--output-dir`.
+
+Usage:
+    python -m tools.benchmark            # about 7 minutes on 2 cores, cache cold
+    python -m tools.benchmark --quick    # under 2 minutes: small sizes, one repetition
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from unittest import mock
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LATENCIES_MS = (0, 50)
+TARGET_SIZE = 192
+BATCH_SIZE = 64
+NUM_PARALLEL_READS = 16
+FULL = dict(num_images=3670, repeats=3, sizes=[1000, 4000, 16000], shard_counts=[4, 16, 64],
+            timed=4000, timed_files=400, timed_sequential=40)  # fmt: skip
+QUICK = dict(num_images=300, repeats=1, sizes=[200, 400], shard_counts=[2, 4],
+             timed=600, timed_files=60, timed_sequential=6)  # fmt: skip
+
+
+def _quietly(function, *args, **kwargs):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return function(*args, **kwargs)
+
+
+def _measure(make_dataset, *, num_images: int, repeats: int, storage=None) -> dict:
+    """Times `make_dataset()` `repeats` times; returns the median, min and max images/s."""
+    from utils import timing
+
+    rates = []
+    for _ in range(repeats):
+        if storage is not None:
+            storage.reset_counters()
+        result = _quietly(timing.measure_throughput, make_dataset(), num_images=num_images)
+        rates.append(result.images_per_second)
+    return {"median": statistics.median(rates), "min": min(rates), "max": max(rates)}
+
+
+def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
+    """Returns the pipelines to compare, by name: (make_dataset, images to time)."""
+    import keras
+    import tensorflow as tf
+
+    from utils import pipeline
+
+    slow = storage.latency_ms > 0
+    image_root = source.pattern.rsplit("/", 2)[0]
+
+    def files(parallel: bool):
+        paths = tf.data.Dataset.list_files(source.pattern, seed=0)
+        decode = lambda path: tf.io.decode_jpeg(storage.read_file(path), channels=3)  # noqa: E731
+        if not parallel:
+            return paths.map(decode)
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = NUM_PARALLEL_READS
+        return paths.map(decode, num_parallel_calls=NUM_PARALLEL_READS).with_options(options)
+
+    def from_directory():
+        # Keras reads each file with tf.io.read_file while it builds the dataset's map:
+        # route those reads through the (simulated) storage.
+        with mock.patch.object(tf.io, "read_file", storage.read_file):
+            dataset = _quietly(
+                keras.utils.image_dataset_from_directory,
+                image_root,
+                image_size=(TARGET_SIZE, TARGET_SIZE),
+                batch_size=32,
+            )
+        return dataset.repeat()
+
+    features = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "one_hot_class": tf.io.VarLenFeature(tf.float32),
+    }
+
+    def original_course():
+        def read_tfrecord(serialized):
+            record = tf.io.parse_single_example(serialized, features)
+            image = tf.io.decode_jpeg(record["image"], channels=3)
+            image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
+            return image, tf.sparse.to_dense(record["one_hot_class"])
+
+        records = storage.tfrecord_dataset(shard_paths, num_parallel_reads=tf.data.AUTOTUNE)
+        ignore_order = tf.data.Options()
+        ignore_order.deterministic = False
+        records = records.with_options(ignore_order)
+        dataset = records.map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset.batch(BATCH_SIZE).prefetch(tf.data.AUTOTUNE).repeat()
+
+    def course():
+        return pipeline.tfrecord_images(
+            shard_paths,
+            target_size=TARGET_SIZE,
+            num_classes=len(class_names),
+            batch_size=BATCH_SIZE,
+            storage=storage,
+            num_parallel_reads=NUM_PARALLEL_READS,
+        ).repeat()
+
+    return {
+        "files, one at a time": (
+            lambda: files(False).repeat(),
+            settings["timed_sequential"] if slow else settings["timed_files"],
+        ),
+        "files, 16 in flight": (lambda: files(True).repeat(), settings["timed_files"]),
+        "image_dataset_from_directory": (
+            from_directory,
+            settings["timed_files"] // (4 if slow else 1),
+        ),
+        "original course TFRecords": (original_course, settings["timed"]),
+        "course pipeline": (course, settings["timed"]),
+    }
+
+
+def compare_pipelines(settings: dict) -> dict:
+    """Measures every pipeline at each latency, and the decode ceiling; returns the results."""
+    import tensorflow as tf
+
+    from utils import pipeline, sources, storage, tfrecords
+
+    source = sources.resolve_source("embedded", num_images=settings["num_images"])
+    shards = _quietly(tfrecords.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
+    shard_paths = tfrecords.find_shards(shards["output_dir"])
+    stored_jpegs = [
+        tfrecords.parse_record(record)["image"].numpy()
+        for record in tf.data.TFRecordDataset(shard_paths).take(1000)
+    ]
+    results = {
+        "decode ceiling (no I/O)": _measure(
+            lambda: pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE),
+            num_images=settings["timed"],
+            repeats=settings["repeats"],
+        )
+    }
+    for latency in LATENCIES_MS:
+        simulated = storage.SimulatedStorage(latency_ms=latency)
+        named = pipelines(source, shard_paths, shards["class_names"], simulated, settings)
+        for name, (make_dataset, num_images) in named.items():
+            print(f"  {name}, {latency} ms ...", flush=True)
+            results[f"{name} @ {latency} ms"] = _measure(
+                make_dataset, num_images=num_images, repeats=settings["repeats"], storage=simulated
+            )
+    return results
+
+
+_READ_ONE_EPOCH = """
+import json, resource, sys, time
+from utils import pipeline, tfrecords
+paths = tfrecords.find_shards(sys.argv[1])
+dataset = pipeline.tfrecord_images(paths, target_size=int(sys.argv[2]), num_classes=5,
+                                   batch_size=64, num_parallel_reads=16)
+count, start = 0, None
+for images, _ in dataset:
+    if start is None:
+        start = time.perf_counter()  # The first batch is the warm-up.
+    else:
+        count += int(images.shape[0])
+seconds = time.perf_counter() - start
+print(json.dumps({"images_per_second": count / seconds,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def read_in_own_process(shards_dir: str) -> dict:
+    """Reads every shard once with the course pipeline in a new process; returns its figures."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", _READ_ONE_EPOCH, shards_dir, str(TARGET_SIZE)],
+        capture_output=True, text=True, env=env, check=True, timeout=600,
+    )  # fmt: skip
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def scaling(settings: dict) -> dict:
+    """Measures reading and writing as the dataset grows, and reading as shards change."""
+    from utils import sources, tfrecords
+
+    by_size = {}
+    for size in settings["sizes"]:
+        print(f"  {size} images ...", flush=True)
+        source = sources.resolve_source("embedded", num_images=size)
+        output_dir = tfrecords.default_output_dir(source, target_size=TARGET_SIZE, num_shards=16)
+        report = _quietly(
+            tfrecords.convert, source, output_dir, target_size=TARGET_SIZE, num_shards=16
+        )
+        by_size[size] = {"write_seconds": report.seconds, **read_in_own_process(output_dir)}
+    by_shards = {}
+    largest = sources.resolve_source("embedded", num_images=settings["sizes"][-1])
+    for count in settings["shard_counts"]:
+        print(f"  {count} shards ...", flush=True)
+        shards = _quietly(
+            tfrecords.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
+        )
+        by_shards[count] = read_in_own_process(shards["output_dir"])
+    return {"by_size": by_size, "by_shard_count": by_shards}
+
+
+def growth_summary(by_size: dict) -> list[str]:
+    """Says, from the numbers, whether each cost grows linearly with the dataset."""
+    sizes = sorted(by_size)
+    small, large = by_size[sizes[0]], by_size[sizes[-1]]
+    factor = sizes[-1] / sizes[0]
+    write = large["write_seconds"] / small["write_seconds"]
+    rate = large["images_per_second"] / small["images_per_second"]
+    memory = large["peak_rss_mb"] / small["peak_rss_mb"]
+    write_verdict = "linear" if 0.5 * factor <= write <= 1.5 * factor else "NOT linear"
+    rate_verdict = "flat" if 0.7 <= rate <= 1.4 else "NOT flat"
+    memory_verdict = "flat: nothing is cached whole" if memory <= 1.5 else "GROWS"
+    return [
+        f"From {sizes[0]} to {sizes[-1]} images ({factor:.0f}x):",
+        f"  write time grew {write:.1f}x ({write_verdict}, within 50%)",
+        f"  reading images/s changed {rate:.2f}x ({rate_verdict})",
+        f"  peak memory of reading changed {memory:.2f}x ({memory_verdict})",
+    ]
+
+
+def format_table(results: dict) -> list[str]:
+    """Formats the pipeline results with ratios to the ceiling and to files one at a time."""
+    ceiling = results["decode ceiling (no I/O)"]["median"]
+    lines = [
+        f"{'pipeline':<42} {'images/s':>10} {'min-max':>17} {'/ceiling':>9} {'/files 1x1':>10}",
+    ]
+    for name, figures in results.items():
+        latency = name.rsplit("@ ", 1)[-1] if "@" in name else None
+        baseline = results.get(f"files, one at a time @ {latency}", figures)["median"]
+        spread = f"{figures['min']:,.0f}-{figures['max']:,.0f}"
+        lines.append(
+            f"{name:<42} {figures['median']:>10,.1f} {spread:>17} "
+            f"{figures['median'] / ceiling:>9.3f} {figures['median'] / baseline:>9.1f}x"
+        )
+    return lines
+
+
+def targets(results: dict) -> list[str]:
+    """Checks the issue's targets against these results; one line each."""
+    course_0 = results["course pipeline @ 0 ms"]["median"]
+    course_50 = results["course pipeline @ 50 ms"]["median"]
+    ceiling = results["decode ceiling (no I/O)"]["median"]
+    directory_50 = results["image_dataset_from_directory @ 50 ms"]["median"]
+    original_0 = results["original course TFRecords @ 0 ms"]["median"]
+    original_50 = results["original course TFRecords @ 50 ms"]["median"]
+    return [
+        f"course pipeline at 0 ms / decode ceiling: {course_0 / ceiling:.2f} (target >= 0.8)",
+        f"course pipeline / image_dataset_from_directory at 50 ms: "
+        f"{course_50 / directory_50:.1f}x (target >= 10x)",
+        f"course pipeline / original course pipeline: {course_0 / original_0:.2f}x at 0 ms, "
+        f"{course_50 / original_50:.2f}x at 50 ms (target >= 1)",
+    ]
+
+
+def plot(results: dict, scale: dict, path: Path) -> None:
+    """Saves the pipelines (log scale, with min-max) and the growth curves in one figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (bars, growth) = plt.subplots(1, 2, figsize=(14, 5), width_ratios=[2, 1])
+    names = list(results)
+    medians = [results[n]["median"] for n in names]
+    errors = [[m - results[n]["min"] for n, m in zip(names, medians, strict=True)],
+              [results[n]["max"] - m for n, m in zip(names, medians, strict=True)]]  # fmt: skip
+    colors = ["black" if "ceiling" in n else "tab:orange" if "50 ms" in n else "tab:blue"
+              for n in names]  # fmt: skip
+    bars.barh(names, medians, xerr=errors, color=colors)
+    bars.set_xscale("log")
+    bars.invert_yaxis()
+    bars.set_xlabel("images/s (log scale; blue: local disk, orange: 50 ms simulated latency)")
+    bars.set_title("Pipelines on the same data")
+    sizes = sorted(scale["by_size"])
+    rates = [scale["by_size"][s]["images_per_second"] for s in sizes]
+    memory = [scale["by_size"][s]["peak_rss_mb"] for s in sizes]
+    growth.plot(sizes, rates, "o-", label="reading, images/s")
+    growth.set_xscale("log")
+    growth.set_xlabel("images in the dataset")
+    growth.set_ylabel("images/s")
+    other = growth.twinx()
+    other.plot(sizes, memory, "s--", color="tab:red", label="peak RSS, MB")
+    other.set_ylabel("peak RSS of reading (MB)")
+    other.set_ylim(0, max(memory) * 1.3)
+    growth.set_ylim(0, max(rates) * 1.3)
+    growth.set_xticks(sizes, labels=[f"{size:,}" for size in sizes])
+    growth.minorticks_off()
+    growth.set_title("As the dataset grows")
+    growth.legend(loc="lower left")
+    other.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repetition")
+    parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "benchmark")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    settings = QUICK if args.quick else FULL
+    start = time.perf_counter()
+    print("Pipelines:", flush=True)
+    results = compare_pipelines(settings)
+    print("Growth:", flush=True)
+    scale = scaling(settings)
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    lines = [
+        f"Benchmark on {time.strftime('%Y-%m-%d')}, {machine}; {settings['num_images']} "
+        f"embedded images, {TARGET_SIZE} px shards; medians of {settings['repeats']} run(s)",
+        "",
+        *format_table(results),
+        "",
+        *targets(results),
+        "",
+        f"{'images':>8} {'write s':>8} {'read images/s':>14} {'peak RSS MB':>12}",
+        *[
+            f"{size:>8} {f['write_seconds']:>8.1f} {f['images_per_second']:>14,.0f} "
+            f"{f['peak_rss_mb']:>12,.0f}"
+            for size, f in scale["by_size"].items()
+        ],
+        *growth_summary(scale["by_size"]),
+        "",
+        f"{'shards':>8} {'read images/s':>14} {'peak RSS MB':>12}",
+        *[
+            f"{count:>8} {f['images_per_second']:>14,.0f} {f['peak_rss_mb']:>12,.0f}"
+            for count, f in scale["by_shard_count"].items()
+        ],
+    ]
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    report = {"settings": settings, "machine": machine, "pipelines": results, "scaling": scale,
+              "seconds": time.perf_counter() - start}  # fmt: skip
+    (args.output_dir / "benchmark.json").write_text(json.dumps(report, indent=2))
+    plot(results, scale, args.output_dir / "benchmark.png")
+    print("\n".join(lines))
+    print(f"\nWrote {args.output_dir / 'benchmark.json'} and {args.output_dir / 'benchmark.png'} "
+          f"in {report['seconds']:.0f} s.")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
