@@ -25,3 +25,21 @@ def small_flowers():
     from utils import data
 
     return data.make_flowers_dataset(60)
+
+
+@pytest.fixture(scope="session")
+def write_small_shards(small_flowers, tmp_path_factory):
+    """Returns `write(num_shards, target_size=32)`: shard paths of the 60 images, made once."""
+    from utils import sources, tfrecords
+
+    made = {}
+
+    def write(num_shards, target_size=32):
+        if (num_shards, target_size) not in made:
+            source = sources.resolve_source(str(small_flowers))
+            output_dir = tmp_path_factory.mktemp("shards")
+            tfrecords.convert(source, output_dir, target_size=target_size, num_shards=num_shards)
+            made[num_shards, target_size] = tfrecords.find_shards(str(output_dir))
+        return made[num_shards, target_size]
+
+    return write

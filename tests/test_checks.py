@@ -337,13 +337,8 @@ def test_check_write_shard_failures():
 
 # Lab 3: read_tfrecord, the parallel dataset, parse_batch, the fast pipeline.
 @pytest.fixture(scope="module")
-def shard_paths(small_flowers, tmp_path_factory):
-    from utils import sources
-
-    source = sources.resolve_source(str(small_flowers))
-    output_dir = tmp_path_factory.mktemp("shards")
-    tfrecords.convert(source, output_dir, target_size=32, num_shards=4)
-    return tfrecords.find_shards(str(output_dir))
+def shard_paths(write_small_shards):
+    return write_small_shards(4)
 
 
 FEATURES = {

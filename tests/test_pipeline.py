@@ -9,11 +9,8 @@ from utils.checks.records import dataset_ops
 
 
 @pytest.fixture(scope="module")
-def shards(small_flowers, tmp_path_factory):
-    source = sources.resolve_source(str(small_flowers))
-    output_dir = tmp_path_factory.mktemp("shards")
-    tfrecords.convert(source, output_dir, target_size=32, num_shards=4)
-    return tfrecords.find_shards(str(output_dir)), source
+def shards(write_small_shards, small_flowers):
+    return write_small_shards(4), sources.resolve_source(str(small_flowers))
 
 
 def _records(paths):
@@ -36,7 +33,8 @@ def test_tfrecord_images_yields_every_image_once_in_batches(shards):
     dataset = pipeline.tfrecord_images(paths, target_size=32, num_classes=5, batch_size=16)
     assert dataset.element_spec[0].shape.as_list() == [None, 32, 32, 3]
     batches = list(dataset.as_numpy_iterator())
-    assert [len(images) for images, _ in batches] == [16, 16, 16, 12]
+    # Order is not kept, so the last, smaller batch can come at any place.
+    assert sorted(len(images) for images, _ in batches) == [12, 16, 16, 16]
     found = sorted(np.argmax(labels, axis=1).tolist() for _, labels in batches)
     wanted = sorted(record["class"] for record in _records(paths))
     assert sorted(sum(found, [])) == wanted

@@ -39,3 +39,11 @@ def test_main_help(argv, capsys):
         run_course.main(argv)
     assert exit_info.value.code == 0
     assert "Runs every lesson headless" in capsys.readouterr().out
+
+
+def test_main_skips_an_optional_lesson_whose_modules_are_missing(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(run_course.OPTIONAL_MODULES, "05_convert_with_beam", ("no_such_module",))
+    assert run_course.main(["--only", "05", "--output-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Skipping 05_convert_with_beam: it needs no_such_module" in out
+    assert list(tmp_path.iterdir()) == []

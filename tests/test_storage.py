@@ -92,13 +92,8 @@ def test_simulated_storage_bad_arguments(kwargs, message):
 
 
 @pytest.fixture(scope="module")
-def shard_paths(small_flowers, tmp_path_factory):
-    from utils import sources, tfrecords
-
-    source = sources.resolve_source(str(small_flowers))
-    output_dir = tmp_path_factory.mktemp("shards")
-    tfrecords.convert(source, output_dir, target_size=32, num_shards=6)
-    return tfrecords.find_shards(str(output_dir))
+def shard_paths(write_small_shards):
+    return write_small_shards(6)
 
 
 def test_tfrecord_dataset_reads_every_record_and_counts_one_request_per_shard(shard_paths):

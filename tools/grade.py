@@ -48,7 +48,7 @@ for _grader_name in sorted(n for n in list(_grader_sys.modules) if n.startswith(
     _grader_importlib.reload(_grader_sys.modules[_grader_name])
 checks = _grader_importlib.reload(_grader_importlib.import_module("utils.checks"))
 """
-_TITLE = re.compile(r"^#\s*Lab\s+(\d+)\b", re.MULTILINE)
+_TITLE = re.compile(r"^#\s*(?:Lab|Lesson)\s+(\d+)\b", re.MULTILINE)
 
 
 @dataclasses.dataclass
@@ -206,7 +206,7 @@ def grade_submission(
         return grade
     lesson = identify_lab(submission, labs)
     if lesson is None:
-        grade.status = "unknown lab: no course metadata and no 'Lab N' title"
+        grade.status = "unknown lab: no course metadata and no 'Lab N' title"  # Or 'Lesson N'.
         return grade
     grade.lab = lesson
     lab = labs[lesson]

@@ -32,4 +32,5 @@ SMALL_PARAMETERS = {
         "STEPS_PER_EXECUTION": 2,
         "NUM_TIMED_STEPS": 4,
     },
+    "05_convert_with_beam": {"NUM_IMAGES": 100, "NUM_SHARDS": 4},
 }

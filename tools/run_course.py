@@ -17,11 +17,14 @@ import argparse
 import ast
 import os
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import nbformat
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Optional lessons, and the modules they need beyond requirements.txt.
+OPTIONAL_MODULES = {"05_convert_with_beam": ("apache_beam",)}
 
 
 def summary_text(notebook: nbformat.NotebookNode) -> str:
@@ -74,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     parameters = parse_parameters(args.p)
     for solution in solutions:
+        missing = [m for m in OPTIONAL_MODULES.get(solution.stem, ()) if not find_spec(m)]
+        if missing:
+            print(f"Skipping {solution.stem}: it needs {', '.join(missing)} "
+                  "(pip install -r requirements-beam.txt).\n", flush=True)  # fmt: skip
+            continue
         print(f"Running {solution.stem} ...", flush=True)
         executed = run_lesson(solution, args.output_dir, parameters)
         print(f"\n=== {solution.stem}: what it measured ===")

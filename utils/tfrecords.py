@@ -273,7 +273,7 @@ def convert(
             "write the shards somewhere else."
         )
     start = time.perf_counter()
-    _start_new_set(output_dir)
+    start_new_set(output_dir)
     paths = sorted(tf.io.gfile.glob(source.pattern))
     np.random.default_rng(seed).shuffle(paths)
     class_table = _class_table(source.class_names)
@@ -322,7 +322,7 @@ def convert(
         output_image_bytes=output_bytes,
         seconds=time.perf_counter() - start,
     )
-    _write_metadata(output_dir, source, report, target_size, jpeg_quality)
+    write_metadata(output_dir, source, report, target_size, jpeg_quality)
     print(report.summary())
     return report
 
@@ -367,18 +367,23 @@ def _class_table(class_names: Sequence[str]) -> tf.lookup.StaticHashTable:
     return tf.lookup.StaticHashTable(initializer, default_value=-1)
 
 
+def error_message(error: tf.errors.OpError) -> str:
+    """Returns the first line of a TensorFlow error, without its function-node wrapping."""
+    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message)
+    return re.sub(r"\s*\[Op:\w+\]", "", message).strip().splitlines()[0]
+
+
 def _why_unreadable(path: str) -> str:
     """Returns the first line of the error that reading and decoding `path` raises."""
     try:
         tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
     except tf.errors.OpError as error:
-        message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message)
-        return re.sub(r"\s*\[Op:\w+\]", "", message).strip().splitlines()[0]
+        return error_message(error)
     return "it decodes on its own, but failed in the pipeline (resize or recompress)"
 
 
-def _start_new_set(output_dir: str) -> None:
-    """Marks the set as unfinished (no sidecar) and removes temporary files of a crashed run."""
+def start_new_set(output_dir: str) -> None:
+    """Creates `output_dir`, marks the set unfinished (no sidecar), removes a crash's temp files."""
     tf.io.gfile.makedirs(output_dir)
     metadata = f"{output_dir}/{METADATA_FILE}"
     if tf.io.gfile.exists(metadata):
@@ -393,7 +398,8 @@ def _delete_other_shards(output_dir: str, keep: Sequence[str]) -> None:
         tf.io.gfile.remove(path)
 
 
-def _write_metadata(output_dir, source, report: ConversionReport, target_size, jpeg_quality):
+def write_metadata(output_dir, source, report: ConversionReport, target_size, jpeg_quality):
+    """Writes the sidecar JSON of a finished set of shards (temporary name, then rename)."""
     metadata = {
         "source": source.name,
         "source_pattern": source.pattern,

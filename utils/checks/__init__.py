@@ -5,6 +5,7 @@ Each check takes the learner's result and `todo=n`, prints "TODO n passed: ..." 
 """
 
 from utils.checks._base import CheckFailed
+from utils.checks.beam import check_build_conversion, check_convert_dofn
 from utils.checks.reading import (
     check_filenames,
     check_label_from_path,
@@ -33,7 +34,9 @@ from utils.checks.writing import (
 __all__ = [
     "CheckFailed",
     "check_augment",
+    "check_build_conversion",
     "check_compiled_model",
+    "check_convert_dofn",
     "check_fast_dataset",
     "check_filenames",
     "check_label_from_path",

@@ -1,0 +1,86 @@
+"""Tests of the Beam conversion (lesson 5): skipped, with the reason, without Apache Beam."""
+
+import hashlib
+
+import pytest
+import tensorflow as tf
+
+from utils import data, sources, tfrecords, validation
+
+pytest.importorskip(
+    "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"
+)
+from tools import convert_beam  # noqa: E402
+from utils import beam_conversion  # noqa: E402
+
+
+def _image_set(folder):
+    records = tf.data.TFRecordDataset(tfrecords.find_shards(str(folder))).map(
+        tfrecords.parse_record
+    )
+    return {
+        (r["label"].decode(), hashlib.sha256(r["image"]).hexdigest(), tuple(r["size"]))
+        for r in records.as_numpy_iterator()
+    }
+
+
+@pytest.fixture(scope="module")
+def source(small_flowers):
+    return sources.resolve_source(str(small_flowers))
+
+
+def test_beam_and_lab_2_write_the_same_images(source, tmp_path):
+    run = beam_conversion.convert_with_beam(
+        source, tmp_path / "beam", target_size=48, num_shards=3, verbose=False
+    )
+    tfrecords.convert(source, tmp_path / "loop", target_size=48, num_shards=4)
+    beam_images = _image_set(tmp_path / "beam")
+    assert len(beam_images) == 60 and beam_images == _image_set(tmp_path / "loop")
+    names = [path.rsplit("/", 1)[-1] for path in run.report.shards]
+    assert names == [f"flowers-0000{i}-of-00003.tfrec" for i in range(3)]
+    assert sum(run.report.shard_counts) == 60 and run.pipeline_seconds > 0
+
+
+def test_beam_output_validates_and_labs_3_and_4_find_it(source, tmp_path, capsys):
+    beam_conversion.convert_with_beam(
+        source, tmp_path, target_size=48, num_shards=2, jpeg_quality=80, verbose=False
+    )
+    assert validation.validate(str(tmp_path), verbose=False).ok
+    capsys.readouterr()
+    metadata = tfrecords.ensure_shards(
+        source, str(tmp_path), target_size=48, num_shards=2, jpeg_quality=80
+    )
+    assert capsys.readouterr().out == f"Found 2 shards in {tmp_path}.\n"
+    assert metadata["num_records"] == 60
+
+
+def test_bad_images_go_to_the_skipped_list_not_away(tmp_path):
+    root = data.make_damaged_dataset(tmp_path / "images", images_per_class=1)
+    damaged = sources.resolve_source(str(root))
+    run = beam_conversion.convert_with_beam(
+        damaged, tmp_path / "out", target_size=32, num_shards=2, verbose=False
+    )
+    skipped = {image.path.rsplit("/", 2)[-2] + "/" + image.path.rsplit("/", 1)[-1]
+               for image in run.report.skipped}  # fmt: skip
+    unreadable = {name for name, why in data.DAMAGED_FILES.items() if why.startswith("unreadable")}
+    assert skipped == unreadable
+    report = validation.validate(str(tmp_path / "out"), verbose=False)
+    assert report.ok and (report.num_records, len(report.skipped)) == (8, 3)
+    assert report.num_input_images == 11
+    assert not (tmp_path / "out" / beam_conversion.SKIPPED_FILE).exists()  # In the sidecar.
+
+
+def test_convert_image_reports_the_error():
+    record, error = beam_conversion.convert_image(
+        "/no/such/daisy/file.jpg", class_names=data.CLASSES, target_size=32, quality=90
+    )
+    assert record is None and "No such file or directory" in error
+
+
+def test_command_line_runs_locally_and_validates(tmp_path, capsys):
+    status = convert_beam.main(
+        ["--num-images", "60", "--output-dir", str(tmp_path), "--num-shards", "2",
+         "--target-size", "32"]
+    )  # fmt: skip
+    assert status == 0
+    assert "Input images: 60 = 60 written + 0 skipped." in capsys.readouterr().out

@@ -1,0 +1,187 @@
+"""Lab 2's conversion on Apache Beam: the same functions, on an engine that scales out.
+
+Each image is converted by `ConvertImage`, which calls lab 2's reference functions
+(`tfrecords.resize_and_crop`, `recompress`, `to_example`); an image that cannot be read or
+decoded goes to the `skipped` side output, which is written as a list, never dropped.
+Beam writes the shards with its own names (`flowers-00000-of-00016.tfrec`); after the run,
+`finish` counts the records of each shard and writes lab 2's sidecar, so that
+`validation.validate` and labs 3-4 read Beam's output like lab 2's.
+
+Needs `pip install -r requirements-beam.txt`. Locally it runs on Beam's DirectRunner; on
+Dataflow, pass the runner, project, region and `gs://` paths as pipeline options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from collections.abc import Callable, Sequence
+
+import tensorflow as tf
+
+from utils import tfrecords
+
+SKIPPED = "skipped"
+SKIPPED_FILE = "skipped.jsonl"
+SHARD_PREFIX = "flowers"
+
+
+def _beam():
+    try:
+        import apache_beam
+    except ImportError as error:
+        raise ImportError(
+            "Apache Beam is not installed. Run: pip install -r requirements-beam.txt"
+        ) from error
+    return apache_beam
+
+
+def convert_image(path: str, *, class_names: Sequence[str], target_size: int, quality: int):
+    """Converts one image file into a serialized record, with lab 2's functions.
+
+    Returns:
+        (serialized record, None), or (None, the error) if the file cannot be read or
+        decoded.
+    """
+    try:
+        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+    except tf.errors.OpError as error:
+        return None, tfrecords.error_message(error)
+    original_size = [int(side) for side in image.shape[:2]]
+    resized = tfrecords.resize_and_crop(image, target_size)
+    jpeg = tfrecords.recompress(resized, quality).numpy()
+    class_index = list(class_names).index(path.replace("\\", "/").rsplit("/", 2)[-2])
+    example = tfrecords.to_example(jpeg, class_index, original_size, class_names)
+    return example.SerializeToString(), None
+
+
+def make_convert_dofn(class_names: Sequence[str], target_size: int, quality: int):
+    """Returns a Beam DoFn: a path in, a record out, or a skipped entry on the side output."""
+    beam = _beam()
+
+    class ConvertImage(beam.DoFn):
+        def process(self, path):
+            record, error = convert_image(
+                path, class_names=class_names, target_size=target_size, quality=quality
+            )
+            if record is None:
+                yield beam.pvalue.TaggedOutput(SKIPPED, json.dumps({"path": path, "error": error}))
+            else:
+                yield record
+
+    return ConvertImage()
+
+
+def build_pipeline(pipeline, source, output_dir: str, num_shards: int, *, target_size, quality):
+    """Adds the conversion to a Beam `pipeline`: match files, convert, write shards and skips."""
+    beam = _beam()
+    from apache_beam.io import fileio
+
+    paths = (
+        pipeline
+        | "Match image files" >> fileio.MatchFiles(source.pattern)
+        | "Paths" >> beam.Map(lambda metadata: metadata.path)
+    )
+    converted = paths | "Convert" >> beam.ParDo(
+        make_convert_dofn(source.class_names, target_size, quality)
+    ).with_outputs(SKIPPED, main="records")
+    converted.records | "Write shards" >> beam.io.WriteToTFRecord(
+        f"{output_dir}/{SHARD_PREFIX}",
+        file_name_suffix=tfrecords.SHARD_SUFFIX,
+        num_shards=num_shards,
+    )
+    converted[SKIPPED] | "Write skipped" >> beam.io.WriteToText(
+        f"{output_dir}/{SKIPPED_FILE}", shard_name_template=""
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class BeamRun:
+    """What `convert_with_beam` did: the lab 2 report, and Beam's own time."""
+
+    report: tfrecords.ConversionReport
+    pipeline_seconds: float
+
+
+def convert_with_beam(
+    source,
+    output_dir: str,
+    *,
+    target_size: int = tfrecords.DEFAULT_TARGET_SIZE,
+    num_shards: int = tfrecords.DEFAULT_NUM_SHARDS,
+    jpeg_quality: int = tfrecords.DEFAULT_JPEG_QUALITY,
+    pipeline_args: Sequence[str] = ("--runner=DirectRunner",),
+    build: Callable | None = None,
+    verbose: bool = True,
+) -> BeamRun:
+    """Runs the conversion on Beam, then writes lab 2's sidecar next to Beam's shards.
+
+    Args:
+        source: a `sources.ImageSource`.
+        output_dir: a local folder, or `gs://` on Dataflow.
+        target_size, num_shards, jpeg_quality: as in `tfrecords.convert`.
+        pipeline_args: Beam pipeline options, e.g. `["--runner=DataflowRunner",
+            "--project=...", "--region=...", "--temp_location=gs://..."]`.
+        build: `build(pipeline, source, output_dir, num_shards)` adds the transforms (the
+            learner's, in lesson 5); `build_pipeline` by default.
+        verbose: print the report's summary.
+
+    Returns:
+        A `BeamRun`.
+
+    Example:
+        run = beam_conversion.convert_with_beam(source, "/tmp/flowers-beam", num_shards=16)
+    """
+    beam = _beam()
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    output_dir = str(output_dir).rstrip("/")
+    tfrecords.start_new_set(output_dir)
+    for path in tfrecords.find_shards(output_dir):
+        tf.io.gfile.remove(path)
+    start = time.perf_counter()
+    if build is None:
+        build = functools.partial(build_pipeline, target_size=target_size, quality=jpeg_quality)
+    with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
+        build(pipeline, source, output_dir, num_shards)
+    pipeline_seconds = time.perf_counter() - start
+    report = finish(source, output_dir, target_size=target_size, jpeg_quality=jpeg_quality)
+    report = dataclasses.replace(report, seconds=pipeline_seconds)
+    if verbose:
+        print(report.summary())
+    return BeamRun(report, pipeline_seconds)
+
+
+def finish(source, output_dir: str, *, target_size: int, jpeg_quality: int):
+    """Counts the records Beam wrote, reads its skipped list, and writes lab 2's sidecar."""
+    shards = tfrecords.find_shards(output_dir)
+    counts, output_bytes = [], 0
+    for path in shards:
+        images = tf.data.TFRecordDataset(path).map(lambda r: tfrecords.parse_record(r)["image"])
+        lengths = [len(image) for image in images.as_numpy_iterator()]
+        counts.append(len(lengths))
+        output_bytes += sum(lengths)
+    skipped_path = f"{output_dir}/{SKIPPED_FILE}"
+    skipped = []
+    if tf.io.gfile.exists(skipped_path):
+        with tf.io.gfile.GFile(skipped_path) as file:
+            entries = [json.loads(line) for line in file if line.strip()]
+        skipped = [tfrecords.SkippedImage(e["path"], e["error"]) for e in entries]
+        tf.io.gfile.remove(skipped_path)  # Its content goes into the sidecar.
+    skipped_paths = {image.path for image in skipped}
+    inputs = tf.io.gfile.glob(source.pattern)
+    report = tfrecords.ConversionReport(
+        output_dir=output_dir,
+        shards=shards,
+        shard_counts=counts,
+        num_input_images=len(inputs),
+        skipped=sorted(skipped, key=lambda image: image.path),
+        empty_class_folders=list(source.empty_class_folders),
+        input_bytes=sum(tf.io.gfile.stat(p).length for p in inputs if p not in skipped_paths),
+        output_image_bytes=output_bytes,
+        seconds=0.0,
+    )
+    tfrecords.write_metadata(output_dir, source, report, target_size, jpeg_quality)
+    return report
