@@ -15,20 +15,20 @@ def cpu():
     return strategy.find_strategy("cpu")
 
 
+def _embedded_shards(folder, num_images, target_size):
+    source = sources.resolve_source("embedded", num_images=num_images)
+    metadata = tfrecords.ensure_shards(source, folder, target_size=target_size, num_shards=5)
+    return tfrecords.find_shards(metadata["output_dir"])
+
+
 @pytest.fixture(scope="module")
 def flowers_400(tmp_path_factory):
-    source = sources.resolve_source("embedded", num_images=400)
-    output_dir = tmp_path_factory.mktemp("shards")
-    metadata = tfrecords.ensure_shards(source, output_dir, target_size=48, num_shards=5)
-    return tfrecords.find_shards(metadata["output_dir"])
+    return _embedded_shards(tmp_path_factory.mktemp("shards"), 400, target_size=48)
 
 
 @pytest.fixture(scope="module")
 def flowers_1000(tmp_path_factory):
-    source = sources.resolve_source("embedded", num_images=1000)
-    output_dir = tmp_path_factory.mktemp("shards")
-    metadata = tfrecords.ensure_shards(source, output_dir, target_size=64, num_shards=5)
-    return tfrecords.find_shards(metadata["output_dir"])
+    return _embedded_shards(tmp_path_factory.mktemp("shards"), 1000, target_size=64)
 
 
 def _compiled(cpu, image_size=48, steps_per_execution=1, learning_rate=0.003):
