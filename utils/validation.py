@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import re
 from pathlib import Path
 
 import numpy as np
@@ -168,7 +167,7 @@ def _read_shard(path: str, class_names: list[str], target_size: int | None):
             counts[label.decode(errors="replace")] += 1
             num_records += 1
     except tf.errors.OpError as error:
-        message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message).splitlines()[0]
+        message = tfrecords.error_message(error)
         problems.append(f"{name}: record {num_records} does not parse: {message}")
     count_in_name = tfrecords.shard_record_count(path)
     if count_in_name is not None and count_in_name != num_records:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+# What a learner's code raises when it is unfinished or wrong; a check turns it into a message.
+CHECK_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
+
 
 class CheckFailed(AssertionError):
     """A TODO's result is missing or wrong; the message says which TODO and why."""
@@ -18,6 +21,14 @@ def _require_done(value, todo: int, name: str, expected: str) -> None:
     __tracebackhide__ = True
     if value is Ellipsis:
         _fail(todo, name, f"not done yet: {name} is still ... (Ellipsis). Expected {expected}.")
+
+
+def _require_result(result, todo: int, name: str, expected: str) -> None:
+    """Fails with "not done yet" when a function returned ..., None, or a tuple holding one."""
+    __tracebackhide__ = True
+    parts = result if isinstance(result, tuple) else (result,)
+    if any(part is Ellipsis or part is None for part in parts):
+        _fail(todo, name, f"not done yet: it returns {result!r}. Expected {expected}.")
 
 
 def _require_dataset(value, todo: int, name: str, expected: str) -> None:

@@ -10,9 +10,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from utils import data, sources, tfrecords, validation
-from utils.checks._base import _fail, _first_line, _passed
-
-_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
+from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed
 
 
 def check_convert_dofn(dofn_class, *, todo: int, class_names: Sequence[str]):
@@ -34,7 +32,7 @@ def check_convert_dofn(dofn_class, *, todo: int, class_names: Sequence[str]):
             try:
                 outputs = dofn_class().process(path)
                 outputs = [] if outputs is None else list(outputs)
-            except _ERRORS as error:
+            except CHECK_ERRORS as error:
                 _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
             if not outputs:
                 _fail(todo, name, f"not done yet: it yields nothing for {relative}. Expected "
@@ -79,7 +77,7 @@ def check_build_conversion(build_conversion, *, todo: int):
             beam_conversion.convert_with_beam(
                 source, output_dir, num_shards=2, build=build_conversion, verbose=False
             )
-        except _ERRORS + (RuntimeError,) as error:
+        except (*CHECK_ERRORS, RuntimeError) as error:
             _fail(todo, name, f"running the pipeline fails: {_first_line(error)}")
         shards = [Path(path).name for path in tfrecords.find_shards(output_dir)]
         if not shards:

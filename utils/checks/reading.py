@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils.checks._base import _fail, _first_line, _passed, _require_dataset
+from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed, _require_dataset
 
 
 def _folder_of(path: bytes | str) -> str:
@@ -62,7 +62,7 @@ def check_label_from_path(
     try:
         labels = tf.data.Dataset.from_tensor_slices(list(sample_paths)).map(label_from_path)
         found = [int(label) for label in labels.as_numpy_iterator()]
-    except (AttributeError, TypeError, ValueError, tf.errors.OpError) as error:
+    except CHECK_ERRORS as error:
         if "Ellipsis" in str(error) or "NoneType" in str(error):
             _fail(todo, name, f"not done yet: it returns no label. Expected {expected}.")
         _fail(
@@ -99,7 +99,7 @@ def check_read_and_decode(
     try:
         pairs = tf.data.Dataset.from_tensor_slices(list(sample_paths)).map(read_and_decode)
         found = list(pairs.as_numpy_iterator())
-    except (AttributeError, TypeError, ValueError, tf.errors.OpError) as error:
+    except CHECK_ERRORS as error:
         if "Ellipsis" in str(error) or "NoneType" in str(error):
             _fail(todo, name, f"not done yet: it returns no image. Expected {expected}.")
         _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")

@@ -8,9 +8,14 @@ import numpy as np
 import tensorflow as tf
 
 from utils import tfrecords
-from utils.checks._base import _fail, _first_line, _passed, _require_dataset
-
-_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
+from utils.checks._base import (
+    CHECK_ERRORS,
+    _fail,
+    _first_line,
+    _passed,
+    _require_dataset,
+    _require_result,
+)
 
 
 def dataset_ops(dataset: tf.data.Dataset) -> list[str]:
@@ -18,13 +23,6 @@ def dataset_ops(dataset: tf.data.Dataset) -> list[str]:
     graph = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor)
     graph_def = tf.compat.v1.GraphDef.FromString(graph.numpy())
     return [node.op for node in graph_def.node if "Dataset" in node.op]
-
-
-def _require_result(result, todo: int, name: str, expected: str) -> None:
-    __tracebackhide__ = True
-    parts = result if isinstance(result, tuple) else (result,)
-    if any(part is Ellipsis or part is None for part in parts):
-        _fail(todo, name, f"not done yet: it returns {result!r}. Expected {expected}.")
 
 
 def _sample_records(shard_paths: Sequence[str], count: int) -> list[bytes]:
@@ -79,7 +77,7 @@ def check_read_tfrecord(
     del without_size.features.feature["size"]
     try:
         tf.io.parse_single_example(without_size.SerializeToString(), features)
-    except _ERRORS as error:
+    except CHECK_ERRORS as error:
         _fail(todo, name, f"a record without 'size' does not parse: {_first_line(error)}")
 
     records = _sample_records(shard_paths, 8)
@@ -89,7 +87,7 @@ def check_read_tfrecord(
         _require_result(result, todo, name, expected)
         pairs = tf.data.Dataset.from_tensor_slices(records).map(read_tfrecord)
         found = list(pairs.as_numpy_iterator())
-    except _ERRORS as error:
+    except CHECK_ERRORS as error:
         _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
     image_spec, label_spec = tf.nest.flatten(pairs.element_spec)[:2]
     if image_spec.dtype != tf.uint8 or image_spec.shape != (target_size, target_size, 3):
@@ -148,7 +146,7 @@ def check_parallel_records(
     storage.reset_counters()
     try:
         count = sum(1 for _ in dataset)
-    except _ERRORS as error:
+    except CHECK_ERRORS as error:
         _fail(todo, name, f"reading it fails: {_first_line(error)}")
     if count != num_records:
         _fail(todo, name, f"expected all {num_records} records, once each; found {count}.")
@@ -181,7 +179,7 @@ def check_parse_batch(
         _require_result(result, todo, name, expected)
         batches = tf.data.Dataset.from_tensor_slices(records).batch(3).map(parse_batch)
         found = list(batches.as_numpy_iterator())
-    except _ERRORS as error:
+    except CHECK_ERRORS as error:
         _fail(
             todo,
             name,

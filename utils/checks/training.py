@@ -9,7 +9,15 @@ import numpy as np
 import tensorflow as tf
 
 from utils import strategy as strategies
-from utils.checks._base import _fail, _first_line, _passed, _require_dataset, _require_done
+from utils.checks._base import (
+    CHECK_ERRORS,
+    _fail,
+    _first_line,
+    _passed,
+    _require_dataset,
+    _require_done,
+    _require_result,
+)
 from utils.checks.records import dataset_ops
 
 
@@ -57,12 +65,9 @@ def check_augment(augment: Callable, *, todo: int, image_size: int):
     labels = np.eye(8, 5, dtype=np.float32)
     batches = tf.data.Dataset.from_tensors((images, labels)).repeat(6)
     try:
-        result = augment(tf.constant(images), tf.constant(labels))
-        parts = result if isinstance(result, tuple) else (result,)
-        if any(part is Ellipsis or part is None for part in parts):
-            _fail(todo, name, f"not done yet: it returns {result!r}. Expected {expected}.")
+        _require_result(augment(tf.constant(images), tf.constant(labels)), todo, name, expected)
         found = list(batches.map(augment).as_numpy_iterator())
-    except (AttributeError, TypeError, ValueError, tf.errors.OpError) as error:
+    except CHECK_ERRORS as error:
         _fail(
             todo,
             name,

@@ -10,9 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from utils import tfrecords
-from utils.checks._base import _fail, _first_line, _passed
+from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed, _require_result
 
-_ERRORS = (AttributeError, TypeError, ValueError, tf.errors.OpError)
 # Mean absolute difference (0-255 scale) from the reference resize-and-crop, over the
 # sample: other resize methods stay under 5; squashing to a square or cropping without
 # resizing gives 14 and 25 on the embedded flowers.
@@ -24,10 +23,9 @@ def _call_once(function: Callable, args, *, todo: int, name: str, expected: str)
     __tracebackhide__ = True
     try:
         result = function(*args)
-    except _ERRORS as error:
+    except CHECK_ERRORS as error:
         _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
-    if result is Ellipsis or result is None:
-        _fail(todo, name, f"not done yet: it returns {result!r}. Expected {expected}.")
+    _require_result(result, todo, name, expected)
     return result
 
 
@@ -53,7 +51,7 @@ def check_resize_and_crop(
     )
     try:
         found = list(images.map(lambda image: resize_and_crop(image, target_size)))
-    except _ERRORS as error:
+    except CHECK_ERRORS as error:
         _fail(
             todo,
             name,
