@@ -3,7 +3,7 @@
 import nbformat
 import pytest
 
-from tools import run_course
+from tools import lesson_parameters, run_course
 
 
 def test_summary_text_reads_the_cells_tagged_summary():
@@ -42,7 +42,9 @@ def test_main_help(argv, capsys):
 
 
 def test_main_skips_an_optional_lesson_whose_modules_are_missing(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(run_course.OPTIONAL_MODULES, "05_convert_with_beam", ("no_such_module",))
+    monkeypatch.setitem(
+        lesson_parameters.OPTIONAL_MODULES, "05_convert_with_beam", ("no_such_module",)
+    )
     assert run_course.main(["--only", "05", "--output-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Skipping 05_convert_with_beam: it needs no_such_module" in out

@@ -2,7 +2,19 @@
 
 Each lesson runs in well under a minute or two on 2 cores with these, and every code path
 of the full lesson still runs. Every lesson in notebooks/ must have an entry.
+
+Also: the optional lessons, and the modules they need beyond requirements.txt.
 """
+
+from importlib.util import find_spec
+
+OPTIONAL_MODULES = {"05_convert_with_beam": ("apache_beam",)}
+
+
+def missing_modules(lesson: str) -> list[str]:
+    """Returns the modules an optional lesson needs that are not installed here."""
+    return [module for module in OPTIONAL_MODULES.get(lesson, ()) if find_spec(module) is None]
+
 
 SMALL_PARAMETERS = {
     "01_tf_data_basics": {

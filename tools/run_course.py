@@ -17,14 +17,13 @@ import argparse
 import ast
 import os
 import sys
-from importlib.util import find_spec
 from pathlib import Path
 
 import nbformat
 
+from tools.lesson_parameters import missing_modules
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# Optional lessons, and the modules they need beyond requirements.txt.
-OPTIONAL_MODULES = {"05_convert_with_beam": ("apache_beam",)}
 
 
 def summary_text(notebook: nbformat.NotebookNode) -> str:
@@ -77,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     parameters = parse_parameters(args.p)
     for solution in solutions:
-        missing = [m for m in OPTIONAL_MODULES.get(solution.stem, ()) if not find_spec(m)]
+        missing = missing_modules(solution.stem)
         if missing:
             print(f"Skipping {solution.stem}: it needs {', '.join(missing)} "
                   "(pip install -r requirements-beam.txt).\n", flush=True)  # fmt: skip
