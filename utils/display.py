@@ -110,8 +110,14 @@ def plot_ablation(results_by_knob: dict, *, title: str = "What each knob buys"):
     """
     if not results_by_knob:
         raise ValueError("`results_by_knob` must name at least one knob. Received: {}")
+    # Panels as wide as their number of bars, so that the value labels do not overlap.
+    widths = [max(len(results), 2) for results in results_by_knob.values()]
     figure, axes = plt.subplots(
-        1, len(results_by_knob), figsize=(2.6 * len(results_by_knob) + 1, 3.8), squeeze=False
+        1,
+        len(widths),
+        figsize=(0.95 * sum(widths) + 1.5, 3.8),
+        squeeze=False,
+        gridspec_kw={"width_ratios": widths},
     )
     for axis, (knob, results) in zip(axes.flat, results_by_knob.items(), strict=True):
         rates = [result.images_per_second for result in results]
