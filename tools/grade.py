@@ -206,7 +206,7 @@ def grade_submission(
         return grade
     lesson = identify_lab(submission, labs)
     if lesson is None:
-        grade.status = "unknown lab: no course metadata and no 'Lab N' title"  # Or 'Lesson N'.
+        grade.status = "unknown lab: no course metadata and no 'Lab N' or 'Lesson N' title"
         return grade
     grade.lab = lesson
     lab = labs[lesson]
