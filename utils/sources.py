@@ -200,3 +200,43 @@ def _find_image_root(folder: Path) -> Path | None:
         if any(is_image_file(p) for p in candidate.glob("*/*")):
             return candidate
     return None
+
+
+def readable_sample(paths, count: int, *, verbose: bool = True):
+    """Returns the first `count` of `paths` that decode as images, with the ones skipped.
+
+    A learner's folder may hold files that do not decode (truncated, empty, not an
+    image); a cell that shows or checks a sample must not stop at the first of them.
+
+    Args:
+        paths: image paths (strings or bytes), in the order to try them.
+        count: how many readable images to return.
+        verbose: print one line per file skipped.
+
+    Returns:
+        (paths, images, skipped): the readable paths, their uint8 images (height, width, 3),
+        and a (path, error) pair for each file skipped on the way.
+
+    Example:
+        sample_paths, sample_images, skipped = sources.readable_sample(source.paths, 8)
+    """
+    import tensorflow as tf  # Imported here: the other functions do not need TensorFlow.
+
+    from utils import tfrecords
+
+    readable, images, skipped = [], [], []
+    for path in paths:
+        if len(readable) == count:
+            break
+        path = path.decode() if isinstance(path, bytes) else str(path)
+        try:
+            image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3).numpy()
+        except tf.errors.OpError as error:
+            skipped.append((path, tfrecords.error_message(error)))
+            continue
+        readable.append(path)
+        images.append(image)
+    if verbose:
+        for path, error in skipped:
+            print(f"Skipped in the sample (does not decode): {path}: {error}")
+    return readable, images, skipped

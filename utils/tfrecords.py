@@ -355,7 +355,8 @@ def convert(
     return report
 
 
-def _check_integer(name: str, value, low: int, high: int | None = None) -> None:
+def check_integer(name: str, value, low: int, high: int | None = None) -> None:
+    """Raises `ValueError` naming `name` unless `value` is an integer in `low`..`high`."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int)
@@ -378,10 +379,10 @@ def check_parameters(
     Raises:
         ValueError: naming the parameter that is wrong and the value received.
     """
-    _check_integer("target_size", target_size, 1)
-    _check_integer("num_shards", num_shards, 1)
-    _check_integer("jpeg_quality", jpeg_quality, 0, 100)
-    _check_integer("seed", seed, 0)
+    check_integer("target_size", target_size, 1)
+    check_integer("num_shards", num_shards, 1)
+    check_integer("jpeg_quality", jpeg_quality, 0, 100)
+    check_integer("seed", seed, 0)
     if len(source.class_names) < 2 or not source.num_images:
         raise ValueError(
             f"Data source {source.name!r} has {source.num_images} images in "
