@@ -138,9 +138,9 @@ def convert_with_beam(
     from apache_beam.options.pipeline_options import PipelineOptions
 
     output_dir = str(output_dir).rstrip("/")
-    tfrecords.start_new_set(output_dir)
-    for path in tfrecords.find_shards(output_dir):
-        tf.io.gfile.remove(path)
+    # Only the previous set's own files (as its sidecar lists them) are deleted.
+    for name in tfrecords.start_new_set(output_dir):
+        tf.io.gfile.remove(f"{output_dir}/{name}")
     start = time.perf_counter()
     if build is None:
         build = functools.partial(build_pipeline, target_size=target_size, quality=jpeg_quality)
@@ -171,7 +171,7 @@ def finish(source, output_dir: str, *, target_size: int, jpeg_quality: int):
         skipped = [tfrecords.SkippedImage(e["path"], e["error"]) for e in entries]
         tf.io.gfile.remove(skipped_path)  # Its content goes into the sidecar.
     skipped_paths = {image.path for image in skipped}
-    inputs = tf.io.gfile.glob(source.pattern)
+    inputs = tfrecords.source_paths(source)
     report = tfrecords.ConversionReport(
         output_dir=output_dir,
         shards=shards,
@@ -184,4 +184,7 @@ def finish(source, output_dir: str, *, target_size: int, jpeg_quality: int):
         seconds=0.0,
     )
     tfrecords.write_metadata(output_dir, source, report, target_size, jpeg_quality)
+    manifest = f"{output_dir}/{tfrecords.MANIFEST_FILE}"
+    if tf.io.gfile.exists(manifest):  # The set is finished.
+        tf.io.gfile.remove(manifest)
     return report
