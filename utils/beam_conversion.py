@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import tfrecords
+from utils import data, tfrecords
 
 SKIPPED = "skipped"
 SKIPPED_FILE = "skipped.jsonl"
@@ -183,7 +183,14 @@ def finish(source, output_dir: str, *, target_size: int, jpeg_quality: int):
         output_image_bytes=output_bytes,
         seconds=0.0,
     )
-    tfrecords.write_metadata(output_dir, source, report, target_size, jpeg_quality)
+    # Beam's order is its own; the seed is the course's default, so ensure_shards finds it.
+    fingerprint = tfrecords.input_fingerprint(
+        source, target_size=target_size, num_shards=len(shards), jpeg_quality=jpeg_quality,
+        seed=data.DEFAULT_SEED,
+    )  # fmt: skip
+    tfrecords.write_metadata(
+        output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint
+    )
     manifest = f"{output_dir}/{tfrecords.MANIFEST_FILE}"
     if tf.io.gfile.exists(manifest):  # The set is finished.
         tf.io.gfile.remove(manifest)
