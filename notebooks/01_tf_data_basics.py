@@ -109,6 +109,10 @@ print("Classes:", source.class_names)
 # %% [markdown]
 # **TODO 2.** Complete `label_from_path(path)`: split the path on `"/"`, take the folder
 # name (the second-to-last part), and return its index in `class_names` as an integer.
+#
+# *Hint:* a tensor has no `.index()`. Compare instead: `class_names == folder` gives one
+# boolean per class, true at the folder's class; `tf.argmax()` of it, cast to `tf.int32`,
+# is the position of that true value.
 
 
 # %%

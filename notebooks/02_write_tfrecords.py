@@ -90,6 +90,12 @@ print("Sizes of 8 images (height, width):", [image.shape[:2] for image in sample
 # antialias=True)`, crop the centre with `tf.image.resize_with_crop_or_pad`, and return
 # uint8 (`tf.image.resize` returns float32; `tf.saturate_cast(tf.round(x), tf.uint8)`).
 # It runs inside `Dataset.map()`, so use TensorFlow ops.
+#
+# *Hint:* TensorFlow does not mix dtypes in one operation. `tf.shape()` gives int32, so
+# `tf.shape(image)[:2] * scale` with a float `scale` either fails ("Cannot convert ... to
+# EagerTensor of dtype int32") or, for a numpy float, silently truncates the scale to an
+# integer. Cast the shape with `tf.cast(..., tf.float32)` first, compute the scale from
+# it, and cast the new size back to `tf.int32` for `tf.image.resize`.
 
 
 # %%

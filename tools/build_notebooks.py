@@ -103,13 +103,26 @@ def make_stub(region_lines: list[str], todo: int, where: str) -> list[str]:
         elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
             targets = [statement.target]
         for target in targets:
-            for node in ast.walk(target):
-                if isinstance(node, ast.Name) and node.id not in names:
-                    names.append(node.id)
-                if isinstance(node, ast.Attribute):
-                    break
+            for name in _bound_names(target):
+                if name not in names:
+                    names.append(name)
     stub = [f"{name} = ..." for name in names] or ["..."]
     return [" " * indent + line for line in stub]
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """Returns the names an assignment target binds, in order.
+
+    `a, (b, *c) = ...` binds a, b and c. `x[i] = ...` and `x.y = ...` bind no name: they
+    change an object that exists already, so neither `x` nor `i` may be stubbed.
+    """
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _bound_names(element)]
+    return []
 
 
 def _walk_blocks(statement: ast.stmt):
