@@ -430,8 +430,12 @@ def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
     with pytest.raises(checks.CheckFailed, match=r"^TODO 2 \(dataset\): not done yet"):
         run(...)
     discarded = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4)
-    discarded.with_options(options)  # The original course's mistake: options thrown away.
-    with pytest.raises(checks.CheckFailed, match=r"deterministic = False on the dataset itself"):
+    discarded.with_options(options)  # Fast-and-lean 07's mistake: options thrown away.
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"deterministic = False on the dataset itself; found None\. .*options set on one "
+        r"you then throw away never apply\.$",
+    ):
         run(discarded.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
     with pytest.raises(checks.CheckFailed, match=r"expected a parallel map"):
         run(records.map(_read_tfrecord))

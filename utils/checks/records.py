@@ -137,8 +137,9 @@ def check_parallel_records(
             name,
             "expected options.deterministic = False on the dataset itself; found "
             f"{dataset.options().deterministic}. Apply the options with "
-            "`records = records.with_options(options)` and build on `records` (the original "
-            "course set them on a dataset it then threw away).",
+            "`records = records.with_options(options)` and build on `records`: "
+            "`with_options()` returns a new dataset, and options set on one you then "
+            "throw away never apply.",
         )
     ops = dataset_ops(dataset)
     if not any("ParallelMap" in op for op in ops):
