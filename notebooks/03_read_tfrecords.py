@@ -44,7 +44,7 @@ import statistics  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 
-from utils import checks, display, pipeline, sources, storage, tfrecords, timing  # noqa: E402
+from utils import checks, display, pipeline, sources, storage, tfrecords, timeline, timing  # noqa: E402
 
 print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU cores")
 
@@ -65,6 +65,8 @@ NUM_TIMED_FILES = 400  # Images timed for individual files read in parallel (lab
 NUM_TIMED_SEQUENTIAL = 40  # Images timed for individual files one at a time (~20/s).
 ABLATION_PARALLEL_READS = [1, 2, 4, 8, 16]  # Settings of num_parallel_reads to measure.
 ABLATION_SHARD_COUNTS = [1, 4, 16, 64]  # Shard counts to measure (written if missing).
+STEP_MS = 20  # Time of the stand-in accelerator's step per batch, in the timeline.
+TIMELINE_BATCHES = 12  # Batches traced in the timeline.
 SEED = 42
 
 # %% [markdown]
@@ -375,7 +377,6 @@ records_parallel = timing.measure_throughput(
 speed_test = [files_sequential, files_parallel, records_one_reader, records_parallel]
 print()
 speedups = timing.compare_throughput(speed_test, baseline=files_sequential.label)
-figure = display.plot_throughput(speed_test, title=simulated_storage.describe())
 
 # %% [markdown]
 # ## Against the machine's limit
@@ -418,6 +419,46 @@ share_of_ceiling = local_records.images_per_second / ceiling.images_per_second
 print(f"\nMedians: {local_records.images_per_second:,.0f} images/s for the course pipeline, "
       f"{ceiling.images_per_second:,.0f} for the ceiling.")  # fmt: skip
 print(f"The course pipeline on local disk reaches {share_of_ceiling:.0%} of the decode ceiling.")
+figure = display.plot_throughput(speed_test, title=simulated_storage.describe(), ceiling=ceiling)
+
+# %% [markdown]
+# The dashed line is the decode ceiling: no bar can stay above it for long.
+#
+# ## A timeline of the pipeline, measured
+#
+# A speed test gives one number; it does not show *when* each batch is ready. Here two
+# pipelines feed a stand-in for an accelerator that takes `STEP_MS` per batch, and every
+# batch is timed: when its records came out of storage (read), when it was parsed and
+# decoded, and when the step used it (consume). A grey line is a decoded batch waiting
+# for its step. On the left, one shard at a time and one stage after another; on the
+# right, your `records` (several shards at once, any order) with a parallel map and
+# prefetch: the picture the TensorFlow performance guide draws, here measured.
+
+# %%
+traced = [
+    timeline.trace_pipeline(
+        simulated_storage.tfrecord_dataset(shard_paths),
+        parse_batch,
+        batch_size=BATCH_SIZE,
+        num_batches=TIMELINE_BATCHES,
+        step_ms=STEP_MS,
+        parallel=False,
+        label="one reader, one stage at a time",
+    ),
+    timeline.trace_pipeline(
+        records,
+        parse_batch,
+        batch_size=BATCH_SIZE,
+        num_batches=TIMELINE_BATCHES,
+        step_ms=STEP_MS,
+        parallel=True,
+        label="parallel reads, map, prefetch",
+    ),
+]
+for run in traced:
+    print(f"{run.label}: {TIMELINE_BATCHES} steps in {run.seconds:.2f} s, "
+          f"{run.waiting_seconds:.2f} s of it waiting for data.")  # fmt: skip
+figure = display.plot_timelines(traced)
 
 # %% [markdown]
 # ## What each knob buys
