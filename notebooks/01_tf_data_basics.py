@@ -72,7 +72,9 @@ print(simulated_storage.describe())
 # ## 1. List the files (TODO 1)
 #
 # `tf.data.Dataset.list_files()` turns a glob into a dataset of paths. It shuffles them by
-# default; a seed makes the order repeatable.
+# default, and draws a new order on every pass over the dataset (every epoch); a seed makes
+# that sequence of orders the same from one run of the notebook to the next, not one pass
+# the same as the next.
 #
 # **TODO 1.** Make `filenames`: a dataset of the image paths matched by `source.pattern`,
 # shuffled with `seed=SEED`.
@@ -93,6 +95,8 @@ checks.check_filenames(
 sample_paths = [path.decode() for path in filenames.take(5).as_numpy_iterator()]
 for path in sample_paths:
     print(path)
+next_pass = [path.decode() for path in filenames.take(5).as_numpy_iterator()]
+print("The next pass starts with the same 5 paths:", next_pass == sample_paths)
 
 # %% [markdown]
 # ## 2. The label is the folder name (TODO 2)
@@ -165,10 +169,13 @@ checks.check_read_and_decode(
 # %% [markdown]
 # ## Look at the images
 #
-# Nine images with their class and their size in pixels, height x width.
+# Nine images with their class and their size in pixels, height x width. Since each pass
+# over `filenames` has a new order, the nine paths are taken once, so that the grid and the
+# sizes below show the same images.
 
 # %%
-images_and_labels = filenames.map(read_and_decode)
+nine_paths = tf.data.Dataset.from_tensor_slices(list(filenames.take(9)))
+images_and_labels = nine_paths.map(read_and_decode)
 figure = display.show_images(images_and_labels, class_names=source.class_names)
 
 # %% [markdown]

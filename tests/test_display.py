@@ -163,3 +163,14 @@ def test_plot_timelines_two_panels_fit_the_notebook_width(tmp_path):
     assert [axis.get_title() for axis in figure.axes] == ["slow: 1.15 s", "slow: 1.15 s"]
     assert _saved_width(figure, tmp_path) <= 1000
     plt.close("all")
+
+
+def test_plot_quality_trade_off_each_panel_scaled_to_its_own_values(tmp_path):
+    figure = display.plot_quality_trade_off(
+        [50, 90], [6.0, 14.0], [2900, 2100], reference=("originals", 38.7, 1630)
+    )
+    kilobytes_axis, speed_axis = figure.axes
+    assert kilobytes_axis.get_ylim() == pytest.approx((0, 38.7 * 1.15))
+    assert speed_axis.get_ylim() == pytest.approx((0, 2900 * 1.15))
+    assert _saved_width(figure, tmp_path) <= 1000
+    plt.close("all")
