@@ -471,6 +471,10 @@ def test_check_fast_dataset_passes_and_fails(shard_paths, capsys):
     assert capsys.readouterr().out == (
         "TODO 4 passed: batches of 16 images of (32, 32, 3), prefetched.\n"
     )
+    threads = tf.data.Options()
+    threads.threading.private_threadpool_size = 4
+    checks.check_fast_dataset(fast.with_options(threads), todo=4, batch_size=16)  # Also right.
+    assert capsys.readouterr().out.startswith("TODO 4 passed")
     with pytest.raises(checks.CheckFailed, match=r"^TODO 4 \(fast\): not done yet"):
         checks.check_fast_dataset(..., todo=4, batch_size=16)
     with pytest.raises(checks.CheckFailed, match=r"prefetch\(tf.data.AUTOTUNE\) as the last step"):
