@@ -71,18 +71,22 @@ print(simulated_storage.describe())
 # %% [markdown]
 # ## 1. List the files (TODO 1)
 #
-# `tf.data.Dataset.list_files()` turns a glob into a dataset of paths. It shuffles them by
-# default, and draws a new order on every pass over the dataset (every epoch); a seed makes
-# that sequence of orders the same from one run of the notebook to the next, not one pass
-# the same as the next.
+# `source.paths` lists every image file of the source (`.jpg`, `.jpeg` or `.png`, in any
+# letter case). `tf.data.Dataset.from_tensor_slices()` turns a list into a dataset, one
+# element per item, and `shuffle()` mixes them. `shuffle()` draws a new order on every pass
+# over the dataset (every epoch); a seed makes that sequence of orders the same from one run
+# of the notebook to the next, not one pass the same as the next.
+# (`tf.data.Dataset.list_files()` does both from a glob, but a glob reads `[`, `*` and `?`
+# in a real folder's name as patterns: a folder named `photos [2024]` matches nothing.)
 #
-# **TODO 1.** Make `filenames`: a dataset of the image paths matched by `source.pattern`,
-# shuffled with `seed=SEED`.
+# **TODO 1.** Make `filenames`: a dataset of the paths in `source.paths`, shuffled with
+# `shuffle(len(source.paths), seed=SEED)`.
 
 # %%
 # TODO 1: list the image files.
 ### BEGIN SOLUTION
-filenames = tf.data.Dataset.list_files(source.pattern, seed=SEED)
+filenames = tf.data.Dataset.from_tensor_slices(list(source.paths))
+filenames = filenames.shuffle(len(source.paths), seed=SEED)
 ### END SOLUTION
 
 # %%
@@ -92,11 +96,13 @@ checks.check_filenames(
 )
 
 # %%
-sample_paths = [path.decode() for path in filenames.take(5).as_numpy_iterator()]
+# The first images that decode: a real folder may hold files that do not (they are listed).
+shuffled_paths = [path.decode() for path in filenames.as_numpy_iterator()]
+sample_paths, _, _ = sources.readable_sample(shuffled_paths, 5)
 for path in sample_paths:
     print(path)
 next_pass = [path.decode() for path in filenames.take(5).as_numpy_iterator()]
-print("The next pass starts with the same 5 paths:", next_pass == sample_paths)
+print("The next pass starts with the same 5 paths:", next_pass == shuffled_paths[:5])
 
 # %% [markdown]
 # ## 2. The label is the folder name (TODO 2)
@@ -169,13 +175,14 @@ checks.check_read_and_decode(
 # %% [markdown]
 # ## Look at the images
 #
-# Nine images with their class and their size in pixels, height x width. Since each pass
-# over `filenames` has a new order, the nine paths are taken once, so that the grid and the
-# sizes below show the same images.
+# Nine images with their class and their size in pixels, height x width (files that do
+# not decode are skipped, and listed). Since each pass over `filenames` has a new order,
+# the nine paths are taken once, from the pass above, so that the grid and the sizes below
+# show the same images.
 
 # %%
-nine_paths = tf.data.Dataset.from_tensor_slices(list(filenames.take(9)))
-images_and_labels = nine_paths.map(read_and_decode)
+nine_paths, _, _ = sources.readable_sample(shuffled_paths, 9)
+images_and_labels = tf.data.Dataset.from_tensor_slices(nine_paths).map(read_and_decode)
 figure = display.show_images(images_and_labels, class_names=source.class_names)
 
 # %% [markdown]
@@ -193,10 +200,11 @@ print("Widths: ", sorted(width for _, width in sizes))
 #
 # An accelerator wants thousands of images per second. How many does reading one object at
 # a time give? `timing.measure_throughput()` reads a few images first (the warm-up, not
-# counted), then times `NUM_TIMED_SEQUENTIAL` images.
+# counted), then times `NUM_TIMED_SEQUENTIAL` images. `ignore_errors()` drops a file that
+# does not decode instead of stopping (lab 2 lists every such file).
 
 # %%
-sequential = filenames.map(read_and_decode)
+sequential = filenames.map(read_and_decode).ignore_errors()
 sequential_result = timing.measure_throughput(
     sequential, num_images=NUM_TIMED_SEQUENTIAL, storage=simulated_storage, label="sequential"
 )
@@ -216,7 +224,7 @@ print(f"Each image took {1000 / sequential_result.images_per_second:.0f} ms on a
 # %%
 parallel_default_threads = filenames.map(read_and_decode, num_parallel_calls=NUM_PARALLEL_READS)
 default_threads_result = timing.measure_throughput(
-    parallel_default_threads,
+    parallel_default_threads.ignore_errors(),
     num_images=NUM_TIMED_IMAGES // 4,
     storage=simulated_storage,
     label="parallel map, default threads",
@@ -246,7 +254,7 @@ checks.check_parallel_reading(
 
 # %%
 parallel_result = timing.measure_throughput(
-    parallel,
+    parallel.ignore_errors(),
     num_images=NUM_TIMED_IMAGES,
     storage=simulated_storage,
     label=f"parallel map, {NUM_PARALLEL_READS} threads",
@@ -267,7 +275,7 @@ def read_and_decode_local(path):
 
 
 local_result = timing.measure_throughput(
-    filenames.map(read_and_decode_local, num_parallel_calls=tf.data.AUTOTUNE),
+    filenames.map(read_and_decode_local, num_parallel_calls=tf.data.AUTOTUNE).ignore_errors(),
     num_images=NUM_TIMED_IMAGES,
     storage=local_disk,
     label="local disk, no latency",

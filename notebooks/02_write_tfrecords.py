@@ -73,9 +73,12 @@ output_dir = OUTPUT_DIR or tfrecords.default_output_dir(
 print("Shards will go to:", output_dir)
 
 # %%
-sample_paths = sorted(tf.io.gfile.glob(source.pattern))[:: max(1, source.num_images // 8)][:8]
-sample_images = [tf.io.decode_jpeg(tf.io.read_file(p), channels=3).numpy() for p in sample_paths]
-print("Sizes of 8 images (height, width):", [image.shape[:2] for image in sample_images])
+# Eight images from across the source; a file that does not decode is skipped and listed.
+image_paths = tfrecords.source_paths(source)
+spread = image_paths[:: max(1, len(image_paths) // 8)]
+sample_paths, sample_images, _ = sources.readable_sample(spread + image_paths, 8)
+print(f"Sizes of {len(sample_images)} images (height, width):",
+      [image.shape[:2] for image in sample_images])  # fmt: skip
 
 # %% [markdown]
 # ## 1. One size for every image (TODO 1)
@@ -128,7 +131,7 @@ resized_images = [resize_and_crop(image, TARGET_SIZE).numpy() for image in sampl
 figure = display.show_images(
     tf.data.Dataset.from_tensor_slices((np.stack(resized_images), labels)),
     class_names=source.class_names,
-    num_images=8,
+    num_images=len(resized_images),
     num_columns=4,
 )
 
@@ -165,7 +168,7 @@ checks.check_recompress(recompress, todo=2, sample_images=resized_images, qualit
 # (PSNR: above 35 dB, differences are hard to see).
 
 # %%
-trade_off_paths = sorted(tf.io.gfile.glob(source.pattern))[:NUM_SAMPLE]
+trade_off_paths, _, _ = sources.readable_sample(image_paths, NUM_SAMPLE)
 original_bytes = [tf.io.read_file(path).numpy() for path in trade_off_paths]
 resized = [resize_and_crop(tf.io.decode_jpeg(b, channels=3), TARGET_SIZE) for b in original_bytes]
 recompressed_bytes = [recompress(image, JPEG_QUALITY).numpy() for image in resized]
@@ -411,17 +414,19 @@ figure = display.show_images(stored, class_names=source.class_names, num_images=
 # JPEG, a CMYK JPEG, a PNG named `.jpg`, and an empty class folder. Decoding with
 # `channels=3` turns the grayscale, CMYK and PNG files into ordinary RGB images; the
 # three unreadable files are skipped and listed, and the empty folder is reported.
+# Everything is made in a temporary folder, deleted at the end of the cell.
 
 # %%
-damaged_root = data.make_damaged_dataset(Path(tempfile.mkdtemp()) / "damaged")
-damaged_source = sources.resolve_source(str(damaged_root))
-print(damaged_source.describe(), "\n")
-damaged_output = Path(tempfile.mkdtemp()) / "damaged-tfrecords"
-damaged_report = tfrecords.convert(
-    damaged_source, damaged_output, target_size=TARGET_SIZE, num_shards=2, steps=steps
-)
-print()
-damaged_validation = validation.validate(damaged_output)
+with tempfile.TemporaryDirectory() as scratch:
+    damaged_root = data.make_damaged_dataset(Path(scratch) / "damaged")
+    damaged_source = sources.resolve_source(str(damaged_root))
+    print(damaged_source.describe(), "\n")
+    damaged_output = Path(scratch) / "damaged-tfrecords"
+    damaged_report = tfrecords.convert(
+        damaged_source, damaged_output, target_size=TARGET_SIZE, num_shards=2, steps=steps
+    )
+    print()
+    damaged_validation = validation.validate(damaged_output)
 
 # %% [markdown]
 # ## What you measured

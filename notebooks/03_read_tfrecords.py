@@ -81,7 +81,7 @@ source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 shards = tfrecords.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
-shard_paths = tfrecords.find_shards(shards["output_dir"])
+shard_paths = shards["shard_paths"]  # Checked against the sidecar: none missing or extra.
 class_names = shards["class_names"]
 num_records = shards["num_records"]
 shard_megabytes = sum(tf.io.gfile.stat(p).length for p in shard_paths) / 1e6 / len(shard_paths)
@@ -209,6 +209,7 @@ checks.check_parallel_records(
     num_parallel_reads=NUM_PARALLEL_READS,
     num_shards=len(shard_paths),
     num_records=num_records,
+    shard_paths=shard_paths,
 )
 
 # %%
@@ -334,7 +335,8 @@ checks.check_fast_dataset(fast, todo=4, batch_size=BATCH_SIZE)
 # bytes are counted when it is opened, which the warm-up can include.)
 
 # %%
-image_files = tf.data.Dataset.list_files(source.pattern, seed=SEED)
+image_paths = list(tfrecords.source_paths(source))
+image_files = tf.data.Dataset.from_tensor_slices(image_paths).shuffle(len(image_paths), seed=SEED)
 
 
 def read_image_file(path):
@@ -345,13 +347,13 @@ def read_image_file(path):
 threads = tf.data.Options()
 threads.threading.private_threadpool_size = NUM_PARALLEL_READS
 files_sequential = timing.measure_throughput(
-    image_files.map(read_image_file),
+    image_files.map(read_image_file).ignore_errors(),
     num_images=NUM_TIMED_SEQUENTIAL,
     storage=simulated_storage,
     label="files, one at a time",
 )
 files_parallel = timing.measure_throughput(
-    image_files.map(read_image_file, NUM_PARALLEL_READS).with_options(threads),
+    image_files.map(read_image_file, NUM_PARALLEL_READS).with_options(threads).ignore_errors(),
     num_images=NUM_TIMED_FILES,
     storage=simulated_storage,
     label="files, parallel",
@@ -506,7 +508,7 @@ for count in ABLATION_SHARD_COUNTS:
     count_shards = tfrecords.ensure_shards(
         source, target_size=TARGET_SIZE, num_shards=count, seed=SEED
     )
-    count_paths = tfrecords.find_shards(count_shards["output_dir"])
+    count_paths = count_shards["shard_paths"]
     ablation["shards"].append(measure_pipeline(str(len(count_paths)), paths=count_paths))
 for knob, course_value in [("deterministic", False), ("prefetch", True), ("cache", False)]:
     for value in (course_value, not course_value):

@@ -43,3 +43,94 @@ def write_small_shards(small_flowers, tmp_path_factory):
         return made[num_shards, target_size]
 
     return write
+
+
+PHOTOS = REPO_ROOT / "tests" / "data" / "photos"
+
+
+@pytest.fixture(scope="session")
+def real_photo_folder(tmp_path_factory):
+    """A learner's folder of real photographs, with every kind of trouble; made once.
+
+    `<tmp>/photos [2024]/` holds 4 classes of 8 real photos each (crops, flips and sizes
+    derived from `tests/data/photos` and matplotlib's `grace_hopper.jpg`), saved as .jpg,
+    .JPG, .jpeg and .png; plus 3 unreadable files (truncated, empty, text), a grayscale
+    and a CMYK JPEG, a PNG named .jpg, a 16-bit PNG, files that are not images we read
+    (.webp, .txt), an empty class folder and a class folder of non-images only.
+
+    Returns:
+        A dict: `root`, `readable` (paths that convert), `unreadable` (paths skipped),
+        `not_images` (paths listed, not read), `classes`, `empty_class_folders`.
+    """
+    import io
+
+    import matplotlib.cbook
+    import numpy as np
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("learner") / "photos [2024]"
+    families = {
+        "cats": ["chelsea.jpg"],
+        "coffee": ["coffee.jpg"],
+        "people": ["astronaut.jpg", "grace_hopper.jpg"],
+        "space": ["rocket.jpg", "hubble_deep_field.jpg"],
+    }
+    hopper = Image.open(matplotlib.cbook.get_sample_data("grace_hopper.jpg"))
+    hopper.thumbnail((320, 320))
+    photos = {path.name: Image.open(path) for path in PHOTOS.glob("*.jpg")}
+    photos["grace_hopper.jpg"] = hopper.convert("RGB")
+    rng = np.random.default_rng(2024)
+    readable, unreadable, not_images = [], [], []
+    extensions = [".jpg", ".jpg", ".JPG", ".jpeg", ".png", ".jpg", ".jpg", ".jpg"]
+    for class_name, names in families.items():
+        (root / class_name).mkdir(parents=True)
+        for index, extension in enumerate(extensions):
+            photo = photos[names[index % len(names)]].convert("RGB")
+            width, height = photo.size
+            left, top = rng.integers(0, width // 4), rng.integers(0, height // 4)
+            crop = photo.crop((left, top, left + 3 * width // 4, top + 3 * height // 4))
+            if index % 2:
+                crop = crop.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+            side = int(rng.integers(120, 240))
+            crop = crop.resize((side, int(side * crop.size[1] / crop.size[0])))
+            path = root / class_name / f"{class_name}_{index:02d}{extension}"
+            crop.save(path, format="PNG" if extension == ".png" else "JPEG", quality=90)
+            readable.append(path)
+
+    def encoded(image, file_format, **kwargs):
+        buffer = io.BytesIO()
+        image.save(buffer, format=file_format, **kwargs)
+        return buffer.getvalue()
+
+    camera = Image.open(PHOTOS / "camera.jpg")  # A real grayscale photograph.
+    coffee = photos["coffee.jpg"].convert("RGB")
+    good_jpeg = encoded(coffee, "JPEG")
+    troubles = {
+        "cats/truncated.jpg": (good_jpeg[: len(good_jpeg) // 2], unreadable),
+        "coffee/empty.jpg": (b"", unreadable),
+        "space/not_an_image.jpg": (b"This is not an image.\n", unreadable),
+        "people/grayscale.jpg": (encoded(camera.convert("L"), "JPEG"), readable),
+        "space/cmyk.jpg": (encoded(coffee.convert("CMYK"), "JPEG"), readable),
+        "cats/png_named.jpg": (encoded(coffee, "PNG"), readable),
+        "coffee/deep_16bit.png": (
+            encoded(Image.fromarray(np.asarray(camera.convert("L"), np.uint16) * 257), "PNG"),
+            readable,
+        ),
+        "cats/hopper.webp": (encoded(photos["grace_hopper.jpg"], "WEBP"), not_images),
+        "space/notes.txt": (b"where these photos come from\n", not_images),
+        "drafts/readme.txt": (b"nothing to see\n", not_images),
+        "drafts/sketch.webp": (encoded(camera, "WEBP"), not_images),
+    }
+    for name, (content, kind) in troubles.items():
+        (root / name).parent.mkdir(exist_ok=True)
+        (root / name).write_bytes(content)
+        kind.append(root / name)
+    (root / "lilies").mkdir()
+    return {
+        "root": root,
+        "readable": sorted(str(p) for p in readable),
+        "unreadable": sorted(str(p) for p in unreadable),
+        "not_images": sorted(str(p) for p in not_images),
+        "classes": tuple(sorted(families)),
+        "empty_class_folders": ("drafts", "lilies"),
+    }

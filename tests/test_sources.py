@@ -6,6 +6,7 @@ import http.server
 import shutil
 import tarfile
 import threading
+from pathlib import Path
 
 import pytest
 import tensorflow as tf
@@ -34,16 +35,22 @@ def test_resolve_source_local_folder(small_flowers, tmp_path):
 
 def test_resolve_source_empty_folder_says_what_was_expected(tmp_path):
     (tmp_path / "daisy").mkdir()
-    with pytest.raises(ValueError, match=r"no \.jpg files in class folders under .*Expected"):
+    with pytest.raises(
+        ValueError, match=r"no \.jpg, \.jpeg or \.png files in class folders under .*Expected"
+    ):
         sources.resolve_source(str(tmp_path))
 
 
-def test_resolve_source_mixed_extensions_is_an_error(small_flowers, tmp_path):
+def test_resolve_source_reads_every_extension_in_any_case(small_flowers, tmp_path):
     shutil.copytree(small_flowers / "roses", tmp_path / "roses")
-    first = next((tmp_path / "roses").glob("*.jpg"))
-    first.rename(first.with_suffix(".jpeg"))
-    with pytest.raises(ValueError, match=r"mixed file extensions \['\.jpeg', '\.jpg'\]"):
-        sources.resolve_source(str(tmp_path))
+    shutil.copytree(small_flowers / "tulips", tmp_path / "tulips")
+    first, second, third = sorted((tmp_path / "roses").glob("*.jpg"))[:3]
+    first.rename(first.with_suffix(".JPG"))
+    second.rename(second.with_suffix(".jpeg"))
+    third.rename(third.with_name("photo.PNG"))
+    source = sources.resolve_source(str(tmp_path))
+    assert source.num_images == len(list(tmp_path.glob("*/*"))) == len(source.paths)
+    assert {Path(p).suffix for p in source.paths} == {".JPG", ".jpeg", ".PNG", ".jpg"}
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,11 @@ from utils import data
 FLOWER_PHOTOS_URL = (
     "https://storage.googleapis.com/download.tensorflow.org/example_images/flower_photos.tgz"
 )
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".JPG", ".JPEG")
+# The image types the course reads (`tf.io.decode_jpeg` decodes PNG too), in any letter case.
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 _EXPECTED = (
-    'Expected "embedded", "flower_photos", a local folder laid out as <folder>/<class>/*.jpg, '
-    'or a glob such as "gs://my-bucket/flowers/*/*.jpg".'
+    'Expected "embedded", "flower_photos", a local folder laid out as <folder>/<class>/*.jpg '
+    '(or .jpeg, .png), or a glob such as "gs://my-bucket/flowers/*/*.jpg".'
 )
 
 
@@ -24,12 +25,16 @@ class ImageSource:
 
     Attributes:
         name: the parameter as given.
-        pattern: a glob of the image files, for `tf.data.Dataset.list_files`.
+        pattern: where the images are, as a glob: the `gs://` glob given, or
+            `<folder>/*/*` for a local folder. Use `paths`: a local folder's path is never
+            used as a glob (it may hold `[`, `*` or `?`).
         class_names: the class folder names, sorted; a label is an index into them.
-        num_images: the number of files `pattern` matches.
+        num_images: the number of image files, `len(paths)`.
         is_remote: True for real cloud storage (`gs://`), where no latency is simulated.
         empty_class_folders: folders beside the class folders that hold no images; they
             are not classes (a class needs images to learn from). Local folders only.
+        paths: every image file, sorted: `.jpg`, `.jpeg` and `.png` in any letter case.
+        not_images: the other files in the class folders, listed and not read.
     """
 
     name: str
@@ -38,6 +43,8 @@ class ImageSource:
     num_images: int
     is_remote: bool
     empty_class_folders: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    not_images: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """Returns one line saying what the source is."""
@@ -47,6 +54,12 @@ class ImageSource:
         if self.empty_class_folders:
             empty = ", ".join(self.empty_class_folders)
             text += f"\nWARNING: empty class folder(s), not used as classes: {empty}"
+        if self.not_images:
+            text += (
+                f"\nNot read: {len(self.not_images)} file(s) in the class folders are not "
+                f"{'/'.join(IMAGE_EXTENSIONS)} images:"
+            )
+            text += "".join(f"\n  {path}" for path in self.not_images)
         return text
 
 
@@ -95,22 +108,39 @@ def resolve_source(
     return _from_local_folder(source, Path(source))
 
 
+def is_image_file(path: str | os.PathLike) -> bool:
+    """Returns True for a file name the course reads as an image (`IMAGE_EXTENSIONS`, any case)."""
+    return Path(path).suffix.lower() in IMAGE_EXTENSIONS
+
+
 def _from_local_folder(name: str, root: Path) -> ImageSource:
-    paths = [p for p in root.glob("*/*") if p.suffix in IMAGE_EXTENSIONS and p.is_file()]
-    class_names = tuple(sorted({p.parent.name for p in paths}))
+    """Lists every file of every class folder (no glob: the path may hold `[` or `*`)."""
+    root = root.resolve()
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    paths, not_images, empty = [], [], []
+    for folder in folders:
+        files = sorted(p for p in folder.iterdir() if p.is_file())
+        images = [str(p) for p in files if is_image_file(p)]
+        not_images += [str(p) for p in files if not is_image_file(p)]
+        paths += images
+        if not images:
+            empty.append(folder.name)
+    class_names = tuple(sorted({Path(p).parent.name for p in paths}))
     if not paths:
         raise ValueError(
-            f"Data source {name!r}: no .jpg files in class folders under {root}. {_EXPECTED}"
+            f"Data source {name!r}: no .jpg, .jpeg or .png files in class folders under {root}. "
+            f"{_EXPECTED}"
         )
-    extensions = {p.suffix for p in paths}
-    if len(extensions) > 1:
+    if len(class_names) < 2:
         raise ValueError(
-            f"Data source {name!r}: mixed file extensions {sorted(extensions)} under {root}. "
-            "Rename the files to one extension, such as .jpg."
+            f"Data source {name!r}: only one class folder with images ({class_names[0]}) under "
+            f"{root}; a classifier needs at least 2 classes to learn anything. Add a folder of "
+            "images for each other class."
         )
-    pattern = str(root.resolve() / "*" / f"*{extensions.pop()}")
-    empty = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and not any(p.iterdir())))
-    return ImageSource(name, pattern, class_names, len(paths), False, empty)
+    pattern = str(root / "*" / "*")
+    return ImageSource(
+        name, pattern, class_names, len(paths), False, tuple(empty), tuple(paths), tuple(not_images)
+    )
 
 
 def _from_gcs_glob(pattern: str) -> ImageSource:
@@ -120,8 +150,14 @@ def _from_gcs_glob(pattern: str) -> ImageSource:
     paths = tf.io.gfile.glob(pattern)
     if not paths:
         raise ValueError(f"Data source {pattern!r} matched no files. {_EXPECTED}")
+    paths = sorted(paths)
     class_names = tuple(sorted({p.rsplit("/", 2)[-2] for p in paths}))
-    return ImageSource(pattern, pattern, class_names, len(paths), is_remote=True)
+    if len(class_names) < 2:
+        raise ValueError(
+            f"Data source {pattern!r}: its files are in one class folder ({class_names[0]}); a "
+            "classifier needs at least 2 classes to learn anything."
+        )
+    return ImageSource(pattern, pattern, class_names, len(paths), True, paths=tuple(paths))
 
 
 def download_flower_photos(
@@ -161,6 +197,46 @@ def _find_image_root(folder: Path) -> Path | None:
     if not folder.is_dir():
         return None
     for candidate in [folder, *sorted(p for p in folder.rglob("*") if p.is_dir())]:
-        if any(p.suffix in IMAGE_EXTENSIONS for p in candidate.glob("*/*")):
+        if any(is_image_file(p) for p in candidate.glob("*/*")):
             return candidate
     return None
+
+
+def readable_sample(paths, count: int, *, verbose: bool = True):
+    """Returns the first `count` of `paths` that decode as images, with the ones skipped.
+
+    A learner's folder may hold files that do not decode (truncated, empty, not an
+    image); a cell that shows or checks a sample must not stop at the first of them.
+
+    Args:
+        paths: image paths (strings or bytes), in the order to try them.
+        count: how many readable images to return.
+        verbose: print one line per file skipped.
+
+    Returns:
+        (paths, images, skipped): the readable paths, their uint8 images (height, width, 3),
+        and a (path, error) pair for each file skipped on the way.
+
+    Example:
+        sample_paths, sample_images, skipped = sources.readable_sample(source.paths, 8)
+    """
+    import tensorflow as tf  # Imported here: the other functions do not need TensorFlow.
+
+    from utils import tfrecords
+
+    readable, images, skipped = [], [], []
+    for path in paths:
+        if len(readable) == count:
+            break
+        path = path.decode() if isinstance(path, bytes) else str(path)
+        try:
+            image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3).numpy()
+        except tf.errors.OpError as error:
+            skipped.append((path, tfrecords.error_message(error)))
+            continue
+        readable.append(path)
+        images.append(image)
+    if verbose:
+        for path, error in skipped:
+            print(f"Skipped in the sample (does not decode): {path}: {error}")
+    return readable, images, skipped

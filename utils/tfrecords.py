@@ -6,7 +6,9 @@ shards or write them; lab 2 plugs the learner's own functions into `convert`.
 A shard is named with its index and its record count, `flowers00-230.tfrec`. It is
 written under a temporary name and renamed when complete. A sidecar JSON file
 (`METADATA_FILE`) is written last, next to the shards: while it is missing, the set is
-not finished.
+not finished. While a set is being written, a manifest (`MANIFEST_FILE`) lists every file
+the run may create; a conversion deletes only files that a sidecar or a manifest lists,
+never a file by its name alone.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ SHARD_PREFIX = "flowers"
 SHARD_SUFFIX = ".tfrec"
 TEMPORARY_SUFFIX = ".tmp"
 METADATA_FILE = "flowers_tfrecords.json"
+MANIFEST_FILE = "flowers_tfrecords.writing.json"
 DEFAULT_TARGET_SIZE = 192
 DEFAULT_NUM_SHARDS = 16
 DEFAULT_JPEG_QUALITY = 90
@@ -48,6 +51,11 @@ SCHEMA = {
 }
 _COURSE_SHARD = re.compile(rf"^{SHARD_PREFIX}(\d+)-(\d+){re.escape(SHARD_SUFFIX)}$")
 _BEAM_SHARD = re.compile(r"^.+-(\d{5})-of-(\d{5})(\.tfrec|\.tfrecord)?$")
+# Names a conversion writes: shards, their temporary names, the sidecar and the manifest.
+_COURSE_FILE = re.compile(
+    rf"^({SHARD_PREFIX}\d+(-\d+)?{re.escape(SHARD_SUFFIX)}|{re.escape(METADATA_FILE)}|"
+    rf"{re.escape(MANIFEST_FILE)})({re.escape(TEMPORARY_SUFFIX)})?$"
+)
 
 
 def resize_and_crop(image: tf.Tensor, target_size: int) -> tf.Tensor:
@@ -240,8 +248,12 @@ def convert(
     split into `num_shards` nearly equal shards. One pipeline decodes them to 3 channels,
     resizes, crops and recompresses them in parallel on all cores; the records are
     written one shard after another. An image that cannot be read or decoded is skipped,
-    counted and listed with its error. Shards of an earlier run that the new set does not
-    replace are deleted once the new set is complete, and the sidecar JSON is written last.
+    counted and listed with its error. The same input and parameters give the same bytes.
+
+    Every parameter is checked before any file is touched. Only files the course wrote
+    are ever replaced or deleted: the previous set's, as its sidecar (or an unfinished
+    run's manifest) lists them. A file of yours with a name the conversion would write
+    is an error, not overwritten. The sidecar JSON is written last.
 
     Args:
         source: a `sources.ImageSource`.
@@ -256,25 +268,24 @@ def convert(
         A `ConversionReport`; its summary is also printed.
 
     Raises:
-        ValueError: if a count is not positive or `output_dir` is inside the source's images.
+        ValueError: if a parameter is out of range, `output_dir` is inside the source's
+            images or holds a file the conversion would overwrite, or no image could be read.
 
     Example:
         report = tfrecords.convert(source, "/tmp/flowers-tfrec", num_shards=16)
     """
     steps = steps or ConversionSteps()
-    for name, value in [("target_size", target_size), ("num_shards", num_shards)]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
-    output_dir = str(output_dir).rstrip("/")
-    image_root = source.pattern.rsplit("/", 2)[0]
-    if f"{output_dir}/".startswith(f"{image_root}/"):
-        raise ValueError(
-            f"`output_dir` {output_dir} is inside the source's image folder {image_root}: "
-            "write the shards somewhere else."
-        )
+    check_parameters(
+        source,
+        target_size=target_size,
+        num_shards=num_shards,
+        jpeg_quality=jpeg_quality,
+        seed=seed,
+    )
+    output_dir = check_output_dir(source, output_dir)
     start = time.perf_counter()
-    start_new_set(output_dir)
-    paths = sorted(tf.io.gfile.glob(source.pattern))
+    previous = start_new_set(output_dir)
+    paths = list(source_paths(source))
     np.random.default_rng(seed).shuffle(paths)
     class_table = _class_table(source.class_names)
 
@@ -289,6 +300,8 @@ def convert(
 
     chunks = [list(chunk) for chunk in np.array_split(paths, min(num_shards, len(paths)))]
     shard_of = {path: index for index, chunk in enumerate(chunks) for path in chunk}
+    manifest = _Manifest(output_dir, previous)
+    manifest.add([Path(temporary_path(output_dir, i)).name for i in range(len(chunks))])
     # One pipeline over every image, in order, decoding in parallel on all cores; an image
     # that fails to load is left out here and accounted for below.
     images = tf.data.Dataset.from_tensor_slices(paths).map(
@@ -304,27 +317,129 @@ def convert(
             steps.to_example,
             source.class_names,
         )
-        shards.append(steps.write_shard(examples, output_dir, index))
+        shard = steps.write_shard(examples, output_dir, index)
+        manifest.add([Path(shard).name])
+        shards.append(shard)
         counts.append(len(written.paths))
         written_paths += written.paths
         input_bytes += written.input_bytes
         output_bytes += written.output_bytes
     unwritten = sorted(set(paths) - set(written_paths))
-    _delete_other_shards(output_dir, keep=shards)
+    skipped = [SkippedImage(path, _why_unreadable(path)) for path in unwritten]
+    if not written_paths:
+        manifest.delete_all()
+        raise ValueError(
+            f"No image of {source.name!r} could be read: all {len(paths)} were skipped, so "
+            f"there is nothing to learn from; no shard was kept in {output_dir}. First: "
+            f"{skipped[0].path}: {skipped[0].error}"
+        )
+    manifest.delete_previous(keep=[Path(shard).name for shard in shards])
     report = ConversionReport(
         output_dir=output_dir,
         shards=shards,
         shard_counts=counts,
         num_input_images=len(paths),
-        skipped=[SkippedImage(path, _why_unreadable(path)) for path in unwritten],
+        skipped=skipped,
         empty_class_folders=list(source.empty_class_folders),
         input_bytes=input_bytes,
         output_image_bytes=output_bytes,
         seconds=time.perf_counter() - start,
     )
-    write_metadata(output_dir, source, report, target_size, jpeg_quality)
+    fingerprint = input_fingerprint(
+        source, target_size=target_size, num_shards=num_shards, jpeg_quality=jpeg_quality,
+        seed=seed,
+    )  # fmt: skip
+    write_metadata(output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint)
+    manifest.finish()
     print(report.summary())
     return report
+
+
+def check_integer(name: str, value, low: int, high: int | None = None) -> None:
+    """Raises `ValueError` naming `name` unless `value` is an integer in `low`..`high`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        wanted = (
+            f"an integer from {low} to {high}"
+            if high is not None
+            else ("a positive integer" if low == 1 else f"an integer of at least {low}")
+        )
+        raise ValueError(f"`{name}` must be {wanted}. Received: {name}={value!r}")
+
+
+def check_parameters(
+    source, *, target_size, num_shards, jpeg_quality, seed=data.DEFAULT_SEED
+) -> None:
+    """Checks a conversion's parameters, before any file is touched.
+
+    Raises:
+        ValueError: naming the parameter that is wrong and the value received.
+    """
+    check_integer("target_size", target_size, 1)
+    check_integer("num_shards", num_shards, 1)
+    check_integer("jpeg_quality", jpeg_quality, 0, 100)
+    check_integer("seed", seed, 0)
+    if len(source.class_names) < 2 or not source.num_images:
+        raise ValueError(
+            f"Data source {source.name!r} has {source.num_images} images in "
+            f"{len(source.class_names)} class(es): a classifier needs at least 2 classes."
+        )
+
+
+def check_output_dir(source, output_dir) -> str:
+    """Checks that a conversion may write in `output_dir`; returns it without a final "/".
+
+    Raises:
+        ValueError: if `output_dir` is inside the source's images, or holds a file that a
+            conversion would overwrite although no sidecar or manifest of the course lists it.
+    """
+    if not isinstance(output_dir, (str, Path)) or not str(output_dir).strip():
+        raise ValueError(f"`output_dir` must be a folder path. Received: {output_dir!r}")
+    output_dir = str(output_dir).rstrip("/")
+    image_root = source.pattern.rsplit("/", 2)[0]
+    if f"{output_dir}/".startswith(f"{image_root}/"):
+        raise ValueError(
+            f"`output_dir` {output_dir} is inside the source's image folder {image_root}: "
+            "write the shards somewhere else."
+        )
+    ours = files_of_previous_set(output_dir)
+    theirs = [n for n in _listdir(output_dir) if _COURSE_FILE.match(n) and n not in ours]
+    if theirs:
+        raise ValueError(
+            f"`output_dir` {output_dir} holds {', '.join(sorted(theirs))}, which no sidecar or "
+            "manifest of the course lists, so the course did not write it; a conversion would "
+            "overwrite it. Move it, or choose another output_dir."
+        )
+    return output_dir
+
+
+def source_paths(source) -> list[str]:
+    """Returns the source's image paths, sorted; a local folder's are never globbed."""
+    if source.paths:
+        return sorted(source.paths)
+    return sorted(tf.io.gfile.glob(source.pattern))  # A gs:// glob given by its user.
+
+
+def input_fingerprint(source, *, target_size, num_shards, jpeg_quality, seed) -> str:
+    """Returns a hash of the input (paths, sizes, modification times) and the parameters.
+
+    Shards whose sidecar holds another fingerprint are stale. For a `gs://` source only
+    the paths count (a stat per object would cost one request each).
+    """
+    digest = hashlib.sha256()
+    parameters = [target_size, num_shards, jpeg_quality, seed, list(source.class_names)]
+    digest.update(json.dumps(parameters).encode())
+    for path in source_paths(source):
+        if source.is_remote:
+            digest.update(f"{path}\n".encode())
+        else:
+            stat = Path(path).stat()
+            digest.update(f"{path}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 @dataclasses.dataclass
@@ -356,7 +471,9 @@ def _serialized_examples(images, written: _WrittenImages, to_example, class_name
         written.input_bytes += int(num_bytes)
         written.output_bytes += len(jpeg)
         example = to_example(jpeg, int(class_index), size.tolist(), class_names)
-        yield example.SerializeToString()
+        # Deterministic: the features map is serialized in key order, so that the same
+        # input gives the same bytes in every run (else the order varies per process).
+        yield example.SerializeToString(deterministic=True)
 
 
 def _class_table(class_names: Sequence[str]) -> tf.lookup.StaticHashTable:
@@ -382,27 +499,114 @@ def _why_unreadable(path: str) -> str:
     return "it decodes on its own, but failed in the pipeline (resize or recompress)"
 
 
-def start_new_set(output_dir: str) -> None:
-    """Creates `output_dir`, marks the set unfinished (no sidecar), removes a crash's temp files."""
+def _listdir(folder: str) -> list[str]:
+    return tf.io.gfile.listdir(folder) if tf.io.gfile.isdir(folder) else []
+
+
+def _read_json(path: str) -> dict | None:
+    """Returns a JSON file's object, or None when it is missing or not a course file."""
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as file:
+            content = json.load(file)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return content if isinstance(content, dict) else None
+
+
+def files_of_previous_set(output_dir: str) -> set[str]:
+    """Returns the names of the files the course wrote in `output_dir`, by its own lists.
+
+    They are the shards the sidecar lists and the sidecar itself, and every file an
+    unfinished run's manifest lists (its temporary files, its shards, the previous set's).
+    Nothing else is ever deleted or overwritten.
+    """
+    names = set()
+    metadata = _read_json(f"{output_dir}/{METADATA_FILE}")
+    if metadata is not None and isinstance(metadata.get("shards"), dict):
+        names |= set(metadata["shards"]) | {METADATA_FILE}
+    manifest = _read_json(f"{output_dir}/{MANIFEST_FILE}")
+    if manifest is not None and isinstance(manifest.get("files"), list):
+        names |= set(manifest["files"]) | {MANIFEST_FILE}
+    names.add(f"{METADATA_FILE}{TEMPORARY_SUFFIX}")
+    names.add(f"{MANIFEST_FILE}{TEMPORARY_SUFFIX}")
+    # A name with a "/" is not a file of this folder: never follow it.
+    return {name for name in names if "/" not in name and name not in ("", ".", "..")}
+
+
+def start_new_set(output_dir: str) -> list[str]:
+    """Creates `output_dir` and marks the set there unfinished; returns the previous set's files.
+
+    The previous set's files (as its sidecar or an unfinished run's manifest lists them)
+    go into a new manifest before the sidecar is removed, so that a run stopped at any
+    point leaves a list of every file the course wrote there.
+    """
     tf.io.gfile.makedirs(output_dir)
+    previous = sorted(
+        name
+        for name in files_of_previous_set(output_dir)
+        if name not in (METADATA_FILE, MANIFEST_FILE) and tf.io.gfile.exists(f"{output_dir}/{name}")
+    )
+    _write_json(f"{output_dir}/{MANIFEST_FILE}", {"files": previous})
     metadata = f"{output_dir}/{METADATA_FILE}"
     if tf.io.gfile.exists(metadata):
         tf.io.gfile.remove(metadata)
-    for name in tf.io.gfile.listdir(output_dir):
-        if name.endswith(TEMPORARY_SUFFIX):
-            tf.io.gfile.remove(f"{output_dir}/{name}")
+    return previous
 
 
-def _delete_other_shards(output_dir: str, keep: Sequence[str]) -> None:
-    for path in set(find_shards(output_dir)) - set(keep):
-        tf.io.gfile.remove(path)
+def _write_json(path: str, content: dict) -> None:
+    """Writes `content` as JSON under a temporary name, then renames it to `path`."""
+    temporary = f"{path}{TEMPORARY_SUFFIX}"
+    with tf.io.gfile.GFile(temporary, "w") as file:
+        json.dump(content, file, indent=2)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
-def write_metadata(output_dir, source, report: ConversionReport, target_size, jpeg_quality):
-    """Writes the sidecar JSON of a finished set of shards (temporary name, then rename)."""
+class _Manifest:
+    """The list of files a conversion in progress may have written, kept on disk."""
+
+    def __init__(self, output_dir: str, previous: Sequence[str]):
+        self.output_dir = output_dir
+        self.previous = list(previous)
+        self.files = list(previous)
+
+    def add(self, names: Sequence[str]) -> None:
+        """Lists `names` (before they are written, where they can be known)."""
+        self.files += [name for name in names if name not in self.files]
+        _write_json(f"{self.output_dir}/{MANIFEST_FILE}", {"files": self.files})
+
+    def _remove(self, names) -> None:
+        for name in names:
+            path = f"{self.output_dir}/{name}"
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
+
+    def delete_previous(self, keep: Sequence[str]) -> None:
+        """Deletes the previous set's files and this run's temporary files, except `keep`."""
+        temporary = [name for name in self.files if name.endswith(TEMPORARY_SUFFIX)]
+        self._remove(sorted(set(self.previous + temporary) - set(keep)))
+
+    def delete_all(self) -> None:
+        """Deletes every file listed, then the manifest: an empty folder of the course's."""
+        self._remove(self.files)
+        self.finish()
+
+    def finish(self) -> None:
+        self._remove([MANIFEST_FILE])
+
+
+def write_metadata(
+    output_dir, source, report: ConversionReport, target_size, jpeg_quality, *, fingerprint=None
+):
+    """Writes the sidecar JSON of a finished set of shards (temporary name, then rename).
+
+    It holds no time stamp: the same input and parameters give the same bytes.
+    """
     metadata = {
         "source": source.name,
         "source_pattern": source.pattern,
+        "fingerprint": fingerprint,
         "class_names": list(source.class_names),
         "target_size": target_size,
         "jpeg_quality": jpeg_quality,
@@ -411,14 +615,13 @@ def write_metadata(output_dir, source, report: ConversionReport, target_size, jp
         "shards": {
             Path(p).name: n for p, n in zip(report.shards, report.shard_counts, strict=True)
         },
+        "shard_bytes": {Path(p).name: tf.io.gfile.stat(p).length for p in report.shards},
         "skipped": [dataclasses.asdict(image) for image in report.skipped],
         "empty_class_folders": report.empty_class_folders,
+        "not_images": list(getattr(source, "not_images", ())),
         "schema": SCHEMA,
     }
-    temporary = f"{output_dir}/{METADATA_FILE}{TEMPORARY_SUFFIX}"
-    with tf.io.gfile.GFile(temporary, "w") as file:
-        json.dump(metadata, file, indent=2)
-    tf.io.gfile.rename(temporary, f"{output_dir}/{METADATA_FILE}", overwrite=True)
+    _write_json(f"{output_dir}/{METADATA_FILE}", metadata)
 
 
 def read_metadata(output_dir: str) -> dict:
@@ -445,6 +648,57 @@ def default_output_dir(source, *, target_size: int, num_shards: int) -> str:
     return str(folder)
 
 
+def list_shards(output_dir: str, metadata: dict | None = None) -> list[str]:
+    """Returns the paths of the shards the sidecar lists, after checking they are all there.
+
+    Args:
+        output_dir: the shards' folder.
+        metadata: its sidecar, if already read.
+
+    Returns:
+        The shard paths, sorted.
+
+    Raises:
+        FileNotFoundError: if there is no sidecar.
+        ValueError: naming each shard that is listed but missing, of another size than
+            written, or course-named but not listed (an extra shard).
+
+    Example:
+        shard_paths = tfrecords.list_shards("/tmp/flowers-tfrec")
+    """
+    output_dir = str(output_dir).rstrip("/")
+    metadata = metadata or read_metadata(output_dir)
+    problems = shard_set_problems(output_dir, metadata)
+    if problems:
+        raise ValueError(
+            f"The shards in {output_dir} do not match their sidecar {METADATA_FILE}: "
+            + "; ".join(problems)
+            + ". Write them again: run lab 2, or tfrecords.convert()."
+        )
+    return [f"{output_dir}/{name}" for name in sorted(metadata["shards"])]
+
+
+def shard_set_problems(output_dir: str, metadata: dict) -> list[str]:
+    """Returns what is wrong with the set of files against the sidecar, one line each."""
+    names = set(_listdir(output_dir))
+    listed = metadata.get("shards", {})
+    sizes = metadata.get("shard_bytes", {})
+    problems = [
+        f"{name}: listed in the sidecar, but missing"
+        for name in sorted(listed)
+        if name not in names
+    ]
+    for name in sorted(set(listed) & names & set(sizes)):
+        size = tf.io.gfile.stat(f"{output_dir}/{name}").length
+        if size != sizes[name]:
+            problems.append(
+                f"{name}: {size:,} bytes, but {sizes[name]:,} were written: truncated or changed"
+            )
+    extra = [n for n in sorted(names) if _COURSE_SHARD.match(n) and n not in listed]
+    problems += [f"{name}: a shard not listed in the sidecar (an extra shard)" for name in extra]
+    return problems
+
+
 def ensure_shards(
     source,
     output_dir: str | None = None,
@@ -456,33 +710,37 @@ def ensure_shards(
 ) -> dict:
     """Returns the sidecar of `source`'s shards, writing the shards first if they are missing.
 
-    Shards count as present when the sidecar exists and says they come from the same
-    source pattern, image count, size and quality, with `num_shards` shards (or fewer,
-    when there are fewer images than that).
+    Shards count as present when the sidecar's fingerprint matches the input (paths,
+    sizes and modification times of the images) and these parameters, and every shard it
+    lists is there at the size written. Otherwise they are written again.
+
+    Returns:
+        The sidecar, plus `output_dir` and `shard_paths` (the checked shard paths).
 
     Example:
-        metadata = tfrecords.ensure_shards(source, target_size=192, num_shards=16)
-        filenames = tfrecords.find_shards(metadata["output_dir"])
+        shards = tfrecords.ensure_shards(source, target_size=192, num_shards=16)
+        filenames = shards["shard_paths"]
     """
+    check_parameters(source, target_size=target_size, num_shards=num_shards,
+                     jpeg_quality=jpeg_quality, seed=seed)  # fmt: skip
     if output_dir is None:
         output_dir = default_output_dir(source, target_size=target_size, num_shards=num_shards)
     output_dir = str(output_dir).rstrip("/")
-    wanted = {
-        "source_pattern": source.pattern,
-        "num_input_images": source.num_images,
-        "target_size": target_size,
-        "jpeg_quality": jpeg_quality,
-    }
-    try:
-        metadata = read_metadata(output_dir)
-    except FileNotFoundError:
-        metadata = {}
-    fits = all(metadata.get(key) == value for key, value in wanted.items()) and len(
-        metadata.get("shards", ())
-    ) == min(num_shards, source.num_images)
-    if fits and len(find_shards(output_dir)) == len(metadata["shards"]):
+    fingerprint = input_fingerprint(
+        source, target_size=target_size, num_shards=num_shards, jpeg_quality=jpeg_quality,
+        seed=seed,
+    )  # fmt: skip
+    metadata = _read_json(f"{output_dir}/{METADATA_FILE}") or {}
+    if metadata.get("fingerprint") != fingerprint:
+        reason = "none there" if not metadata else "the images or the parameters changed"
+    else:
+        problems = shard_set_problems(output_dir, metadata)
+        reason = "; ".join(problems)
+    if metadata and not reason:
         print(f"Found {len(metadata['shards'])} shards in {output_dir}.")
     else:
+        if metadata:
+            print(f"Writing the shards again in {output_dir} ({reason}).")
         convert(
             source,
             output_dir,
@@ -492,7 +750,45 @@ def ensure_shards(
             seed=seed,
         )
         metadata = read_metadata(output_dir)
-    return {**metadata, "output_dir": output_dir}
+    shard_paths = list_shards(output_dir, metadata)
+    return {**metadata, "output_dir": output_dir, "shard_paths": shard_paths}
+
+
+def expected_record_counts(paths: Sequence[str]) -> list[int | None]:
+    """Returns each shard's record count: from its name, else from its sidecar, else None."""
+    sidecars = {}
+    counts = []
+    for path in paths:
+        count = shard_record_count(path)
+        if count is None:
+            folder, name = str(path).rsplit("/", 1) if "/" in str(path) else (".", str(path))
+            if folder not in sidecars:
+                sidecars[folder] = _read_json(f"{folder}/{METADATA_FILE}") or {}
+            count = sidecars[folder].get("shards", {}).get(name)
+        counts.append(count)
+    return counts
+
+
+def find_damaged_shards(paths: Sequence[str]) -> list[str]:
+    """Reads each shard to its end; returns `"<path>: <error>"` for each that does not read.
+
+    A shard whose record count differs from its name's (or its sidecar's) counts too.
+
+    Example:
+        print(tfrecords.find_damaged_shards(shard_paths))  # [] when every shard reads
+    """
+    damaged = []
+    for path, expected in zip(paths, expected_record_counts(paths), strict=True):
+        count = 0
+        try:
+            for _ in tf.data.TFRecordDataset(path):
+                count += 1
+        except tf.errors.OpError as error:
+            damaged.append(f"{path}: record {count}: {error_message(error)}")
+            continue
+        if expected is not None and count != expected:
+            damaged.append(f"{path}: {count} records; {expected} were written")
+    return damaged
 
 
 def parse_record(serialized: tf.Tensor) -> dict:

@@ -11,6 +11,8 @@ import tensorflow as tf
 
 from utils import tfrecords
 
+_MAX_RECORD_PROBLEMS = 5  # Problems listed per shard; one bad schema would repeat per record.
+
 
 @dataclasses.dataclass(frozen=True)
 class ShardReport:
@@ -83,9 +85,11 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
 
     Checks: the sidecar exists; every record parses with `tfrecords.FEATURES`; its image
     decodes to the sidecar's size with 3 channels; its class, label and one-hot agree; its
-    original size is positive; each shard holds the count in its name (course names);
-    the shards are those the sidecar lists, with no temporary file left over; and the
-    records plus the skipped images add up to the input images.
+    original size is positive; each shard holds the count in its name and in the sidecar,
+    at the size written; the shards are those the sidecar lists, none missing and no
+    extra one; no conversion was left unfinished; there are records of at least 2 classes;
+    and the records plus the skipped images add up to the input images. Without the
+    sidecar, it says so and reads no record (there is nothing to check them against).
 
     Args:
         output_dir: the shards' folder (local or `gs://`).
@@ -105,23 +109,34 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     except FileNotFoundError as error:
         metadata = {}
         problems.append(str(error))
-    class_names = list(metadata.get("class_names", []))
-    target_size = metadata.get("target_size")
-    paths = tfrecords.find_shards(output_dir)
-    if not paths:
-        problems.append(f"No shards in {output_dir}.")
-    leftovers = [n for n in _listdir(output_dir) if n.endswith(tfrecords.TEMPORARY_SUFFIX)]
-    problems += [f"{name}: a temporary file left by an unfinished write." for name in leftovers]
+    manifest = f"{output_dir}/{tfrecords.MANIFEST_FILE}"
+    if tf.io.gfile.exists(manifest):
+        problems.append(
+            f"{tfrecords.MANIFEST_FILE}: a conversion into this folder did not finish. "
+            "Run it again: it deletes the files it had written."
+        )
     shards = []
-    for path in paths:
-        shard, shard_problems = _read_shard(path, class_names, target_size)
-        shards.append(shard)
-        problems += shard_problems
-    if metadata:
-        listed = set(metadata.get("shards", {}))
-        found = {shard.name for shard in shards}
-        problems += [f"{name}: listed in the sidecar, but missing." for name in listed - found]
-        problems += [f"{name}: not listed in the sidecar." for name in found - listed]
+    if not metadata:
+        # Without the sidecar there are no classes or sizes to check the records against.
+        found = tfrecords.find_shards(output_dir)
+        problems.append(
+            f"{len(found)} shard-like file(s) in {output_dir}; their records are not checked "
+            "without the sidecar."
+        )
+    else:
+        class_names = list(metadata.get("class_names", []))
+        problems += [f"{line}." for line in tfrecords.shard_set_problems(output_dir, metadata)]
+        for name in sorted(metadata.get("shards", {})):
+            path = f"{output_dir}/{name}"
+            if not tf.io.gfile.exists(path):
+                continue
+            shard, shard_problems = _read_shard(path, class_names, metadata.get("target_size"))
+            count = metadata["shards"][name]
+            if shard.num_records != count and shard.count_in_name is None:
+                shard_problems.append(f"{name}: the sidecar says {count} records; it holds "
+                                      f"{shard.num_records}.")  # fmt: skip
+            shards.append(shard)
+            problems += shard_problems
     skipped = [(image["path"], image["error"]) for image in metadata.get("skipped", [])]
     num_inputs = metadata.get("num_input_images", 0)
     num_records = sum(shard.num_records for shard in shards)
@@ -130,14 +145,17 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
             f"Input images {num_inputs} != {num_records} records + {len(skipped)} skipped: "
             f"{num_inputs - num_records - len(skipped)} image(s) unaccounted for."
         )
+    if metadata and num_records == 0:
+        problems.append("No records: nothing to learn from.")
+    if metadata and len(metadata.get("class_names", [])) < 2:
+        problems.append(
+            f"Classes {metadata.get('class_names')}: a classifier needs at least 2 classes."
+        )
+    class_names = list(metadata.get("class_names", []))
     report = ValidationReport(output_dir, shards, class_names, num_inputs, skipped, problems)
     if verbose:
         print(report.summary())
     return report
-
-
-def _listdir(folder: str) -> list[str]:
-    return tf.io.gfile.listdir(folder) if tf.io.gfile.isdir(folder) else []
 
 
 def _record_facts(serialized):
@@ -162,8 +180,10 @@ def _read_shard(path: str, class_names: list[str], target_size: int | None):
             problem = _record_problem(class_index, label, size, one_hot, shape, class_names)
             if problem is None and target_size and tuple(shape) != (target_size, target_size, 3):
                 problem = f"image of shape {tuple(shape)}, not ({target_size}, {target_size}, 3)"
-            if problem:
+            if problem and len(problems) < _MAX_RECORD_PROBLEMS:
                 problems.append(f"{name}: record {num_records}: {problem}.")
+            elif problem and len(problems) == _MAX_RECORD_PROBLEMS:
+                problems.append(f"{name}: more records with problems; the first are above.")
             counts[label.decode(errors="replace")] += 1
             num_records += 1
     except tf.errors.OpError as error:

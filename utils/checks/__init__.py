@@ -4,7 +4,7 @@ Each check takes the learner's result and `todo=n`, prints "TODO n passed: ..." 
 `CheckFailed` with a message that names the TODO and says what is missing or wrong.
 """
 
-from utils.checks._base import CheckFailed
+from utils.checks._base import CheckFailed, DataProblem
 from utils.checks.beam import check_build_conversion, check_convert_dofn
 from utils.checks.reading import (
     check_filenames,
@@ -33,6 +33,7 @@ from utils.checks.writing import (
 
 __all__ = [
     "CheckFailed",
+    "DataProblem",
     "check_augment",
     "check_build_conversion",
     "check_compiled_model",

@@ -12,6 +12,29 @@ class CheckFailed(AssertionError):
     """A TODO's result is missing or wrong; the message says which TODO and why."""
 
 
+class DataProblem(ValueError):
+    """The data or a parameter is wrong, not the learner's TODO; the message names it."""
+
+
+def _raise_if_data_problem(error: Exception, todo: int, shard_paths=()) -> None:
+    """Raises `DataProblem` naming the damaged shards when `error` comes from the data.
+
+    TensorFlow reports a truncated or corrupted shard as `DataLossError` (or, read through
+    `pipeline.checked_records`, as "Damaged shard"): that is not the learner's TODO failing.
+    """
+    __tracebackhide__ = True
+    if not (isinstance(error, tf.errors.DataLossError) or "Damaged shard" in str(error)):
+        return
+    from utils import tfrecords  # Imported here: only the reading checks need it.
+
+    damaged = tfrecords.find_damaged_shards(list(shard_paths)) if shard_paths else []
+    where = "; ".join(damaged) if damaged else _first_line(error)
+    raise DataProblem(
+        f"Not a problem of TODO {todo}: a shard is damaged (truncated or corrupted): {where}. "
+        "Write the shards again (lab 2, or tfrecords.convert()), then run this cell again."
+    ) from None
+
+
 def _fail(todo: int, name: str, message: str) -> None:
     __tracebackhide__ = True
     raise CheckFailed(f"TODO {todo} ({name}): {message}") from None

@@ -13,6 +13,7 @@ from utils.checks._base import (
     _fail,
     _first_line,
     _passed,
+    _raise_if_data_problem,
     _require_dataset,
     _require_result,
 )
@@ -27,8 +28,15 @@ def dataset_ops(dataset: tf.data.Dataset) -> list[str]:
     return [node.op for node in graph_def.node if "Dataset" in node.op]
 
 
-def _sample_records(shard_paths: Sequence[str], count: int) -> list[bytes]:
-    return list(tf.data.TFRecordDataset(list(shard_paths)[:1]).take(count).as_numpy_iterator())
+def _sample_records(shard_paths: Sequence[str], count: int, todo: int) -> list[bytes]:
+    """The first `count` records of the first shard; a damaged shard is a `DataProblem`."""
+    __tracebackhide__ = True
+    try:
+        records = tf.data.TFRecordDataset(list(shard_paths)[:1]).take(count)
+        return list(records.as_numpy_iterator())
+    except tf.errors.OpError as error:
+        _raise_if_data_problem(error, todo, list(shard_paths)[:1])
+        raise
 
 
 def _expected_pairs(records: Sequence[bytes]):
@@ -82,7 +90,7 @@ def check_read_tfrecord(
     except CHECK_ERRORS as error:
         _fail(todo, name, f"a record without 'size' does not parse: {_first_line(error)}")
 
-    records = _sample_records(shard_paths, 8)
+    records = _sample_records(shard_paths, 8, todo)
     expected = f"(uint8 image of shape ({target_size}, {target_size}, 3), one-hot label)"
     try:
         result = read_tfrecord(tf.constant(records[0]))
@@ -122,8 +130,12 @@ def check_parallel_records(
     num_parallel_reads: int,
     num_shards: int,
     num_records: int,
+    shard_paths: Sequence[str] = (),
 ):
     """Checks the dataset of TODO 2: every record, read from many shards at once, any order.
+
+    A damaged shard (TensorFlow's `DataLossError`) raises `DataProblem` naming it (found
+    among `shard_paths`), not a failure of the TODO.
 
     Example:
         checks.check_parallel_records(dataset, todo=2, storage=storage, num_parallel_reads=16,
@@ -150,6 +162,7 @@ def check_parallel_records(
     try:
         count = sum(1 for _ in dataset)
     except CHECK_ERRORS as error:
+        _raise_if_data_problem(error, todo, shard_paths)
         _fail(todo, name, f"reading it fails: {_first_line(error)}")
     if count != num_records:
         _fail(todo, name, f"expected all {num_records} records, once each; found {count}.")
@@ -176,7 +189,7 @@ def check_parse_batch(
     __tracebackhide__ = True
     name = "parse_batch"
     expected = "(images of shape (batch, size, size, 3), one-hot labels of shape (batch, classes))"
-    records = _sample_records(shard_paths, 6)
+    records = _sample_records(shard_paths, 6, todo)
     try:
         result = parse_batch(tf.constant(records))
         _require_result(result, todo, name, expected)

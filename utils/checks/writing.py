@@ -42,6 +42,7 @@ def check_resize_and_crop(
                                      target_size=192)
     """
     __tracebackhide__ = True
+    tfrecords.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
     name = "resize_and_crop"
     expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
     _call_once(resize_and_crop, (tf.constant(sample_images[0]), target_size), todo=todo,
@@ -90,6 +91,7 @@ def check_recompress(
         checks.check_recompress(recompress, todo=2, sample_images=resized, quality=90)
     """
     __tracebackhide__ = True
+    tfrecords.check_integer("JPEG_QUALITY", quality, 0, 100)  # A parameter, not TODO 2.
     name = "recompress"
     expected = "a scalar string tensor of JPEG bytes"
     num_bytes, reference_bytes = 0, 0
