@@ -95,6 +95,81 @@ def test_check_label_from_path_python_strings_fail_with_hint(paths):
         )
 
 
+def _check_label(label_from_path, paths):
+    checks.check_label_from_path(
+        label_from_path, todo=2, sample_paths=paths, class_names=data.CLASSES
+    )
+
+
+def test_check_label_from_path_partly_done_is_not_done_from_the_value(paths, class_names):
+    def label_from_path(path):
+        tf.strings.split(path, "/")[-2]  # Started, not finished.
+        label = ...
+        return label
+
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"^TODO 2 \(label_from_path\): not done yet: it returns Ellipsis\.",
+    ):
+        _check_label(label_from_path, paths[:2])
+
+
+def test_check_label_from_path_tries_every_class_not_only_the_sample(paths, class_names):
+    daisies = [p for p in paths if "/daisy/" in p][:3]  # Index 0: a constant 0 is right here.
+    with pytest.raises(
+        checks.CheckFailed, match=r"expected label 1 \(dandelion\) for .*/dandelion/"
+    ):
+        _check_label(lambda path: tf.constant(0, tf.int64), daisies)
+
+    def last_part(path):  # The file's name instead of its folder's: no class matches, 0.
+        name = tf.strings.split(path, "/")[-1]
+        return tf.argmax(tf.cast(class_names == name, tf.int32))
+
+    with pytest.raises(checks.CheckFailed, match=r"expected label 1 \(dandelion\)"):
+        _check_label(last_part, daisies)
+
+
+def test_check_label_from_path_off_by_one_says_indices_start_at_0(paths, class_names):
+    label_from_path = _label_from_path(class_names)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected labels \[0, 1, 2, 3, 4\] for the classes in order; found "
+        r"\[1, 2, 3, 4, 5\], each one too high\. Indices start at 0\.$",
+    ):
+        _check_label(lambda path: label_from_path(path) + 1, paths[:3])
+
+
+def test_check_label_from_path_folder_name_one_hot_and_float_say_what_to_return(paths, class_names):
+    with pytest.raises(
+        checks.CheckFailed, match=r"found a string tensor: the folder's name itself\. Compare"
+    ):
+        _check_label(lambda path: tf.strings.split(path, "/")[-2], paths[:2])
+    with pytest.raises(
+        checks.CheckFailed, match=r"expected one number per path .*found shape \(5,\)"
+    ):
+        _check_label(lambda path: class_names == tf.strings.split(path, "/")[-2], paths[:2])
+    label_from_path = _label_from_path(class_names)
+    with pytest.raises(checks.CheckFailed, match=r"found a float32 tensor: tf.argmax\(\) gives"):
+        _check_label(lambda path: tf.cast(label_from_path(path), tf.float32), paths[:2])
+
+
+def test_check_label_from_path_accepts_other_right_answers(paths, class_names, capsys):
+    def with_where(path):  # tf.where instead of argmax, int32.
+        folder = tf.strings.split(path, "/")[-2]
+        return tf.cast(tf.where(class_names == folder)[0, 0], tf.int32)
+
+    lookup = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(class_names, tf.range(5, dtype=tf.int64)), -1
+    )
+
+    def with_table(path):  # A lookup table, splitting with a regex.
+        return lookup.lookup(tf.strings.regex_replace(path, r".*/([^/]+)/[^/]+$", r"\1"))
+
+    for label_from_path in (with_where, with_table):
+        _check_label(label_from_path, paths[:2])
+        assert capsys.readouterr().out == "TODO 2 passed: 2 labels match their folders.\n"
+
+
 # TODO 3: read_and_decode.
 def _read_and_decode(reader, class_names):
     label_from_path = _label_from_path(class_names)
@@ -114,7 +189,10 @@ def test_check_read_and_decode_passes(paths, class_names, capsys):
         storage=simulated,
         class_names=data.CLASSES,
     )
-    assert capsys.readouterr().out.startswith("TODO 3 passed: 4 images decoded")
+    assert capsys.readouterr().out == (
+        "TODO 3 passed: 4 images decoded to uint8 (height, width, 3); 4 sizes. "
+        "Grayscale, CMYK and PNG files too.\n"
+    )
 
 
 def _expect_read_and_decode_to_fail(read_and_decode, paths, *, latency_ms, match):
@@ -156,6 +234,60 @@ def test_check_read_and_decode_grayscale_is_caught(paths, class_names):
 
     _expect_read_and_decode_to_fail(
         read_and_decode, paths, latency_ms=0, match=r"found uint8 of shape \(\d+, \d+, 1\)"
+    )
+
+
+def test_check_read_and_decode_without_channels_3_fails_on_the_checks_own_files(paths, class_names):
+    label_from_path = _label_from_path(class_names)
+
+    def read_and_decode(path):  # Right for the sample's RGB JPEGs, wrong for the rest.
+        return tf.io.decode_jpeg(tf.io.read_file(path)), label_from_path(path)
+
+    _expect_read_and_decode_to_fail(
+        read_and_decode,
+        paths,
+        latency_ms=0,
+        match=r"found uint8 of shape \(48, 64, 1\) for a grayscale JPEG \(1 channel\) the check "
+        r"wrote \(.*/daisy/grayscale\.jpg\)\. Images may have 1 or 4 channels: decode with "
+        r"tf\.io\.decode_jpeg\(image_bytes, channels=3\)\.$",
+    )
+
+    def decode_image(path):  # decode_image without channels: 4 channels for a PNG with alpha.
+        image = tf.io.decode_image(tf.io.read_file(path), expand_animations=False)
+        return image, label_from_path(path)
+
+    _expect_read_and_decode_to_fail(
+        decode_image, paths, latency_ms=0, match=r"shape \(48, 64, 1\) for a grayscale JPEG"
+    )
+
+
+def test_check_read_and_decode_accepts_decode_image_with_channels_3(paths, class_names, capsys):
+    label_from_path = _label_from_path(class_names)
+    simulated = storage.SimulatedStorage(latency_ms=1)
+
+    def read_and_decode(path):
+        image = tf.io.decode_image(simulated.read_file(path), channels=3, expand_animations=False)
+        return image, label_from_path(path)
+
+    checks.check_read_and_decode(
+        read_and_decode, todo=3, sample_paths=paths[:2], storage=simulated,
+        class_names=data.CLASSES,
+    )  # fmt: skip
+    assert capsys.readouterr().out.startswith("TODO 3 passed: 2 images decoded")
+
+
+def test_check_read_and_decode_partly_done_is_not_done(paths, class_names):
+    def read_and_decode(path):
+        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        label = ...
+        return image, label
+
+    _expect_read_and_decode_to_fail(
+        read_and_decode,
+        paths,
+        latency_ms=1,
+        match=r"^TODO 3 \(read_and_decode\): not done yet: it returns \(a uint8 tensor of shape "
+        r"\(\d+, \d+, 3\), Ellipsis\)\. Expected",
     )
 
 
