@@ -445,7 +445,86 @@ def _write_streaming_to_final_name(serialized_examples, output_dir, index):
 
 def test_check_write_shard_passes_on_the_safe_writer(capsys):
     checks.check_write_shard(tfrecords.write_shard, todo=4)
-    assert capsys.readouterr().out.startswith("TODO 4 passed: flowers03-5.tfrec holds its 5")
+    assert capsys.readouterr().out == (
+        "TODO 4 passed: flowers03-5.tfrec holds its 5 records, written twice over; an "
+        "interrupted write leaves no finished-looking shard.\n"
+    )
+
+
+def _safe_writer(rename):
+    def write_shard(serialized_examples, output_dir, index):
+        temporary = tfrecords.temporary_path(output_dir, index)
+        num_records = 0
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for record in serialized_examples:
+                writer.write(record)
+                num_records += 1
+        final_path = f"{output_dir}/{tfrecords.shard_name(index, num_records)}"
+        rename(temporary, final_path)
+        return final_path
+
+    return write_shard
+
+
+def test_check_write_shard_accepts_other_renames_and_a_path_object(capsys):
+    import os
+    from pathlib import Path
+
+    for rename in (os.replace, os.rename, lambda a, b: Path(a).replace(b)):
+        checks.check_write_shard(_safe_writer(rename), todo=4)
+        assert capsys.readouterr().out.startswith("TODO 4 passed")
+    as_path = _safe_writer(os.replace)
+    checks.check_write_shard(lambda *args: Path(as_path(*args)), todo=4)
+    assert capsys.readouterr().out.startswith("TODO 4 passed")
+
+
+def test_check_write_shard_without_overwrite_fails_on_the_second_run():
+    # Passes in a fresh folder; the lab run again finds the shard there.
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"^TODO 4 \(write_shard\): expected the shard written again when the lab runs a "
+        r"second time; writing flowers03-5.tfrec into a folder that already holds it fails: "
+        r".*\. Replace the old shard: tf.io.gfile.rename\(temporary, final_path, "
+        r"overwrite=True\)\.$",
+    ):
+        checks.check_write_shard(_safe_writer(tf.io.gfile.rename), todo=4)
+
+    def keep_the_old(temporary, final_path):  # Skips the rename: the old shard stays.
+        if not tf.io.gfile.exists(final_path):
+            tf.io.gfile.rename(temporary, final_path)
+        else:
+            tf.io.gfile.remove(temporary)
+
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected the 5 new records of a second run of the lab; found \[b'record 0'",
+    ):
+        checks.check_write_shard(_safe_writer(keep_the_old), todo=4)
+
+
+def test_check_write_shard_count_and_len_mistakes():
+    def off_by_one(serialized_examples, output_dir, index):  # The last index, not the count.
+        temporary = tfrecords.temporary_path(output_dir, index)
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for count, record in enumerate(serialized_examples):  # noqa: B007
+                writer.write(record)
+        final_path = f"{output_dir}/{tfrecords.shard_name(index, count)}"
+        tf.io.gfile.rename(temporary, final_path, overwrite=True)
+        return final_path
+
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected a shard named flowers03-5.tfrec; found flowers03-4.tfrec\. Its name "
+        r"holds the number of records written\.$",
+    ):
+        checks.check_write_shard(off_by_one, todo=4)
+
+    def with_len(serialized_examples, output_dir, index):
+        final_path = f"{output_dir}/{tfrecords.shard_name(index, len(serialized_examples))}"
+        return final_path
+
+    with pytest.raises(checks.CheckFailed, match=r"read once and without len\(\) \(a generator\)"):
+        checks.check_write_shard(with_len, todo=4)
 
 
 def test_check_write_shard_failures():
