@@ -653,8 +653,38 @@ def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
     one_reader = simulated.tfrecord_dataset(shard_paths).with_options(options)
     with pytest.raises(checks.CheckFailed, match=r"found at most 1\. Pass num_parallel_reads"):
         run(one_reader.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
-    with pytest.raises(checks.CheckFailed, match=r"expected all 60 records, once each; found 120"):
-        run(dataset.repeat(2))
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected all 60 records, once each; found more than that \(does it repeat\?\)\.$",
+    ):
+        run(dataset.repeat())  # Forever: the check ends all the same.
+    with pytest.raises(checks.CheckFailed, match=r"expected all 60 records, once each; found 30\."):
+        run(dataset.take(30))
+    with pytest.raises(
+        checks.CheckFailed, match=r"images of rank 3; found .*batching comes in TODO 4\.$"
+    ):
+        run(dataset.batch(8))
+    direct = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).with_options(options)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"it saw no request\. Read them with simulated_storage\.tfrecord_dataset",
+    ):
+        run(direct.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+
+
+def test_check_parallel_records_accepts_options_after_the_map_and_the_old_option_name(
+    shard_paths, capsys
+):
+    simulated = storage.SimulatedStorage(latency_ms=30)
+    records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4)
+    options = tf.data.Options()
+    options.experimental_deterministic = False  # The older name of the same option.
+    after_map = records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
+    checks.check_parallel_records(
+        after_map.with_options(options), todo=2, storage=simulated, num_parallel_reads=4,
+        num_shards=4, num_records=60,
+    )  # fmt: skip
+    assert capsys.readouterr().out.startswith("TODO 2 passed")
 
 
 def test_check_parse_batch_passes_and_fails(shard_paths, capsys):
@@ -694,5 +724,30 @@ def test_check_fast_dataset_passes_and_fails(shard_paths, capsys):
     with pytest.raises(checks.CheckFailed, match=r"batched first, then parsed"):
         checks.check_fast_dataset(per_record, todo=4, batch_size=16)
     ordered = tf.data.TFRecordDataset(shard_paths).batch(16).map(_parse_batch, -1).prefetch(-1)
-    with pytest.raises(checks.CheckFailed, match=r"whose order is not kept"):
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected records read in any order \(options.deterministic = False\); found "
+        r"None\. Build on TODO 2's `records`",
+    ):
         checks.check_fast_dataset(ordered, todo=4, batch_size=16)
+    sequential = records.batch(16).map(_parse_batch).prefetch(-1)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected parse_batch in a parallel map; .* Pass num_parallel_calls=",
+    ):
+        checks.check_fast_dataset(sequential, todo=4, batch_size=16)
+    with pytest.raises(checks.CheckFailed, match=r"the last is BatchDataset"):
+        checks.check_fast_dataset(fast.unbatch().batch(16), todo=4, batch_size=16)
+
+
+def test_check_fast_dataset_accepts_prefetch_1_drop_remainder_and_options_here(shard_paths, capsys):
+    options = tf.data.Options()
+    options.deterministic = False
+    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4)
+    parsed = records.batch(16, drop_remainder=True).map(_parse_batch, num_parallel_calls=-1)
+    for fast in (
+        parsed.with_options(options).prefetch(1),
+        parsed.prefetch(-1).with_options(options),
+    ):
+        checks.check_fast_dataset(fast, todo=4, batch_size=16)
+        assert capsys.readouterr().out.startswith("TODO 4 passed: batches of 16")
