@@ -368,6 +368,29 @@ def test_check_resize_and_crop_failures(sample_images):
         run(lambda image, size: tf.constant(image.numpy()[:size, :size]))
 
 
+def test_check_resize_and_crop_scale_from_the_height_fails_on_a_tall_copy(sample_images, capsys):
+    wide = [image[: image.shape[0] // 2] for image in sample_images]  # All landscape.
+
+    def by_height(image, size):  # Right for landscape images only.
+        height_width = tf.cast(tf.shape(image)[:2], tf.float32)
+        new_size = tf.cast(tf.round(height_width * size / height_width[0]), tf.int32)
+        resized = tf.image.resize(image, new_size, antialias=True)
+        cropped = tf.image.resize_with_crop_or_pad(resized, size, size)
+        return tf.saturate_cast(tf.round(cropped), tf.uint8)
+
+    with pytest.raises(checks.CheckFailed, match=r"Scale so the SHORTER side is target_size"):
+        checks.check_resize_and_crop(by_height, todo=1, sample_images=wide, target_size=64)
+
+    def plain_cast(image, size):  # tf.cast instead of saturate_cast(round()): right too.
+        return tf.cast(tfrecords.resize_and_crop(image, size), tf.float32) + 0.4
+
+    checks.check_resize_and_crop(
+        lambda image, size: tf.cast(plain_cast(image, size), tf.uint8),
+        todo=1, sample_images=wide, target_size=64,
+    )  # fmt: skip
+    assert capsys.readouterr().out.startswith("TODO 1 passed: 5 images resized")
+
+
 def test_check_recompress_passes_and_fails(sample_images, capsys):
     resized = [tfrecords.resize_and_crop(tf.constant(i), 64).numpy() for i in sample_images]
     checks.check_recompress(tfrecords.recompress, todo=2, sample_images=resized, quality=90)

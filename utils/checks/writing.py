@@ -43,6 +43,10 @@ def check_resize_and_crop(
     expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
     _call_eagerly(resize_and_crop, (tf.constant(sample_images[0]), target_size), todo=todo,
                name=name, expected=expected)  # fmt: skip
+    # The sample may be all landscape: a tall and a wide copy show a scale taken from one
+    # side (the height, say) instead of the shorter one.
+    first, num_sample = np.asarray(sample_images[0]), len(sample_images)
+    sample_images = [*sample_images, first.transpose(1, 0, 2), first[: max(1, len(first) // 2)]]
     images = tf.data.Dataset.from_generator(
         lambda: iter(sample_images), output_signature=tf.TensorSpec((None, None, 3), tf.uint8)
     )
@@ -75,7 +79,7 @@ def check_resize_and_crop(
             f"(at most {_MAX_RESIZE_DIFFERENCE:g} expected). Scale so the SHORTER side is "
             "target_size, then crop the centre square.",
         )
-    _passed(todo, f"{len(found)} images resized and cropped to {expected[2:]}.")
+    _passed(todo, f"{num_sample} images resized and cropped to {expected[2:]}.")
 
 
 def check_recompress(
