@@ -307,6 +307,8 @@ class SimulatedStorage:
         return np.int64(num_bytes)
 
 
-def _size_of(path: bytes) -> int:
+def _size_of(path: bytes | np.ndarray) -> int:
+    if isinstance(path, np.ndarray):  # Called eagerly, numpy_function gives a 0-d array.
+        path = path.item()
     name = path.decode() if isinstance(path, bytes) else str(path)
     return os.path.getsize(name) if "://" not in name else tf.io.gfile.stat(name).length
