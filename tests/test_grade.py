@@ -182,7 +182,7 @@ def graded(tmp_path_factory):
     after = {path.name: path.read_bytes() for path in folder.iterdir()}
     untouched = (
         after == before,
-        _git_status() == git_before,
+        (git_before, _git_status()),
         (Path(sys.prefix) / "pyvenv.cfg").read_bytes() == venv_before,
     )
     return status, rows, output_dir, untouched
@@ -307,7 +307,9 @@ def test_the_innermost_error_line_is_reported(graded):
 def test_a_hostile_submission_changes_nothing_outside_its_sandbox(graded):
     rows, output_dir, untouched = graded[1], graded[2], graded[3]
     assert rows["x-attack.ipynb"]["total"] == "4"  # Memory limit held; every write refused.
-    assert untouched == (True, True, True)  # Submissions, `git status`, the venv.
+    submissions_kept, (git_before, git_after), venv_kept = untouched
+    assert submissions_kept and venv_kept
+    assert git_after == git_before  # Nothing in the course changed (empty in a clean checkout).
     assert rows["y-victim.ipynb"]["total"] == "4"  # No file of x-attack's reached it.
     assert rows[f"{LAB1}-lab.ipynb"]["total"] == "0"  # The checks on disk are intact.
     assert _processes_with(TOKEN) == []  # Nothing it started outlived it.
@@ -411,3 +413,28 @@ def test_inject_parameters_adds_a_cell_after_the_parameters_cell():
     )
     assert injected.cells[index + 1].source.endswith("NUM_IMAGES = 7")
     assert json.dumps(lab) != json.dumps(injected) and len(injected.cells) == len(lab.cells) + 1
+
+
+def test_each_lab_header_says_what_is_graded():
+    for source in build.lesson_sources(REPO_ROOT):
+        lab, solution = build.split_variants(source)
+        assert lab.cells[1].source.endswith("\n\n" + build.GRADED_NOTE), source.name
+        assert build.GRADED_NOTE not in solution.cells[1].source
+
+
+def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
+    lab, solution = _notebook("labs", LAB1), _notebook("solutions", LAB1)
+    restored, notes = grade.restore_protected_cells(_edited(solution, lab), lab)
+    sources = [cell.source for cell in restored.cells]
+    assert notes == ["TODO 3: 2 cells found; the last one was graded"]
+    assert len(restored.cells) == len(lab.cells) + 3  # Notes, scratch cell, helper.
+    check1 = sources.index(next(s for s in sources if "checks.check_filenames(" in s))
+    assert sources[check1 + 1 : check1 + 3] == ["My notes", "print('scratch')"]
+    todo2 = sources.index(USES_HELPER)
+    assert sources[todo2 - 1] == HELPER
+    assert sources.count(HELPER) == 1
+    todo1 = next(c for c in restored.cells if c.metadata.get(KEY) == {"todo": 1})
+    assert (
+        todo1.source == next(c for c in solution.cells if c.metadata.get(KEY) == {"todo": 1}).source
+    )
+    assert grade.find_flags(grade.learner_code(_edited(solution, lab), lab)) == []
