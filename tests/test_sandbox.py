@@ -1,8 +1,11 @@
 """Tests of tools/sandbox.py: the memory limit, and what a command in bwrap can reach."""
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +87,22 @@ def test_nothing_started_inside_outlives_the_command(tmp_path):
     time.sleep(0.5)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert token not in ps
+
+
+@needs_bwrap
+def test_hidden_folders_are_empty_but_what_runs_inside_them_is_kept(tmp_path):
+    (REPO_ROOT / "build").mkdir(exist_ok=True)  # Outside /tmp, which is hidden anyway.
+    hidden = Path(tempfile.mkdtemp(prefix="sandbox-test-", dir=REPO_ROOT / "build"))
+    work = tmp_path / "work"
+    (hidden / "needed").mkdir(parents=True)
+    (hidden / "secret.txt").write_text("secret")
+    (hidden / "needed" / "tool.txt").write_text("tool")
+    work.mkdir()
+    script = f"ls {hidden}; cat {hidden}/needed/tool.txt"
+    full = sandbox.bwrap_command(BWRAP, ["sh", "-c", script], work=work, env={},
+                                 read_only=[hidden / "needed"], hide=[hidden])  # fmt: skip
+    try:
+        result = subprocess.run(full, capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(hidden)
+    assert result.stdout == "needed\ntool"

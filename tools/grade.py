@@ -111,6 +111,7 @@ class Options:
     memory_gb: float = 4.0
     bwrap: str | None = None
     cache: Path | None = None
+    hide: tuple[Path, ...] = ()  # Folders the sandbox covers: submissions, output, HOME.
 
 
 def identify_lab(notebook: nbformat.NotebookNode, labs: dict[str, nbformat.NotebookNode]):
@@ -276,7 +277,7 @@ def run_nbval(notebook: Path, junit: Path, options: Options) -> str | None:
         if options.cache is not None:
             read_only.append(options.cache)
         command = sandbox.bwrap_command(
-            options.bwrap, command, work=work, env=env, read_only=read_only
+            options.bwrap, command, work=work, env=env, read_only=read_only, hide=options.hide
         )
         env = {}
     process = subprocess.Popen(
@@ -556,8 +557,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if lesson:
                 lessons.add(lesson)
+        hide = (args.submissions, output_dir, Path.home())
         options = Options(args.cell_timeout, args.timeout, args.memory_gb, bwrap,
-                          warm_cache(lessons))  # fmt: skip
+                          warm_cache(lessons), hide)  # fmt: skip
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             jobs = [
                 pool.submit(grade_submission, copies / path.name, labs, output_dir, options)

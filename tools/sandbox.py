@@ -1,7 +1,8 @@
 """Runs one command sealed off with bubblewrap (`bwrap`), the sandbox Flatpak uses.
 
 Inside: the whole file system read-only (course, virtual environment, tools, data cache),
-one writable work folder, a private `/tmp` (HOME is inside it), no network (loopback
+the folders it has no business reading hidden (the submissions and output folders, the
+grader's HOME), one writable work folder (HOME is inside it), a private `/tmp`, no network (loopback
 only), its own PID, IPC and UTS namespaces, a new `/proc` that shows only its own
 processes, and a memory limit per process. When the command ends, every process it left
 behind ends with it (bwrap's init, PID 1 of the namespace, exits and the kernel kills the
@@ -58,19 +59,27 @@ def bwrap_command(
     work: Path,
     env: dict[str, str],
     read_only: Sequence[Path] = (),
+    hide: Sequence[Path] = (),
 ) -> list[str]:
     """Returns the bwrap command line that runs `command` in `work`, sealed off.
 
-    `work` is the only writable folder from the outside (same path inside); `read_only`
-    names folders the command needs that may sit under `/tmp` (which the private `/tmp`
-    would hide): they are bound again, read-only, after it. Mount order matters: a later
-    `--tmpfs /tmp` hides anything under /tmp bound before it.
+    `work` is the only writable folder from the outside (same path inside). Each folder of
+    `hide` (besides `/tmp`) is covered by an empty tmpfs; `read_only` names folders the
+    command needs that may sit under a hidden one: they are bound again, read-only, after
+    it. Mount order matters: a later `--tmpfs /tmp` hides anything under /tmp bound before
+    it, so the mounts go parents first.
     """
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"]
-    args += ["--proc", "/proc", "--tmpfs", str(SANDBOX_TMP)]
+    args += ["--proc", "/proc"]
+    hidden = [SANDBOX_TMP, *(Path(path).resolve() for path in hide if Path(path).is_dir())]
+    hidden = [path for path in hidden if path != Path("/")]
+    mounts = [(path, "--tmpfs") for path in hidden]
     for path in read_only:
-        if path.exists() and path.resolve().is_relative_to(SANDBOX_TMP.resolve()):
-            args += ["--ro-bind", str(path), str(path)]
+        path = Path(path).resolve()
+        if path.exists() and any(path.is_relative_to(h) and path != h for h in hidden):
+            mounts.append((path, "--ro-bind"))
+    for path, kind in sorted(set(mounts), key=lambda mount: len(mount[0].parts)):
+        args += ["--tmpfs", str(path)] if kind == "--tmpfs" else [kind, str(path), str(path)]
     args += ["--bind", str(work), str(work), "--chdir", str(work)]
     args += ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
     for name, value in env.items():
