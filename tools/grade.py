@@ -493,8 +493,10 @@ def choose_sandbox(mode: str) -> tuple[str | None, str]:
     """Returns (bwrap path or None, the words the report uses for the isolation)."""
     bwrap = sandbox.find_bwrap() if mode in ("auto", "bwrap") else None
     if bwrap:
-        return bwrap, "bwrap (read-only file system, private work folder, /tmp and HOME, no "\
-            "network, own PID namespace, memory limit)"  # fmt: skip
+        return bwrap, (
+            "bwrap (read-only file system, hidden submissions, output folder and HOME, "
+            "private work folder and /tmp, no network, own PID namespace, memory limit)"
+        )
     if mode == "none":
         return None, "NOT ISOLATED (--sandbox none)"
     return None, "NOT ISOLATED (no working bwrap here)"
