@@ -438,3 +438,45 @@ def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
         todo1.source == next(c for c in solution.cells if c.metadata.get(KEY) == {"todo": 1}).source
     )
     assert grade.find_flags(grade.learner_code(_edited(solution, lab), lab)) == []
+
+
+@pytest.mark.parametrize(
+    "code, flags",
+    [
+        ("utils.checks.reading.check_filenames = print", ["course modules"]),
+        ("setattr(storage, 'read_file', f)", ["course modules"]),
+        ("sys.modules['utils.checks'] = fake", ["sys.modules"]),
+        ("import importlib", ["importlib"]),
+        ("get_ipython().input_transformers_post.append(f)", ["IPython hooks"]),
+        ("!ls", ["IPython hooks"]),
+        ("open('/etc/passwd')", ["paths outside the work folder"]),
+        ("open('../other.ipynb')", ["paths outside the work folder"]),
+        ("import subprocess", ["processes"]),
+        ("folder = tf.strings.split(path, '/')[-2]\nsame = utils.data.CLASSES == names", []),
+    ],
+)
+def test_flags_name_what_the_code_touches(code, flags):
+    assert grade.find_flags(code) == flags
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_solutions_raise_no_flags(lesson):
+    labs = grade.load_labs()
+    assert grade.find_flags(grade.learner_code(_notebook("solutions", lesson), labs[lesson])) == []
+
+
+def test_without_bwrap_the_grader_says_not_isolated(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    (tmp_path / "submissions").mkdir()
+    (tmp_path / "submissions" / "broken.ipynb").write_text("not json")
+    arguments = [str(tmp_path / "submissions"), "--output-dir", str(tmp_path / "grades")]
+    assert grade.main([*arguments, "--sandbox", "bwrap"]) == 2
+    assert capsys.readouterr().err.startswith("error: --sandbox bwrap, but bwrap is missing")
+    assert not (tmp_path / "grades").exists()
+    (tmp_path / "grades").mkdir()
+    (tmp_path / "grades" / "mine.txt").write_text("kept")
+    assert grade.main(arguments) == 0
+    assert capsys.readouterr().err.startswith("WARNING: NOT ISOLATED (no working bwrap here): ")
+    report = (tmp_path / "grades" / "scores.md").read_text()
+    assert report.startswith("Sandbox: NOT ISOLATED (no working bwrap here)\n")
+    assert (tmp_path / "grades" / "mine.txt").read_text() == "kept"  # Not the grader's file.
