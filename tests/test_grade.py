@@ -452,6 +452,7 @@ def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
         ("open('/etc/passwd')", ["paths outside the work folder"]),
         ("open('../other.ipynb')", ["paths outside the work folder"]),
         ("import subprocess", ["processes"]),
+        ("os.posix_spawn(path, args, env)", ["processes"]),
         ("folder = tf.strings.split(path, '/')[-2]\nsame = utils.data.CLASSES == names", []),
     ],
 )

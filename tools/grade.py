@@ -80,7 +80,7 @@ FLAGS = {
     "IPython hooks": r"\bget_ipython\b|\bIPython\b|^\s*[%!]",
     "paths outside the work folder": r"[\"'](?:/\w|~/|\.\./)|\bexpanduser\b|\bchdir\b",
     "processes": r"\bsubprocess\b|\bos\.(?:system|fork|kill|exec\w*|spawn\w*|popen)\b"
-    r"|\bmultiprocessing\b|\bctypes\b",
+    r"|\bmultiprocessing\b|\bctypes\b|\bpty\b|\bposix_spawn|\bcreate_subprocess",
 }
 
 
