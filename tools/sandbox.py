@@ -72,10 +72,10 @@ def bwrap_command(
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"]
     args += ["--proc", "/proc"]
     hidden = [SANDBOX_TMP, *(Path(path).resolve() for path in hide if Path(path).is_dir())]
-    hidden = [path for path in hidden if path != Path("/")]
+    needed = {Path(path).resolve() for path in read_only}
+    hidden = [path for path in hidden if path != Path("/") and path not in needed]
     mounts = [(path, "--tmpfs") for path in hidden]
-    for path in read_only:
-        path = Path(path).resolve()
+    for path in needed:
         if path.exists() and any(path.is_relative_to(h) and path != h for h in hidden):
             mounts.append((path, "--ro-bind"))
     for path, kind in sorted(set(mounts), key=lambda mount: len(mount[0].parts)):
