@@ -43,6 +43,13 @@ OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
 CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
 BUILD_COMMAND = "make build"
 METADATA_KEY = "tpu_speed_pipelines"
+# What an instructor's grading (tools/grade.py) scores, said in every lab's header.
+GRADED_NOTE = (
+    "**What is graded:** the check cell after each TODO, run again on a small dataset. "
+    "Your TODO cells and the cells you add are kept where you put them; every other cell "
+    "(set-up, parameters, text, checks) is restored from the course first, so put your "
+    "work in the TODO cells or in new cells."
+)
 
 
 class BuildError(Exception):
@@ -259,9 +266,10 @@ def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) ->
     workbench = (
         f"https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url={raw}"
     )
-    links = nbformat.v4.new_markdown_cell(
-        source=f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})"
-    )
+    links_text = f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})"
+    if folder == "labs":
+        links_text += "\n\n" + GRADED_NOTE
+    links = nbformat.v4.new_markdown_cell(source=links_text)
     links.id = "cell-links"
     notebook.cells.insert(1, links)
 
