@@ -73,7 +73,9 @@ print(simulated_storage.describe())
 #
 # `source.paths` lists every image file of the source (`.jpg`, `.jpeg` or `.png`, in any
 # letter case). `tf.data.Dataset.from_tensor_slices()` turns a list into a dataset, one
-# element per item, and `shuffle()` mixes them; a seed makes the order repeatable.
+# element per item, and `shuffle()` mixes them. `shuffle()` draws a new order on every pass
+# over the dataset (every epoch); a seed makes that sequence of orders the same from one run
+# of the notebook to the next, not one pass the same as the next.
 # (`tf.data.Dataset.list_files()` does both from a glob, but a glob reads `[`, `*` and `?`
 # in a real folder's name as patterns: a folder named `photos [2024]` matches nothing.)
 #
@@ -99,6 +101,8 @@ shuffled_paths = [path.decode() for path in filenames.as_numpy_iterator()]
 sample_paths, _, _ = sources.readable_sample(shuffled_paths, 5)
 for path in sample_paths:
     print(path)
+next_pass = [path.decode() for path in filenames.take(5).as_numpy_iterator()]
+print("The next pass starts with the same 5 paths:", next_pass == shuffled_paths[:5])
 
 # %% [markdown]
 # ## 2. The label is the folder name (TODO 2)
@@ -115,6 +119,10 @@ print("Classes:", source.class_names)
 # %% [markdown]
 # **TODO 2.** Complete `label_from_path(path)`: split the path on `"/"`, take the folder
 # name (the second-to-last part), and return its index in `class_names` as an integer.
+#
+# *Hint:* a tensor has no `.index()`. Compare instead: `class_names == folder` gives one
+# boolean per class, true at the folder's class; `tf.argmax()` of it, cast to `tf.int32`,
+# is the position of that true value.
 
 
 # %%
@@ -168,11 +176,13 @@ checks.check_read_and_decode(
 # ## Look at the images
 #
 # Nine images with their class and their size in pixels, height x width (files that do
-# not decode are skipped, and listed).
+# not decode are skipped, and listed). Since each pass over `filenames` has a new order,
+# the nine paths are taken once, from the pass above, so that the grid and the sizes below
+# show the same images.
 
 # %%
-shown_paths, _, _ = sources.readable_sample(shuffled_paths, 9)
-images_and_labels = tf.data.Dataset.from_tensor_slices(shown_paths).map(read_and_decode)
+nine_paths, _, _ = sources.readable_sample(shuffled_paths, 9)
+images_and_labels = tf.data.Dataset.from_tensor_slices(nine_paths).map(read_and_decode)
 figure = display.show_images(images_and_labels, class_names=source.class_names)
 
 # %% [markdown]

@@ -159,7 +159,7 @@ def build_conversion(pipeline, source, output_dir, num_shards):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-checks.check_build_conversion(build_conversion, todo=2)
+checks.check_build_conversion(build_conversion, todo=2, class_names=source.class_names)
 
 # %% [markdown]
 # ## Run it

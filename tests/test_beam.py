@@ -1,6 +1,7 @@
 """Tests of the Beam conversion (lesson 5): skipped, with the reason, without Apache Beam."""
 
 import hashlib
+import json
 
 import pytest
 import tensorflow as tf
@@ -84,3 +85,144 @@ def test_command_line_runs_locally_and_validates(tmp_path, capsys):
     )  # fmt: skip
     assert status == 0
     assert "Input images: 60 = 60 written + 0 skipped." in capsys.readouterr().out
+
+
+# The checks of lesson 5, TODO 1: right answers pass, usual mistakes say what is wrong.
+def _dofn(process):
+    import apache_beam as beam
+
+    return type("ConvertImage", (beam.DoFn,), {"process": process})
+
+
+def _convert(path, class_names=data.CLASSES):
+    return beam_conversion.convert_image(path, class_names=class_names, target_size=32, quality=90)
+
+
+def _skipped(value):
+    import apache_beam as beam
+
+    return beam.pvalue.TaggedOutput("skipped", value)
+
+
+def _yielding(skipped_value=lambda path, error: json.dumps({"path": path, "error": error})):
+    def process(self, path):
+        record, error = _convert(path)
+        if record is None:
+            yield _skipped(skipped_value(path, error))
+        else:
+            yield record
+
+    return _dofn(process)
+
+
+def _check_dofn(dofn_class, class_names=data.CLASSES):
+    from utils import checks
+
+    checks.check_convert_dofn(dofn_class, todo=1, class_names=class_names)
+
+
+def test_check_convert_dofn_passes_with_yield_or_a_returned_list(capsys):
+    _check_dofn(_yielding())
+
+    def returns_a_list(self, path):  # Beam iterates over a list: right too.
+        record, error = _convert(path)
+        return [record] if record else [_skipped(json.dumps({"path": path, "error": error}))]
+
+    _check_dofn(_dofn(returns_a_list))
+    assert capsys.readouterr().out == 2 * (
+        "TODO 1 passed: a record for each readable image, a 'skipped' entry for an "
+        "unreadable one.\n"
+    )
+
+
+def test_check_convert_dofn_uses_the_learners_class_names(capsys):
+    class_names = ["cats", "people [2024]"]
+
+    def process(self, path):  # Knows only the learner's classes, as the notebook's does.
+        record, error = _convert(path, class_names)
+        yield record if record else _skipped(json.dumps({"path": path, "error": error}))
+
+    _check_dofn(_dofn(process), class_names)
+    assert capsys.readouterr().out.startswith("TODO 1 passed")
+
+
+def test_check_convert_dofn_return_instead_of_yield_says_so():
+    from utils import checks
+
+    def returns(self, path):
+        record, error = _convert(path)
+        if record is None:
+            return _skipped(json.dumps({"path": path, "error": error}))
+        return record
+
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"^TODO 1 \(ConvertImage.process\): expected process\(\) to yield its output; for "
+        r"a readable JPEG \(daisy/photo.jpg\) it returns a bytes of [\d,]+\. Beam iterates over "
+        r"what process\(\) returns, so a record returned gives one output per byte\. Use "
+        r"`yield`, not `return`\.$",
+    ):
+        _check_dofn(_dofn(returns))
+
+
+def test_check_convert_dofn_skipped_entry_must_be_json_of_path_and_error():
+    from utils import checks
+
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected the skipped entry for an empty file \(daisy/empty.jpg\) to be "
+        r"json.dumps\(\{'path': path, 'error': error\}\); found '.*empty.jpg: .*'\. Each line",
+    ):
+        _check_dofn(_yielding(lambda path, error: f"{path}: {error}"))
+    with pytest.raises(
+        checks.CheckFailed, match=r"to be a string, json.dumps\(...\) .*found a dict"
+    ):
+        _check_dofn(_yielding(lambda path, error: {"path": path, "error": error}))
+    with pytest.raises(checks.CheckFailed, match=r"found '\{\"path\": .*\"error\": \"\"\}'"):
+        _check_dofn(_yielding(lambda path, error: json.dumps({"path": path, "error": ""})))
+
+
+def test_check_convert_dofn_stub_and_two_outputs():
+    from utils import checks
+
+    def stub(self, path):
+        pass
+
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 1 \(ConvertImage.process\): not done yet"):
+        _check_dofn(_dofn(stub))
+
+    def both(self, path):
+        record, error = _convert(path)
+        yield record
+        yield _skipped(json.dumps({"path": path, "error": error}))
+
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected one output for a readable JPEG \(daisy/photo.jpg\); found 2: bytes, "
+        r"TaggedOutput\.$",
+    ):
+        _check_dofn(_dofn(both))
+
+
+def test_check_build_conversion_uses_the_learners_class_names(capsys):
+    import types
+
+    from utils import checks
+
+    class_names = ["cats", "people"]
+
+    def build(pipeline, source, output_dir, num_shards):  # The DoFn knows these classes only.
+        learners = types.SimpleNamespace(pattern=source.pattern, class_names=class_names)
+        beam_conversion.build_pipeline(
+            pipeline,
+            learners,
+            output_dir,
+            num_shards,
+            target_size=tfrecords.DEFAULT_TARGET_SIZE,
+            quality=tfrecords.DEFAULT_JPEG_QUALITY,
+        )
+
+    checks.check_build_conversion(build, todo=2, class_names=class_names)
+    assert capsys.readouterr().out == (
+        "TODO 2 passed: 11 images = 8 records in 2 shards + 3 skipped.\n"
+    )

@@ -108,6 +108,30 @@ def test_make_stub_finds_names_assigned_inside_blocks_but_not_in_functions():
     assert build.make_stub(region, 4, "x.py") == ["model = ...", "count = ..."]
 
 
+def test_make_stub_subscript_assignment_stubs_no_index_name():
+    # Lab 2's to_example: `one_hot[class_index] = 1.0` must not stub the parameter.
+    region = [
+        "    one_hot = [0.0] * len(class_names)",
+        "    one_hot[class_index] = 1.0",
+        "    table[key].value, (first, *rest) = 2, pair",
+        "    label = class_names[class_index].encode()",
+    ]
+    assert build.make_stub(region, 3, "x.py") == [
+        "    one_hot = ...",
+        "    first = ...",
+        "    rest = ...",
+        "    label = ...",
+    ]
+
+
+def test_make_stub_lab2_to_example_keeps_class_index():
+    source = REPO_ROOT / "notebooks" / "02_write_tfrecords.py"
+    lab, _ = build.split_variants(source, REPO_ROOT)
+    (cell,) = [c for c in lab.cells if "def to_example(" in c.source]
+    assert "class_index = ..." not in cell.source
+    assert "    one_hot = ..." in cell.source
+
+
 def test_make_stub_without_assignments_is_an_ellipsis():
     assert build.make_stub(["print('hi')"], 1, "x.py") == ["..."]
 

@@ -1,6 +1,8 @@
 """Tests of utils/display.py."""
 
 import matplotlib
+import matplotlib.image
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -111,3 +113,64 @@ def test_show_predictions_marks_wrong_answers_in_red():
     )
     titles = [(axis.get_title(), axis.title.get_color()) for axis in figure.axes]
     assert titles == [("a", "black"), ("b (is c)", "red"), ("c", "black")]
+
+
+def _saved_width(figure, tmp_path):
+    """Returns the width in pixels of the figure as a notebook saves it (tight, 100 dpi)."""
+    path = tmp_path / "figure.png"
+    figure.savefig(path, bbox_inches="tight", dpi=100)
+    return matplotlib.image.imread(path).shape[1]
+
+
+def _result(label, rate):
+    return timing.ThroughputResult(label, 100, 100 / rate, rate, None, 0.0)
+
+
+def test_lab3_figures_fit_the_notebook_width(tmp_path):
+    knobs = {
+        "course pipeline, again": [_result(f"run {i}", 1500) for i in (1, 2, 3)],
+        "num_parallel_reads": [_result(str(n), 300 * n) for n in (1, 2, 4, 8, 16)]
+        + [_result("AUTOTUNE", 1400)],
+        "shards": [_result(str(n), 1000 + n) for n in (1, 4, 16, 64)],
+        "deterministic": [_result("false", 1500), _result("true", 1400)],
+        "prefetch": [_result("true", 1500), _result("false", 1450)],
+        "cache": [_result("false", 1500), _result("true", 40000)],
+    }
+    assert _saved_width(display.plot_ablation(knobs, title="x" * 90), tmp_path) <= 1000
+    speed = [
+        _result(n, r)
+        for n, r in [
+            ("files, one at a time", 17),
+            ("files, parallel", 300),
+            ("TFRecords, one reader", 1200),
+            ("TFRecords, fast", 1500),
+        ]
+    ]
+    figure = display.plot_throughput(speed, ceiling=_result("decode ceiling", 2100))
+    assert _saved_width(figure, tmp_path) <= 1000
+    (line,) = figure.axes[0].get_lines()
+    assert list(line.get_ydata()) == [2100, 2100]
+    assert figure.axes[0].texts[-1].get_text() == "decode ceiling: 2,100"
+    plt.close("all")
+
+
+def test_plot_timelines_two_panels_fit_the_notebook_width(tmp_path):
+    from utils import timeline
+
+    spans = [(0.1 * i, 0.1 * i + 0.05) for i in range(12)]
+    slow = timeline.Timeline("slow", spans, spans, spans)
+    figure = display.plot_timelines([slow, slow])
+    assert [axis.get_title() for axis in figure.axes] == ["slow: 1.15 s", "slow: 1.15 s"]
+    assert _saved_width(figure, tmp_path) <= 1000
+    plt.close("all")
+
+
+def test_plot_quality_trade_off_each_panel_scaled_to_its_own_values(tmp_path):
+    figure = display.plot_quality_trade_off(
+        [50, 90], [6.0, 14.0], [2900, 2100], reference=("originals", 38.7, 1630)
+    )
+    kilobytes_axis, speed_axis = figure.axes
+    assert kilobytes_axis.get_ylim() == pytest.approx((0, 38.7 * 1.15))
+    assert speed_axis.get_ylim() == pytest.approx((0, 2900 * 1.15))
+    assert _saved_width(figure, tmp_path) <= 1000
+    plt.close("all")

@@ -3,6 +3,7 @@
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -83,8 +84,14 @@ def test_reset_counters_keeps_requests_in_flight_consistent():
         ({"latency_ms": -1}, r"`latency_ms` must be a number >= 0. Received: latency_ms=-1"),
         ({"latency_ms": "50"}, r"`latency_ms` must be a number >= 0"),
         ({"megabytes_per_second": 0}, r"`megabytes_per_second` must be positive or None"),
+        (
+            {"latency_ms": 50, "latency_p99_ms": 40},
+            r"`latency_p99_ms` must be None or a number >= latency_ms. "
+            r"Received: latency_p99_ms=40, latency_ms=50",
+        ),
+        ({"total_megabytes_per_second": -1}, r"`total_megabytes_per_second` must be positive"),
     ],
-    ids=["negative latency", "string latency", "zero bandwidth"],
+    ids=["negative latency", "string latency", "zero bandwidth", "p99 below median", "zero total"],
 )
 def test_simulated_storage_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -124,3 +131,61 @@ def test_tfrecord_dataset_on_real_remote_storage_is_plain_tfrecord_dataset(shard
     records, _ = _read_all(real.tfrecord_dataset(shard_paths, num_parallel_reads=2))
     assert sorted(records) == sorted(tf.data.TFRecordDataset(shard_paths).as_numpy_iterator())
     assert real.num_requests == 0
+
+
+def test_draw_latency_fixed_model_is_always_latency_ms():
+    fixed = storage.SimulatedStorage(latency_ms=50)
+    assert {fixed.draw_latency_ms() for _ in range(100)} == {50.0}
+
+
+def test_draw_latency_lognormal_has_the_median_and_p99_asked_for():
+    tailed = storage.SimulatedStorage(latency_ms=50, latency_p99_ms=500, seed=1)
+    draws = np.array([tailed.draw_latency_ms() for _ in range(20000)])
+    assert np.median(draws) == pytest.approx(50, rel=0.05)
+    assert np.percentile(draws, 99) == pytest.approx(500, rel=0.12)
+    assert draws.min() > 0
+
+
+def test_object_storage_model_uses_the_cited_defaults():
+    model = storage.SimulatedStorage.object_storage(50)
+    assert (model.latency_ms, model.latency_p99_ms, model.megabytes_per_second) == (50, 500, 85)
+    assert model.describe() == (
+        "SIMULATED object storage: first byte after 50 ms (median), 500 ms (p99), "
+        "85 MB/s per stream."
+    )
+    both = storage.SimulatedStorage.object_storage(20, total_megabytes_per_second=100)
+    assert both.describe().endswith("85 MB/s per stream, 100 MB/s in all.")
+
+
+def test_read_file_records_the_latencies_drawn(paths):
+    tailed = storage.SimulatedStorage(latency_ms=1, latency_p99_ms=5)
+    _read_all(tf.data.Dataset.from_tensor_slices(paths[:5]).map(tailed.read_file))
+    assert len(tailed.latencies_ms) == 5 and all(v > 0 for v in tailed.latencies_ms)
+    tailed.reset_counters()
+    assert tailed.latencies_ms == []
+
+
+def test_tfrecord_dataset_stream_cap_paces_the_records_not_the_open(shard_paths):
+    total = sum(tf.io.gfile.stat(p).length for p in shard_paths)
+    # One stream at a third of the bytes per second: reading everything takes ~3 s...
+    capped = storage.SimulatedStorage(latency_ms=0, megabytes_per_second=total / 3 / 1e6)
+    start = time.perf_counter()
+    first = next(iter(capped.tfrecord_dataset(shard_paths)))
+    first_seconds = time.perf_counter() - start  # ...but the first records come early.
+    records, seconds = _read_all(capped.tfrecord_dataset(shard_paths))
+    assert len(first.numpy()) > 0 and first_seconds < 0.8
+    assert records == list(tf.data.TFRecordDataset(shard_paths).as_numpy_iterator())
+    assert 2.7 < seconds < 4.5
+
+
+def test_tfrecord_dataset_parallel_streams_share_the_total_cap(shard_paths):
+    total = sum(tf.io.gfile.stat(p).length for p in shard_paths)
+    per_stream = total / 1e6  # One second for all the bytes on one stream.
+    fast = storage.SimulatedStorage(latency_ms=0, megabytes_per_second=per_stream)
+    _, free_seconds = _read_all(fast.tfrecord_dataset(shard_paths, num_parallel_reads=6))
+    shared = storage.SimulatedStorage(
+        latency_ms=0, megabytes_per_second=per_stream, total_megabytes_per_second=per_stream / 2
+    )
+    _, shared_seconds = _read_all(shared.tfrecord_dataset(shard_paths, num_parallel_reads=6))
+    assert free_seconds < 0.9  # Six streams in parallel: about 1/6 s each.
+    assert shared_seconds >= 1.9  # All the bytes through half the bandwidth: 2 s.

@@ -43,6 +43,13 @@ OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
 CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
 BUILD_COMMAND = "make build"
 METADATA_KEY = "tpu_speed_pipelines"
+# What an instructor's grading (tools/grade.py) scores, said in every lab's header.
+GRADED_NOTE = (
+    "**What is graded:** the check cell after each TODO, run again on a small dataset. "
+    "Your TODO cells and the cells you add are kept where you put them; every other cell "
+    "(set-up, parameters, text, checks) is restored from the course first, so put your "
+    "work in the TODO cells or in new cells."
+)
 
 
 class BuildError(Exception):
@@ -103,13 +110,26 @@ def make_stub(region_lines: list[str], todo: int, where: str) -> list[str]:
         elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
             targets = [statement.target]
         for target in targets:
-            for node in ast.walk(target):
-                if isinstance(node, ast.Name) and node.id not in names:
-                    names.append(node.id)
-                if isinstance(node, ast.Attribute):
-                    break
+            for name in _bound_names(target):
+                if name not in names:
+                    names.append(name)
     stub = [f"{name} = ..." for name in names] or ["..."]
     return [" " * indent + line for line in stub]
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """Returns the names an assignment target binds, in order.
+
+    `a, (b, *c) = ...` binds a, b and c. `x[i] = ...` and `x.y = ...` bind no name: they
+    change an object that exists already, so neither `x` nor `i` may be stubbed.
+    """
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _bound_names(element)]
+    return []
 
 
 def _walk_blocks(statement: ast.stmt):
@@ -246,9 +266,10 @@ def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) ->
     workbench = (
         f"https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url={raw}"
     )
-    links = nbformat.v4.new_markdown_cell(
-        source=f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})"
-    )
+    links_text = f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})"
+    if folder == "labs":
+        links_text += "\n\n" + GRADED_NOTE
+    links = nbformat.v4.new_markdown_cell(source=links_text)
     links.id = "cell-links"
     notebook.cells.insert(1, links)
 

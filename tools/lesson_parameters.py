@@ -34,6 +34,7 @@ SMALL_PARAMETERS = {
         "NUM_TIMED_SEQUENTIAL": 4,
         "ABLATION_PARALLEL_READS": [1, 4],
         "ABLATION_SHARD_COUNTS": [1, 4],
+        "TIMELINE_BATCHES": 4,
     },
     "04_train_keras": {
         "NUM_IMAGES": 160,

@@ -10,6 +10,8 @@ import numpy as np
 import tensorflow as tf
 from matplotlib.ticker import MaxNLocator
 
+MAX_WIDTH_INCHES = 10  # 1,000 pixels at matplotlib's 100 dpi: the width of a notebook.
+
 
 def show_images(
     dataset: tf.data.Dataset,
@@ -57,16 +59,24 @@ def show_images(
     return figure
 
 
-def plot_throughput(results, *, title: str = "Images per second", log_scale: bool | None = None):
+def plot_throughput(
+    results,
+    *,
+    title: str = "Images per second",
+    log_scale: bool | None = None,
+    ceiling=None,
+):
     """Draws one bar per `ThroughputResult`, labelled with its images/s.
 
     Args:
         results: `timing.ThroughputResult`s, in the order to draw them.
         title: the chart's title.
         log_scale: use a log y axis; None chooses it when the fastest is 30x the slowest.
+        ceiling: a `ThroughputResult` drawn as a dashed reference line (the decode
+            ceiling: no bar can pass it for long); None for none.
 
     Returns:
-        The matplotlib Figure.
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
 
     Raises:
         ValueError: if `results` is empty.
@@ -77,22 +87,37 @@ def plot_throughput(results, *, title: str = "Images per second", log_scale: boo
     if not results:
         raise ValueError("`results` must hold at least one ThroughputResult. Received: []")
     rates = [result.images_per_second for result in results]
+    top = max(rates + ([ceiling.images_per_second] if ceiling else []))
     if log_scale is None:
-        log_scale = max(rates) / min(rates) >= 30
-    figure, axis = plt.subplots(figsize=(1.6 + 1.9 * len(results), 4))
+        log_scale = top / min(rates) >= 30
+    figure, axis = plt.subplots(figsize=(min(MAX_WIDTH_INCHES, 1.6 + 1.9 * len(results)), 4))
     bars = axis.bar([result.label for result in results], rates, color="tab:blue")
     axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in rates], padding=2)
     axis.set_ylabel("images/s" + (" (log scale)" if log_scale else ""))
     if log_scale:
         axis.set_yscale("log")
-    axis.set_title(title)
+        axis.set_ylim(top=top * 3)  # Room for the value labels inside the frame.
+    else:
+        axis.set_ylim(0, top * 1.15)
+    if ceiling is not None:
+        axis.axhline(ceiling.images_per_second, color="tab:red", linestyle="--", linewidth=1)
+        axis.annotate(
+            f"{ceiling.label}: {ceiling.images_per_second:,.0f}",
+            (0.01, ceiling.images_per_second),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 3),
+            textcoords="offset points",
+            color="tab:red",
+            fontsize=9,
+        )
+    axis.set_title(title, fontsize=10, wrap=True)
     axis.tick_params(axis="x", labelrotation=15)
     figure.tight_layout()
     return figure
 
 
 def plot_ablation(results_by_knob: dict, *, title: str = "What each knob buys"):
-    """Draws one small bar chart per knob: images/s for each of its settings.
+    """Draws one small bar chart per knob, three to a row: images/s for each setting.
 
     Args:
         results_by_knob: knob name -> `timing.ThroughputResult`s, one per setting, each
@@ -100,7 +125,7 @@ def plot_ablation(results_by_knob: dict, *, title: str = "What each knob buys"):
         title: the figure's title.
 
     Returns:
-        The matplotlib Figure.
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
 
     Raises:
         ValueError: if `results_by_knob` is empty.
@@ -110,28 +135,29 @@ def plot_ablation(results_by_knob: dict, *, title: str = "What each knob buys"):
     """
     if not results_by_knob:
         raise ValueError("`results_by_knob` must name at least one knob. Received: {}")
-    # Panels as wide as their number of bars, so that the value labels do not overlap.
-    widths = [max(len(results), 2) for results in results_by_knob.values()]
+    num_columns = min(3, len(results_by_knob))
+    num_rows = math.ceil(len(results_by_knob) / num_columns)
     figure, axes = plt.subplots(
-        1,
-        len(widths),
-        figsize=(0.95 * sum(widths) + 1.5, 3.8),
-        squeeze=False,
-        gridspec_kw={"width_ratios": widths},
+        num_rows, num_columns, figsize=(MAX_WIDTH_INCHES, 3.0 * num_rows + 0.5), squeeze=False
     )
-    for axis, (knob, results) in zip(axes.flat, results_by_knob.items(), strict=True):
+    for axis in axes.flat[len(results_by_knob) :]:
+        axis.axis("off")
+    for axis, (knob, results) in zip(axes.flat, results_by_knob.items(), strict=False):
         rates = [result.images_per_second for result in results]
         bars = axis.bar([result.label for result in results], rates, color="tab:blue")
-        axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in rates], fontsize=8)
+        axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in rates], fontsize=8, padding=1)
         axis.set_title(knob, fontsize=10)
         axis.tick_params(axis="x", labelrotation=30, labelsize=8)
+        axis.tick_params(axis="y", labelsize=8)
         if max(rates) / min(rates) >= 30:
             axis.set_yscale("log")
+            axis.set_ylim(top=max(rates) * 3)
             axis.set_title(f"{knob} (log scale)", fontsize=10)
         else:
-            axis.set_ylim(0, max(rates) * 1.18)
-    axes.flat[0].set_ylabel("images/s")
-    figure.suptitle(title)
+            axis.set_ylim(0, max(rates) * 1.2)
+    for row in axes:
+        row[0].set_ylabel("images/s", fontsize=9)
+    figure.suptitle(title, fontsize=11)
     figure.tight_layout()
     return figure
 
@@ -181,5 +207,89 @@ def show_predictions(images, labels, probabilities, *, class_names, num_columns:
         right = guess == label
         text = class_names[guess] if right else f"{class_names[guess]} (is {class_names[label]})"
         axis.set_title(text, color="black" if right else "red", fontsize=9)
+    figure.tight_layout()
+    return figure
+
+
+def plot_timelines(timelines, *, title: str = "When each batch was read, decoded and consumed"):
+    """Draws measured pipeline timelines side by side: one row per batch, time across.
+
+    Args:
+        timelines: `timeline.Timeline`s, drawn left to right on one time axis.
+        title: the figure's title.
+
+    Returns:
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
+
+    Raises:
+        ValueError: if `timelines` is empty.
+
+    Example:
+        display.plot_timelines([slow_timeline, fast_timeline])
+    """
+    if not timelines:
+        raise ValueError("`timelines` must hold at least one Timeline. Received: []")
+    num_batches = max(len(timeline.consume) for timeline in timelines)
+    figure, axes = plt.subplots(
+        1,
+        len(timelines),
+        figsize=(MAX_WIDTH_INCHES, 1.4 + 0.22 * num_batches),
+        sharex=True,
+        squeeze=False,
+    )
+    stages = (("read", "tab:blue"), ("decode", "tab:orange"), ("consume", "tab:green"))
+    for axis, timeline in zip(axes.flat, timelines, strict=True):
+        for stage, color in stages:
+            spans = getattr(timeline, stage)
+            bars = [(start, max(end - start, 0.002)) for start, end in spans]
+            for row, bar in enumerate(bars):
+                axis.broken_barh(
+                    [bar], (row - 0.35, 0.7), color=color, label=stage if not row else None
+                )
+        for row, ((_, decoded), (consumed, _)) in enumerate(
+            zip(timeline.decode, timeline.consume, strict=True)
+        ):
+            axis.plot([decoded, consumed], [row, row], color="0.6", linewidth=1, zorder=0)
+        axis.set_ylim(len(timeline.consume) - 0.5, -0.5)
+        axis.set_ylabel("batch", fontsize=9)
+        axis.set_xlabel("seconds from the start", fontsize=9)
+        axis.set_title(f"{timeline.label}: {timeline.seconds:.2f} s", fontsize=10)
+        axis.tick_params(labelsize=8)
+    axes.flat[0].legend(loc="lower right", fontsize=8)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    return figure
+
+
+def plot_quality_trade_off(qualities, kilobytes, images_per_second, *, reference=None):
+    """Draws bytes per image and decode speed against JPEG quality, side by side.
+
+    Args:
+        qualities: the JPEG qualities measured.
+        kilobytes: mean kB per image at each quality.
+        images_per_second: decode speed at each quality.
+        reference: optional (label, kilobytes, images_per_second) drawn as dashed lines,
+            such as the original images.
+
+    Returns:
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
+
+    Example:
+        display.plot_quality_trade_off([50, 90], [6.1, 14.2], [2900, 2100])
+    """
+    figure, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_INCHES, 3.4))
+    panels = (("kB per image", kilobytes), ("decoded images/s (all cores)", images_per_second))
+    for index, (axis, (name, values)) in enumerate(zip(axes, panels, strict=True)):
+        axis.plot(qualities, values, "o-", label="resized, at this quality")
+        top = max(values)
+        if reference is not None:
+            level = reference[1 + index]
+            axis.axhline(level, color="tab:red", linestyle="--", label=reference[0])
+            top = max(top, level)
+        axis.set_xlabel("JPEG quality")
+        axis.set_title(name, fontsize=10)
+        axis.set_ylim(0, top * 1.15)
+        axis.tick_params(labelsize=8)
+    axes[0].legend(fontsize=8, loc="upper left")
     figure.tight_layout()
     return figure

@@ -1,11 +1,23 @@
-"""Simulated remote object storage: a first-byte latency charged for every object opened.
+"""Simulated remote object storage: first-byte latency (fixed or long-tailed) and bandwidth.
 
 Objects are image files (`read_file`, lab 1) or TFRecord files (`tfrecord_dataset`, lab 3).
+
+The object-storage model's default numbers, and where they come from (lab 3 cites them):
+- `MEDIAN_LATENCY_MS`: AWS's S3 guide says small requests see median latencies "in the
+  range of tens of milliseconds", and 100-200 ms first-byte latency for larger objects
+  ("Best practices design patterns: optimizing Amazon S3 performance").
+- `TAIL_RATIO` (p99 / median): Dean and Barroso, "The Tail at Scale" (CACM 56(2), 2013),
+  Table 1: one request to a large service, median 1 ms, 99th percentile 10 ms. The same
+  AWS guide advises retrying the slowest 1-5% of requests: the tail is real.
+- `STREAM_MEGABYTES_PER_SECOND`: the same AWS guide, "make one concurrent request for each
+  85-90 MB/s of desired network throughput".
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import statistics
 import threading
 import time
 
@@ -16,93 +28,193 @@ import tensorflow as tf
 # tf.io.read_file itself through this storage (the benchmark does, for Keras).
 _read_file = tf.io.read_file
 
+MEDIAN_LATENCY_MS = 50.0
+TAIL_RATIO = 10.0
+STREAM_MEGABYTES_PER_SECOND = 85.0
+_Z_99 = statistics.NormalDist().inv_cdf(0.99)  # 2.326: the p99 of a standard normal.
+_RECORDS_PER_CHARGE = 8  # Records whose bytes are charged to their stream at once.
+
 
 class SimulatedStorage:
     """Reads files as if each one were an object on cloud storage.
 
-    Every object opened waits `latency_ms` before its first byte, then, with a bandwidth
-    cap, `num_bytes / megabytes_per_second`. The wait holds the thread that asked, as a
-    real blocking read does, and requests on different threads overlap, as they do on real
-    object storage. The storage counts requests, bytes and the most requests seen in flight
-    at once, so that a pipeline's real parallelism can be measured.
+    Every object opened waits for its first byte: exactly `latency_ms` (the fixed model),
+    or, with `latency_p99_ms`, a lognormal draw with median `latency_ms` and 99th
+    percentile `latency_p99_ms` (the object-storage model: most requests are quick, a few
+    are very slow). Then its bytes arrive at most at `megabytes_per_second` per object
+    stream and, if set, `total_megabytes_per_second` for all streams together. A TFRecord
+    file streams: its first records can be read before its last bytes have arrived.
+
+    A wait holds the thread that asked, as a real blocking read does, and requests on
+    different threads overlap, as they do on real object storage. The storage counts
+    requests, bytes, the first-byte latencies it drew, and the most requests seen in
+    flight at once, so that a pipeline's real parallelism can be measured.
 
     Args:
-        latency_ms: first-byte latency per object, in milliseconds (0 for local disk).
+        latency_ms: first-byte latency per object (the median, with `latency_p99_ms`), in
+            milliseconds (0 for local disk).
+        latency_p99_ms: 99th percentile of the first-byte latency; None: every request
+            takes exactly `latency_ms` (the course's earlier, fixed model).
         megabytes_per_second: bandwidth cap per object stream; None for no cap.
+        total_megabytes_per_second: bandwidth cap of all streams together (the machine's
+            network); None for no cap.
+        seed: seed of the latency draws.
         simulated: False for real remote storage (a `gs://` source): nothing is added.
 
     Raises:
-        ValueError: if `latency_ms` is negative or `megabytes_per_second` is not positive.
+        ValueError: if a latency is negative, the p99 is below the median, or a bandwidth
+            is not positive.
 
     Example:
-        storage = SimulatedStorage(latency_ms=50)
+        storage = SimulatedStorage(latency_ms=50, latency_p99_ms=500, megabytes_per_second=85)
         image_bytes = storage.read_file(path)  # Use it where you would use tf.io.read_file.
     """
 
     def __init__(
         self,
-        latency_ms: float = 50.0,
+        latency_ms: float = MEDIAN_LATENCY_MS,
         *,
+        latency_p99_ms: float | None = None,
         megabytes_per_second: float | None = None,
+        total_megabytes_per_second: float | None = None,
+        seed: int = 0,
         simulated: bool = True,
     ):
-        if not isinstance(latency_ms, (int, float)) or latency_ms < 0:
+        if (
+            isinstance(latency_ms, bool)
+            or not isinstance(latency_ms, (int, float))
+            or latency_ms < 0
+        ):
             raise ValueError(
                 f"`latency_ms` must be a number >= 0. Received: latency_ms={latency_ms!r}"
             )
-        if megabytes_per_second is not None and not megabytes_per_second > 0:
+        if latency_p99_ms is not None and not (
+            isinstance(latency_p99_ms, (int, float)) and latency_p99_ms >= latency_ms
+        ):
             raise ValueError(
-                "`megabytes_per_second` must be positive or None. "
-                f"Received: megabytes_per_second={megabytes_per_second!r}"
+                "`latency_p99_ms` must be None or a number >= latency_ms. "
+                f"Received: latency_p99_ms={latency_p99_ms!r}, latency_ms={latency_ms!r}"
             )
+        for name, value in (
+            ("megabytes_per_second", megabytes_per_second),
+            ("total_megabytes_per_second", total_megabytes_per_second),
+        ):
+            if value is not None and not value > 0:
+                raise ValueError(f"`{name}` must be positive or None. Received: {name}={value!r}")
         self.latency_ms = float(latency_ms) if simulated else 0.0
+        self.latency_p99_ms = latency_p99_ms if simulated else None
         self.megabytes_per_second = megabytes_per_second if simulated else None
+        self.total_megabytes_per_second = total_megabytes_per_second if simulated else None
         self.simulated = simulated
+        self._random = np.random.default_rng(seed)
         self._lock = threading.Lock()
         self._in_flight = 0
+        self._stream_ids = itertools.count()
+        self._stream_clocks: dict[int, float] = {}
+        self._network_clock = 0.0
         self.reset_counters()
 
     @classmethod
-    def for_source(cls, source, *, latency_ms: float = 50.0, **kwargs) -> SimulatedStorage:
+    def for_source(cls, source, *, latency_ms: float = MEDIAN_LATENCY_MS, **kwargs):
         """Returns the storage for an `ImageSource`: simulated, unless it is really remote."""
         return cls(latency_ms, simulated=not source.is_remote, **kwargs)
+
+    @classmethod
+    def object_storage(cls, latency_ms: float = MEDIAN_LATENCY_MS, **kwargs):
+        """Returns the object-storage model: p99 `TAIL_RATIO` x the median, 85 MB/s per stream.
+
+        Example:
+            storage = SimulatedStorage.object_storage(50)  # p99 500 ms, 85 MB/s per stream.
+        """
+        settings = dict(
+            latency_p99_ms=TAIL_RATIO * latency_ms, megabytes_per_second=STREAM_MEGABYTES_PER_SECOND
+        )
+        return cls(latency_ms, **{**settings, **kwargs})
 
     def describe(self) -> str:
         """Returns one line saying what is simulated."""
         if not self.simulated:
             return "Real remote storage: no latency is simulated."
-        if self.latency_ms == 0 and self.megabytes_per_second is None:
+        caps = [
+            f"{self.megabytes_per_second:g} MB/s per stream" if self.megabytes_per_second else "",
+            f"{self.total_megabytes_per_second:g} MB/s in all"
+            if self.total_megabytes_per_second
+            else "",
+        ]
+        cap = "".join(f", {text}" for text in caps if text)
+        if self.latency_p99_ms is not None:
+            return (
+                f"SIMULATED object storage: first byte after {self.latency_ms:g} ms (median), "
+                f"{self.latency_p99_ms:g} ms (p99){cap}."
+            )
+        if self.latency_ms == 0 and not cap:
             return "Local disk: no latency simulated."
-        cap = (
-            f", {self.megabytes_per_second:g} MB/s per stream" if self.megabytes_per_second else ""
-        )
         return (
             f"SIMULATED remote storage: {self.latency_ms:g} ms first-byte latency per object{cap}."
         )
 
     def reset_counters(self) -> None:
-        """Sets the request and byte counters to zero, and the in-flight peak to now's count."""
+        """Sets the counters to zero, the in-flight peak to now's count; forgets the latencies."""
         with self._lock:
             self.num_requests = 0
             self.num_bytes_read = 0
             self.max_in_flight = self._in_flight
+            self.latencies_ms: list[float] = []
+
+    def draw_latency_ms(self) -> float:
+        """Returns one first-byte latency, in milliseconds, from the storage's model."""
+        if self.latency_p99_ms is None or self.latency_ms == 0:
+            return self.latency_ms
+        sigma = np.log(self.latency_p99_ms / self.latency_ms) / _Z_99
+        with self._lock:
+            return float(self.latency_ms * np.exp(sigma * self._random.standard_normal()))
 
     def wait_for_object(self, num_bytes: int) -> None:
-        """Blocks as long as opening one object of `num_bytes` bytes takes, and counts it."""
+        """Blocks as long as reading one whole object of `num_bytes` bytes takes; counts it."""
+        self._open(num_bytes, transfer=True)
+
+    def _open(self, num_bytes: int, *, transfer: bool) -> int:
+        latency_ms = self.draw_latency_ms()
         with self._lock:
             self.num_requests += 1
             self.num_bytes_read += int(num_bytes)
+            self.latencies_ms.append(latency_ms)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
-            seconds = self.latency_ms / 1000
-            if self.megabytes_per_second:
-                seconds += num_bytes / (self.megabytes_per_second * 1e6)
-            if seconds:
-                time.sleep(seconds)
+            if latency_ms:
+                time.sleep(latency_ms / 1000)
         finally:
             with self._lock:
                 self._in_flight -= 1
+                stream = next(self._stream_ids)
+                self._stream_clocks[stream] = time.monotonic()
+        if transfer:
+            self.wait_for_bytes(stream, num_bytes)
+            with self._lock:
+                self._stream_clocks.pop(stream, None)
+        return stream
+
+    def wait_for_bytes(self, stream: int, num_bytes: int) -> None:
+        """Blocks until `num_bytes` more bytes of an open stream have arrived.
+
+        A stream receives its bytes from its first byte on, whether or not they are read
+        yet; reading them waits only for those that have not arrived.
+        """
+        if not (self.megabytes_per_second or self.total_megabytes_per_second):
+            return
+        with self._lock:
+            arrived = self._stream_clocks.get(stream, time.monotonic())
+            if self.megabytes_per_second:
+                arrived += num_bytes / (self.megabytes_per_second * 1e6)
+            if self.total_megabytes_per_second:
+                start = max(self._network_clock, self._stream_clocks.get(stream, arrived))
+                self._network_clock = start + num_bytes / (self.total_megabytes_per_second * 1e6)
+                arrived = max(arrived, self._network_clock)
+            self._stream_clocks[stream] = arrived
+        delay = arrived - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
 
     def read_file(self, path: tf.Tensor) -> tf.Tensor:
         """Reads one file's bytes, like `tf.io.read_file`, after the simulated wait.
@@ -125,6 +237,9 @@ class SimulatedStorage:
     def tfrecord_dataset(self, filenames, *, num_parallel_reads: int | None = None):
         """Reads TFRecord files, like `tf.data.TFRecordDataset`, paying the wait per file opened.
 
+        Each file pays one first-byte wait when it is opened; with a bandwidth cap, its
+        records then arrive as a stream, at most at the cap.
+
         Args:
             filenames: a list of paths or a dataset of path strings.
             num_parallel_reads: files read at once (None: one after another; an integer or
@@ -143,12 +258,28 @@ class SimulatedStorage:
             filenames = tf.data.Dataset.from_tensor_slices(tf.constant(filenames, tf.string))
 
         def open_file(path):
-            waited = tf.numpy_function(self._wait_for_path, [path], tf.int64, stateful=True)
+            stream = tf.numpy_function(self._open_stream, [path], tf.int64, stateful=True)
+            return path, stream
+
+        def charge(batch, stream):
+            # Each record is framed by 16 bytes in the file (length and checksums).
+            num_bytes = tf.reduce_sum(tf.strings.length(batch)) + 16 * tf.size(batch)
+            waited = tf.numpy_function(
+                self._wait_for_stream, [stream, num_bytes], tf.int64, stateful=True
+            )
             with tf.control_dependencies([waited]):
-                return tf.identity(path)
+                return tf.identity(batch)
+
+        def stream_records(path, stream):
+            records = tf.data.TFRecordDataset(path)
+            if not (self.megabytes_per_second or self.total_megabytes_per_second):
+                return records
+            # The bytes are charged as the records are read: a file streams.
+            charged = records.batch(_RECORDS_PER_CHARGE).map(lambda b: charge(b, stream))
+            return charged.unbatch()
 
         def records_of(path):
-            return tf.data.TFRecordDataset(tf.data.Dataset.from_tensors(path).map(open_file))
+            return tf.data.Dataset.from_tensors(path).map(open_file).flat_map(stream_records)
 
         if num_parallel_reads is None:
             return filenames.flat_map(records_of)
@@ -164,7 +295,20 @@ class SimulatedStorage:
         return records.with_options(options)
 
     def _wait_for_path(self, path: bytes) -> np.int64:
-        name = path.decode() if isinstance(path, bytes) else str(path)
-        num_bytes = os.path.getsize(name) if "://" not in name else tf.io.gfile.stat(name).length
+        num_bytes = _size_of(path)
         self.wait_for_object(num_bytes)
         return np.int64(num_bytes)
+
+    def _open_stream(self, path: bytes) -> np.int64:
+        return np.int64(self._open(_size_of(path), transfer=False))
+
+    def _wait_for_stream(self, stream: np.int64, num_bytes: np.int64) -> np.int64:
+        self.wait_for_bytes(int(stream), int(num_bytes))
+        return np.int64(num_bytes)
+
+
+def _size_of(path: bytes | np.ndarray) -> int:
+    if isinstance(path, np.ndarray):  # Called eagerly, numpy_function gives a 0-d array.
+        path = path.item()
+    name = path.decode() if isinstance(path, bytes) else str(path)
+    return os.path.getsize(name) if "://" not in name else tf.io.gfile.stat(name).length

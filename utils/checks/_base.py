@@ -47,11 +47,41 @@ def _require_done(value, todo: int, name: str, expected: str) -> None:
 
 
 def _require_result(result, todo: int, name: str, expected: str) -> None:
-    """Fails with "not done yet" when a function returned ..., None, or a tuple holding one."""
+    """Fails with "not done yet" when a function returned ..., None, or a tuple holding one.
+
+    This is decided from the value the learner's function returned, called eagerly, never
+    from the wording of an error TensorFlow raises on it.
+    """
     __tracebackhide__ = True
     parts = result if isinstance(result, tuple) else (result,)
     if any(part is Ellipsis or part is None for part in parts):
-        _fail(todo, name, f"not done yet: it returns {result!r}. Expected {expected}.")
+        _fail(todo, name, f"not done yet: it returns {_describe(result)}. Expected {expected}.")
+
+
+def _describe(value) -> str:
+    """A short description of a value for a message: a tensor by dtype and shape, not values."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_describe(part) for part in value) + ")"
+    if value is Ellipsis or value is None:
+        return repr(value)
+    if isinstance(value, tf.Tensor | tf.Variable):
+        return f"a {value.dtype.name} tensor of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__}"
+
+
+def _call_eagerly(function, args, *, todo: int, name: str, expected: str):
+    """Calls `function(*args)` once, eagerly; fails on an error or on the stub's `...`.
+
+    Run inside `Dataset.map` only afterwards, so that "not done yet" is decided from the
+    value returned, not from the error TensorFlow raises when it meets `...` in a graph.
+    """
+    __tracebackhide__ = True
+    try:
+        result = function(*args)
+    except CHECK_ERRORS as error:
+        _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
+    _require_result(result, todo, name, expected)
+    return result
 
 
 def _require_dataset(value, todo: int, name: str, expected: str) -> None:

@@ -10,57 +10,148 @@ from pathlib import Path
 import tensorflow as tf
 
 from utils import data, sources, tfrecords, validation
+from utils.checks import _samples
 from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed
+
+
+def _write_dofn_samples(folder: Path, class_names: Sequence[str]) -> dict[str, str]:
+    """Writes a readable JPEG, a grayscale JPEG and an empty file into the class folders.
+
+    Returns:
+        `{path: what it is}`.
+    """
+    picture = _samples.sample_picture()
+    first, last = class_names[0], class_names[-1]
+    files = {
+        f"{first}/photo.jpg": ("a readable JPEG", _samples.encode(picture, "RGB", "JPEG")),
+        f"{last}/grayscale.jpg": ("a grayscale JPEG", _samples.encode(picture, "L", "JPEG")),
+        f"{first}/empty.jpg": ("an empty file", b""),
+    }
+    written = {}
+    for relative, (what, content) in files.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        written[str(path)] = f"{what} ({relative})"
+    return written
+
+
+def _outputs_of(dofn_class, path: str, what: str, *, todo: int, name: str) -> list:
+    """What Beam would take from `process(path)`: the items of the iterable it returns."""
+    __tracebackhide__ = True
+    import apache_beam as beam
+
+    try:
+        returned = dofn_class().process(path)
+    except CHECK_ERRORS as error:
+        _fail(todo, name, f"expected one output for {what}; found an error: {_first_line(error)}")
+    if returned is None:
+        return []
+    if isinstance(returned, bytes | str | beam.pvalue.TaggedOutput | tf.Tensor):
+        size = f" of {len(returned):,}" if isinstance(returned, bytes | str) else ""
+        _fail(
+            todo,
+            name,
+            f"expected process() to yield its output; for {what} it returns a "
+            f"{type(returned).__name__}{size}. Beam iterates over what process() returns, so "
+            "a record returned gives one output per byte. Use `yield`, not `return`.",
+        )
+    try:
+        return list(returned)
+    except TypeError:
+        _fail(todo, name, f"expected process() to yield its output; for {what} it returns a "
+                          f"{type(returned).__name__}, which Beam cannot iterate over. Use "
+                          "`yield`.")  # fmt: skip
+
+
+def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) -> None:
+    __tracebackhide__ = True
+    import apache_beam as beam
+
+    expected = 'TaggedOutput("skipped", json.dumps({"path": path, "error": error}))'
+    if not isinstance(output, beam.pvalue.TaggedOutput) or output.tag != "skipped":
+        _fail(todo, name, f"expected {expected} for {what}; found {output!r:.80}.")
+    entry = output.value
+    if isinstance(entry, str):
+        try:
+            entry = json.loads(entry)
+        except ValueError:
+            pass
+    elif not isinstance(entry, bytes):
+        _fail(
+            todo,
+            name,
+            f"expected the skipped entry for {what} to be a string, json.dumps(...) of "
+            f"the path and the error; found a {type(entry).__name__}. WriteToText writes "
+            "each entry as one line of text, which lab 2's validation reads back as JSON.",
+        )
+    if not isinstance(entry, dict) or entry.get("path") != path or not entry.get("error"):
+        _fail(
+            todo,
+            name,
+            f"expected the skipped entry for {what} to be json.dumps({{'path': path, "
+            f"'error': error}}); found {output.value!r:.80}. Each line of the skipped list is "
+            "read back as a JSON object naming the file and why it was skipped.",
+        )
 
 
 def check_convert_dofn(dofn_class, *, todo: int, class_names: Sequence[str]):
     """Checks `dofn_class().process(path)`: one record for a readable image, one
     `TaggedOutput("skipped", ...)` naming the path and the error for an unreadable one.
 
+    The files it converts are written into folders named after `class_names`.
+
     Example:
         checks.check_convert_dofn(ConvertImage, todo=1, class_names=source.class_names)
     """
     __tracebackhide__ = True
-    import apache_beam as beam
-
     name = "ConvertImage.process"
     expected = "one serialized record per readable image, a 'skipped' TaggedOutput otherwise"
     with tempfile.TemporaryDirectory() as folder:
-        root = data.make_damaged_dataset(Path(folder) / "images", images_per_class=1)
-        for relative in ["daisy/daisy_0000.jpg", "dandelion/grayscale.jpg", "daisy/empty.jpg"]:
-            path = str(root / relative)
-            try:
-                outputs = dofn_class().process(path)
-                outputs = [] if outputs is None else list(outputs)
-            except CHECK_ERRORS as error:
-                _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
+        files = _write_dofn_samples(Path(folder), class_names)
+        for path, what in files.items():
+            outputs = _outputs_of(dofn_class, path, what, todo=todo, name=name)
             if not outputs:
-                _fail(todo, name, f"not done yet: it yields nothing for {relative}. Expected "
+                _fail(todo, name, f"not done yet: it yields nothing for {what}. Expected "
                                   f"{expected}.")  # fmt: skip
             if len(outputs) != 1:
-                _fail(todo, name, f"expected one output for {relative}; found {len(outputs)}.")
+                kinds = ", ".join(type(output).__name__ for output in outputs[:4])
+                _fail(todo, name, f"expected one output for {what}; found {len(outputs)}: "
+                                  f"{kinds}.")  # fmt: skip
             output = outputs[0]
-            if relative.endswith("empty.jpg"):
-                if not isinstance(output, beam.pvalue.TaggedOutput) or output.tag != "skipped":
-                    _fail(todo, name, f"expected TaggedOutput('skipped', ...) for the unreadable "
-                                      f"{relative}; found {output!r:.80}.")  # fmt: skip
-                entry = json.loads(output.value)
-                if entry.get("path") != path or not entry.get("error"):
-                    _fail(todo, name, f"expected the skipped entry to name the path and the "
-                                      f"error; found {entry}.")  # fmt: skip
+            if what.startswith("an empty file"):
+                _check_skipped_entry(output, path, what, todo=todo, name=name)
                 continue
             if not isinstance(output, bytes):
-                _fail(todo, name, f"expected the record's bytes for {relative}; found "
+                _fail(todo, name, f"expected the record's bytes for {what}; found "
                                   f"{type(output).__name__}.")  # fmt: skip
             record = tfrecords.parse_record(tf.constant(output))
-            if record["label"].numpy().decode() != relative.split("/")[0]:
-                _fail(todo, name, f"expected label {relative.split('/')[0]} for {relative}.")
+            folder_name = Path(path).parent.name
+            if record["label"].numpy().decode() != folder_name:
+                _fail(todo, name, f"expected label {folder_name} for {what}.")
     _passed(todo, "a record for each readable image, a 'skipped' entry for an unreadable one.")
 
 
-def check_build_conversion(build_conversion, *, todo: int):
+def _damaged_folder(folder: Path, class_names: Sequence[str] | None) -> Path:
+    """`data.make_damaged_dataset`'s files, in folders named after `class_names` in turn."""
+    made = data.make_damaged_dataset(folder / "made", images_per_class=1)
+    if not class_names or list(class_names) == list(data.CLASSES):
+        return made
+    root = folder / "images"
+    for index, class_name in enumerate(data.CLASSES):
+        target = root / class_names[index % len(class_names)]
+        target.mkdir(parents=True, exist_ok=True)
+        for path in (made / class_name).iterdir():
+            path.rename(target / path.name)
+    return root
+
+
+def check_build_conversion(build_conversion, *, todo: int, class_names: Sequence[str] = ()):
     """Runs `build_conversion` on a small folder with bad files, on Beam's DirectRunner,
     and validates its output like lab 2's.
+
+    The folder's classes are named after `class_names` (the learner's DoFn knows only
+    those); the embedded dataset's by default.
 
     Example:
         checks.check_build_conversion(build_conversion, todo=2)
@@ -70,7 +161,7 @@ def check_build_conversion(build_conversion, *, todo: int):
 
     name = "build_conversion"
     with tempfile.TemporaryDirectory() as folder:
-        root = data.make_damaged_dataset(Path(folder) / "images", images_per_class=1)
+        root = _damaged_folder(Path(folder), class_names)
         source = sources.resolve_source(str(root))
         output_dir = str(Path(folder) / "shards")
         try:

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import tensorflow as tf
 
-from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed, _require_dataset
+from utils.checks import _samples
+from utils.checks._base import (
+    CHECK_ERRORS,
+    _call_eagerly,
+    _fail,
+    _first_line,
+    _passed,
+    _require_dataset,
+)
 
 
 def _folder_of(path: bytes | str) -> str:
@@ -47,10 +57,19 @@ def check_filenames(filenames, *, todo: int, expected_count: int, class_names: S
     _passed(todo, f"{len(paths)} files in {len(folders)} class folders.")
 
 
+def _paths_of_every_class(sample_paths: Sequence[str], class_names: Sequence[str]) -> list[str]:
+    """`sample_paths`, plus one made-up path per class beside them (no file is needed)."""
+    root = str(sample_paths[0]).replace("\\", "/").rsplit("/", 2)[0] if sample_paths else "/data"
+    return [*sample_paths, *(f"{root}/{name}/{name}_0001.jpg" for name in class_names)]
+
+
 def check_label_from_path(
     label_from_path: Callable, *, todo: int, sample_paths: Sequence[str], class_names: Sequence[str]
 ):
     """Checks that `label_from_path(path)` gives the index of the parent folder's name.
+
+    Besides `sample_paths`, it labels one path per class (the sample may miss some
+    classes), so that a label off by one or a constant label shows.
 
     Example:
         checks.check_label_from_path(label_from_path, todo=2, sample_paths=paths,
@@ -59,20 +78,46 @@ def check_label_from_path(
     __tracebackhide__ = True
     name = "label_from_path"
     expected = "an integer tensor: the index of the parent folder's name in the class names"
+    paths = _paths_of_every_class(list(sample_paths), class_names)
+    _call_eagerly(label_from_path, (tf.constant(paths[0]),), todo=todo, name=name,
+                  expected=expected)  # fmt: skip
     try:
-        labels = tf.data.Dataset.from_tensor_slices(list(sample_paths)).map(label_from_path)
-        found = [int(label) for label in labels.as_numpy_iterator()]
+        labels = tf.data.Dataset.from_tensor_slices(paths).map(label_from_path)
+        found = list(labels.as_numpy_iterator())
     except CHECK_ERRORS as error:
-        if "Ellipsis" in str(error) or "NoneType" in str(error):
-            _fail(todo, name, f"not done yet: it returns no label. Expected {expected}.")
         _fail(
             todo,
             name,
             f"expected {expected}, computed with TensorFlow ops (it runs inside "
             f"Dataset.map); found an error: {_first_line(error)}",
         )
-    wanted = [list(class_names).index(_folder_of(path)) for path in sample_paths]
-    for path, label, right in zip(sample_paths, found, wanted, strict=True):
+    spec = labels.element_spec
+    if not isinstance(spec, tf.TensorSpec) or not (spec.dtype.is_integer or spec.dtype.is_bool):
+        found_kind = f"a {spec.dtype.name} tensor" if isinstance(spec, tf.TensorSpec) else spec
+        hint = (
+            "the folder's name itself. Compare it with class_names and take tf.argmax() of that"
+            if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
+            else "tf.argmax() gives an integer; cast with tf.cast(..., tf.int32)"
+        )
+        _fail(todo, name, f"expected {expected}; found {found_kind}: {hint}.")
+    shapes = sorted({np.shape(label) for label in found})
+    if shapes != [()]:
+        _fail(
+            todo,
+            name,
+            f"expected one number per path (shape ()); found shape {shapes[-1]}. "
+            "tf.argmax() of the comparison `class_names == folder` gives one number.",
+        )
+    wanted = [list(class_names).index(_folder_of(path)) for path in paths]
+    found = [int(label) for label in found]
+    if all(label == right + 1 for label, right in zip(found, wanted, strict=True)):
+        _fail(
+            todo,
+            name,
+            f"expected labels {wanted[-len(class_names) :]} for the classes in order; found "
+            f"{found[-len(class_names) :]}, each one too high. Indices start at 0.",
+        )
+    for path, label, right in zip(paths, found, wanted, strict=True):
         if label != right:
             _fail(
                 todo,
@@ -80,13 +125,32 @@ def check_label_from_path(
                 f"expected label {right} ({class_names[right]}) for {path}; found {label}. "
                 "The label is the index of the parent folder's name in `source.class_names`.",
             )
-    _passed(todo, f"{len(found)} labels match their folders.")
+    _passed(todo, f"{len(sample_paths)} labels match their folders.")
+
+
+def _map_one(function: Callable, path: str, what: str, hint: str, *, todo: int, name: str,
+             expected: str):  # fmt: skip
+    """`function` mapped over a dataset of one path; an error names the file, `what`."""
+    __tracebackhide__ = True
+    try:
+        return next(tf.data.Dataset.from_tensors(path).map(function).as_numpy_iterator())
+    except CHECK_ERRORS as error:
+        _fail(
+            todo,
+            name,
+            f"expected {expected}, computed with TensorFlow ops; found an error for {what}: "
+            f"{_first_line(error)}{hint}",
+        )
 
 
 def check_read_and_decode(
     read_and_decode: Callable, *, todo: int, sample_paths: Sequence[str], storage, class_names
 ):
     """Checks `read_and_decode(path) -> (image, label)`: uint8 RGB images read from `storage`.
+
+    Besides `sample_paths`, it decodes files it writes itself: a grayscale and a CMYK JPEG
+    and two PNGs (one with transparency), which decode to 1 or 4 channels without
+    `channels=3`, whatever the learner's own images are.
 
     Example:
         checks.check_read_and_decode(read_and_decode, todo=3, sample_paths=paths,
@@ -95,38 +159,51 @@ def check_read_and_decode(
     __tracebackhide__ = True
     name = "read_and_decode"
     expected = "(image, label): a uint8 image of shape (height, width, 3) and its label"
-    storage.reset_counters()
-    try:
-        pairs = tf.data.Dataset.from_tensor_slices(list(sample_paths)).map(read_and_decode)
-        found = list(pairs.as_numpy_iterator())
-    except CHECK_ERRORS as error:
-        if "Ellipsis" in str(error) or "NoneType" in str(error):
-            _fail(todo, name, f"not done yet: it returns no image. Expected {expected}.")
-        _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
-    for path, pair in zip(sample_paths, found, strict=True):
-        if not isinstance(pair, tuple) or len(pair) != 2:
-            _fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {path}.")
-        image, label = pair
-        if image.dtype != "uint8" or image.ndim != 3 or image.shape[-1] != 3:
-            _fail(
-                todo,
-                name,
-                f"expected a uint8 image of shape (height, width, 3); found {image.dtype} of "
-                f"shape {tuple(image.shape)} for {path}. Use tf.io.decode_jpeg(..., channels=3).",
-            )
-        right = list(class_names).index(_folder_of(path))
-        if int(label) != right:
-            _fail(todo, name, f"expected label {right} for {path}; found {label}. Use TODO 2.")
-    if storage.simulated and storage.num_requests < len(sample_paths):
+    channels_hint = (
+        "Images may have 1 or 4 channels: decode with tf.io.decode_jpeg(image_bytes, channels=3)."
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        traps = _samples.write_channel_traps(folder, class_names)
+        described = {path: (path, "") for path in sample_paths}
+        described.update({path: (f"{what} the check wrote ({path})", " " + channels_hint)
+                          for path, what in traps})  # fmt: skip
+        paths = list(described)
+        storage.reset_counters()
+        _call_eagerly(read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name,
+                      expected=expected)  # fmt: skip
+        found = []
+        for path, (what, hint) in described.items():
+            pair = _map_one(read_and_decode, path, what, hint, todo=todo, name=name,
+                            expected=expected)  # fmt: skip
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                _fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {what}.")
+            image, label = pair
+            if image.dtype != "uint8" or image.ndim != 3 or image.shape[-1] != 3:
+                _fail(
+                    todo,
+                    name,
+                    f"expected a uint8 image of shape (height, width, 3); found {image.dtype} "
+                    f"of shape {tuple(image.shape)} for {what}. {channels_hint}",
+                )
+            right = list(class_names).index(_folder_of(path))
+            if np.shape(label) != () or int(label) != right:
+                _fail(todo, name, f"expected label {right} for {path}; found {label}. Use TODO 2.")
+            found.append(image)
+        num_requests = storage.num_requests
+    if storage.simulated and num_requests < len(paths):
         _fail(
             todo,
             name,
-            f"expected {len(sample_paths)} reads from the simulated storage; found "
-            f"{storage.num_requests}. Read with storage.read_file(path), not tf.io.read_file, "
+            f"expected {len(paths)} reads from the simulated storage; found "
+            f"{num_requests}. Read with storage.read_file(path), not tf.io.read_file, "
             "so that each image pays the storage latency.",
         )
-    sizes = sorted({tuple(image.shape) for image, _ in found})
-    _passed(todo, f"{len(found)} images decoded to uint8 (height, width, 3); {len(sizes)} sizes.")
+    sizes = {tuple(image.shape) for image in found[: len(sample_paths)]}
+    _passed(
+        todo,
+        f"{len(sample_paths)} images decoded to uint8 (height, width, 3); {len(sizes)} sizes. "
+        "Grayscale, CMYK and PNG files too.",
+    )
 
 
 def check_parallel_reading(dataset, *, todo: int, storage, num_parallel_reads: int):

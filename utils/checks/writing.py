@@ -10,23 +10,19 @@ import numpy as np
 import tensorflow as tf
 
 from utils import tfrecords
-from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed, _require_result
+from utils.checks._base import (
+    CHECK_ERRORS,
+    _call_eagerly,
+    _fail,
+    _first_line,
+    _passed,
+    _require_result,
+)
 
 # Mean absolute difference (0-255 scale) from the reference resize-and-crop, over the
 # sample: other resize methods stay under 5; squashing to a square or cropping without
 # resizing gives 14 and 25 on the embedded flowers.
 _MAX_RESIZE_DIFFERENCE = 6.0
-
-
-def _call_once(function: Callable, args, *, todo: int, name: str, expected: str):
-    """Calls `function(*args)` eagerly; fails the check on the stub or on an error."""
-    __tracebackhide__ = True
-    try:
-        result = function(*args)
-    except CHECK_ERRORS as error:
-        _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
-    _require_result(result, todo, name, expected)
-    return result
 
 
 def check_resize_and_crop(
@@ -45,8 +41,12 @@ def check_resize_and_crop(
     tfrecords.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
     name = "resize_and_crop"
     expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
-    _call_once(resize_and_crop, (tf.constant(sample_images[0]), target_size), todo=todo,
+    _call_eagerly(resize_and_crop, (tf.constant(sample_images[0]), target_size), todo=todo,
                name=name, expected=expected)  # fmt: skip
+    # The sample may be all landscape: a tall and a wide copy show a scale taken from one
+    # side (the height, say) instead of the shorter one.
+    first, num_sample = np.asarray(sample_images[0]), len(sample_images)
+    sample_images = [*sample_images, first.transpose(1, 0, 2), first[: max(1, len(first) // 2)]]
     images = tf.data.Dataset.from_generator(
         lambda: iter(sample_images), output_signature=tf.TensorSpec((None, None, 3), tf.uint8)
     )
@@ -79,7 +79,7 @@ def check_resize_and_crop(
             f"(at most {_MAX_RESIZE_DIFFERENCE:g} expected). Scale so the SHORTER side is "
             "target_size, then crop the centre square.",
         )
-    _passed(todo, f"{len(found)} images resized and cropped to {expected[2:]}.")
+    _passed(todo, f"{num_sample} images resized and cropped to {expected[2:]}.")
 
 
 def check_recompress(
@@ -96,7 +96,7 @@ def check_recompress(
     expected = "a scalar string tensor of JPEG bytes"
     num_bytes, reference_bytes = 0, 0
     for image in sample_images:
-        encoded = _call_once(recompress, (tf.constant(image), quality), todo=todo, name=name,
+        encoded = _call_eagerly(recompress, (tf.constant(image), quality), todo=todo, name=name,
                              expected=expected)  # fmt: skip
         if not isinstance(encoded, tf.Tensor) or encoded.dtype != tf.string or encoded.shape.rank:
             _fail(todo, name, f"expected {expected}; found {encoded!r:.80}.")
@@ -141,7 +141,7 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
     expected = "a tf.train.Example with the features " + ", ".join(_FEATURE_KINDS)
     image_jpeg = tf.io.encode_jpeg(tf.zeros((8, 8, 3), tf.uint8)).numpy()
     class_index = len(class_names) // 2
-    example = _call_once(to_example, (image_jpeg, class_index, [300, 400], list(class_names)),
+    example = _call_eagerly(to_example, (image_jpeg, class_index, [300, 400], list(class_names)),
                          todo=todo, name=name, expected=expected)  # fmt: skip
     if not isinstance(example, tf.train.Example):
         _fail(todo, name, f"expected {expected}; found a {type(example).__name__}.")
@@ -170,6 +170,47 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
     _passed(todo, "the record parses with the schema and holds the right values.")
 
 
+def _write_and_read(write_shard: Callable, records, folder: str, wanted: str, *, todo, name):
+    """Writes `records` with `write_shard` as shard 3 of `folder`; checks the shard and folder.
+
+    An error of `write_shard` on a folder that already holds the shard is raised as it is.
+    """
+    __tracebackhide__ = True
+    already_there = (Path(folder) / wanted).exists()
+    if already_there:
+        path = write_shard(iter(records), folder, 3)
+    else:
+        try:
+            path = write_shard(iter(records), folder, 3)
+        except TypeError as error:
+            _fail(
+                todo,
+                name,
+                f"expected the path of the shard written; found an error: {_first_line(error)}. "
+                "`serialized_examples` can be any iterable, read once and without len() (a "
+                "generator): count the records as you write them.",
+            )
+        except CHECK_ERRORS as error:
+            _fail(todo, name, f"expected the path of the shard written; found an error: "
+                              f"{_first_line(error)}")  # fmt: skip
+    _require_result(path, todo, name, "the path of the shard written")
+    if Path(str(path)).name != wanted:
+        _fail(todo, name, f"expected a shard named {wanted}; found {Path(str(path)).name}. Its "
+                          "name holds the number of records written.")  # fmt: skip
+    if not Path(path).exists():
+        _fail(todo, name, f"it returned {path}, but there is no such file.")
+    written = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
+    if written != records:
+        if already_there:
+            _fail(todo, name, f"expected the {len(records)} new records of a second run of the "
+                              f"lab; found {written}. Replace the old shard: tf.io.gfile.rename("
+                              "temporary, final_path, overwrite=True).")  # fmt: skip
+        _fail(todo, name, f"expected the {len(records)} records in order; found {written}.")
+    left = sorted(p.name for p in Path(folder).iterdir() if p.name != wanted)
+    if left:
+        _fail(todo, name, f"expected only {wanted} in the folder; also found {left}.")
+
+
 def check_write_shard(write_shard: Callable, *, todo: int):
     """Checks `write_shard(serialized_examples, output_dir, index)`: named with its count,
     every record written, and nothing that looks finished left by an interrupted write.
@@ -180,20 +221,22 @@ def check_write_shard(write_shard: Callable, *, todo: int):
     __tracebackhide__ = True
     name = "write_shard"
     records = [f"record {i}".encode() for i in range(5)]
+    wanted = tfrecords.shard_name(3, len(records))
     with tempfile.TemporaryDirectory() as folder:
-        path = _call_once(write_shard, (iter(records), folder, 3), todo=todo, name=name,
-                          expected="the path of the shard written")  # fmt: skip
-        wanted = tfrecords.shard_name(3, len(records))
-        if Path(str(path)).name != wanted:
-            _fail(todo, name, f"expected a shard named {wanted}; found {Path(str(path)).name}.")
-        if not Path(path).exists():
-            _fail(todo, name, f"it returned {path}, but there is no such file.")
-        written = [r.numpy() for r in tf.data.TFRecordDataset(path)]
-        if written != records:
-            _fail(todo, name, f"expected the {len(records)} records in order; found {written}.")
-        left = sorted(p.name for p in Path(folder).iterdir() if p.name != wanted)
-        if left:
-            _fail(todo, name, f"expected only {wanted} in the folder; also found {left}.")
+        _write_and_read(write_shard, records, folder, wanted, todo=todo, name=name)
+        # The lab run a second time: the same shard, new records, into the same folder.
+        again = [f"second run, record {i}".encode() for i in range(5)]
+        try:
+            _write_and_read(write_shard, again, folder, wanted, todo=todo, name=name)
+        except (*CHECK_ERRORS, OSError) as error:
+            _fail(
+                todo,
+                name,
+                f"expected the shard written again when the lab runs a second time; writing "
+                f"{wanted} into a folder that already holds it fails: {_first_line(error)}. "
+                "Replace the old shard: tf.io.gfile.rename(temporary, final_path, "
+                "overwrite=True).",
+            )
 
     with tempfile.TemporaryDirectory() as folder:
         files_while_writing = []
@@ -224,5 +267,5 @@ def check_write_shard(write_shard: Callable, *, todo: int):
                 "Write to tfrecords.temporary_path(output_dir, index) first, and rename the "
                 "file to its final name only when every record is written.",
             )
-    _passed(todo, f"{wanted} holds its {len(records)} records; an interrupted write leaves "
-                  "no finished-looking shard.")  # fmt: skip
+    _passed(todo, f"{wanted} holds its {len(records)} records, written twice over; an "
+                  "interrupted write leaves no finished-looking shard.")  # fmt: skip

@@ -1,0 +1,108 @@
+"""Tests of tools/sandbox.py: the memory limit, and what a command in bwrap can reach."""
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tools import sandbox
+
+BWRAP = sandbox.find_bwrap()
+needs_bwrap = pytest.mark.skipif(
+    BWRAP is None,
+    reason="bwrap is missing or cannot make user namespaces here (apt-get install bubblewrap)",
+)
+ALLOCATE = """
+import numpy as np
+try:
+    np.zeros(9 * 10**9, dtype=np.uint8)
+    print("allocated")
+except MemoryError:
+    print("MemoryError")
+"""
+
+
+def _run(command, work, **kwargs):
+    full = sandbox.bwrap_command(BWRAP, command, work=work, env={"PATH": "/usr/bin:/bin"})
+    return subprocess.run(full, capture_output=True, text=True, timeout=60, **kwargs)
+
+
+def test_the_memory_limit_stops_a_9_gb_allocation():
+    limited = sandbox.with_memory_limit([sys.executable, "-c", ALLOCATE], 2 * 2**30)
+    result = subprocess.run(limited, capture_output=True, text=True, timeout=60)
+    assert result.stdout == "MemoryError\n", result.stderr
+
+
+def test_the_private_tmp_comes_before_the_binds_under_it(tmp_path):
+    command = sandbox.bwrap_command("bwrap", ["true"], work=tmp_path, env={"A": "1"},
+                                    read_only=[REPO_ROOT, tmp_path.parent])  # fmt: skip
+    tmpfs = command.index("--tmpfs", command.index("--proc"))
+    assert command[tmpfs + 1] == "/tmp"
+    assert command.index("--bind") > tmpfs
+    assert command[command.index("--bind") : command.index("--bind") + 3] == [
+        "--bind", str(tmp_path), str(tmp_path)
+    ]  # fmt: skip
+    assert ["--setenv", "A", "1"] == command[command.index("--setenv") :][:3]
+    assert command[-2:] == ["--", "true"]
+    for flag in ("--unshare-all", "--die-with-parent", "--new-session", "--clearenv"):
+        assert flag in command
+
+
+@needs_bwrap
+def test_only_the_work_folder_is_writable(tmp_path):
+    script = (
+        f"echo x > {REPO_ROOT}/sandbox-test.txt; echo x > /tmp/t && echo tmp-ok; "
+        "echo x > work.txt && echo work-ok; ls /proc | grep -c '^[0-9]'"
+    )
+    result = _run(["sh", "-c", script], tmp_path)
+    lines = result.stdout.split()
+    assert lines[:2] == ["tmp-ok", "work-ok"]
+    assert int(lines[2]) <= 4  # Its own processes only: init, sh, ls, grep.
+    assert "Read-only file system" in result.stderr
+    assert not (REPO_ROOT / "sandbox-test.txt").exists()
+    assert (tmp_path / "work.txt").read_text() == "x\n"
+
+
+@needs_bwrap
+def test_no_network_but_loopback(tmp_path):
+    script = (
+        "import socket\n"
+        "server = socket.socket(); server.bind(('127.0.0.1', 0)); print('loopback')\n"
+        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=3)\n"
+        "except OSError:\n    print('no network')\n"
+    )
+    assert _run([sys.executable, "-c", script], tmp_path).stdout == "loopback\nno network\n"
+
+
+@needs_bwrap
+def test_nothing_started_inside_outlives_the_command(tmp_path):
+    token = "sandbox-linger-test-token"
+    script = f"(sleep 300; : {token}) & setsid sh -c 'sleep 300; : {token}' & echo started"
+    assert _run(["sh", "-c", script], tmp_path).stdout == "started\n"
+    time.sleep(0.5)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert token not in ps
+
+
+@needs_bwrap
+def test_hidden_folders_are_empty_but_what_runs_inside_them_is_kept(tmp_path):
+    (REPO_ROOT / "build").mkdir(exist_ok=True)  # Outside /tmp, which is hidden anyway.
+    hidden = Path(tempfile.mkdtemp(prefix="sandbox-test-", dir=REPO_ROOT / "build"))
+    work = tmp_path / "work"
+    (hidden / "needed").mkdir(parents=True)
+    (hidden / "secret.txt").write_text("secret")
+    (hidden / "needed" / "tool.txt").write_text("tool")
+    work.mkdir()
+    script = f"ls {hidden}; cat {hidden}/needed/tool.txt"
+    full = sandbox.bwrap_command(BWRAP, ["sh", "-c", script], work=work, env={},
+                                 read_only=[hidden / "needed"], hide=[hidden])  # fmt: skip
+    try:
+        result = subprocess.run(full, capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(hidden)
+    assert result.stdout == "needed\ntool"

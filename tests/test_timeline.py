@@ -1,0 +1,66 @@
+"""Tests of utils/timeline.py: the measured timeline of a pipeline."""
+
+import functools
+
+import pytest
+
+from utils import pipeline, storage, timeline
+
+
+@pytest.fixture(scope="module")
+def shard_paths(write_small_shards):
+    return write_small_shards(6)
+
+
+def _trace(paths, *, parallel, num_batches=6):
+    simulated = storage.SimulatedStorage(latency_ms=20)
+    reads = 6 if parallel else None
+    records = simulated.tfrecord_dataset(paths, num_parallel_reads=reads)
+    parse = functools.partial(pipeline.parse_batch, target_size=32, num_classes=5)
+    return timeline.trace_pipeline(
+        records,
+        parse,
+        batch_size=8,
+        num_batches=num_batches,
+        step_ms=40,
+        parallel=parallel,
+        label="fast" if parallel else "slow",
+    )
+
+
+def test_trace_pipeline_stages_come_in_order_for_every_batch(shard_paths):
+    traced = _trace(shard_paths, parallel=False)
+    assert len(traced.read) == len(traced.decode) == len(traced.consume) == 6
+    for (read_start, read_end), (decode_start, decode_end), (step_start, step_end) in zip(
+        traced.read, traced.decode, traced.consume, strict=True
+    ):
+        assert read_start <= read_end <= decode_start <= decode_end <= step_start
+        assert step_end - step_start >= 0.039
+    # Without prefetch, a batch is decoded only once the step before it has ended.
+    for (_, previous_step_end), (decode_start, _) in zip(
+        traced.consume[:-1], traced.decode[1:], strict=True
+    ):
+        assert decode_start >= previous_step_end
+
+
+def test_trace_pipeline_parallel_prepares_batches_during_the_step(shard_paths):
+    traced = _trace(shard_paths, parallel=True)
+    overlapped = [
+        decode_end < step_end
+        for (_, step_end), (_, decode_end) in zip(
+            traced.consume[:-1], traced.decode[1:], strict=True
+        )
+    ]
+    assert sum(overlapped) >= 3  # Prefetch: the next batch is ready before the step ends.
+
+
+def test_trace_pipeline_too_few_records_names_the_count(shard_paths):
+    with pytest.raises(ValueError, match=r"The records ran out after 8 batches; asked for 50\."):
+        _trace(shard_paths, parallel=False, num_batches=50)
+
+
+def test_trace_pipeline_bad_counts():
+    with pytest.raises(ValueError, match=r"`num_batches` must be a positive integer"):
+        timeline.trace_pipeline(
+            None, None, batch_size=8, num_batches=0, step_ms=1, parallel=True, label=""
+        )
