@@ -363,7 +363,7 @@ report = tfrecords.convert(
 )
 
 # %%
-for path in tfrecords.find_shards(output_dir):
+for path in tfrecords.list_shards(output_dir):
     print(f"{Path(path).name:<24} {tf.io.gfile.stat(path).length / 1e6:6.2f} MB")
 
 # %% [markdown]

@@ -266,8 +266,13 @@ def test_check_parallel_records_on_a_damaged_shard_blames_the_shard_not_the_todo
     options = tf.data.Options()
     options.deterministic = False
     dataset = tf.data.TFRecordDataset([str(p) for p in shards], num_parallel_reads=4)
+
+    def image_and_label(serialized):
+        record = tfrecords.parse_record(serialized)
+        return tf.io.decode_jpeg(record["image"], channels=3), record["one_hot_class"]
+
     dataset = dataset.with_options(options).map(
-        tfrecords.parse_record, num_parallel_calls=tf.data.AUTOTUNE
+        image_and_label, num_parallel_calls=tf.data.AUTOTUNE
     )
     from utils import storage
 

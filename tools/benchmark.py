@@ -69,13 +69,15 @@ def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
     import keras
     import tensorflow as tf
 
-    from utils import pipeline
+    from utils import pipeline, tfrecords
 
     slow = storage.latency_ms > 0
     image_root = source.pattern.rsplit("/", 2)[0]
 
     def files(parallel: bool):
-        paths = tf.data.Dataset.list_files(source.pattern, seed=0)
+        # The source's own list: a local folder's path is never used as a glob.
+        image_paths = tfrecords.source_paths(source)
+        paths = tf.data.Dataset.from_tensor_slices(image_paths).shuffle(len(image_paths), seed=0)
 
         def decode(path):
             return tf.io.decode_jpeg(storage.read_file(path), channels=3)

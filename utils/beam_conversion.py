@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import tfrecords
+from utils import data, tfrecords
 
 SKIPPED = "skipped"
 SKIPPED_FILE = "skipped.jsonl"
@@ -138,9 +138,9 @@ def convert_with_beam(
     from apache_beam.options.pipeline_options import PipelineOptions
 
     output_dir = str(output_dir).rstrip("/")
-    tfrecords.start_new_set(output_dir)
-    for path in tfrecords.find_shards(output_dir):
-        tf.io.gfile.remove(path)
+    # Only the previous set's own files (as its sidecar lists them) are deleted.
+    for name in tfrecords.start_new_set(output_dir):
+        tf.io.gfile.remove(f"{output_dir}/{name}")
     start = time.perf_counter()
     if build is None:
         build = functools.partial(build_pipeline, target_size=target_size, quality=jpeg_quality)
@@ -171,7 +171,7 @@ def finish(source, output_dir: str, *, target_size: int, jpeg_quality: int):
         skipped = [tfrecords.SkippedImage(e["path"], e["error"]) for e in entries]
         tf.io.gfile.remove(skipped_path)  # Its content goes into the sidecar.
     skipped_paths = {image.path for image in skipped}
-    inputs = tf.io.gfile.glob(source.pattern)
+    inputs = tfrecords.source_paths(source)
     report = tfrecords.ConversionReport(
         output_dir=output_dir,
         shards=shards,
@@ -183,5 +183,15 @@ def finish(source, output_dir: str, *, target_size: int, jpeg_quality: int):
         output_image_bytes=output_bytes,
         seconds=0.0,
     )
-    tfrecords.write_metadata(output_dir, source, report, target_size, jpeg_quality)
+    # Beam's order is its own; the seed is the course's default, so ensure_shards finds it.
+    fingerprint = tfrecords.input_fingerprint(
+        source, target_size=target_size, num_shards=len(shards), jpeg_quality=jpeg_quality,
+        seed=data.DEFAULT_SEED,
+    )  # fmt: skip
+    tfrecords.write_metadata(
+        output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint
+    )
+    manifest = f"{output_dir}/{tfrecords.MANIFEST_FILE}"
+    if tf.io.gfile.exists(manifest):  # The set is finished.
+        tf.io.gfile.remove(manifest)
     return report
