@@ -140,7 +140,11 @@ def _read_host_part(settings: dict) -> dict:
     ]:
         options = tf.data.Options()
         options.experimental_distribute.auto_shard_policy = policy
-        records = tf.data.TFRecordDataset(files).batch(settings["global_batch_size"]).with_options(options)
+        records = (
+            tf.data.TFRecordDataset(files)
+            .batch(settings["global_batch_size"])
+            .with_options(options)
+        )
         try:
             count = 0
             for batch in strategy.experimental_distribute_dataset(records):

@@ -85,8 +85,9 @@ def check_dataset_fn(dataset_fn, *, todo: int, num_records: int, global_batch_si
         if len(seen) != num_records:
             _fail(todo, name, f"expected the {num_hosts} host(s) to read all {num_records} "
                               f"records together; found {len(seen)}.")  # fmt: skip
+    half = global_batch_size // 2
     _passed(todo, f"1 host reads all {num_records} records; 2 hosts read disjoint halves, "
-                  f"together every record once, in batches of {global_batch_size // 2}.")  # fmt: skip
+                  f"together every record once, in batches of {half}.")  # fmt: skip
 
 
 def check_through_service(through_service, *, todo: int, num_elements: int = 100):
@@ -124,4 +125,3 @@ def check_through_service(through_service, *, todo: int, num_elements: int = 100
                                   f"elements. {hint}")  # fmt: skip
     _passed(todo, f"with 2 workers, OFF gave each of {num_elements} elements twice, "
                   f"'distributed_epoch' once.")  # fmt: skip
-
