@@ -18,33 +18,22 @@
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell first. On Colab or Vertex AI Workbench it installs the course's `utils`
-# package; in a local checkout it uses the one beside this notebook.
+# Run this cell first. It finds the course's `utils` package (beside `labs/` in a
+# checkout) or installs it, installs TensorFlow for `tf.data` where it is missing, and
+# says which backend Keras runs on, and why.
+
+# %% tags=["setup"]
+# The build puts the set-up code here (tools/setup_cell.py).
 
 # %%
-import importlib.util
-import os
-import subprocess
-import sys
+import struct
+import tempfile
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Hide TensorFlow's C++ log lines.
-if importlib.util.find_spec("utils") is None:
-    if (Path.cwd().parent / "utils" / "storage.py").exists():
-        sys.path.insert(0, str(Path.cwd().parent))  # A local checkout.
-    else:
-        course = "git+https://github.com/tpu-speed-pipelines/tpu-speed-pipelines"
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", course], check=True)
+import numpy as np
+import tensorflow as tf
 
-import struct  # noqa: E402
-import tempfile  # noqa: E402
-
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from utils import checks, data, display, sources, tfrecords, timing, validation  # noqa: E402
-
-print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU cores")
+from utils import checks, data, display, sources, tfrecords, timing, validation
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"

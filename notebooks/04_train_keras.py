@@ -16,38 +16,13 @@
 # save and reload the model.
 
 # %% [markdown]
-# ## Set-up
+# ## Parameters
 #
-# Run this cell first. On Colab or Vertex AI Workbench it installs the course's `utils`
-# package; in a local checkout it uses the one beside this notebook.
-
-# %%
-import importlib.util
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Hide TensorFlow's C++ log lines.
-if importlib.util.find_spec("utils") is None:
-    if (Path.cwd().parent / "utils" / "storage.py").exists():
-        sys.path.insert(0, str(Path.cwd().parent))  # A local checkout.
-    else:
-        course = "git+https://github.com/tpu-speed-pipelines/tpu-speed-pipelines"
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", course], check=True)
-
-import collections  # noqa: E402
-import tempfile  # noqa: E402
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from utils import checks, display, models, sources, strategy, tfrecords, timing  # noqa: E402
-
-print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPU cores")
+# The set-up reads `BACKEND`, so the parameters come first. On Colab's TPU runtime,
+# `"auto"` takes JAX (Colab ships it there, without TensorFlow); elsewhere TensorFlow.
 
 # %% tags=["parameters"]
+BACKEND = "auto"  # Keras's backend: "auto", "tensorflow" or "jax" (read by the set-up).
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
 NUM_IMAGES = 3670  # Size of the embedded dataset (ignored for other sources).
 TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
@@ -57,62 +32,52 @@ DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
 IMAGE_SIZE = 96  # The model's input size: images are resized in the pipeline.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
 EPOCHS = 5
+BATCH_PER_REPLICA = None  # None: the device's rule of thumb (strategy.BATCH_PER_REPLICA).
 BASE_LEARNING_RATE = 0.002  # Learning rate for one replica.
+MAX_LEARNING_RATE = 0.008  # The scaled learning rate's cap (tried at 8 replicas).
 STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
 NUM_TIMED_STEPS = 32  # Steps timed in each step-time measurement.
 SEED = 42
 
 # %% [markdown]
+# ## Set-up
+#
+# Run this cell first. It finds the course's `utils` package (beside `labs/` in a
+# checkout) or installs it, installs TensorFlow for `tf.data` where it is missing, and
+# says which backend Keras runs on, and why.
+
+# %% tags=["setup"]
+# The build puts the set-up code here (tools/setup_cell.py).
+
+# %%
+import collections
+import tempfile
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from utils import checks, display, models, sources, strategy, tfrecords, timing
+
+# %% [markdown]
 # ## The device
 #
-# `strategy.find_strategy()` tries, in order: a TPU VM's TPU (`TPUClusterResolver(tpu=
-# "local")`), a TPU by name (the older resolver, for the name in `$TPU_NAME` or
-# `$COLAB_TPU_ADDR`), all GPUs (`MirroredStrategy`), and the CPU. It prints what it tried
-# and what it took. A model built under `choice.strategy.scope()` runs on those devices,
-# one copy (replica) per TPU core or GPU.
+# `strategy.find_strategy()` follows the backend the set-up chose.
+#
+# - On TensorFlow it tries, in order: a TPU VM's TPU (`TPUClusterResolver(tpu="local")`),
+#   a TPU by name (the older resolver, for `$TPU_NAME` or `$COLAB_TPU_ADDR`), all GPUs
+#   (`MirroredStrategy`), and the CPU.
+# - On JAX it takes the devices `jax.devices()` lists (JAX picks TPU, else GPU, else CPU)
+#   and sets `keras.distribution.DataParallel` over them.
+#
+# It prints what it tried and what it took. A model built under `choice.scope()` runs on
+# those devices, one copy (replica) per TPU core or GPU, each taking a share of every
+# batch. (On JAX the scope does nothing: the distribution is already set.)
 
 # %%
 keras.utils.set_random_seed(SEED)
 choice = strategy.find_strategy(DEVICE)
-
-# %% [markdown]
-# ## 1. Batch size and learning rate (TODO 1)
-#
-# Each replica takes its own share of every batch. The usual rule of thumb is 128 images
-# per TPU core; GPUs and CPUs take fewer (`strategy.BATCH_PER_REPLICA`). With more
-# replicas, the global batch grows, each epoch has fewer steps, and the learning rate
-# grows with it (the "linear scaling rule"; with very large batches, add a warm-up).
-#
-# **TODO 1.** Set `global_batch_size` to `strategy.BATCH_PER_REPLICA[choice.kind]` times
-# `choice.num_replicas`, and `learning_rate` to `BASE_LEARNING_RATE` times
-# `choice.num_replicas`.
-
-# %%
-# TODO 1: scale the batch size and the learning rate with the replicas.
-### BEGIN SOLUTION
-global_batch_size = strategy.BATCH_PER_REPLICA[choice.kind] * choice.num_replicas
-learning_rate = BASE_LEARNING_RATE * choice.num_replicas
-### END SOLUTION
-
-# %%
-# NBVAL_CHECK_OUTPUT
-checks.check_scaling(
-    global_batch_size,
-    learning_rate,
-    todo=1,
-    choice=choice,
-    base_learning_rate=BASE_LEARNING_RATE,
-)
-
-# %% [markdown]
-# Mixed precision: TPUs compute fast in bfloat16, GPUs in float16; the weights stay in
-# float32. On the CPU it brings nothing, so the policy stays float32.
-
-# %%
-policy = strategy.PRECISION_POLICY[choice.kind]
-keras.mixed_precision.set_global_policy(policy)
-print(f"Precision policy: {policy}; global batch {global_batch_size}; learning rate "
-      f"{learning_rate:g}")  # fmt: skip
 
 # %% [markdown]
 # ## The shards, split by file
@@ -134,6 +99,66 @@ num_train = sum(counts[Path(path).name] for path in train_paths)
 num_validation = sum(counts[Path(path).name] for path in validation_paths)
 print(f"Training: {len(train_paths)} shards, {num_train} images; "
       f"validation: {len(validation_paths)} shards, {num_validation} images")  # fmt: skip
+
+
+# %% [markdown]
+# ## 1. Batch size and learning rate (TODO 1)
+#
+# Each replica takes its own share of every batch. The usual rule of thumb is 128 images
+# per TPU core; GPUs and CPUs take fewer (`strategy.BATCH_PER_REPLICA`). With more
+# replicas, the global batch grows, each epoch has fewer steps, and the learning rate
+# grows with it (the "linear scaling rule"). A much larger learning rate can make the
+# first steps diverge, so it is capped at `MAX_LEARNING_RATE` (or warmed up; not here).
+
+# %%
+batch_per_replica = BATCH_PER_REPLICA or strategy.BATCH_PER_REPLICA[choice.kind]
+print(f"{choice.num_replicas} replica(s), {batch_per_replica} images per replica")
+
+# %% [markdown]
+# **TODO 1.** Set `global_batch_size` to `batch_per_replica` times `choice.num_replicas`,
+# and `learning_rate` to `BASE_LEARNING_RATE` times `choice.num_replicas`, but never more
+# than `MAX_LEARNING_RATE`.
+
+# %%
+# TODO 1: scale the batch size and the learning rate with the replicas.
+### BEGIN SOLUTION
+global_batch_size = batch_per_replica * choice.num_replicas
+learning_rate = min(BASE_LEARNING_RATE * choice.num_replicas, MAX_LEARNING_RATE)
+### END SOLUTION
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_scaling(
+    global_batch_size,
+    learning_rate,
+    todo=1,
+    choice=choice,
+    batch_per_replica=batch_per_replica,
+    base_learning_rate=BASE_LEARNING_RATE,
+    max_learning_rate=MAX_LEARNING_RATE,
+)
+
+# %% [markdown]
+# On a small dataset, or with many replicas, the global batch can be larger than the
+# training set: there would be no full batch to train on. `strategy.cap_batch_size()`
+# then caps it to the data, keeping it a multiple of the replicas, and says so.
+
+# %%
+global_batch_size = strategy.cap_batch_size(
+    global_batch_size, num_images=num_train, num_replicas=choice.num_replicas, purpose="training"
+)
+steps_per_epoch = num_train // global_batch_size
+print(f"Training: {steps_per_epoch} steps of {global_batch_size} images per epoch")
+
+# %% [markdown]
+# Mixed precision: TPUs compute fast in bfloat16, GPUs in float16; the weights stay in
+# float32. On the CPU it brings nothing, so the policy stays float32.
+
+# %%
+policy = strategy.PRECISION_POLICY[choice.kind]
+keras.mixed_precision.set_global_policy(policy)
+print(f"Precision policy: {policy}; global batch {global_batch_size}; learning rate "
+      f"{learning_rate:g}")  # fmt: skip
 
 
 # %%
@@ -228,29 +253,41 @@ checks.check_training_dataset(
 
 # %% [markdown]
 # Validation reads the held-out shards in order, without shuffling or augmenting. Its
-# batches are also of one static size; the last, incomplete batch is left out (at most
-# `global_batch_size - 1` images).
+# batches are also of one static size, split evenly over the replicas, and never larger
+# than the validation set (at 8 replicas the global batch can be larger); the last,
+# incomplete batch is left out.
 
 # %%
-validation_batches = num_validation // global_batch_size
+validation_batch_size = strategy.cap_batch_size(
+    global_batch_size,
+    num_images=num_validation,
+    num_replicas=choice.num_replicas,
+    purpose="validation",
+)
+validation_batches = num_validation // validation_batch_size
 validation_dataset = (
     read_images(validation_paths)
-    .batch(global_batch_size, drop_remainder=True)
+    .batch(validation_batch_size, drop_remainder=True)
     .prefetch(tf.data.AUTOTUNE)
 )
-print(f"Validation: {validation_batches} batches of {global_batch_size} images")
+left_out = num_validation - validation_batches * validation_batch_size
+print(f"Validation: {validation_batches} batch(es) of {validation_batch_size} images "
+      f"({left_out} left out)")  # fmt: skip
 
 # %% [markdown]
 # ## 4. The model, under the strategy (TODO 4)
 #
-# The model's variables must be created under `strategy.scope()`, so that each replica
-# gets its copy. `models.small_convnet()` builds a small convnet with `keras.Input` and a
-# float32 softmax at the end (mixed precision computes in 16 bits, but the loss wants 32).
+# On TensorFlow, the model's variables must be created under the strategy's scope, so that
+# each replica gets its copy; `choice.scope()` is that scope (on JAX, where the
+# distribution is already set, it does nothing, so the code reads the same).
+# `models.small_convnet()` builds a small convnet with `keras.Input` and a float32 softmax
+# at the end (mixed precision computes in 16 bits, but the loss wants 32).
 #
 # `steps_per_execution=N` in `compile()` runs N training steps per call from Python into
 # the compiled step function: on a TPU, each call has a fixed cost, and this spreads it.
+# (On JAX, Keras 3.15 still calls one compiled step at a time, N times in a loop.)
 #
-# **TODO 4.** Under `choice.strategy.scope()`, make `model` with
+# **TODO 4.** Under `choice.scope()`, make `model` with
 # `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
 # `optimizer=keras.optimizers.Adam(learning_rate)`, `loss="categorical_crossentropy"`,
 # `metrics=["accuracy"]` and `steps_per_execution=STEPS_PER_EXECUTION`.
@@ -258,7 +295,7 @@ print(f"Validation: {validation_batches} batches of {global_batch_size} images")
 # %%
 # TODO 4: build and compile the model under the strategy.
 ### BEGIN SOLUTION
-with choice.strategy.scope():
+with choice.scope():
     model = models.small_convnet(IMAGE_SIZE, len(class_names))
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate),
@@ -273,7 +310,7 @@ with choice.strategy.scope():
 checks.check_compiled_model(
     model,
     todo=4,
-    strategy=choice.strategy,
+    choice=choice,
     learning_rate=learning_rate,
     steps_per_execution=STEPS_PER_EXECUTION,
     image_size=IMAGE_SIZE,
@@ -284,7 +321,6 @@ checks.check_compiled_model(
 # ## Train
 
 # %%
-steps_per_epoch = num_train // global_batch_size
 history = model.fit(
     train_dataset,
     validation_data=validation_dataset,
@@ -351,7 +387,7 @@ print(f"Training here is {verdict}: the pipeline costs "
 # %%
 def compiled_copy(steps_per_execution):
     """A copy of the model with the same weights, compiled with `steps_per_execution`."""
-    with choice.strategy.scope():
+    with choice.scope():
         copy = keras.models.clone_model(model)
         copy.set_weights(model.get_weights())
         copy.compile(
@@ -377,10 +413,15 @@ print(f"Ratio: {step_times[1] / step_times[STEPS_PER_EXECUTION]:.2f}x")
 # `model.save()` writes a `.keras` file: the architecture, the weights and the optimizer
 # state, in one zip. Reloaded, the model gives the same predictions.
 #
-# On a TPU, the variables live on the TPU workers. Saving to the notebook machine's own
-# disk then needs to say so: for a SavedModel export, pass
-# `tf.saved_model.SaveOptions(experimental_io_device="/job:localhost")`, or the workers
-# try to write to a path they do not have. The cell below does that only on a TPU.
+# Where does it write? Today's TPUs (Colab, Kaggle, Cloud TPU VMs) are **TPU VMs**: the
+# notebook runs on the machine the TPU is attached to, so `model.save()` writes to that
+# machine's disk, as on a CPU. On JAX, Keras gathers each weight from the devices; on
+# TensorFlow, the strategy reads its replicas. The same line works on both backends.
+#
+# Colab's TPU used to be a **TPU Node**: a separate machine reached over the network,
+# whose workers could not see the notebook's disk. A TensorFlow SavedModel export then
+# had to pass `tf.saved_model.SaveOptions(experimental_io_device="/job:localhost")`, and
+# data and models had to live in `gs://`. On a TPU VM there is no such split.
 
 # %%
 saved_path = Path(tempfile.mkdtemp()) / "flowers.keras"
@@ -391,15 +432,12 @@ after = reloaded.predict(images, verbose=0)
 print(f"Saved {saved_path.name}: {saved_path.stat().st_size / 1e6:.1f} MB")
 print(f"Reloaded predictions match: {np.allclose(before, after, atol=1e-5)} "
       f"(largest difference {np.abs(before - after).max():.1e})")  # fmt: skip
-if choice.kind == "TPU":
-    local_io = tf.saved_model.SaveOptions(experimental_io_device="/job:localhost")
-    tf.saved_model.save(model, str(saved_path.with_suffix("")), options=local_io)
 
 # %% [markdown]
 # ## What you measured
 
 # %% tags=["summary"]
-print(f"Device: {choice.kind}, {choice.num_replicas} replica(s); global batch "
+print(f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); global batch "
       f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}.")  # fmt: skip
 print(f"Validation accuracy after {EPOCHS} epochs: {accuracy:.2f} (chance {chance:.2f}).")
 print(f"Step time with the pipeline / with one batch in memory: {input_bound_ratio:.2f} "

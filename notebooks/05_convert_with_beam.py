@@ -18,38 +18,26 @@
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell first. It installs the course's `utils` package where it is missing, and
-# Apache Beam (`requirements-beam.txt` in a checkout) if it is not installed yet.
+# Run this cell first. It finds the course's `utils` package (beside `labs/` in a
+# checkout) or installs it, installs TensorFlow for `tf.data` where it is missing, and
+# says which backend Keras runs on, and why.
+
+# %% tags=["setup"]
+# The build puts the set-up code here (tools/setup_cell.py).
 
 # %%
-import importlib.util
-import os
-import subprocess
-import sys
+import hashlib
+import json
+import logging
+import tempfile
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Hide TensorFlow's C++ log lines.
-if importlib.util.find_spec("utils") is None:
-    if (Path.cwd().parent / "utils" / "storage.py").exists():
-        sys.path.insert(0, str(Path.cwd().parent))  # A local checkout.
-    else:
-        course = "git+https://github.com/tpu-speed-pipelines/tpu-speed-pipelines"
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", course], check=True)
-if importlib.util.find_spec("apache_beam") is None:
-    beam_packages = ["apache-beam[tfrecord]", "pandas<3"]  # As in requirements-beam.txt.
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *beam_packages], check=True)
-
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import logging  # noqa: E402
-import tempfile  # noqa: E402
-
 logging.getLogger().setLevel(logging.ERROR)  # Beam logs warnings about optional packages.
-import apache_beam as beam  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from apache_beam.io import fileio  # noqa: E402
+import apache_beam as beam
+import tensorflow as tf
+from apache_beam.io import fileio
 
-from utils import (  # noqa: E402
+from utils import (
     beam_conversion,
     checks,
     data,
@@ -60,7 +48,7 @@ from utils import (  # noqa: E402
     validation,
 )
 
-print(f"Apache Beam {beam.__version__}, TensorFlow {tf.__version__}, {os.cpu_count()} CPU cores")
+print(f"Apache Beam {beam.__version__}")
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"

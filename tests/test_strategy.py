@@ -1,5 +1,6 @@
 """Tests of utils/strategy.py: every branch reachable here for real, the others with fakes."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -30,8 +31,9 @@ def test_cpu_forced_gives_the_default_strategy(capsys):
     assert choice.kind == "CPU" and choice.num_replicas == 1
     assert choice.strategy is tf.distribute.get_strategy()
     assert choice.attempts == () and choice.devices[0].endswith("CPU:0")
-    assert "Running on CPU: _DefaultDistributionStrategy, 1 replica(s) in sync." in (
-        capsys.readouterr().out
+    assert (
+        "Running on CPU with TensorFlow: _DefaultDistributionStrategy, 1 replica(s) in sync."
+        in (capsys.readouterr().out)
     )
 
 
@@ -131,3 +133,53 @@ def test_several_gpus_give_a_mirrored_strategy():
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
     )
     assert "RESULT MirroredStrategy 2" in result.stdout, result.stderr[-2000:]
+
+
+JAX_CODE = """
+from utils import strategy
+choice = strategy.find_strategy("auto")
+with choice.scope():
+    pass
+kind = type(choice.distribution).__name__
+print("RESULT", choice.backend, choice.kind, choice.num_replicas, kind)
+try:
+    strategy.find_strategy("tpu")
+except ValueError as error:
+    print("FORCED", error)
+"""
+
+
+def test_jax_backend_sets_data_parallel_over_every_device():
+    pytest.importorskip("jax", reason="the JAX branch needs jax (requirements-dev.txt)")
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": "jax",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", JAX_CODE], cwd=REPO_ROOT, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert "Running on CPU with JAX: DataParallel, 8 replica(s) in sync." in result.stdout, (
+        result.stderr[-2000:]
+    )
+    assert "RESULT jax CPU 8 DataParallel" in result.stdout
+    assert "FORCED No TPU found (device='tpu'): " in result.stdout
+
+
+def test_several_logical_cpus_give_a_mirrored_strategy_on_the_cpu():
+    code = textwrap.dedent(
+        """
+        import tensorflow as tf
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 8)
+        from utils import strategy
+        choice = strategy.find_strategy("cpu")
+        print("RESULT", type(choice.strategy).__name__, choice.num_replicas)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert "RESULT MirroredStrategy 8" in result.stdout, result.stderr[-2000:]

@@ -80,17 +80,41 @@ def test_time_training_steps_times_the_second_epoch(cpu):
 
 # The lab 4 checks.
 def test_check_scaling(cpu, capsys):
-    checks.check_scaling(32, 0.002, todo=1, choice=cpu, base_learning_rate=0.002)
+    rates = dict(base_learning_rate=0.002, max_learning_rate=0.008)
+
+    def run(batch, rate, choice=cpu, batch_per_replica=32):
+        checks.check_scaling(
+            batch, rate, todo=1, choice=choice, batch_per_replica=batch_per_replica, **rates
+        )
+
+    run(32, 0.002)
     assert capsys.readouterr().out == (
         "TODO 1 passed: batch size and learning rate scale with the replicas.\n"
     )
     with pytest.raises(checks.CheckFailed, match=r"^TODO 1 \(global_batch_size\): not done yet"):
-        checks.check_scaling(..., ..., todo=1, choice=cpu, base_learning_rate=0.002)
+        run(..., ...)
     with pytest.raises(checks.CheckFailed, match=r"expected 32 per replica x 1 replica\(s\) = 32"):
-        checks.check_scaling(128, 0.002, todo=1, choice=cpu, base_learning_rate=0.002)
+        run(128, 0.002)
     eight = strategy.StrategyChoice(FakeEight(), "TPU", ("tpu",))
-    with pytest.raises(checks.CheckFailed, match=r"expected 0.002 x 8 replica\(s\) = 0.016"):
-        checks.check_scaling(1024, 0.002, todo=1, choice=eight, base_learning_rate=0.002)
+    run(1024, 0.008, choice=eight, batch_per_replica=128)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected min\(0.002 x 8, 0.008\) = 0.008; found 0.016. .*never above MAX_",
+    ):
+        run(1024, 0.016, choice=eight, batch_per_replica=128)
+
+
+def test_cap_batch_size_keeps_a_multiple_of_the_replicas(capsys):
+    assert strategy.cap_batch_size(32, num_images=100, num_replicas=1, purpose="training") == 32
+    assert capsys.readouterr().out == ""
+    capped = strategy.cap_batch_size(1024, num_images=687, num_replicas=8, purpose="validation")
+    assert capped == 680
+    assert capsys.readouterr().out == (
+        "The validation batch of 1024 is larger than the 687 validation images: capped to 680 "
+        "(85 per replica).\n"
+    )
+    with pytest.raises(ValueError, match=r"^5 training image\(s\) cannot feed 8 replicas"):
+        strategy.cap_batch_size(256, num_images=5, num_replicas=8, purpose="training")
 
 
 class FakeEight:
@@ -151,7 +175,7 @@ def test_check_compiled_model(cpu, capsys):
     def run(model, **settings):
         expected = dict(learning_rate=0.003, steps_per_execution=4, image_size=48)
         checks.check_compiled_model(
-            model, todo=4, strategy=cpu.strategy, num_classes=5, **{**expected, **settings}
+            model, todo=4, choice=cpu, num_classes=5, **{**expected, **settings}
         )
 
     run(_compiled(cpu, steps_per_execution=4))
@@ -169,5 +193,5 @@ def test_check_compiled_model(cpu, capsys):
     other = tf.distribute.OneDeviceStrategy("/cpu:0")
     with other.scope():
         elsewhere = models.small_convnet(48, 5)
-    with pytest.raises(checks.CheckFailed, match=r"under choice.strategy.scope\(\)"):
+    with pytest.raises(checks.CheckFailed, match=r"under choice.scope\(\)"):
         run(elsewhere)

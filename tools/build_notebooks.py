@@ -5,6 +5,9 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
    SOLUTION`): each one closed, none nested, each preceded in its cell by `# TODO n:`,
    TODOs numbered 1..N in order, matching the numbered learning objectives "(TODO n)" of the
    first cell, and each TODO cell followed by a check cell that passes `todo=n`.
+   Put the set-up code (tools/setup_cell.py) into the one code cell tagged `setup`, and tag
+   every code cell without `# NBVAL_CHECK_OUTPUT` `nbval-ignore-output`, so that strict
+   nbval compares only the outputs the lesson marks as deterministic.
 2. Lab: replace each region with a stub that still runs (`name = ...` for every name the
    region assigns), strip outputs, and write `labs/NN_*.ipynb`.
 3. Solution: drop the marker lines, execute it with papermill on the embedded dataset
@@ -35,8 +38,10 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from tools import setup_cell
+from tools.setup_cell import GITHUB_REPO
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-GITHUB_REPO = "tpu-speed-pipelines/tpu-speed-pipelines"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 TODO_LINE = re.compile(r"^\s*# TODO (\d+):")
 OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
@@ -202,6 +207,8 @@ def split_variants(
             variant.cells.append(new_cell)
     _validate_lesson(lab, todos, source_name)
     for variant in (lab, solution):
+        _put_setup_code(variant, source_path.stem, source_name, root)
+        _tag_unchecked_outputs(variant)
         _add_header(variant, source_path.stem, source_name)
     return lab, solution
 
@@ -249,6 +256,38 @@ def _validate_lesson(lab: nbformat.NotebookNode, todos: list[int], source_name: 
         raise BuildError(
             f"{source_name}: expected one cell tagged parameters; found {len(parameters)}."
         )
+
+
+def _put_setup_code(
+    notebook: nbformat.NotebookNode, stem: str, source_name: str, root: Path
+) -> None:
+    cells = notebook.cells
+    setups = [i for i, c in enumerate(cells) if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+    if not setups:
+        return
+    if len(setups) > 1 or cells[setups[0]].cell_type != "code":
+        raise BuildError(
+            f"{source_name}: expected one code cell tagged {setup_cell.SETUP_TAG} (the build "
+            f"puts the set-up code there); found {len(setups)}."
+        )
+    parameters = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+    has_backend = re.search(r"^BACKEND = ", cells[parameters].source, re.MULTILINE) is not None
+    if has_backend and parameters > setups[0]:
+        raise BuildError(
+            f"{source_name}: the parameters cell sets BACKEND, so it must come before the cell "
+            f"tagged {setup_cell.SETUP_TAG}, which reads it."
+        )
+    code = setup_cell.render(stem, has_backend_parameter=has_backend, root=root)
+    cells[setups[0]].source = code
+
+
+def _tag_unchecked_outputs(notebook: nbformat.NotebookNode) -> None:
+    for cell in notebook.cells:
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or "# NBVAL_CHECK_OUTPUT" in cell.source:
+            continue
+        if "parameters" not in tags and "nbval-ignore-output" not in tags:
+            cell.metadata["tags"] = [*tags, "nbval-ignore-output"]
 
 
 def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) -> None:

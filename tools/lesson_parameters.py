@@ -8,7 +8,7 @@ Also: the optional lessons, and the modules they need beyond requirements.txt.
 
 from importlib.util import find_spec
 
-OPTIONAL_MODULES = {"05_convert_with_beam": ("apache_beam",)}
+OPTIONAL_MODULES = {"05_convert_with_beam": ("apache_beam",)}  # Lesson 6 needs only TF.
 
 
 def missing_modules(lesson: str) -> list[str]:
@@ -46,4 +46,10 @@ SMALL_PARAMETERS = {
         "NUM_TIMED_STEPS": 4,
     },
     "05_convert_with_beam": {"NUM_IMAGES": 100, "NUM_SHARDS": 4},
+    "06_scale_out_reading": {
+        "NUM_IMAGES": 100,
+        "NUM_SHARDS": 4,
+        "BATCH_SIZE": 16,
+        "NUM_TIMED_IMAGES": 160,
+    },
 }

@@ -1,5 +1,10 @@
 """One helper that finds the best accelerator: a TPU, GPUs, or the CPU, and says which it took.
 
+It follows the Keras backend (`utils.runtime` chooses it). On TensorFlow it returns a
+`tf.distribute` strategy; on JAX it sets `keras.distribution.DataParallel` over
+`jax.devices()` (each batch split over the devices, the weights copied on each). Either
+way, build the model under `choice.scope()`.
+
 Observed with TensorFlow 2.21 on a machine without a TPU:
 - `TPUClusterResolver(tpu="local")` (TPU VMs) builds, but initializing the TPU system
   raises `NotFoundError` ("TPUs not found in the cluster").
@@ -11,6 +16,7 @@ All of these are caught and reported; the search goes on to the next kind of dev
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Callable
@@ -31,27 +37,43 @@ class StrategyChoice:
     """The strategy found, and what was tried on the way.
 
     Attributes:
-        strategy: the `tf.distribute.Strategy` to build and train the model under.
+        strategy: on TensorFlow, the `tf.distribute.Strategy` to build and train under;
+            None on JAX.
         kind: "TPU", "GPU" or "CPU".
         devices: names of the devices the strategy uses.
         attempts: one line per branch tried before this one, with why it did not work.
+        distribution: on JAX, the `keras.distribution.DataParallel` set; None on TensorFlow.
     """
 
-    strategy: tf.distribute.Strategy
+    strategy: tf.distribute.Strategy | None
     kind: str
     devices: tuple[str, ...]
     attempts: tuple[str, ...] = ()
+    distribution: object = None
+
+    @property
+    def backend(self) -> str:
+        return "tensorflow" if self.strategy is not None else "jax"
 
     @property
     def num_replicas(self) -> int:
+        if self.strategy is None:
+            return len(self.devices)
         return self.strategy.num_replicas_in_sync
+
+    def scope(self):
+        """The scope to build the model in: the strategy's on TensorFlow; none needed on JAX."""
+        if self.strategy is None:
+            return contextlib.nullcontext()
+        return self.strategy.scope()
 
     def describe(self) -> str:
         """Returns the report `find_strategy` prints."""
         lines = [f"  tried {attempt}" for attempt in self.attempts]
+        how = type(self.strategy if self.strategy is not None else self.distribution).__name__
+        backend = "TensorFlow" if self.strategy is not None else "JAX"
         lines.append(
-            f"Running on {self.kind}: {type(self.strategy).__name__}, "
-            f"{self.num_replicas} replica(s) in sync."
+            f"Running on {self.kind} with {backend}: {how}, {self.num_replicas} replica(s) in sync."
         )
         lines.append("Devices: " + ", ".join(self.devices))
         return "\n".join(lines)
@@ -85,10 +107,11 @@ def find_strategy(
 ) -> StrategyChoice:
     """Finds the strategy for the best device here, prints which it took, and returns it.
 
-    In order: a TPU VM's TPU (`tpu="local"`); a TPU by name (`tpu_name`, else the
-    `TPU_NAME` or `COLAB_TPU_ADDR` environment variable: the older resolver); all GPUs
+    On the JAX backend: `find_jax_strategy(device)`. On TensorFlow, in order: a TPU VM's
+    TPU (`tpu="local"`); a TPU by name (`tpu_name`, else the `TPU_NAME` or
+    `COLAB_TPU_ADDR` environment variable: the older resolver); all GPUs
     (`MirroredStrategy` for several, `OneDeviceStrategy` for one); else the CPU (the
-    default strategy).
+    default strategy, or `MirroredStrategy` over several logical CPU devices).
 
     Args:
         device: "auto" (the order above), "tpu", "gpu" or "cpu" to force one; None reads
@@ -105,12 +128,16 @@ def find_strategy(
 
     Example:
         choice = strategy.find_strategy()
-        with choice.strategy.scope():
+        with choice.scope():
             model = make_model()
     """
     device = (device or os.environ.get(DEVICE_ENV_VAR) or "auto").lower()
     if device not in DEVICES:
         raise ValueError(f"`device` must be one of {DEVICES}. Received: device={device!r}")
+    import keras  # Imported here: which backend it runs on is chosen before (utils.runtime).
+
+    if keras.backend.backend() == "jax":
+        return find_jax_strategy(device)
     attempts = []
     if device in ("auto", "tpu"):
         name = tpu_name or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR")
@@ -138,7 +165,36 @@ def find_strategy(
         if device == "gpu":
             raise ValueError("No GPU found (device='gpu').")
     cpus = tuple(d.name for d in tf.config.list_logical_devices("CPU"))
-    return _report(StrategyChoice(tf.distribute.get_strategy(), "CPU", cpus, tuple(attempts)))
+    found = tf.distribute.MirroredStrategy(cpus) if len(cpus) > 1 else tf.distribute.get_strategy()
+    return _report(StrategyChoice(found, "CPU", cpus, tuple(attempts)))
+
+
+def find_jax_strategy(device: str = "auto") -> StrategyChoice:
+    """On the JAX backend: sets `keras.distribution.DataParallel` over the devices JAX sees.
+
+    JAX picks its best platform itself (TPU, else GPU, else CPU); `device` forces one.
+
+    Raises:
+        ValueError: if a forced device is not there.
+    """
+    import jax
+    import keras
+
+    devices = jax.devices()
+    platform = devices[0].platform
+    attempts = [f"jax.devices(): {len(devices)} {platform.upper()} device(s)"]
+    if device not in ("auto", platform):
+        try:
+            devices = jax.devices(device)
+        except RuntimeError as error:
+            raise ValueError(
+                f"No {device.upper()} found (device={device!r}): {_first_line(error)}"
+            ) from None
+    distribution = keras.distribution.DataParallel(devices=devices)
+    keras.distribution.set_distribution(distribution)
+    names = tuple(f"{d.platform}:{d.id}" for d in devices)
+    kind = devices[0].platform.upper()
+    return _report(StrategyChoice(None, kind, names, tuple(attempts), distribution))
 
 
 def _first_line(error: Exception) -> str:
@@ -149,3 +205,34 @@ def _first_line(error: Exception) -> str:
 def _report(choice: StrategyChoice) -> StrategyChoice:
     print(choice.describe())
     return choice
+
+
+def cap_batch_size(
+    global_batch_size: int, *, num_images: int, num_replicas: int, purpose: str
+) -> int:
+    """Returns the batch size capped to the data: at most `num_images`, a multiple of replicas.
+
+    A batch larger than the data would give no batch at all (`drop_remainder=True`); a
+    batch that is not a multiple of the replicas cannot be split evenly over them. Prints a
+    line when it caps.
+
+    Raises:
+        ValueError: if there are fewer images than replicas (not one image per replica).
+
+    Example:
+        batch = strategy.cap_batch_size(1024, num_images=687, num_replicas=8,
+                                        purpose="validation")  # 680
+    """
+    if num_images < num_replicas:
+        raise ValueError(
+            f"{num_images} {purpose} image(s) cannot feed {num_replicas} replicas (one image "
+            f"each at least): use more images, or fewer {purpose} shards or replicas."
+        )
+    if global_batch_size <= num_images:
+        return global_batch_size
+    capped = num_images // num_replicas * num_replicas
+    print(
+        f"The {purpose} batch of {global_batch_size} is larger than the {num_images} "
+        f"{purpose} images: capped to {capped} ({capped // num_replicas} per replica)."
+    )
+    return capped

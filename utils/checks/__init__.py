@@ -18,6 +18,7 @@ from utils.checks.records import (
     check_parse_batch,
     check_read_tfrecord,
 )
+from utils.checks.scale_out import check_dataset_fn, check_host_cores, check_through_service
 from utils.checks.training import (
     check_augment,
     check_compiled_model,
@@ -38,8 +39,10 @@ __all__ = [
     "check_build_conversion",
     "check_compiled_model",
     "check_convert_dofn",
+    "check_dataset_fn",
     "check_fast_dataset",
     "check_filenames",
+    "check_host_cores",
     "check_label_from_path",
     "check_parallel_reading",
     "check_parallel_records",
@@ -49,6 +52,7 @@ __all__ = [
     "check_recompress",
     "check_resize_and_crop",
     "check_scaling",
+    "check_through_service",
     "check_to_example",
     "check_training_dataset",
     "check_write_shard",

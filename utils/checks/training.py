@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import keras
 import numpy as np
 import tensorflow as tf
 
-from utils import strategy as strategies
 from utils.checks._base import (
     CHECK_ERRORS,
     _fail,
@@ -21,31 +21,42 @@ from utils.checks._base import (
 from utils.checks.records import dataset_ops
 
 
-def check_scaling(global_batch_size, learning_rate, *, todo: int, choice, base_learning_rate):
-    """Checks the batch size and learning rate scaled with `choice.num_replicas`.
+def check_scaling(
+    global_batch_size,
+    learning_rate,
+    *,
+    todo: int,
+    choice,
+    batch_per_replica: int,
+    base_learning_rate: float,
+    max_learning_rate: float,
+):
+    """Checks the batch size and learning rate scaled with `choice.num_replicas`, capped.
 
     Example:
         checks.check_scaling(global_batch_size, learning_rate, todo=1, choice=choice,
-                             base_learning_rate=0.002)
+                             batch_per_replica=32, base_learning_rate=0.002,
+                             max_learning_rate=0.008)
     """
     __tracebackhide__ = True
     replicas = choice.num_replicas
-    per_replica = strategies.BATCH_PER_REPLICA[choice.kind]
-    _require_done(global_batch_size, todo, "global_batch_size", f"{per_replica} x {replicas}")
-    _require_done(learning_rate, todo, "learning_rate", f"{base_learning_rate} x {replicas}")
-    if global_batch_size != per_replica * replicas:
+    expected_rate = min(base_learning_rate * replicas, max_learning_rate)
+    rule = f"min({base_learning_rate} x {replicas}, {max_learning_rate})"
+    _require_done(global_batch_size, todo, "global_batch_size", f"{batch_per_replica} x {replicas}")
+    _require_done(learning_rate, todo, "learning_rate", rule)
+    if global_batch_size != batch_per_replica * replicas:
         _fail(
             todo,
             "global_batch_size",
-            f"expected {per_replica} per replica x {replicas} replica(s) = "
-            f"{per_replica * replicas}; found {global_batch_size}.",
+            f"expected {batch_per_replica} per replica x {replicas} replica(s) = "
+            f"{batch_per_replica * replicas}; found {global_batch_size}.",
         )
-    if not math.isclose(learning_rate, base_learning_rate * replicas):
+    if not math.isclose(learning_rate, expected_rate):
         _fail(
             todo,
             "learning_rate",
-            f"expected {base_learning_rate} x {replicas} replica(s) = "
-            f"{base_learning_rate * replicas:g}; found {learning_rate}.",
+            f"expected {rule} = {expected_rate:g}; found {learning_rate}. Scale with the "
+            "replicas, but never above MAX_LEARNING_RATE.",
         )
     _passed(todo, "batch size and learning rate scale with the replicas.")
 
@@ -149,28 +160,28 @@ def check_compiled_model(
     model,
     *,
     todo: int,
-    strategy,
+    choice,
     learning_rate: float,
     steps_per_execution: int,
     image_size: int,
     num_classes: int,
 ):
-    """Checks the model: built under `strategy`, compiled with the settings asked for.
+    """Checks the model: built under `choice.scope()`, compiled with the settings asked for.
 
     Example:
-        checks.check_compiled_model(model, todo=4, strategy=choice.strategy,
+        checks.check_compiled_model(model, todo=4, choice=choice,
                                     learning_rate=0.002, steps_per_execution=16,
                                     image_size=96, num_classes=5)
     """
     __tracebackhide__ = True
     name = "model"
     _require_done(model, todo, name, "a compiled keras.Model")
-    if model.distribute_strategy is not strategy:
+    if choice.strategy is not None and model.distribute_strategy is not choice.strategy:
         _fail(
             todo,
             name,
-            "expected the model built under choice.strategy.scope(): create it inside "
-            "`with choice.strategy.scope():`.",
+            "expected the model built under choice.scope(): create it inside "
+            "`with choice.scope():`.",
         )
     if tuple(model.input_shape) != (None, image_size, image_size, 3):
         _fail(todo, name, f"expected input shape (None, {image_size}, {image_size}, 3).")
@@ -178,7 +189,7 @@ def check_compiled_model(
         _fail(todo, name, f"expected float32 outputs of shape (None, {num_classes}).")
     if not model.compiled or model.optimizer is None:
         _fail(todo, name, "expected the model compiled: call model.compile(...).")
-    rate = float(model.optimizer.learning_rate.numpy())
+    rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
     if not math.isclose(rate, learning_rate, rel_tol=1e-5):
         _fail(todo, name, f"expected learning rate {learning_rate:g}; found {rate:g}.")
     if model.steps_per_execution != steps_per_execution:

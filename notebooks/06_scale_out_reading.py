@@ -1,0 +1,305 @@
+# %% [markdown]
+# # Lesson 6 (optional) · Beyond one host's CPUs: per-host sharding and the tf.data service
+#
+# Lesson 5 scaled the conversion out. Reading has the same problem at the other end: a
+# TPU pod has one host per few chips, each host must read only its part of the data, and
+# when a host's CPUs cannot decode as fast as its chips consume, the preprocessing moves
+# to other machines with the tf.data service (`tf.data.experimental.service`; see the
+# paper "tf.data service: A Case for Disaggregating ML Input Data Processing"). Here both
+# run on one machine, as local processes on loopback ports.
+#
+# **You will:**
+#
+# 1. Compute how many host cores an accelerator's consumption rate needs (TODO 1).
+# 2. Give each host its own shards, per replica batch included (TODO 2).
+# 3. Run lab 3's pipeline through the tf.data service (TODO 3).
+#
+# Then you watch 2 host processes read disjoint halves, count what the service's modes
+# return, and measure images/s with 1 and 2 service workers.
+
+# %% [markdown]
+# ## Set-up
+#
+# Run this cell first. It finds the course's `utils` package (beside `labs/` in a
+# checkout) or installs it, installs TensorFlow for `tf.data` where it is missing, and
+# says which backend Keras runs on, and why.
+
+# %% tags=["setup"]
+# The build puts the set-up code here (tools/setup_cell.py).
+
+# %%
+import math
+import os
+
+import tensorflow as tf
+
+from utils import checks, data_service, display, pipeline, sharding, sources, tfrecords, timing
+
+# %% tags=["parameters"]
+DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
+NUM_IMAGES = 3670  # Size of the embedded dataset (ignored for other sources).
+TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
+NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); at least as many as hosts.
+SHARDS_DIR = None  # None: where lab 2 wrote them; or your folder.
+BATCH_SIZE = 64  # The global batch: all hosts together.
+NUM_HOSTS = 2  # Host processes in the sharding demonstration.
+LATENCY_MS = 50  # SIMULATED first-byte latency per shard for the service's workers.
+NUM_TIMED_IMAGES = 4000  # Images timed in each measurement.
+SEED = 42
+
+# %%
+source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
+shards = tfrecords.ensure_shards(
+    source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
+)
+shard_paths = tfrecords.find_shards(shards["output_dir"])
+class_names = shards["class_names"]
+num_records = shards["num_records"]
+print(f"{len(shard_paths)} shards, {num_records} records; this machine has {os.cpu_count()} cores.")
+
+# %% [markdown]
+# ## 1. How much CPU does the accelerator need? (TODO 1)
+#
+# Lab 3 measured the decode ceiling: JPEGs already in memory, decoded a batch at a time on
+# all cores. Divided by the cores, it is what one core decodes per second. An accelerator
+# that consumes images faster than the host's cores decode them waits for its input.
+
+# %%
+stored_jpegs = [
+    tf.io.parse_single_example(record, tfrecords.FEATURES)["image"].numpy()
+    for record in tf.data.TFRecordDataset(shard_paths).take(1000)
+]
+ceiling = timing.measure_throughput(
+    pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE),
+    num_images=NUM_TIMED_IMAGES,
+    label="decode ceiling (in memory)",
+)
+per_core = ceiling.images_per_second / os.cpu_count()
+print(f"One core decodes {per_core:,.0f} images/s of {TARGET_SIZE} px here.")
+
+# %% [markdown]
+# **TODO 1.** Complete `host_cores_needed(images_per_second, images_per_second_per_core)`:
+# the number of cores that decode `images_per_second`. A part of a core is a whole core
+# to book: round up with `math.ceil`.
+
+
+# %%
+def host_cores_needed(images_per_second, images_per_second_per_core):
+    """Whole CPU cores that decode `images_per_second` at this per-core rate."""
+    # TODO 1: divide, and round up to whole cores.
+    ### BEGIN SOLUTION
+    cores = math.ceil(images_per_second / images_per_second_per_core)
+    ### END SOLUTION
+    return cores
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_host_cores(host_cores_needed, todo=1)
+
+# %% [markdown]
+# Published training rates of ResNet-50 v1.5 (ImageNet, 224 px, mixed precision), from
+# NVIDIA's DeepLearningExamples, "Training performance results":
+# https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/Classification/ConvNets/resnet50v1.5/README.md
+# ImageNet's JPEGs are larger than these 192 px ones and training also crops and flips
+# them, so the real need is higher than this table says: read it as a lower bound.
+
+# %%
+PUBLISHED_RATES = [  # (accelerator, images/s, source)
+    ("1x V100 16GB (DGX-1)", 1200, "NVIDIA DeepLearningExamples, ResNet50 v1.5 PyTorch"),
+    ("1x A100 80GB (DGX A100)", 2470, "NVIDIA DeepLearningExamples, ResNet50 v1.5 PyTorch"),
+    ("8x A100 80GB (one DGX A100)", 16621, "NVIDIA DeepLearningExamples, ResNet50 v1.5 PyTorch"),
+]
+print(f"{'accelerator':<30} {'images/s':>9} {'host cores':>11}  source")
+for accelerator, rate, citation in PUBLISHED_RATES:
+    cores = host_cores_needed(rate, per_core)
+    print(f"{accelerator:<30} {rate:>9,} {cores:>11}  {citation}")
+print(f"(at {per_core:,.0f} images/s per core of {TARGET_SIZE} px, measured above; "
+      f"this machine has {os.cpu_count()} cores)")  # fmt: skip
+
+# %% [markdown]
+# ## 2. Each host reads its own shards (TODO 2)
+#
+# On a pod, every host runs the same program. `strategy.distribute_datasets_from_function(
+# dataset_fn)` calls `dataset_fn(input_context)` on each host: `input_context.
+# input_pipeline_id` is this host's index, `num_input_pipelines` the number of hosts. Each
+# host should open only its shards (files >= hosts), so the hosts together read every
+# record once. `input_context.get_per_replica_batch_size(BATCH_SIZE)` turns the global
+# batch into this replica's. On JAX, the same idea is `jax.process_index()` and
+# `jax.process_count()`: each process reads its part, and `keras.distribution` assembles
+# the global batch from the processes' parts.
+#
+# **TODO 2.** Complete `dataset_fn(input_context)`: take this host's shards with
+# `sharding.shards_for_host(shard_paths, host_index=..., num_hosts=...)` and return
+# `pipeline.tfrecord_images(...)` over them, with `target_size=TARGET_SIZE`,
+# `num_classes=len(class_names)` and the per-replica batch size.
+
+
+# %%
+def dataset_fn(input_context):
+    """This host's batches: its own shards, batched per replica."""
+    # TODO 2: this host's shards, read with the course pipeline in per-replica batches.
+    ### BEGIN SOLUTION
+    host_paths = sharding.shards_for_host(
+        shard_paths,
+        host_index=input_context.input_pipeline_id,
+        num_hosts=input_context.num_input_pipelines,
+    )
+    dataset = pipeline.tfrecord_images(
+        host_paths,
+        target_size=TARGET_SIZE,
+        num_classes=len(class_names),
+        batch_size=input_context.get_per_replica_batch_size(BATCH_SIZE),
+    )
+    ### END SOLUTION
+    return dataset
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_dataset_fn(dataset_fn, todo=2, num_records=num_records, global_batch_size=BATCH_SIZE)
+
+# %% [markdown]
+# ### Two hosts, for real
+#
+# `sharding.run_hosts()` starts `NUM_HOSTS` processes, each a worker of one
+# `MultiWorkerMirroredStrategy` with a `TF_CONFIG` naming the others on loopback ports,
+# as on a cluster. Each reads its part through `distribute_datasets_from_function` (the
+# solution of TODO 2), then the same shards through `experimental_distribute_dataset`,
+# which shards by itself under an auto-shard policy: `FILE` gives each host whole files,
+# `DATA` has every host read every file and keep its share of the elements (all the
+# bytes read everywhere), and `FILE` with fewer files than hosts fails. The processes
+# are stopped before the cell ends.
+
+# %%
+reports = sharding.run_hosts(
+    shard_paths,
+    num_hosts=NUM_HOSTS,
+    target_size=TARGET_SIZE,
+    num_classes=len(class_names),
+    global_batch_size=BATCH_SIZE,
+)
+read_by_host = [set(report.record_ids) for report in reports]
+for report in reports:
+    print(f"host {report.host_index}: {report.num_files} shards, {len(report.record_ids)} "
+          f"records; auto-shard {report.policy_counts}")  # fmt: skip
+overlap = set.intersection(*read_by_host)
+together = set.union(*read_by_host)
+print(f"Records read by more than one host: {len(overlap)}; together: {len(together)} "
+      f"of {num_records}.")  # fmt: skip
+
+# %% [markdown]
+# ## 3. The tf.data service (TODO 3)
+#
+# A dispatcher hands out work; workers run the dataset's graph and send the elements to
+# the trainer. `dataset.apply(tf.data.experimental.service.distribute(processing_mode,
+# service))` sends `dataset` to the service; what comes back is read like any dataset.
+#
+# - `ShardingPolicy.OFF` (also written `"parallel_epochs"`): every worker runs the whole
+#   dataset, so each element comes once per worker. Fine for endless, shuffled training
+#   data; wrong for an epoch that must see each record once.
+# - `"distributed_epoch"` (`ShardingPolicy.DYNAMIC`): the dispatcher hands out the first
+#   dataset's elements (here: shard names) to the workers one by one, so each record comes
+#   once.
+#
+# **TODO 3.** Complete `through_service(dataset, processing_mode, service)`: apply
+# `tf.data.experimental.service.distribute` with that mode and service, and return it.
+
+
+# %%
+def through_service(dataset, processing_mode, service):
+    """`dataset`, run by the tf.data service's workers instead of this process."""
+    # TODO 3: send the dataset to the service.
+    ### BEGIN SOLUTION
+    distributed = dataset.apply(
+        tf.data.experimental.service.distribute(processing_mode=processing_mode, service=service)
+    )
+    ### END SOLUTION
+    return distributed
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_through_service(through_service, todo=3)
+
+# %% [markdown]
+# ### Counts and images/s with 1 and 2 workers
+#
+# Lab 3's pipeline, on the service: the workers read the shards through a SIMULATED
+# first-byte latency of `LATENCY_MS` per shard, one shard at a time each, then batch,
+# parse and decode. `data_service.LocalCluster` starts a dispatcher and workers as local
+# processes on loopback ports, and stops them all when the `with` block ends. Waiting,
+# not CPU, is the limit here: a second worker keeps a second request in flight, so it
+# helps even on this small machine.
+
+
+# %%
+def service_pipeline(num_epochs):
+    records = data_service.shards_with_latency(
+        shard_paths, latency_ms=LATENCY_MS, num_epochs=num_epochs
+    )
+    return records.batch(BATCH_SIZE).map(
+        lambda batch: pipeline.parse_batch(
+            batch, target_size=TARGET_SIZE, num_classes=len(class_names)
+        ),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
+def count_images(dataset):
+    return sum(len(images) for images, _ in dataset)
+
+
+OFF = tf.data.experimental.service.ShardingPolicy.OFF
+counts, speeds = {}, []
+with data_service.LocalCluster(num_workers=1) as cluster:
+    for num_workers in (1, 2):
+        if num_workers == 2:
+            cluster.add_worker()
+        print(cluster.describe())
+        for mode, label in [(OFF, "OFF"), ("distributed_epoch", "distributed_epoch")]:
+            images = count_images(through_service(service_pipeline(1), mode, cluster.address))
+            counts[(num_workers, label)] = images
+            print(f"  {label}: {images} images from one epoch of {num_records}")
+        speeds.append(
+            timing.measure_throughput(
+                through_service(service_pipeline(None), "distributed_epoch", cluster.address),
+                num_images=NUM_TIMED_IMAGES,
+                label=f"service, {num_workers} worker(s)",
+            )
+        )
+print(
+    "Processes still running after the cell:",
+    [p for p in cluster.pids if os.path.exists(f"/proc/{p}")],
+)
+
+# %% [markdown]
+# **Running it on separate machines** (not run here). On the dispatcher's machine, and on
+# each worker machine, with the course installed (`pip install -e .` in a checkout):
+#
+# ```bash
+# python -m utils.data_service dispatcher --port 5050
+# python -m utils.data_service worker --dispatcher DISPATCHER_HOST:5050 --port 5051 \
+#     --worker-host THIS_WORKER_HOST
+# ```
+#
+# and in the training program, `service="grpc://DISPATCHER_HOST:5050"`. The servers
+# listen on every interface of their machine: keep the ports inside your private network.
+# The workers read the shards themselves, so they need access to the bucket.
+#
+# ## What you measured
+
+# %% tags=["summary"]
+print(f"Decode ceiling: {ceiling.images_per_second:,.0f} images/s on {os.cpu_count()} cores, "
+      f"{per_core:,.0f} per core.")  # fmt: skip
+for accelerator, rate, _ in PUBLISHED_RATES:
+    print(f"  {accelerator}: {rate:,} images/s needs {host_cores_needed(rate, per_core)} cores.")
+print(f"Per-host sharding, {NUM_HOSTS} processes: {[len(r) for r in read_by_host]} records, "
+      f"{len(overlap)} read twice, {len(together)} of {num_records} together.")  # fmt: skip
+for (num_workers, label), images in counts.items():
+    print(f"Service, {num_workers} worker(s), {label}: {images} images per epoch of {num_records}.")
+print()
+timing.compare_throughput(speeds, baseline=speeds[0].label)
+figure = display.plot_throughput(
+    speeds, title=f"tf.data service, SIMULATED {LATENCY_MS} ms per shard"
+)

@@ -1,0 +1,166 @@
+"""A tf.data service cluster of local processes on loopback, and a pipeline it can run.
+
+`LocalCluster` starts a dispatcher and workers as separate processes (`python -m
+utils.data_service dispatcher|worker ...`), the same commands that run them on separate
+machines, and stops every one of them when its `with` block ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from utils import processes
+
+START_TIMEOUT_S = 120.0  # A process that imports TensorFlow on a busy 2-core machine is slow.
+
+
+class LocalCluster:
+    """A dispatcher and `num_workers` workers, each a local process on a loopback port.
+
+    Use it as a context manager: every process it started is stopped when the block ends,
+    also when the block raises.
+
+    Example:
+        with data_service.LocalCluster(num_workers=2) as cluster:
+            dataset = dataset.apply(tf.data.experimental.service.distribute(
+                "distributed_epoch", service=cluster.address))
+    """
+
+    def __init__(self, num_workers: int = 1, *, start_timeout_s: float = START_TIMEOUT_S):
+        if not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(
+                f"`num_workers` must be a positive integer. Received: num_workers={num_workers!r}"
+            )
+        self.num_workers = num_workers
+        self.start_timeout_s = start_timeout_s
+        self.address = None
+        self._dispatcher = None
+        self._workers = []
+
+    def __enter__(self) -> LocalCluster:
+        try:
+            port = processes.free_loopback_port()
+            self._dispatcher = processes.start_module(
+                "utils.data_service", "dispatcher", "--port", str(port)
+            )
+            processes.read_json_line(
+                self._dispatcher, timeout_s=self.start_timeout_s, what="The dispatcher"
+            )
+            self.address = f"grpc://{processes.LOOPBACK}:{port}"
+            for _ in range(self.num_workers):
+                self._start_worker()
+            self._wait_for_workers()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def add_worker(self) -> None:
+        """Starts one more worker; it joins the jobs that are running."""
+        self._start_worker()
+        self._wait_for_workers()
+        self.num_workers = len(self._workers)
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the dispatcher and the workers."""
+        return [process.pid for process in [self._dispatcher, *self._workers] if process]
+
+    def describe(self) -> str:
+        """Returns one line: where the dispatcher listens and how many workers there are."""
+        return f"tf.data service: dispatcher {self.address}, {len(self._workers)} worker(s)."
+
+    def stop(self) -> None:
+        """Stops the workers, then the dispatcher (each SIGTERM, SIGKILL after 10 s)."""
+        for process in [*self._workers, self._dispatcher]:
+            if process is not None:
+                processes.stop(process)
+
+    def _start_worker(self) -> None:
+        dispatcher = self.address.removeprefix("grpc://")
+        self._workers.append(
+            processes.start_module(
+                "utils.data_service",
+                "worker",
+                "--dispatcher",
+                dispatcher,
+                "--port",
+                str(processes.free_loopback_port()),
+            )
+        )
+
+    def _wait_for_workers(self) -> None:
+        for index, worker in enumerate(self._workers):
+            if not getattr(worker, "ready", None):
+                worker.ready = processes.read_json_line(
+                    worker, timeout_s=self.start_timeout_s, what=f"Worker {index}"
+                )
+
+
+def shards_with_latency(
+    shard_paths, *, latency_ms: float, num_parallel_reads: int = 1, num_epochs: int | None = 1
+):
+    """Reads TFRecord shards, waiting `latency_ms` before each one's first record: SIMULATED.
+
+    `storage.SimulatedStorage` waits in Python, which the tf.data service cannot send to
+    its workers (it ships the dataset's graph). This wait is a graph op (tf.data's own
+    test `sleep`), so the workers run it. The file names come first, so that the service's
+    `"distributed_epoch"` mode hands out whole shards. `num_epochs=None` reads endlessly.
+
+    Example:
+        records = data_service.shards_with_latency(shard_paths, latency_ms=50)
+    """
+    import tensorflow as tf
+    from tensorflow.python.data.experimental.ops import testing  # No public sleep op.
+
+    if latency_ms < 0:
+        raise ValueError(f"`latency_ms` must be >= 0. Received: latency_ms={latency_ms}")
+
+    def open_shard(path):
+        waited = tf.data.Dataset.from_tensors(path).apply(testing.sleep(int(latency_ms * 1000)))
+        return waited.flat_map(tf.data.TFRecordDataset)
+
+    files = tf.data.Dataset.from_tensor_slices(list(shard_paths)).repeat(num_epochs)
+    return files.interleave(
+        open_shard, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
+    )
+
+
+def _serve(arguments: list[str] | None = None) -> None:
+    """Runs a dispatcher or a worker until it is stopped (the command line of this module)."""
+    parser = argparse.ArgumentParser(prog="python -m utils.data_service")
+    parser.add_argument("role", choices=["dispatcher", "worker"])
+    parser.add_argument("--port", type=int, default=5050, help="the port to listen on")
+    parser.add_argument("--dispatcher", help="the dispatcher's host:port (workers only)")
+    parser.add_argument(
+        "--worker-host",
+        default=processes.LOOPBACK,
+        help="the name or address clients reach this worker at (workers only)",
+    )
+    args = parser.parse_args(arguments)
+    processes.exit_with_owner()
+
+    import tensorflow as tf
+
+    service = tf.data.experimental.service
+    if args.role == "dispatcher":
+        server = service.DispatchServer(service.DispatcherConfig(port=args.port))
+    else:
+        if not args.dispatcher:
+            parser.error("a worker needs --dispatcher HOST:PORT")
+        server = service.WorkerServer(
+            service.WorkerConfig(
+                dispatcher_address=args.dispatcher,
+                worker_address=f"{args.worker_host}:%port%",
+                port=args.port,
+            )
+        )
+    processes.print_json(role=args.role, port=args.port)
+    server.join()
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,101 @@
+"""Helper processes for lesson 6: on loopback, waited for with a bound, always stopped.
+
+The processes run `python -m utils.<module> ...`; each prints one JSON line when it is
+ready (or done), and exits by itself if the process that started it goes away.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+LOOPBACK = "127.0.0.1"
+OWNER_ENV_VAR = "TPU_SPEED_PIPELINES_OWNER_PID"
+
+
+def free_loopback_port() -> int:
+    """Returns a TCP port that is free on 127.0.0.1 now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+def start_module(module: str, *arguments: str, env: dict | None = None) -> subprocess.Popen:
+    """Starts `python -m module arguments...` with TF's logs quiet; its stdout is a pipe."""
+    child_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", OWNER_ENV_VAR: str(os.getpid())}
+    child_env.update(env or {})
+    command = [sys.executable, "-m", module, *arguments]
+    error_log = tempfile.TemporaryFile(mode="w+")  # A file, not a pipe: it never fills up.
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=error_log, text=True, env=child_env
+    )
+    process.error_log = error_log
+    return process
+
+
+def read_json_line(process: subprocess.Popen, *, timeout_s: float, what: str) -> dict:
+    """Waits at most `timeout_s` for the next JSON line on `process`'s stdout.
+
+    Raises:
+        RuntimeError: the process exited first, or said nothing in time (its stderr's end
+            is in the message).
+    """
+    deadline = time.monotonic() + timeout_s
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if selector.select(timeout=min(0.5, max(0.0, deadline - time.monotonic()))):
+                line = process.stdout.readline()
+                if line.startswith("{"):
+                    return json.loads(line)
+                if line == "":  # End of output: the process exited.
+                    break
+    stop(process)
+    process.error_log.seek(0)
+    error_tail = process.error_log.read().strip().splitlines()[-3:]
+    status = f"exited with status {process.returncode}" if process.returncode else "timed out"
+    raise RuntimeError(f"{what} {status} after at most {timeout_s:g} s: {' | '.join(error_tail)}")
+
+
+def stop(process: subprocess.Popen, *, timeout_s: float = 10.0) -> None:
+    """Stops a process: SIGTERM, then SIGKILL if it is still there after `timeout_s`."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout_s)
+    if process.stdout and not process.stdout.closed:
+        process.stdout.close()
+
+
+def exit_with_owner() -> None:
+    """In a helper process: exit as soon as the process that started it has gone."""
+    owner = int(os.environ.get(OWNER_ENV_VAR, "0"))
+    if not owner:
+        return
+
+    def watch():
+        while True:
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            if os.getppid() != owner:
+                os._exit(0)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def print_json(**values) -> None:
+    """In a helper process: says something to the process that started it."""
+    print(json.dumps(values), flush=True)

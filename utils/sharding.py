@@ -1,0 +1,171 @@
+"""Per-host input sharding: which shards each host reads, shown with real processes.
+
+`run_hosts()` starts one process per "host" (`python -m utils.sharding ...`) with a
+`TF_CONFIG` on loopback ports, as on a cluster; each builds a `MultiWorkerMirroredStrategy`,
+reads its part through `distribute_datasets_from_function`, and reports what it read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import re
+
+from utils import processes
+
+HOSTS_TIMEOUT_S = 180.0
+
+
+def shards_for_host(shard_paths, *, host_index: int, num_hosts: int) -> list[str]:
+    """Returns the shards host `host_index` of `num_hosts` reads: every num_hosts-th one.
+
+    Raises:
+        ValueError: fewer shards than hosts (a host would read nothing), or a bad index.
+
+    Example:
+        mine = sharding.shards_for_host(shard_paths, host_index=0, num_hosts=2)
+    """
+    shard_paths = list(shard_paths)
+    if not 0 <= host_index < num_hosts:
+        raise ValueError(
+            f"`host_index` must be in 0..{num_hosts - 1}. Received: host_index={host_index}"
+        )
+    if len(shard_paths) < num_hosts:
+        raise ValueError(
+            f"{len(shard_paths)} shard(s) for {num_hosts} hosts: each host needs at least one "
+            "file. Write at least as many shards as hosts (lab 2's NUM_SHARDS)."
+        )
+    return shard_paths[host_index::num_hosts]
+
+
+def record_id(image) -> str:
+    """A short fingerprint of one decoded image (a NumPy array), to compare what hosts read."""
+    return hashlib.sha1(image.tobytes()).hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class HostReport:
+    """What one host process read."""
+
+    host_index: int
+    num_files: int
+    record_ids: list[str]
+    policy_counts: dict  # Auto-shard policy -> records read, or the error's first line.
+
+
+def run_hosts(
+    shard_paths,
+    *,
+    num_hosts: int = 2,
+    target_size: int,
+    num_classes: int,
+    global_batch_size: int,
+    timeout_s: float = HOSTS_TIMEOUT_S,
+) -> list[HostReport]:
+    """Runs `num_hosts` processes, each a worker of one MultiWorkerMirroredStrategy on loopback.
+
+    Each reads its part of `shard_paths` with `distribute_datasets_from_function` (the
+    course pipeline on `shards_for_host`), then the same shards through
+    `experimental_distribute_dataset` under the FILE and DATA auto-shard policies, and FILE
+    with a single file. Every process is stopped before this returns.
+
+    Example:
+        reports = sharding.run_hosts(shard_paths, target_size=192, num_classes=5,
+                                     global_batch_size=64)
+    """
+    ports = [processes.free_loopback_port() for _ in range(num_hosts)]
+    cluster = {"worker": [f"{processes.LOOPBACK}:{port}" for port in ports]}
+    settings = json.dumps(
+        {
+            "shard_paths": list(shard_paths),
+            "target_size": target_size,
+            "num_classes": num_classes,
+            "global_batch_size": global_batch_size,
+        }
+    )
+    hosts = []
+    try:
+        for index in range(num_hosts):
+            tf_config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+            hosts.append(
+                processes.start_module(
+                    "utils.sharding", settings, env={"TF_CONFIG": json.dumps(tf_config)}
+                )
+            )
+        reports = [
+            processes.read_json_line(host, timeout_s=timeout_s, what=f"Host {index}")
+            for index, host in enumerate(hosts)
+        ]
+    finally:
+        for host in hosts:
+            processes.stop(host)
+    return [HostReport(**report) for report in reports]
+
+
+def _read_host_part(settings: dict) -> dict:
+    """In a host process: reads this host's part as a MultiWorkerMirroredStrategy worker."""
+    import tensorflow as tf
+
+    from utils import pipeline
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    shard_paths = settings["shard_paths"]
+
+    def dataset_fn(input_context):
+        return pipeline.tfrecord_images(
+            shards_for_host(
+                shard_paths,
+                host_index=input_context.input_pipeline_id,
+                num_hosts=input_context.num_input_pipelines,
+            ),
+            target_size=settings["target_size"],
+            num_classes=settings["num_classes"],
+            batch_size=input_context.get_per_replica_batch_size(settings["global_batch_size"]),
+        )
+
+    record_ids = []
+    for images, _ in strategy.distribute_datasets_from_function(dataset_fn):
+        for local_images in strategy.experimental_local_results(images):
+            record_ids += [record_id(image) for image in local_images.numpy()]
+
+    policy_counts = {}
+    auto_shard = tf.data.experimental.AutoShardPolicy
+    for label, policy, files in [
+        ("FILE", auto_shard.FILE, shard_paths),
+        ("DATA", auto_shard.DATA, shard_paths),
+        ("FILE, 1 file", auto_shard.FILE, shard_paths[:1]),
+    ]:
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = policy
+        records = (
+            tf.data.TFRecordDataset(files)
+            .batch(settings["global_batch_size"])
+            .with_options(options)
+        )
+        try:
+            count = 0
+            for batch in strategy.experimental_distribute_dataset(records):
+                count += sum(len(part) for part in strategy.experimental_local_results(batch))
+            policy_counts[label] = count
+        except (tf.errors.OpError, ValueError) as error:
+            message = re.sub(r"\{\{.*?\}\}\s*", "", str(error)).strip()
+            policy_counts[label] = f"{type(error).__name__}: {message.splitlines()[0][:150]}"
+    task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    num_hosts = strategy.cluster_resolver.cluster_spec().num_tasks("worker")
+    mine = shards_for_host(shard_paths, host_index=task, num_hosts=num_hosts)
+    return {
+        "host_index": task,
+        "num_files": len(mine),
+        "record_ids": record_ids,
+        "policy_counts": policy_counts,
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m utils.sharding")
+    parser.add_argument("settings", help="JSON: shard_paths, target_size, num_classes, ...")
+    processes.exit_with_owner()
+    processes.print_json(**_read_host_part(json.loads(parser.parse_args().settings)))
