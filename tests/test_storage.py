@@ -175,7 +175,9 @@ def test_tfrecord_dataset_stream_cap_paces_the_records_not_the_open(shard_paths)
     records, seconds = _read_all(capped.tfrecord_dataset(shard_paths))
     assert len(first.numpy()) > 0 and first_seconds < 0.8
     assert records == list(tf.data.TFRecordDataset(shard_paths).as_numpy_iterator())
-    assert 2.7 < seconds < 4.5
+    # At least the cap's 3 s; well under the 6 s that charging every byte twice would take
+    # (the margin is for a loaded machine: 5.1 s was seen beside other work).
+    assert 2.7 < seconds < 5.8
 
 
 def test_tfrecord_dataset_parallel_streams_share_the_total_cap(shard_paths):
