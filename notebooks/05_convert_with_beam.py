@@ -206,6 +206,7 @@ print(f"Beam and lab 2's loop wrote the same (label, image) pairs: {same_images}
 # into the sidecar, and the validation shows input = written + skipped.
 
 # %%
+print("Expected below: TensorFlow logs 'Premature end of JPEG data' for truncated.jpg.")
 damaged_source = sources.resolve_source(
     str(data.make_damaged_dataset(Path(tempfile.mkdtemp()) / "damaged"))
 )

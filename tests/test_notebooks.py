@@ -14,7 +14,12 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools.lesson_parameters import SMALL_PARAMETERS, missing_modules
+from tools.lesson_parameters import (
+    KERNEL_OPTIONS,
+    SMALL_PARAMETERS,
+    beam_install_command,
+    missing_modules,
+)
 
 ALL_LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 
@@ -22,7 +27,7 @@ ALL_LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 def _skip_without_modules(lesson, *values):
     """A test parameter that is skipped, saying why, when an optional lesson's modules miss."""
     missing = missing_modules(lesson)
-    reason = f"{lesson} needs {', '.join(missing)}: pip install -r requirements-beam.txt"
+    reason = f"{lesson} needs {', '.join(missing)}: {beam_install_command()}"
     return pytest.param(
         *(values or (lesson,)), marks=pytest.mark.skipif(bool(missing), reason=reason)
     )
@@ -53,6 +58,7 @@ def _run(notebook, path):
             parameters=SMALL_PARAMETERS[path.name.split(".")[0]],
             cwd=str(REPO_ROOT / "labs"),
             progress_bar=False,
+            **KERNEL_OPTIONS,
         )
     except papermill.PapermillExecutionError as error:
         return nbformat.read(output, as_version=4), error

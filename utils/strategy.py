@@ -236,3 +236,22 @@ def cap_batch_size(
         f"{purpose} images: capped to {capped} ({capped // num_replicas} per replica)."
     )
     return capped
+
+
+def supported_steps_per_execution(choice: StrategyChoice, steps_per_execution: int) -> int:
+    """Returns `steps_per_execution`, or 1 where Keras cannot run more (and says why).
+
+    Keras 3 fails under TensorFlow's `MirroredStrategy` (several GPUs, or several logical
+    CPUs) with `steps_per_execution` > 1: "You must feed a value for placeholder tensor"
+    (keras-team/keras#19246, still open; seen here with Keras 3.15.1 and TF 2.21).
+
+    Example:
+        steps = strategy.supported_steps_per_execution(choice, 16)
+    """
+    if steps_per_execution > 1 and isinstance(choice.strategy, tf.distribute.MirroredStrategy):
+        print(
+            f"steps_per_execution={steps_per_execution} fails under MirroredStrategy in "
+            "Keras 3 (keras-team/keras#19246): using 1."
+        )
+        return 1
+    return steps_per_execution
