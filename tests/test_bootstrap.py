@@ -33,7 +33,8 @@ def test_setup_cell_finds_the_course_beside_a_decoy_utils_py(tmp_path):
     code = (
         "import utils\n"  # The learner's module was imported first: the set-up replaces it.
         + _setup_code()
-        + "\nfrom utils import checks\nprint('RESULT', utils.__file__, checks.__name__)\n"
+        + "\nfrom utils import checks\n"
+        + "print('RESULT', sys.modules['utils'].__file__, checks.__name__)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
@@ -48,7 +49,8 @@ def test_setup_cell_finds_the_course_beside_a_decoy_utils_py(tmp_path):
 def test_setup_cell_says_how_to_go_on_when_the_install_fails(tmp_path):
     env = {**os.environ, setup_cell.SOURCE_ENV_VAR: str(tmp_path / "no-such-course")}
     code = _setup_code().replace("Path.cwd().parent, ", "")  # Not beside a checkout.
-    isolated = [sys.executable, "-I", "-c", code]  # -I: no site-packages' course on sys.path.
+    # -S: no site-packages on sys.path, so the course installed in this venv is not found.
+    isolated = [sys.executable, "-I", "-S", "-c", code]
     result = subprocess.run(isolated, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert result.returncode == 1
     assert f"Installing the course's package from {tmp_path / 'no-such-course'} ..." in (
