@@ -113,6 +113,8 @@ def test_cap_batch_size_keeps_a_multiple_of_the_replicas(capsys):
         "The validation batch of 1024 is larger than the 687 validation images: capped to 680 "
         "(85 per replica).\n"
     )
+    assert strategy.cap_batch_size(64, num_images=45, num_replicas=2, purpose="training") == 44
+    assert "capped to 44 (22 per replica)" in capsys.readouterr().out
     with pytest.raises(ValueError, match=r"^5 training image\(s\) cannot feed 8 replicas"):
         strategy.cap_batch_size(256, num_images=5, num_replicas=8, purpose="training")
 
