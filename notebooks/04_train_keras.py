@@ -52,6 +52,7 @@ SEED = 42
 # %%
 import collections
 import tempfile
+import warnings
 from pathlib import Path
 
 import keras
@@ -328,6 +329,9 @@ checks.check_compiled_model(
 # ## Train
 
 # %%
+# On JAX, Keras warns "Your input ran out of data" when the finite validation set ends
+# inside a call of `steps_per_execution` steps: expected here, the set is read whole.
+warnings.filterwarnings("ignore", message="Your input ran out of data")
 history = model.fit(
     train_dataset,
     validation_data=validation_dataset,
