@@ -254,16 +254,14 @@ checks.check_training_dataset(
 
 # %% [markdown]
 # Validation reads the held-out shards in order, without shuffling or augmenting. Its
-# batches are also of one static size, split evenly over the replicas, and never larger
-# than the validation set (at 8 replicas the global batch can be larger); the last,
-# incomplete batch is left out.
+# batches are also of one static size, split evenly over the replicas. The last,
+# incomplete batch is left out, so `strategy.even_batch_size()` picks the size, at most
+# the global batch, that leaves the fewest images out (at 8 replicas the global batch can
+# be larger than the whole validation set).
 
 # %%
-validation_batch_size = strategy.cap_batch_size(
-    global_batch_size,
-    num_images=num_validation,
-    num_replicas=choice.num_replicas,
-    purpose="validation",
+validation_batch_size = strategy.even_batch_size(
+    num_validation, max_batch_size=global_batch_size, num_replicas=choice.num_replicas
 )
 validation_batches = num_validation // validation_batch_size
 validation_dataset = (

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 
@@ -255,3 +256,23 @@ def supported_steps_per_execution(choice: StrategyChoice, steps_per_execution: i
         )
         return 1
     return steps_per_execution
+
+
+def even_batch_size(num_images: int, *, max_batch_size: int, num_replicas: int) -> int:
+    """Returns the validation batch size that leaves the fewest images out of full batches.
+
+    The size is at most `max_batch_size` and a multiple of `num_replicas`.
+
+    Raises:
+        ValueError: if there are fewer images than replicas.
+
+    Example:
+        strategy.even_batch_size(687, max_batch_size=256, num_replicas=8)  # 224: 3 batches
+    """
+    if num_images < num_replicas:
+        raise ValueError(
+            f"{num_images} image(s) cannot feed {num_replicas} replicas (one image each at "
+            "least): use more images, or more validation shards, or fewer replicas."
+        )
+    num_batches = math.ceil(num_images / max(min(max_batch_size, num_images), 1))
+    return max(num_images // num_batches // num_replicas * num_replicas, num_replicas)
