@@ -18,9 +18,9 @@
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell first. It finds the course's `utils` package (beside `labs/` in a
-# checkout) or installs it, installs TensorFlow for `tf.data` where it is missing, and
-# says which backend Keras runs on, and why.
+# Run this cell before the ones below. It finds the course's `utils` package (beside
+# `labs/` in a checkout) or installs it, installs TensorFlow for `tf.data` where it is
+# missing, and says which backend Keras runs on, and why.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/setup_cell.py).
@@ -403,9 +403,12 @@ figure = display.show_images(stored, class_names=source.class_names, num_images=
 # JPEG, a CMYK JPEG, a PNG named `.jpg`, and an empty class folder. Decoding with
 # `channels=3` turns the grayscale, CMYK and PNG files into ordinary RGB images; the
 # three unreadable files are skipped and listed, and the empty folder is reported.
+# TensorFlow's JPEG decoder also logs an error line of its own for the truncated file
+# (`Premature end of JPEG data`): expected, and the file is counted as skipped.
 # Everything is made in a temporary folder, deleted at the end of the cell.
 
 # %%
+print("Expected below: TensorFlow logs 'Premature end of JPEG data' for truncated.jpg.")
 with tempfile.TemporaryDirectory() as scratch:
     damaged_root = data.make_damaged_dataset(Path(scratch) / "damaged")
     damaged_source = sources.resolve_source(str(damaged_root))

@@ -18,9 +18,9 @@
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell first. It finds the course's `utils` package (beside `labs/` in a
-# checkout) or installs it, installs TensorFlow for `tf.data` where it is missing, and
-# says which backend Keras runs on, and why.
+# Run this cell before the ones below. It finds the course's `utils` package (beside
+# `labs/` in a checkout) or installs it, installs TensorFlow for `tf.data` where it is
+# missing, and says which backend Keras runs on, and why.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/setup_cell.py).
@@ -206,6 +206,7 @@ print(f"Beam and lab 2's loop wrote the same (label, image) pairs: {same_images}
 # into the sidecar, and the validation shows input = written + skipped.
 
 # %%
+print("Expected below: TensorFlow logs 'Premature end of JPEG data' for truncated.jpg.")
 damaged_source = sources.resolve_source(
     str(data.make_damaged_dataset(Path(tempfile.mkdtemp()) / "damaged"))
 )

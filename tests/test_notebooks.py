@@ -14,7 +14,12 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools.lesson_parameters import SMALL_PARAMETERS, missing_modules
+from tools.lesson_parameters import (
+    KERNEL_OPTIONS,
+    SMALL_PARAMETERS,
+    beam_install_command,
+    missing_modules,
+)
 
 ALL_LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 
@@ -22,7 +27,7 @@ ALL_LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 def _skip_without_modules(lesson, *values):
     """A test parameter that is skipped, saying why, when an optional lesson's modules miss."""
     missing = missing_modules(lesson)
-    reason = f"{lesson} needs {', '.join(missing)}: pip install -r requirements-beam.txt"
+    reason = f"{lesson} needs {', '.join(missing)}: {beam_install_command()}"
     return pytest.param(
         *(values or (lesson,)), marks=pytest.mark.skipif(bool(missing), reason=reason)
     )
@@ -53,6 +58,7 @@ def _run(notebook, path):
             parameters=SMALL_PARAMETERS[path.name.split(".")[0]],
             cwd=str(REPO_ROOT / "labs"),
             progress_bar=False,
+            **KERNEL_OPTIONS,
         )
     except papermill.PapermillExecutionError as error:
         return nbformat.read(output, as_version=4), error
@@ -90,9 +96,11 @@ def test_every_lesson_has_small_parameters():
 @pytest.fixture(scope="module", params=LESSONS)
 def executed_solution(request, tmp_path_factory):
     lesson = request.param
-    solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    # Built from the source, so that this runs what the lead will commit (the sync test
+    # compares the committed files with the source).
+    _, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     path = tmp_path_factory.mktemp("solutions") / f"{lesson}.ipynb"
-    notebook, error = _run(build.strip_outputs(solution), path)
+    notebook, error = _run(solution, path)
     assert error is None, f"{lesson} failed: {error}"
     return lesson, path.with_name(f"{lesson}.executed.ipynb"), notebook
 
@@ -117,9 +125,13 @@ def test_solution_summary_and_plots_are_produced(executed_solution):
 
 
 def _nbval(notebook_path):
-    """Runs nbval (lax, this environment's kernel, timings masked) over one notebook."""
+    """Runs strict nbval (this environment's kernel, timings masked) over one notebook.
+
+    Strict: every cell's outputs are compared, except in the cells the build tags
+    `nbval-ignore-output` (those without `# NBVAL_CHECK_OUTPUT`).
+    """
     command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
         "--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE_FILE),
         "--nbval-cell-timeout", "300", str(notebook_path),
     ]  # fmt: skip

@@ -49,3 +49,39 @@ def test_main_skips_an_optional_lesson_whose_modules_are_missing(monkeypatch, tm
     out = capsys.readouterr().out
     assert "Skipping 05_convert_with_beam: it needs no_such_module" in out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_lesson_is_one_line_and_keeps_the_last_good_run(monkeypatch, tmp_path, capsys):
+    root = tmp_path / "course"
+    (root / "solutions").mkdir(parents=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.cells = [
+        nbformat.v4.new_code_cell("N = 1", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            "raise ConnectionError('flower_photos: no network (download failed)\\nmore')"
+        ),
+    ]
+    nbformat.write(notebook, root / "solutions" / "01_offline.ipynb")
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    (output_dir / "01_offline.ipynb").write_text("the last good run")
+    monkeypatch.setattr(run_course, "REPO_ROOT", root)
+    monkeypatch.chdir(tmp_path)
+    assert run_course.main(["--output-dir", str(output_dir)]) == 1
+    assert capsys.readouterr().out == (
+        "Running 01_offline ...\n"
+        "01_offline stopped in cell 2: ConnectionError: flower_photos: no network (download "
+        "failed) (the run with the error: out/01_offline.failed.ipynb)\n\n"
+    )
+    assert (output_dir / "01_offline.ipynb").read_text() == "the last good run"
+    assert sorted(p.name for p in output_dir.iterdir()) == [
+        "01_offline.failed.ipynb",
+        "01_offline.ipynb",
+    ]
+
+
+def test_beam_install_command_names_this_environment_s_pip():
+    command = lesson_parameters.beam_install_command()
+    assert command.endswith(" -m pip install -r requirements-beam.txt")
+    assert "python" in command.split()[0]

@@ -39,6 +39,7 @@ import jupytext
 import nbformat
 
 from tools import setup_cell
+from tools.lesson_parameters import KERNEL_OPTIONS
 from tools.setup_cell import GITHUB_REPO
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -342,6 +343,7 @@ def execute_solution(
             parameters=parameters or {},
             cwd=str(cwd),
             progress_bar=False,
+            **KERNEL_OPTIONS,
         )
         executed_cells = nbformat.read(executed, as_version=4).cells
     result = copy.deepcopy(notebook)

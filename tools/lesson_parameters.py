@@ -6,6 +6,8 @@ of the full lesson still runs. Every lesson in notebooks/ must have an entry.
 Also: the optional lessons, and the modules they need beyond requirements.txt.
 """
 
+import os
+import sys
 from importlib.util import find_spec
 
 OPTIONAL_MODULES = {"05_convert_with_beam": ("apache_beam",)}  # Lesson 6 needs only TF.
@@ -14,6 +16,11 @@ OPTIONAL_MODULES = {"05_convert_with_beam": ("apache_beam",)}  # Lesson 6 needs 
 def missing_modules(lesson: str) -> list[str]:
     """Returns the modules an optional lesson needs that are not installed here."""
     return [module for module in OPTIONAL_MODULES.get(lesson, ()) if find_spec(module) is None]
+
+
+def beam_install_command() -> str:
+    """Returns the command that installs lesson 5's packages into this Python's environment."""
+    return f"{os.path.relpath(sys.executable)} -m pip install -r requirements-beam.txt"
 
 
 SMALL_PARAMETERS = {
@@ -53,3 +60,8 @@ SMALL_PARAMETERS = {
         "NUM_TIMED_IMAGES": 160,
     },
 }
+
+# How the tools and tests start a lesson's kernel: without the kernel's start-up warning
+# ("Kernel is running over TCP without encryption", a loopback connection here) on the
+# terminal of every run. Papermill passes these on to the kernel's command line.
+KERNEL_OPTIONS = {"extra_arguments": ["--IPKernelApp.log_level=ERROR"]}

@@ -4,6 +4,9 @@ Steps:
 1. Build the embedded dataset if it is not cached yet (the first lesson does it).
 2. Execute each solution in solutions/ with papermill, in order, with its default
    parameters (or `-p NAME VALUE` overrides), writing the executed copies to build/course/.
+   A lesson that fails gets one line (which cell, which error) and its executed copy is
+   written beside the last good one (`NAME.failed.ipynb`), never over it; the other
+   lessons still run, and the exit status is 1.
 3. Print the text output of each lesson's cell tagged `summary` ("What you measured").
 
 Usage:
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.lesson_parameters import missing_modules
+from tools.lesson_parameters import KERNEL_OPTIONS, beam_install_command, missing_modules
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,18 +50,39 @@ def parse_parameters(pairs: list[list[str]]) -> dict:
 
 
 def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.NotebookNode:
-    """Executes one solution notebook into `output_dir` and returns the executed notebook."""
+    """Executes one solution notebook into `output_dir` and returns the executed notebook.
+
+    The run writes `NAME.running.ipynb` and renames it to `NAME.ipynb` only when it ends
+    well, so a failed run never overwrites the last good executed notebook.
+
+    Raises:
+        LessonFailed: naming the cell and the error, the failed copy kept as NAME.failed.ipynb.
+    """
     import papermill
 
     output = output_dir / solution.name
-    papermill.execute_notebook(
-        str(solution),
-        str(output),
-        parameters=parameters,
-        cwd=str(solution.parent),
-        progress_bar=False,
-    )
-    return nbformat.read(output, as_version=4)
+    running = output.with_suffix(".running.ipynb")
+    try:
+        papermill.execute_notebook(
+            str(solution),
+            str(running),
+            parameters=parameters,
+            cwd=str(solution.parent),
+            progress_bar=False,
+            **KERNEL_OPTIONS,
+        )
+    except papermill.PapermillExecutionError as error:
+        failed = running.replace(output.with_suffix(".failed.ipynb"))
+        first_line = (error.evalue.strip().splitlines() or [""])[0]
+        raise LessonFailed(
+            f"{solution.stem} stopped in cell {error.exec_count}: {error.ename}: {first_line} "
+            f"(the run with the error: {os.path.relpath(failed)})"
+        ) from None
+    return nbformat.read(running.replace(output), as_version=4)
+
+
+class LessonFailed(Exception):
+    """A lesson's notebook raised; the message is one line."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,18 +99,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"No lesson matches --only {args.only!r} in solutions/.", file=sys.stderr)
         return 1
     parameters = parse_parameters(args.p)
+    failures = 0
     for solution in solutions:
         missing = missing_modules(solution.stem)
         if missing:
             print(f"Skipping {solution.stem}: it needs {', '.join(missing)} "
-                  "(pip install -r requirements-beam.txt).\n", flush=True)  # fmt: skip
+                  f"({beam_install_command()}).\n", flush=True)  # fmt: skip
             continue
         print(f"Running {solution.stem} ...", flush=True)
-        executed = run_lesson(solution, args.output_dir, parameters)
+        try:
+            executed = run_lesson(solution, args.output_dir, parameters)
+        except LessonFailed as failure:
+            print(f"{failure}\n", flush=True)
+            failures += 1
+            continue
         print(f"\n=== {solution.stem}: what it measured ===")
         print(summary_text(executed) or "(no summary cell)")
         print(f"(executed notebook: {os.path.relpath(args.output_dir / solution.name)})\n")
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

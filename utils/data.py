@@ -6,6 +6,7 @@ import concurrent.futures
 import hashlib
 import io
 import json
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -173,7 +174,11 @@ def make_flowers_dataset(
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=root.name + ".partial-", dir=cache))
     try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        # "spawn", not fork: forking a process that runs JAX's (or TensorFlow's) threads can
+        # deadlock, and JAX warns so in the notebook.
+        spawn = multiprocessing.get_context("spawn")
+        workers = os.cpu_count() or 1
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=spawn) as pool:
             jobs = [
                 pool.submit(
                     _write_images, staging, name, range(start, min(start + 50, count)), seed

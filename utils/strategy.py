@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 
@@ -236,3 +237,42 @@ def cap_batch_size(
         f"{purpose} images: capped to {capped} ({capped // num_replicas} per replica)."
     )
     return capped
+
+
+def supported_steps_per_execution(choice: StrategyChoice, steps_per_execution: int) -> int:
+    """Returns `steps_per_execution`, or 1 where Keras cannot run more (and says why).
+
+    Keras 3 fails under TensorFlow's `MirroredStrategy` (several GPUs, or several logical
+    CPUs) with `steps_per_execution` > 1: "You must feed a value for placeholder tensor"
+    (keras-team/keras#19246, still open; seen here with Keras 3.15.1 and TF 2.21).
+
+    Example:
+        steps = strategy.supported_steps_per_execution(choice, 16)
+    """
+    if steps_per_execution > 1 and isinstance(choice.strategy, tf.distribute.MirroredStrategy):
+        print(
+            f"steps_per_execution={steps_per_execution} fails under MirroredStrategy in "
+            "Keras 3 (keras-team/keras#19246): using 1."
+        )
+        return 1
+    return steps_per_execution
+
+
+def even_batch_size(num_images: int, *, max_batch_size: int, num_replicas: int) -> int:
+    """Returns the validation batch size that leaves the fewest images out of full batches.
+
+    The size is at most `max_batch_size` and a multiple of `num_replicas`.
+
+    Raises:
+        ValueError: if there are fewer images than replicas.
+
+    Example:
+        strategy.even_batch_size(687, max_batch_size=256, num_replicas=8)  # 224: 3 batches
+    """
+    if num_images < num_replicas:
+        raise ValueError(
+            f"{num_images} image(s) cannot feed {num_replicas} replicas (one image each at "
+            "least): use more images, or more validation shards, or fewer replicas."
+        )
+    num_batches = math.ceil(num_images / max(min(max_batch_size, num_images), 1))
+    return max(num_images // num_batches // num_replicas * num_replicas, num_replicas)
