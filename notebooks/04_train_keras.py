@@ -432,12 +432,14 @@ print(f"Ratio: {step_times[1] / step_times[steps_per_execution]:.2f}x")
 # data and models had to live in `gs://`. On a TPU VM there is no such split.
 
 # %%
-saved_path = Path(tempfile.mkdtemp()) / "flowers.keras"
-model.save(saved_path)
-reloaded = keras.models.load_model(saved_path)
+with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.
+    saved_path = Path(scratch) / "flowers.keras"
+    model.save(saved_path)
+    saved_megabytes = saved_path.stat().st_size / 1e6
+    reloaded = keras.models.load_model(saved_path)
 before = model.predict(images, verbose=0)
 after = reloaded.predict(images, verbose=0)
-print(f"Saved {saved_path.name}: {saved_path.stat().st_size / 1e6:.1f} MB")
+print(f"Saved {saved_path.name}: {saved_megabytes:.1f} MB")
 print(f"Reloaded predictions match: {np.allclose(before, after, atol=1e-5)} "
       f"(largest difference {np.abs(before - after).max():.1e})")  # fmt: skip
 

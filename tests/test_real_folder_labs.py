@@ -17,16 +17,7 @@ from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 from tools.lesson_parameters import SMALL_PARAMETERS
 
-# Lab 4 trains with one batch of 32 per replica: on these folders its training or
-# validation split holds less than one batch, so `fit()` gets 0 steps and never returns.
-# That is issue 13's fix (lab 4's sizes on small data); remove this mark once it is merged.
-LAB_4 = pytest.param(
-    "04_train_keras",
-    marks=pytest.mark.xfail(
-        run=False, reason="issue 13: lab 4 hangs when a split holds less than one batch"
-    ),
-)
-LABS = ["01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords", LAB_4]
+LABS = ["01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords", "04_train_keras"]
 # Lab 3 times and traces more images than a small folder holds (its timeline raises when
 # the records run out); these fit the 36 readable photos.
 SMALL_FOLDER_PARAMETERS = {
