@@ -293,7 +293,8 @@ print(
 print(f"Decode ceiling: {ceiling.images_per_second:,.0f} images/s on {os.cpu_count()} cores, "
       f"{per_core:,.0f} per core.")  # fmt: skip
 for accelerator, rate, _ in PUBLISHED_RATES:
-    print(f"  {accelerator}: {rate:,} images/s needs {host_cores_needed(rate, per_core)} cores.")
+    cores = host_cores_needed(rate, per_core)
+    print(f"  {accelerator}: {rate:,} images/s needs {cores} core{'s' if cores > 1 else ''}.")
 print(f"Per-host sharding, {NUM_HOSTS} processes: {[len(r) for r in read_by_host]} records, "
       f"{len(overlap)} read twice, {len(together)} of {num_records} together.")  # fmt: skip
 for (num_workers, label), images in counts.items():

@@ -2,6 +2,7 @@
 
 import ast
 import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -304,3 +305,18 @@ def test_real_labs_have_no_solution_code_and_parse():
         # The four labs have at least 4 TODOs each; the optional lessons 5 and 6 have 2 and 3.
         optional = {"05": 2, "06": 3}
         assert len(todos) >= optional.get(source.name[:2], 4), source.name
+
+
+def test_without_home_folder_shows_the_home_folder_as_a_tilde_in_text_outputs():
+    outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="Shards in /home/ann/.cache/x\n"),
+        nbformat.v4.new_output(
+            "execute_result", data={"text/plain": "'/home/ann/a.jpg'", "image/png": "iVBO"}
+        ),
+        nbformat.v4.new_output("stream", name="stdout", text="/home/annex/b.jpg\n"),
+    ]
+    shown = build.without_home_folder(outputs, home=Path("/home/ann"))
+    assert shown[0]["text"] == "Shards in ~/.cache/x\n"
+    assert shown[1]["data"] == {"text/plain": "'~/a.jpg'", "image/png": "iVBO"}
+    assert shown[2]["text"] == "/home/annex/b.jpg\n"  # Another user's folder is left alone.
+    assert outputs[0]["text"] == "Shards in /home/ann/.cache/x\n"  # The input is not changed.

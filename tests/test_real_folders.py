@@ -248,11 +248,15 @@ def _corrupt(path):
 def test_reading_a_damaged_shard_names_it(copied_shards, damage):
     folder, shards = copied_shards
     damage(shards[1])
-    dataset = pipeline.tfrecord_images(
-        [str(p) for p in shards], target_size=48, num_classes=4, batch_size=8
-    )
+    dataset = pipeline.checked_records([str(p) for p in shards], num_parallel_reads=2)
     with pytest.raises(tf.errors.InvalidArgumentError, match=rf"Damaged shard.*{shards[1].name}"):
         for _ in dataset:
+            pass
+    fast = pipeline.tfrecord_images(  # The fast reader raises TensorFlow's own error.
+        [str(p) for p in shards], target_size=48, num_classes=4, batch_size=8
+    )
+    with pytest.raises(tf.errors.DataLossError):
+        for _ in fast:
             pass
     damaged = tfrecords.find_damaged_shards([str(p) for p in shards])
     assert len(damaged) == 1 and damaged[0].startswith(f"{shards[1]}: ")

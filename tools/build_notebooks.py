@@ -329,7 +329,8 @@ def execute_solution(
     """Runs a notebook with papermill in `cwd`; returns a copy of it with the outputs.
 
     Only outputs and execution counts are taken from the run, so the metadata papermill
-    and the kernel add (timestamps, versions, empty tags) never reach the file.
+    and the kernel add (timestamps, versions, empty tags) never reach the file; the
+    outputs show the home folder as `~` (`without_home_folder`).
     """
     import papermill
 
@@ -351,9 +352,26 @@ def execute_solution(
         raise BuildError("papermill added cells; build solutions with their default parameters.")
     for cell, executed_cell in zip(result.cells, executed_cells, strict=True):
         if cell.cell_type == "code":
-            cell.outputs = executed_cell.outputs
+            cell.outputs = without_home_folder(executed_cell.outputs)
             cell.execution_count = executed_cell.execution_count
     return result
+
+
+def without_home_folder(outputs: list, home: Path | None = None) -> list:
+    """Returns `outputs` with the text of each one showing the home folder as `~`.
+
+    A committed solution then prints `~/.cache/tpu_speed_pipelines/...`, as the README
+    names the cache, rather than the path of the machine that built it.
+    """
+    prefix = str(home or Path.home()).rstrip("/") + "/"
+    outputs = copy.deepcopy(outputs)
+    for output in outputs:
+        if "text" in output:
+            output["text"] = output["text"].replace(prefix, "~/")
+        for kind, value in output.get("data", {}).items():
+            if kind.startswith("text/") and isinstance(value, str):
+                output["data"][kind] = value.replace(prefix, "~/")
+    return outputs
 
 
 def to_text(notebook: nbformat.NotebookNode) -> str:
