@@ -28,7 +28,12 @@ except MemoryError:
 
 
 def _run(command, work, **kwargs):
-    full = sandbox.bwrap_command(BWRAP, command, work=work, env={"PATH": "/usr/bin:/bin"})
+    # The course and this Python, re-bound read-only as the grader does: a checkout or a
+    # virtual environment under /tmp is otherwise hidden by the sandbox's private /tmp.
+    needed = [REPO_ROOT, Path(sys.prefix), Path(sys.base_prefix)]
+    full = sandbox.bwrap_command(
+        BWRAP, command, work=work, env={"PATH": "/usr/bin:/bin"}, read_only=needed
+    )
     return subprocess.run(full, capture_output=True, text=True, timeout=60, **kwargs)
 
 
