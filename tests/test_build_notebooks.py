@@ -2,6 +2,7 @@
 
 import ast
 import shutil
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -10,6 +11,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 
+TMP = tempfile.gettempdir().rstrip("/")
 MINIMAL_LESSON = '''# %% [markdown]
 # # Lab 9 · A test lesson
 #
@@ -307,16 +309,18 @@ def test_real_labs_have_no_solution_code_and_parse():
         assert len(todos) >= optional.get(source.name[:2], 4), source.name
 
 
-def test_without_home_folder_shows_the_home_folder_as_a_tilde_in_text_outputs():
+def test_without_machine_paths_shows_home_as_a_tilde_and_temporary_folders_as_tmpdir():
     outputs = [
         nbformat.v4.new_output("stream", name="stdout", text="Shards in /home/ann/.cache/x\n"),
         nbformat.v4.new_output(
             "execute_result", data={"text/plain": "'/home/ann/a.jpg'", "image/png": "iVBO"}
         ),
         nbformat.v4.new_output("stream", name="stdout", text="/home/annex/b.jpg\n"),
+        nbformat.v4.new_output("stream", name="stdout", text=f"{TMP}/tmp1xt5phr0/damaged\n"),
     ]
-    shown = build.without_home_folder(outputs, home=Path("/home/ann"))
+    shown = build.without_machine_paths(outputs, home=Path("/home/ann"))
     assert shown[0]["text"] == "Shards in ~/.cache/x\n"
     assert shown[1]["data"] == {"text/plain": "'~/a.jpg'", "image/png": "iVBO"}
     assert shown[2]["text"] == "/home/annex/b.jpg\n"  # Another user's folder is left alone.
+    assert shown[3]["text"] == "$TMPDIR/damaged\n"
     assert outputs[0]["text"] == "Shards in /home/ann/.cache/x\n"  # The input is not changed.

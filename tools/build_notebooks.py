@@ -330,7 +330,7 @@ def execute_solution(
 
     Only outputs and execution counts are taken from the run, so the metadata papermill
     and the kernel add (timestamps, versions, empty tags) never reach the file; the
-    outputs show the home folder as `~` (`without_home_folder`).
+    outputs show machine paths portably (`without_machine_paths`).
     """
     import papermill
 
@@ -352,25 +352,31 @@ def execute_solution(
         raise BuildError("papermill added cells; build solutions with their default parameters.")
     for cell, executed_cell in zip(result.cells, executed_cells, strict=True):
         if cell.cell_type == "code":
-            cell.outputs = without_home_folder(executed_cell.outputs)
+            cell.outputs = without_machine_paths(executed_cell.outputs)
             cell.execution_count = executed_cell.execution_count
     return result
 
 
-def without_home_folder(outputs: list, home: Path | None = None) -> list:
-    """Returns `outputs` with the text of each one showing the home folder as `~`.
+def without_machine_paths(outputs: list, home: Path | None = None) -> list:
+    """Returns `outputs` with the home folder shown as `~` and temporary folders as `$TMPDIR`.
 
     A committed solution then prints `~/.cache/tpu_speed_pipelines/...`, as the README
-    names the cache, rather than the path of the machine that built it.
+    names the cache, and `$TMPDIR/...` for a folder made by `tempfile`, rather than the
+    paths of the machine that built it.
     """
-    prefix = str(home or Path.home()).rstrip("/") + "/"
+    home_prefix = str(home or Path.home()).rstrip("/") + "/"
+    temporary = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/tmp\w+/")
+
+    def portable(text: str) -> str:
+        return temporary.sub("$TMPDIR/", text.replace(home_prefix, "~/"))
+
     outputs = copy.deepcopy(outputs)
     for output in outputs:
         if "text" in output:
-            output["text"] = output["text"].replace(prefix, "~/")
+            output["text"] = portable(output["text"])
         for kind, value in output.get("data", {}).items():
             if kind.startswith("text/") and isinstance(value, str):
-                output["data"][kind] = value.replace(prefix, "~/")
+                output["data"][kind] = portable(value)
     return outputs
 
 
