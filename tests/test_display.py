@@ -174,3 +174,20 @@ def test_plot_quality_trade_off_each_panel_scaled_to_its_own_values(tmp_path):
     assert speed_axis.get_ylim() == pytest.approx((0, 2900 * 1.15))
     assert _saved_width(figure, tmp_path) <= 1000
     plt.close("all")
+
+
+def test_lab4_figure_draws_what_each_accelerator_consumes(tmp_path):
+    bars = [
+        _result("pipeline, reading and decoding", 1400),
+        _result("pipeline, from its cache", 9000),
+        _result("training, fed without cache", 300),
+    ]
+    consumers = {"CPU consumes": 310.0, "the stand-in consumes": 5000}
+    figure = display.plot_throughput(bars, references=consumers, title="x" * 70)
+    assert _saved_width(figure, tmp_path) <= 1000
+    lines = figure.axes[0].get_lines()
+    assert [list(line.get_ydata()) for line in lines] == [[310.0, 310.0], [5000, 5000]]
+    texts = [text.get_text() for text in figure.axes[0].texts]
+    assert texts[-2:] == ["CPU consumes: 310", "the stand-in consumes: 5,000"]
+    assert figure.axes[0].get_ylim()[1] > 9000  # The bars' value labels stay in the frame.
+    plt.close("all")

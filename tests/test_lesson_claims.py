@@ -44,6 +44,16 @@ def _code_above(cells, phrase):
         ("03_read_tfrecords", "(see the\n#   count above)", "shard opens; first byte after"),
         ("03_read_tfrecords", "opens only as many shards as the", "With AUTOTUNE, at most"),
         ("03_read_tfrecords", "The dashed line is the decode ceiling", "ceiling=ceiling"),
+        (
+            "04_train_keras",
+            "bfloat16 keeps\n# such a gradient (the end of each",
+            "becomes {gradient",
+        ),
+        ("04_train_keras", "bfloat16 keeps\n# such a gradient (the end of each", "info.tiny"),
+        ("04_train_keras", "a bar below a dashed line", "{share:.2f}x, {keeps_up}"),
+        ("04_train_keras", "a bar below a dashed line", "references=consumers"),
+        ("04_train_keras", "Read the images/s column above", "{size / seconds:8,.0f} images/s"),
+        ("04_train_keras", "Compare the two ratios above", "{one / many:.2f}x"),
     ],
 )
 def test_sentence_relies_on_a_number_printed_above(stem, phrase, printed):
@@ -79,3 +89,29 @@ def test_todo_instructions_carry_the_hint(stem, todo, hint):
     cells = _cells(stem)
     (instruction,) = [s for k, s in cells if k == "markdown" and f"**TODO {todo}.**" in s]
     assert "*Hint:*" in instruction and hint in instruction
+
+
+def test_lab4_validation_reads_in_the_fixed_order_its_text_says():
+    cells = _cells("04_train_keras")
+    below = "\n".join(
+        text
+        for _, text in cells[[s for _, s in cells].index(_markdown(cells, "Validation reads")) :]
+    )
+    assert "in a fixed order (`deterministic=True`" in below
+    assert "read_images(validation_paths, deterministic=True)" in below
+    code = "\n".join(text for kind, text in cells if kind == "code")
+    assert "options.deterministic = deterministic" in code
+
+
+def test_lab4_times_reading_on_a_copy_and_saves_the_trained_model():
+    code = "\n".join(text for kind, text in _cells("04_train_keras") if kind == "code")
+    timed = code[code.index("timed_model = compiled_copy") : code.index("model.save(")]
+    # Every timing trains a copy (or the tiny model), never `model`, which is saved.
+    assert "time_training_steps(model," not in timed and "model.fit(" not in timed
+    assert "time_training_steps(timed_model, uncached" in timed
+    assert ".cache()" not in timed[timed.index("uncached = (") : timed.index("timed_images")]
+
+
+def _markdown(cells, phrase):
+    (source,) = [text for kind, text in cells if kind == "markdown" and phrase in text]
+    return source

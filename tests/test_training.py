@@ -1,5 +1,8 @@
 """Tests of the lab 4 pieces: the model learns, step timing, and the lab 4 checks."""
 
+import contextlib
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -81,29 +84,52 @@ def test_time_training_steps_times_the_second_epoch(cpu):
 
 
 # The lab 4 checks.
-def test_check_scaling(cpu, capsys):
-    rates = dict(base_learning_rate=0.002, max_learning_rate=0.008)
+SCALING = dict(batch_per_replica=32, base_learning_rate=0.002, max_learning_rate=0.008)
 
-    def run(batch, rate, choice=cpu, batch_per_replica=32):
-        checks.check_scaling(
-            batch, rate, todo=1, choice=choice, batch_per_replica=batch_per_replica, **rates
-        )
 
-    run(32, 0.002)
+def _check_scaling(scale_for_replicas):
+    checks.check_scaling(scale_for_replicas, todo=1, **SCALING)
+
+
+def test_check_scaling_passes_the_scaled_and_capped_answer(capsys):
+    _check_scaling(lambda n: (32 * n, min(0.002 * n, 0.008)))
     assert capsys.readouterr().out == (
-        "TODO 1 passed: batch size and learning rate scale with the replicas.\n"
+        "TODO 1 passed: batch size and learning rate scale with 1, 2, 8 replicas, capped.\n"
     )
-    with pytest.raises(checks.CheckFailed, match=r"^TODO 1 \(global_batch_size\): not done yet"):
-        run(..., ...)
-    with pytest.raises(checks.CheckFailed, match=r"expected 32 per replica x 1 replica\(s\) = 32"):
-        run(128, 0.002)
-    eight = strategy.StrategyChoice(FakeEight(), "TPU", ("tpu",))
-    run(1024, 0.008, choice=eight, batch_per_replica=128)
-    with pytest.raises(
-        checks.CheckFailed,
-        match=r"expected min\(0.002 x 8, 0.008\) = 0.008; found 0.016. .*never above MAX_",
-    ):
-        run(1024, 0.016, choice=eight, batch_per_replica=128)
+
+
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        (
+            lambda n: (..., ...),
+            "TODO 1 (scale_for_replicas): not done yet: it returns (Ellipsis, Ellipsis). "
+            "Expected (global_batch_size, learning_rate).",
+        ),
+        (
+            lambda n: (32, min(0.002 * n, 0.008)),  # Right on one replica only.
+            "TODO 1 (scale_for_replicas): at 2 replica(s), expected a global batch of 32 per "
+            "replica x 2 = 64; found 32.",
+        ),
+        (
+            lambda n: (32 * n, 0.002),  # The learning rate not scaled: right on one replica.
+            "TODO 1 (scale_for_replicas): at 2 replica(s), expected a learning rate of "
+            "min(0.002 x 2, 0.008) = 0.004; found 0.002. Scale it with the replicas, but "
+            "never above MAX_LEARNING_RATE.",
+        ),
+        (
+            lambda n: (32 * n, 0.002 * n),  # Not capped: wrong at 8 replicas only.
+            "TODO 1 (scale_for_replicas): at 8 replica(s), expected a learning rate of "
+            "min(0.002 x 8, 0.008) = 0.008; found 0.016. Scale it with the replicas, but "
+            "never above MAX_LEARNING_RATE.",
+        ),
+    ],
+    ids=["not done", "batch not scaled", "rate not scaled", "rate not capped"],
+)
+def test_check_scaling_catches(answer, message):
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_scaling(answer)
+    assert str(failure.value) == message
 
 
 def test_even_batch_size_leaves_the_fewest_images_out():
@@ -131,10 +157,6 @@ def test_cap_batch_size_keeps_a_multiple_of_the_replicas(capsys):
         strategy.cap_batch_size(256, num_images=5, num_replicas=8, purpose="training")
 
 
-class FakeEight:
-    num_replicas_in_sync = 8
-
-
 def test_check_augment(capsys):
     def flips(images, labels):
         return tf.image.random_flip_left_right(tf.image.random_flip_up_down(images)), labels
@@ -155,57 +177,158 @@ def test_check_augment(capsys):
                              image_size=16)  # fmt: skip
 
 
-def _train_dataset(flowers_400, *, cache_first=True, drop_remainder=True, prefetch=True):
-    dataset = (
-        tf.data.TFRecordDataset(flowers_400)
-        .map(lambda r: pipeline.parse_batch(r[None], target_size=48, num_classes=5))
-        .unbatch()
+def _make_training_dataset(
+    *, cache=True, cache_first=True, repeat_first=False, augment=True, prefetch=True,
+    drop_remainder=True, options=False,
+):  # fmt: skip
+    """A learner's `make_training_dataset`, right by default, with one mistake on request."""
+
+    def flips(images, labels):
+        return tf.image.random_flip_left_right(tf.image.random_flip_up_down(images)), labels
+
+    def make(paths):
+        dataset = tf.data.TFRecordDataset(paths, num_parallel_reads=len(paths)).map(
+            lambda r: pipeline.parse_batch(r[None], target_size=48, num_classes=5)
+        ).unbatch()  # fmt: skip
+        if repeat_first:
+            dataset = dataset.repeat()
+        if cache and cache_first:
+            dataset = dataset.cache()
+        dataset = dataset.shuffle(100, seed=1)
+        if cache and not cache_first:
+            dataset = dataset.cache()
+        if not repeat_first:
+            dataset = dataset.repeat()
+        dataset = dataset.batch(16, drop_remainder=drop_remainder)
+        if augment:
+            dataset = dataset.map(flips, num_parallel_calls=tf.data.AUTOTUNE)
+        if prefetch:
+            dataset = dataset.prefetch(tf.data.AUTOTUNE)
+        if options:
+            dataset = dataset.with_options(tf.data.Options())
+        return dataset
+
+    return make
+
+
+def _check_training_dataset(flowers_400, make):
+    checks.check_training_dataset(make, flowers_400, todo=3, batch_size=16, image_size=48,
+                                  num_classes=5, num_images=400)  # fmt: skip
+
+
+@pytest.mark.parametrize("options", [False, True], ids=["prefetch last", "with_options last"])
+def test_check_training_dataset_passes(flowers_400, capsys, options):
+    _check_training_dataset(flowers_400, _make_training_dataset(options=options))
+    assert capsys.readouterr().out == (
+        "TODO 3 passed: endless batches of 16 images of (48, 48, 3); later epochs from the "
+        "cache, each in a new order, flipped anew.\n"
     )
-    if cache_first:
-        dataset = dataset.cache().shuffle(100)
-    else:
-        dataset = dataset.shuffle(100).cache()
-    dataset = dataset.repeat().batch(16, drop_remainder=drop_remainder)
-    return dataset.prefetch(2) if prefetch else dataset
 
 
-def test_check_training_dataset(flowers_400, capsys):
-    def run(dataset):
-        checks.check_training_dataset(dataset, todo=3, batch_size=16, image_size=48, num_classes=5)
+@pytest.mark.parametrize(
+    "mistake, message",
+    [
+        (
+            dict(repeat_first=True),
+            "expected every epoch after the first to come from cache(); it read the shards "
+            "again. Put cache() right after read_images(paths), before repeat(): repeat() "
+            "before cache() caches an endless stream that never replays.",
+        ),
+        (dict(cache=False), "expected every epoch after the first to come from cache()"),
+        (
+            dict(cache_first=False),
+            "expected each epoch in a new order; the second epoch repeats the first one's. "
+            "shuffle() after cache(): a cache after the shuffle replays the first epoch's "
+            "order.",
+        ),
+        (
+            dict(augment=False),
+            "expected the images flipped anew in each epoch; all 400 images seen in both "
+            "epochs came back exactly as before. Map augment after batch(), after cache().",
+        ),
+        (dict(drop_remainder=False), "Batch with drop_remainder=True"),
+    ],
+    ids=["repeat before cache", "no cache", "cache after shuffle", "no augment", "remainder"],
+)
+def test_check_training_dataset_catches(flowers_400, mistake, message):
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_training_dataset(flowers_400, _make_training_dataset(**mistake))
+    assert str(failure.value).startswith("TODO 3 (make_training_dataset): ")
+    assert message in str(failure.value)
 
-    run(_train_dataset(flowers_400))
-    assert capsys.readouterr().out.startswith("TODO 3 passed: endless, shuffled batches of 16")
-    with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(make_training_dataset\): not done"):
-        run(...)
-    with pytest.raises(checks.CheckFailed, match=r"drop_remainder=True"):
-        run(_train_dataset(flowers_400, drop_remainder=False))
-    with pytest.raises(checks.CheckFailed, match=r"cache\(\) before shuffle\(\)"):
-        run(_train_dataset(flowers_400, cache_first=False))
-    with pytest.raises(checks.CheckFailed, match=r"prefetch\(\) as the last step"):
-        run(_train_dataset(flowers_400, prefetch=False))
+
+def test_check_training_dataset_not_done_and_shards_kept(flowers_400):
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_training_dataset(flowers_400, lambda paths: ...)
+    assert str(failure.value).startswith(
+        "TODO 3 (make_training_dataset): not done yet: it returns Ellipsis."
+    )
+    assert all(Path(path).exists() for path in flowers_400)  # Only the copies are deleted.
 
 
-def test_check_compiled_model(cpu, capsys):
-    def run(model, **settings):
-        expected = dict(learning_rate=0.003, steps_per_execution=4, image_size=48)
-        checks.check_compiled_model(
-            model, todo=4, choice=cpu, num_classes=5, **{**expected, **settings}
-        )
+def _build_model(*, scope=True, loss="categorical_crossentropy", steps_per_execution=4):
+    def build(choice):
+        with choice.scope() if scope else contextlib.nullcontext():
+            model = models.small_convnet(48, 5)
+            model.compile(
+                optimizer=keras.optimizers.Adam(0.003),
+                loss=loss,
+                metrics=["accuracy"],
+                steps_per_execution=steps_per_execution,
+            )
+        return model
 
-    run(_compiled(cpu, steps_per_execution=4))
+    return build
+
+
+def _check_compiled_model(cpu, build, **settings):
+    expected = dict(learning_rate=0.003, steps_per_execution=4, image_size=48)
+    checks.check_compiled_model(
+        build, todo=4, choice=cpu, num_classes=5, **{**expected, **settings}
+    )
+
+
+@pytest.mark.parametrize(
+    "loss",
+    ["categorical_crossentropy", keras.losses.CategoricalCrossentropy()],
+    ids=["string", "loss object"],
+)
+def test_check_compiled_model_passes(cpu, capsys, loss):
+    _check_compiled_model(cpu, _build_model(loss=loss))
     assert capsys.readouterr().out == (
         "TODO 4 passed: compiled under the strategy, 4 steps per execution.\n"
     )
-    with pytest.raises(checks.CheckFailed, match=r"^TODO 4 \(model\): not done yet"):
-        run(...)
-    with pytest.raises(checks.CheckFailed, match=r"steps_per_execution=4 in compile\(\); found 1"):
-        run(_compiled(cpu))
-    with pytest.raises(checks.CheckFailed, match=r"expected learning rate 0.01; found 0.003"):
-        run(_compiled(cpu, steps_per_execution=4), learning_rate=0.01)
-    with pytest.raises(checks.CheckFailed, match=r"expected the model compiled"):
-        run(models.small_convnet(48, 5))
-    other = tf.distribute.OneDeviceStrategy("/cpu:0")
-    with other.scope():
-        elsewhere = models.small_convnet(48, 5)
-    with pytest.raises(checks.CheckFailed, match=r"under choice.scope\(\)"):
-        run(elsewhere)
+
+
+@pytest.mark.parametrize(
+    "build, settings, message",
+    [
+        (lambda choice: ..., {}, "not done yet: it returns Ellipsis. Expected a compiled"),
+        (_build_model(steps_per_execution=1), {}, "steps_per_execution=4 in compile(); found 1"),
+        (_build_model(), dict(learning_rate=0.01), "expected learning rate 0.01; found 0.003"),
+        (
+            _build_model(loss="mse"),
+            {},
+            "expected the categorical cross-entropy of the softmax outputs (-log 0.5 = 0.693 "
+            "where the right class has probability 0.5); found 0.0",
+        ),
+        (
+            _build_model(loss=keras.losses.CategoricalCrossentropy(from_logits=True)),
+            {},
+            "expected the categorical cross-entropy of the softmax outputs",
+        ),
+        (
+            _build_model(scope=False),  # Passes on the default strategy of one CPU.
+            {},
+            "expected every variable made under choice.scope(); called with another strategy, "
+            "17 of its 17 weights were made outside its scope. Build and compile the model "
+            "inside `with choice.scope():`.",
+        ),
+    ],
+    ids=["not done", "steps_per_execution", "learning rate", "mse", "from logits", "scope"],
+)
+def test_check_compiled_model_catches(cpu, build, settings, message):
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_compiled_model(cpu, build, **settings)
+    assert str(failure.value).startswith("TODO 4 (build_model): ")
+    assert message in str(failure.value)

@@ -65,6 +65,7 @@ def plot_throughput(
     title: str = "Images per second",
     log_scale: bool | None = None,
     ceiling=None,
+    references: dict[str, float] | None = None,
 ):
     """Draws one bar per `ThroughputResult`, labelled with its images/s.
 
@@ -74,6 +75,7 @@ def plot_throughput(
         log_scale: use a log y axis; None chooses it when the fastest is 30x the slowest.
         ceiling: a `ThroughputResult` drawn as a dashed reference line (the decode
             ceiling: no bar can pass it for long); None for none.
+        references: more dashed lines, {label: images/s} (what an accelerator consumes).
 
     Returns:
         The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
@@ -87,7 +89,10 @@ def plot_throughput(
     if not results:
         raise ValueError("`results` must hold at least one ThroughputResult. Received: []")
     rates = [result.images_per_second for result in results]
-    top = max(rates + ([ceiling.images_per_second] if ceiling else []))
+    lines = dict(references or {})
+    if ceiling is not None:
+        lines = {ceiling.label: ceiling.images_per_second, **lines}
+    top = max(rates + list(lines.values()))
     if log_scale is None:
         log_scale = top / min(rates) >= 30
     figure, axis = plt.subplots(figsize=(min(MAX_WIDTH_INCHES, 1.6 + 1.9 * len(results)), 4))
@@ -99,15 +104,15 @@ def plot_throughput(
         axis.set_ylim(top=top * 3)  # Room for the value labels inside the frame.
     else:
         axis.set_ylim(0, top * 1.15)
-    if ceiling is not None:
-        axis.axhline(ceiling.images_per_second, color="tab:red", linestyle="--", linewidth=1)
+    for (label, rate), color in zip(lines.items(), ["tab:red", "tab:purple", "tab:green"]):
+        axis.axhline(rate, color=color, linestyle="--", linewidth=1)
         axis.annotate(
-            f"{ceiling.label}: {ceiling.images_per_second:,.0f}",
-            (0.01, ceiling.images_per_second),
+            f"{label}: {rate:,.0f}",
+            (0.01, rate),
             xycoords=("axes fraction", "data"),
             xytext=(0, 3),
             textcoords="offset points",
-            color="tab:red",
+            color=color,
             fontsize=9,
         )
     axis.set_title(title, fontsize=10, wrap=True)

@@ -1,9 +1,18 @@
-"""Checks for lab 4: scaling with replicas, augmentation, the training pipeline, the model."""
+"""Checks for lab 4: scaling with replicas, augmentation, the training pipeline, the model.
+
+Each check tests a property the lesson teaches, on data or settings that expose the usual
+mistake: scaling probed at 1, 2 and 8 replicas; the model built with a stand-in strategy;
+the training pipeline read for two epochs with its shards taken away after the first.
+"""
 
 from __future__ import annotations
 
 import math
+import numbers
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -11,54 +20,67 @@ import tensorflow as tf
 
 from utils.checks._base import (
     CHECK_ERRORS,
+    _call_eagerly,
     _fail,
     _first_line,
     _passed,
     _require_dataset,
-    _require_done,
     _require_result,
 )
-from utils.checks.records import dataset_ops
+
+# The replica counts TODO 1 is probed with: one (this laptop), two, and a TPU's eight cores.
+PROBED_REPLICAS = (1, 2, 8)
 
 
 def check_scaling(
-    global_batch_size,
-    learning_rate,
+    scale_for_replicas: Callable,
     *,
     todo: int,
-    choice,
     batch_per_replica: int,
     base_learning_rate: float,
     max_learning_rate: float,
 ):
-    """Checks the batch size and learning rate scaled with `choice.num_replicas`, capped.
+    """Checks `scale_for_replicas(n)` -> (global batch, learning rate) at 1, 2 and 8 replicas.
 
     Example:
-        checks.check_scaling(global_batch_size, learning_rate, todo=1, choice=choice,
-                             batch_per_replica=32, base_learning_rate=0.002,
-                             max_learning_rate=0.008)
+        checks.check_scaling(scale_for_replicas, todo=1, batch_per_replica=32,
+                             base_learning_rate=0.002, max_learning_rate=0.008)
     """
     __tracebackhide__ = True
-    replicas = choice.num_replicas
-    expected_rate = min(base_learning_rate * replicas, max_learning_rate)
-    rule = f"min({base_learning_rate} x {replicas}, {max_learning_rate})"
-    _require_done(global_batch_size, todo, "global_batch_size", f"{batch_per_replica} x {replicas}")
-    _require_done(learning_rate, todo, "learning_rate", rule)
-    if global_batch_size != batch_per_replica * replicas:
-        _fail(
-            todo,
-            "global_batch_size",
-            f"expected {batch_per_replica} per replica x {replicas} replica(s) = "
-            f"{batch_per_replica * replicas}; found {global_batch_size}.",
+    name = "scale_for_replicas"
+    expected = "(global_batch_size, learning_rate)"
+    for replicas in PROBED_REPLICAS:
+        found = _call_eagerly(
+            scale_for_replicas, (replicas,), todo=todo, name=name, expected=expected
         )
-    if not math.isclose(learning_rate, expected_rate):
-        _fail(
-            todo,
-            "learning_rate",
-            f"expected {rule} = {expected_rate:g}; found {learning_rate}. Scale with the "
-            "replicas, but never above MAX_LEARNING_RATE.",
-        )
-    _passed(todo, "batch size and learning rate scale with the replicas.")
+        if not isinstance(found, tuple) or len(found) != 2:
+            _fail(todo, name, f"expected it to return {expected}; found {found!r}.")
+        global_batch_size, learning_rate = found
+        if (
+            not isinstance(global_batch_size, numbers.Integral)
+            or global_batch_size != batch_per_replica * replicas
+        ):
+            _fail(
+                todo,
+                name,
+                f"at {replicas} replica(s), expected a global batch of {batch_per_replica} per "
+                f"replica x {replicas} = {batch_per_replica * replicas}; found "
+                f"{global_batch_size}.",
+            )
+        rule = f"min({base_learning_rate:g} x {replicas}, {max_learning_rate:g})"
+        expected_rate = min(base_learning_rate * replicas, max_learning_rate)
+        if not isinstance(learning_rate, numbers.Real) or not math.isclose(
+            learning_rate, expected_rate
+        ):
+            _fail(
+                todo,
+                name,
+                f"at {replicas} replica(s), expected a learning rate of {rule} = "
+                f"{expected_rate:g}; found {learning_rate!r}. Scale it with the replicas, but "
+                "never above MAX_LEARNING_RATE.",
+            )
+    probed = ", ".join(str(n) for n in PROBED_REPLICAS)
+    _passed(todo, f"batch size and learning rate scale with {probed} replicas, capped.")
 
 
 def check_augment(augment: Callable, *, todo: int, image_size: int):
@@ -110,19 +132,122 @@ def check_augment(augment: Callable, *, todo: int, image_size: int):
     _passed(todo, "labels kept, images flipped at random (some changed, some not).")
 
 
-def check_training_dataset(dataset, *, todo: int, batch_size: int, image_size: int, num_classes):
-    """Checks the training dataset: static batches; cache, shuffle, repeat, map, prefetch.
+def _flip_free_key(image: np.ndarray) -> tuple[int, int]:
+    """The same key for an image and its flips; and the key of this very orientation."""
+    variants = [image, image[:, ::-1], image[::-1], image[::-1, ::-1]]
+    hashes = [hash(np.ascontiguousarray(variant).tobytes()) for variant in variants]
+    return min(hashes), hashes[0]
+
+
+def _read_elements(iterator, count: int, keys: list | None) -> None:
+    """Reads `count` elements (image, label) from batches; appends their keys to `keys`."""
+    read = 0
+    while read < count:
+        images, _ = next(iterator)
+        if keys is not None:
+            keys.extend(_flip_free_key(image) for image in images)
+        read += len(images)
+
+
+def check_training_dataset(
+    make_training_dataset: Callable,
+    paths,
+    *,
+    todo: int,
+    batch_size: int,
+    image_size: int,
+    num_classes: int,
+    num_images: int,
+):
+    """Checks `make_training_dataset(paths)` by reading two epochs and more from a copy.
+
+    The shards are copied to a scratch folder; the dataset is built on the copies, read
+    for one epoch, and the copies are deleted: the next epochs must come from `cache()`.
+    Then: each epoch in a new order (shuffled after the cache), and each image flipped
+    anew in each epoch (augmented after the cache). The learner's shards are not touched.
 
     Example:
-        checks.check_training_dataset(train, todo=3, batch_size=32, image_size=96,
-                                      num_classes=5)
+        checks.check_training_dataset(make_training_dataset, train_paths, todo=3,
+                                      batch_size=32, image_size=96, num_classes=5,
+                                      num_images=2983)
     """
     __tracebackhide__ = True
     name = "make_training_dataset"
-    expected = f"batches of exactly {batch_size} (image, label), endless and shuffled"
-    _require_dataset(dataset, todo, name, expected)
-    image_spec, label_spec = tf.nest.flatten(dataset.element_spec)[:2]
+    expected = f"a dataset of batches of exactly {batch_size} (image, label), endless"
+    scratch = Path(tempfile.mkdtemp(prefix="check_training_dataset_"))
+    try:
+        copies = []
+        for index, path in enumerate(paths):
+            copy = str(scratch / f"{index:05d}_{Path(str(path)).name}")
+            tf.io.gfile.copy(str(path), copy)
+            copies.append(copy)
+        dataset = _call_eagerly(
+            make_training_dataset, (copies,), todo=todo, name=name, expected=expected
+        )
+        _require_dataset(dataset, todo, name, expected)
+        _check_batches(dataset, todo, name, batch_size, image_size, num_classes)
+        if dataset.cardinality() != tf.data.INFINITE_CARDINALITY:
+            _fail(
+                todo,
+                name,
+                "expected an endless dataset (fit() is told how many steps make an epoch); "
+                "this one ends. Add repeat() after shuffle().",
+            )
+        keys = []  # (flip-free key, this orientation's key) of each image read, in order.
+        iterator = iter(dataset)
+        try:
+            _read_elements(iterator, num_images + batch_size, keys)  # Past the first epoch.
+        except CHECK_ERRORS as error:
+            _fail(todo, name, f"expected it to read the shards; found an error: "
+                  f"{_first_line(error)}")  # fmt: skip
+        shutil.rmtree(scratch)  # Later epochs must come from the cache.
+        try:
+            _read_elements(iterator, num_images, keys)
+            # Beyond what a shuffle buffer may have read ahead: two more epochs and 4096.
+            _read_elements(iterator, 2 * num_images + 4096 + 8 * batch_size, None)
+        except CHECK_ERRORS:
+            _fail(
+                todo,
+                name,
+                "expected every epoch after the first to come from cache(); it read the "
+                "shards again. Put cache() right after read_images(paths), before repeat(): "
+                "repeat() before cache() caches an endless stream that never replays.",
+            )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    first, second = keys[:num_images], keys[num_images : 2 * num_images]
+    if [key for key, _ in second] == [key for key, _ in first]:
+        _fail(
+            todo,
+            name,
+            "expected each epoch in a new order; the second epoch repeats the first one's. "
+            "shuffle() after cache(): a cache after the shuffle replays the first epoch's order.",
+        )
+    orientation = dict(first)
+    seen_again = [(key, flipped) for key, flipped in second if key in orientation]
+    changed = sum(orientation[key] != flipped for key, flipped in seen_again)
+    if seen_again and changed == 0:
+        _fail(
+            todo,
+            name,
+            f"expected the images flipped anew in each epoch; all {len(seen_again)} images "
+            "seen in both epochs came back exactly as before. Map augment after batch(), "
+            "after cache().",
+        )
+    _passed(
+        todo,
+        f"endless batches of {batch_size} images of {(image_size, image_size, 3)}; later "
+        "epochs from the cache, each in a new order, flipped anew.",
+    )
+
+
+def _check_batches(dataset, todo, name, batch_size, image_size, num_classes):
+    __tracebackhide__ = True
+    specs = tf.nest.flatten(dataset.element_spec)
     wanted = (batch_size, image_size, image_size, 3)
+    if len(specs) != 2:
+        _fail(todo, name, f"expected (image, label) pairs; found {dataset.element_spec}.")
+    image_spec, label_spec = specs
     if tuple(image_spec.shape) != wanted or tuple(label_spec.shape) != (batch_size, num_classes):
         _fail(
             todo,
@@ -131,33 +256,25 @@ def check_training_dataset(dataset, *, todo: int, batch_size: int, image_size: i
             f"found {image_spec.shape} and {label_spec.shape}. Batch with "
             "drop_remainder=True so that every batch has the same, known size.",
         )
-    ops = dataset_ops(dataset)
-    for step, op in [("cache()", "Cache"), ("shuffle()", "Shuffle"), ("repeat()", "Repeat")]:
-        if not any(o.startswith(op) for o in ops):
-            _fail(todo, name, f"expected {step} in the pipeline; found {_steps(ops)}.")
-    cache = next(i for i, o in enumerate(ops) if o.startswith("Cache"))
-    shuffle = next(i for i, o in enumerate(ops) if o.startswith("Shuffle"))
-    if cache > shuffle:
-        _fail(
-            todo,
-            name,
-            "expected cache() before shuffle(): a cache after the shuffle replays the first "
-            "epoch's order in every epoch.",
-        )
-    if ops[-1] != "PrefetchDataset":
-        _fail(todo, name, f"expected prefetch() as the last step; the last is {ops[-1]}.")
-    images, _ = next(iter(dataset))
-    if images.dtype != tf.uint8:
-        _fail(todo, name, f"expected uint8 images; found {images.dtype.name}.")
-    _passed(todo, f"endless, shuffled batches of {batch_size} images of {wanted[1:]}.")
+    if image_spec.dtype != tf.uint8:
+        _fail(todo, name, f"expected uint8 images; found {image_spec.dtype.name}.")
 
 
-def _steps(ops: list[str]) -> str:
-    return " -> ".join(op.replace("Dataset", "").rstrip("V2") for op in ops)
+def _stand_in_choice():
+    """A one-device MirroredStrategy on the CPU: a real scope, unlike the default strategy."""
+    from utils import strategy  # Imported here: only this check needs it.
+
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0"])
+    return strategy.StrategyChoice(mirrored, "CPU", ("/cpu:0",))
+
+
+def _loss_value(loss, labels, probabilities) -> float:
+    function = keras.losses.get(loss) if isinstance(loss, str) else loss
+    return float(np.mean(keras.ops.convert_to_numpy(function(labels, probabilities))))
 
 
 def check_compiled_model(
-    model,
+    build_model: Callable,
     *,
     todo: int,
     choice,
@@ -166,23 +283,24 @@ def check_compiled_model(
     image_size: int,
     num_classes: int,
 ):
-    """Checks the model: built under `choice.scope()`, compiled with the settings asked for.
+    """Checks `build_model(choice)`: variables made under `choice.scope()`, compiled as asked.
+
+    On TensorFlow, `build_model` is also called with a stand-in strategy (a one-device
+    `MirroredStrategy`), and every variable of that model must have been made in its scope:
+    the default strategy of one CPU would accept a model built outside any scope.
 
     Example:
-        checks.check_compiled_model(model, todo=4, choice=choice,
+        checks.check_compiled_model(build_model, todo=4, choice=choice,
                                     learning_rate=0.002, steps_per_execution=16,
                                     image_size=96, num_classes=5)
     """
     __tracebackhide__ = True
-    name = "model"
-    _require_done(model, todo, name, "a compiled keras.Model")
-    if choice.strategy is not None and model.distribute_strategy is not choice.strategy:
-        _fail(
-            todo,
-            name,
-            "expected the model built under choice.scope(): create it inside "
-            "`with choice.scope():`.",
-        )
+    name = "build_model"
+    model = _call_eagerly(
+        build_model, (choice,), todo=todo, name=name, expected="a compiled keras.Model"
+    )
+    if not isinstance(model, keras.Model):
+        _fail(todo, name, f"expected it to return a keras.Model; found a {type(model).__name__}.")
     if tuple(model.input_shape) != (None, image_size, image_size, 3):
         _fail(todo, name, f"expected input shape (None, {image_size}, {image_size}, 3).")
     if tuple(model.output_shape) != (None, num_classes) or model.outputs[0].dtype != "float32":
@@ -199,6 +317,39 @@ def check_compiled_model(
             f"expected steps_per_execution={steps_per_execution} in compile(); found "
             f"{model.steps_per_execution}.",
         )
-    if "categorical_crossentropy" not in str(model.loss):
-        _fail(todo, name, f"expected loss='categorical_crossentropy'; found {model.loss}.")
+    labels = np.eye(num_classes, dtype=np.float32)[np.arange(8) % num_classes]
+    probabilities = np.full((8, num_classes), 0.5 / (num_classes - 1), np.float32)
+    probabilities[np.arange(8), np.arange(8) % num_classes] = 0.5
+    expected_loss = -math.log(0.5)
+    try:
+        found_loss = _loss_value(model.loss, labels, probabilities)
+    except CHECK_ERRORS as error:
+        found_loss = f"an error: {_first_line(error)}"
+    if not isinstance(found_loss, float) or not math.isclose(found_loss, expected_loss,
+                                                             rel_tol=1e-3):  # fmt: skip
+        found = found_loss if isinstance(found_loss, str) else f"{found_loss:.3f}"
+        _fail(
+            todo,
+            name,
+            f"expected the categorical cross-entropy of the softmax outputs (-log 0.5 = "
+            f"{expected_loss:.3f} where the right class has probability 0.5); found {found}. "
+            "Use loss='categorical_crossentropy'.",
+        )
+    if choice.backend == "tensorflow":
+        stand_in = _stand_in_choice()
+        other = _call_eagerly(
+            build_model, (stand_in,), todo=todo, name=name, expected="a compiled keras.Model"
+        )
+        outside = [
+            weight for weight in other.weights
+            if not stand_in.strategy.extended.variable_created_in_scope(weight.value)
+        ]  # fmt: skip
+        if outside:
+            _fail(
+                todo,
+                name,
+                f"expected every variable made under choice.scope(); called with another "
+                f"strategy, {len(outside)} of its {len(other.weights)} weights were made "
+                "outside its scope. Build and compile the model inside `with choice.scope():`.",
+            )
     _passed(todo, f"compiled under the strategy, {steps_per_execution} steps per execution.")
