@@ -502,7 +502,10 @@ figure = display.plot_throughput(
 # Read the lines above: a bar below a dashed line is a pipeline that consumer would wait
 # for. The cache serves the later epochs (the second bar); the first epoch, and every
 # epoch of a dataset too large to cache, run at the speed of reading and decoding (the
-# first bar).
+# first bar). On a CPU, the pipeline and the training steps share the same cores, so the
+# step fed by the pipeline can be slower than the one fed from memory even where the
+# pipeline alone keeps up; an accelerator computes on its own chips while the host's
+# cores feed it.
 #
 # On a real TPU, the profiler shows the same thing from the device's side. Capture a few
 # steps (on TensorFlow `keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))`; on
@@ -521,7 +524,8 @@ figure = display.plot_throughput(
 # still pays its fixed costs. So a TPU wants about 128 images per core, or a multiple.
 # (The original course stated this; here you measure the shape of it on your device.)
 #
-# The cell times training steps, with data in memory, at several batch sizes per replica.
+# The cell times training steps, with data in memory, at several batch sizes per replica
+# (fewer steps for the larger batches, so that each size trains on as many images).
 
 # %%
 batch_timings = {}
@@ -530,17 +534,17 @@ for per_replica in TIMED_BATCHES_PER_REPLICA:
     images = tf.repeat(one_batch[0][:1], size, axis=0)
     labels = tf.repeat(one_batch[1][:1], size, axis=0)
     batches = tf.data.Dataset.from_tensors((images, labels)).repeat()
-    seconds = timing.time_training_steps(compiled_copy(steps_per_execution), batches,
-                                         num_steps=NUM_TIMED_STEPS)  # fmt: skip
+    num_steps = max(4, 8 * NUM_TIMED_STEPS // per_replica)
+    seconds = timing.time_training_steps(compiled_copy(1), batches, num_steps=num_steps)
     batch_timings[per_replica] = seconds
     print(f"{per_replica:>4} images per replica: {seconds * 1000:7.1f} ms per step, "
           f"{size / seconds:8,.0f} images/s")  # fmt: skip
 
 # %% [markdown]
-# Read the images/s column above: where it still grows with the batch, the smaller batch
-# left the device partly idle, each step paying its fixed costs for fewer images; where it
-# levels off, the device is full. A TPU core fills at about 128 images, its matrix unit's
-# size.
+# Read the images/s column above: where it grows with the batch, the smaller batch left
+# the device partly idle, each step paying its fixed costs for fewer images; where it stays
+# level or falls, this device was already full at the smaller batch. A TPU core fills at
+# about 128 images, its matrix unit's size.
 
 # %% [markdown]
 # ## `steps_per_execution`: 1 against more

@@ -7,6 +7,7 @@ the training pipeline read for two epochs with its shards taken away after the f
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 import shutil
@@ -264,7 +265,13 @@ def _stand_in_choice():
     """A one-device MirroredStrategy on the CPU: a real scope, unlike the default strategy."""
     from utils import strategy  # Imported here: only this check needs it.
 
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0"])
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # Not "Using MirroredStrategy with devices ...".
+    try:
+        mirrored = tf.distribute.MirroredStrategy(["/cpu:0"])
+    finally:
+        logger.setLevel(level)
     return strategy.StrategyChoice(mirrored, "CPU", ("/cpu:0",))
 
 
