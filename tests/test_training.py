@@ -179,7 +179,7 @@ def test_check_augment(capsys):
 
 def _make_training_dataset(
     *, cache=True, cache_first=True, repeat_first=False, augment=True, prefetch=True,
-    drop_remainder=True, options=False,
+    drop_remainder=True, options=False, buffer=100,
 ):  # fmt: skip
     """A learner's `make_training_dataset`, right by default, with one mistake on request."""
 
@@ -194,7 +194,7 @@ def _make_training_dataset(
             dataset = dataset.repeat()
         if cache and cache_first:
             dataset = dataset.cache()
-        dataset = dataset.shuffle(100, seed=1)
+        dataset = dataset.shuffle(buffer, seed=1)
         if cache and not cache_first:
             dataset = dataset.cache()
         if not repeat_first:
@@ -234,6 +234,10 @@ def test_check_training_dataset_passes(flowers_400, capsys, options):
             "again. Put cache() right after read_images(paths), before repeat(): repeat() "
             "before cache() caches an endless stream that never replays.",
         ),
+        (
+            dict(repeat_first=True, buffer=2048),  # The lab's buffer: 5 epochs read ahead.
+            "expected every epoch after the first to come from cache()",
+        ),
         (dict(cache=False), "expected every epoch after the first to come from cache()"),
         (
             dict(cache_first=False),
@@ -248,7 +252,14 @@ def test_check_training_dataset_passes(flowers_400, capsys, options):
         ),
         (dict(drop_remainder=False), "Batch with drop_remainder=True"),
     ],
-    ids=["repeat before cache", "no cache", "cache after shuffle", "no augment", "remainder"],
+    ids=[
+        "repeat before cache",
+        "repeat before cache, big buffer",
+        "no cache",
+        "cache after shuffle",
+        "no augment",
+        "remainder",
+    ],
 )
 def test_check_training_dataset_catches(flowers_400, mistake, message):
     with pytest.raises(checks.CheckFailed) as failure:

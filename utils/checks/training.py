@@ -146,7 +146,7 @@ def _read_elements(iterator, count: int, keys: list | None) -> None:
     while read < count:
         images, _ = next(iterator)
         if keys is not None:
-            keys.extend(_flip_free_key(image) for image in images)
+            keys.extend(_flip_free_key(image) for image in np.asarray(images))
         read += len(images)
 
 
@@ -204,8 +204,9 @@ def check_training_dataset(
         shutil.rmtree(scratch)  # Later epochs must come from the cache.
         try:
             _read_elements(iterator, num_images, keys)
-            # Beyond what a shuffle buffer may have read ahead: two more epochs and 4096.
-            _read_elements(iterator, 2 * num_images + 4096 + 8 * batch_size, None)
+            # Past what the shuffle buffer and prefetch may have read ahead (a buffer of
+            # up to 4096 images): one more epoch must then be read from somewhere.
+            _read_elements(iterator, 4096 + 8 * batch_size, None)
         except CHECK_ERRORS:
             _fail(
                 todo,
