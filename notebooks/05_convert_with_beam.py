@@ -62,7 +62,9 @@ SEED = 42
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 print(source.describe())
-output_dir = OUTPUT_DIR or str(Path(tempfile.mkdtemp()) / "flowers-beam")
+# The lesson's scratch folder: deleted when the kernel stops (or by `scratch.cleanup()`).
+scratch = tempfile.TemporaryDirectory(prefix="lesson5-")
+output_dir = OUTPUT_DIR or f"{scratch.name}/flowers-beam"
 print("Beam's shards will go to:", output_dir)
 
 # %% [markdown]
@@ -178,7 +180,7 @@ beam_validation = validation.validate(output_dir)  # Beam spreads records over s
 # %%
 loop_report = tfrecords.convert(
     source,
-    str(Path(tempfile.mkdtemp()) / "flowers-loop"),
+    f"{scratch.name}/flowers-loop",
     target_size=TARGET_SIZE,
     num_shards=NUM_SHARDS,
     jpeg_quality=JPEG_QUALITY,
@@ -208,9 +210,9 @@ print(f"Beam and lab 2's loop wrote the same (label, image) pairs: {same_images}
 # %%
 print("Expected below: TensorFlow logs 'Premature end of JPEG data' for truncated.jpg.")
 damaged_source = sources.resolve_source(
-    str(data.make_damaged_dataset(Path(tempfile.mkdtemp()) / "damaged"))
+    str(data.make_damaged_dataset(Path(scratch.name) / "damaged"))
 )
-damaged_output = str(Path(tempfile.mkdtemp()) / "damaged-beam")
+damaged_output = f"{scratch.name}/damaged-beam"
 damaged_run = beam_conversion.convert_with_beam(
     damaged_source, damaged_output, target_size=TARGET_SIZE, num_shards=2, build=build_conversion
 )

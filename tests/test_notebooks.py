@@ -5,9 +5,11 @@ passes every check; a lab with one TODO left as its stub fails at that TODO's ow
 """
 
 import copy
+import os
 import re
 import subprocess
 import sys
+from unittest import mock
 
 import nbformat
 import papermill
@@ -49,21 +51,34 @@ LAB_CASES = [_skip_without_modules(lesson, lesson, todo) for lesson, todo in TOD
 
 
 def _run(notebook, path):
-    """Executes `notebook` with the lesson's small parameters; returns (output, error)."""
+    """Executes `notebook` with the lesson's small parameters; returns (output, error).
+
+    The kernel gets an empty folder of its own as TMPDIR, which must be empty at the end:
+    a lesson deletes what it made there (its outputs, and Beam's working folders).
+    """
     nbformat.write(notebook, path)
     output = path.with_name(path.stem + ".executed.ipynb")
+    scratch = path.with_name(path.stem + ".tmpdir")
+    scratch.mkdir()
     try:
-        papermill.execute_notebook(
-            str(path),
-            str(output),
-            parameters=SMALL_PARAMETERS[path.name.split(".")[0]],
-            cwd=str(REPO_ROOT / "labs"),
-            progress_bar=False,
-            **KERNEL_OPTIONS,
-        )
+        with mock.patch.dict(os.environ, {"TMPDIR": str(scratch)}):
+            _execute(path, output)
     except papermill.PapermillExecutionError as error:
         return nbformat.read(output, as_version=4), error
+    left = sorted(p.name for p in scratch.iterdir())
+    assert left == [], f"{path.stem} left {left} in its TMPDIR"
     return nbformat.read(output, as_version=4), None
+
+
+def _execute(path, output):
+    papermill.execute_notebook(
+        str(path),
+        str(output),
+        parameters=SMALL_PARAMETERS[path.name.split(".")[0]],
+        cwd=str(REPO_ROOT / "labs"),
+        progress_bar=False,
+        **KERNEL_OPTIONS,
+    )
 
 
 def _lab_with_todos_filled(lesson, keep_stub=()):
