@@ -110,8 +110,12 @@ checks.check_convert_dofn(ConvertImage, todo=1, class_names=source.class_names)
 # %% [markdown]
 # ## 2. The pipeline (TODO 2)
 #
-# - `fileio.MatchFiles(pattern)` lists the files (on Dataflow, as a distributed step: the
-#   list itself can be large); `beam.Map(lambda match: match.path)` keeps their paths.
+# - `fileio.MatchFiles(source.match_pattern)` lists the files (on Dataflow, as a
+#   distributed step: the list itself can be large); `beam.Map(lambda match: match.path)`
+#   keeps their paths, and `beam.Filter(sources.is_image_file)` only the images' (a class
+#   folder may also hold notes or other files). `match_pattern` is the folder's glob with
+#   its own path escaped: a folder named `photos [2024]` is matched as written, not as
+#   a glob's `[...]`.
 # - `beam.ParDo(ConvertImage()).with_outputs("skipped", main="records")` gives both
 #   outputs: `converted.records` and `converted.skipped`.
 # - `beam.io.WriteToTFRecord(prefix, file_name_suffix=".tfrec", num_shards=N)` writes the
@@ -132,8 +136,9 @@ def build_conversion(pipeline, source, output_dir, num_shards):
     ### BEGIN SOLUTION
     paths = (
         pipeline
-        | "Match image files" >> fileio.MatchFiles(source.pattern)
+        | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda match: match.path)
+        | "Images only" >> beam.Filter(sources.is_image_file)
     )
     converted = paths | "Convert" >> beam.ParDo(ConvertImage()).with_outputs(
         "skipped", main="records"

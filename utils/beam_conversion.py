@@ -19,11 +19,19 @@ import functools
 import json
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import data, tfrecords
+from utils import data, sources, tfrecords
+
+# Beam turns a glob into a regular expression; an escaped `[` (`[[]`, see
+# `ImageSource.match_pattern`) makes Python's `re` warn of a "possible nested set", which is
+# not one here.
+warnings.filterwarnings(
+    "ignore", message="Possible nested set", category=FutureWarning, module="apache_beam"
+)
 
 SKIPPED = "skipped"
 SKIPPED_FILE = "skipped.jsonl"
@@ -98,8 +106,9 @@ def build_pipeline(pipeline, source, output_dir: str, num_shards: int, *, target
 
     paths = (
         pipeline
-        | "Match image files" >> fileio.MatchFiles(source.pattern)
+        | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda metadata: metadata.path)
+        | "Images only" >> beam.Filter(sources.is_image_file)
     )
     converted = paths | "Convert" >> beam.ParDo(
         make_convert_dofn(source.class_names, target_size, quality)
