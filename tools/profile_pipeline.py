@@ -40,6 +40,7 @@ TARGET_SIZE = 192
 BATCH_SIZE = 64
 NUM_IMAGES = 3670
 NUM_TIMED = 8000
+NUM_SWEEP = 4000  # Images per run in the sweep: two candidates or four per change.
 STAGES = ["read", "+ parse", "+ decode", "+ prefetch (course pipeline)"]
 
 
@@ -80,6 +81,7 @@ def build(
     intra_op: int | None = None,
     optimization: dict | None = None,
     dct_method: str = "",
+    target_size: int = TARGET_SIZE,
 ):
     """The course pipeline (`pipeline.tfrecord_images`, local disk) with one knob changed.
 
@@ -127,7 +129,7 @@ def build(
         images = tf.map_fn(
             lambda jpeg: tf.reshape(
                 tf.io.decode_jpeg(jpeg, channels=3, dct_method=dct_method),
-                [TARGET_SIZE, TARGET_SIZE, 3],
+                [target_size, target_size, 3],
             ),
             records["image"],
             fn_output_signature=tf.uint8,
@@ -183,6 +185,8 @@ def stages(repeats: int, output_dir: Path) -> dict:
     """Measures the pipeline stage by stage beside the ceiling; saves `stages.png`."""
     import statistics
 
+    import tensorflow as tf
+
     from utils import timing
 
     paths, num_classes, jpegs = load_shards()
@@ -190,6 +194,8 @@ def stages(repeats: int, output_dir: Path) -> dict:
         stage: (lambda s=stage: build(paths, num_classes=num_classes, stage=s)) for stage in STAGES
     }
     makers["decode ceiling (no I/O)"] = lambda: ceiling(jpegs)
+    # The ceiling has no prefetch: this shows whether it leaves cores idle without one.
+    makers["decode ceiling + prefetch"] = lambda: ceiling(jpegs).prefetch(tf.data.AUTOTUNE)
     cpu = {name: [] for name in makers}
     rates = {
         name: (lambda n=name: time_with_cpu(makers[n](), NUM_TIMED, cpu[n])) for name in makers
@@ -299,7 +305,14 @@ SWEEP = {
 
 
 def sweep(repeats: int, names: list[str] | None = None) -> dict:
-    """Measures each SWEEP change against the course pipeline, in turns; returns ratios."""
+    """Measures each SWEEP change against the course pipeline, in turns; returns ratios.
+
+    Two ratios each, within each round: images/s (change / course pipeline) and work, the
+    course pipeline's CPU time per image / the change's (above 1: less work per image).
+    On a loaded machine the first is noisy; the second moves far less with the load.
+    """
+    import statistics
+
     from utils import timing
 
     paths, num_classes, jpegs = load_shards()
@@ -309,22 +322,31 @@ def sweep(repeats: int, names: list[str] | None = None) -> dict:
         for name in names or list(SWEEP):
             change = SWEEP[name]
             print(f"{name}:", flush=True)
-            candidates = {
-                "course pipeline": _rate(course),
-                name: _rate(lambda c=change: build(paths, num_classes=num_classes, **c)),
+            makers = {
+                "course pipeline": course,
+                name: lambda c=change: build(paths, num_classes=num_classes, **c),
             }
             if "dct_method" in change:
-                candidates["ceiling"] = _rate(lambda: ceiling(jpegs))
-                candidates["ceiling, same dct_method"] = _rate(
-                    lambda c=change: ceiling(jpegs, dct_method=c["dct_method"])
+                makers["ceiling"] = lambda: ceiling(jpegs)
+                makers["ceiling, same dct_method"] = lambda c=change: ceiling(
+                    jpegs, dct_method=c["dct_method"]
                 )
+            cpu = {label: [] for label in makers}
+            candidates = {
+                label: (lambda m=make, log=cpu[label]: time_with_cpu(m(), NUM_SWEEP, log))
+                for label, make in makers.items()
+            }
             measured = timing.measure_in_turns(candidates, repeats=repeats)
             gain = timing.ratio_in_turns(measured[name], measured["course pipeline"])
+            work = [a / b for a, b in zip(cpu["course pipeline"], cpu[name], strict=True)]
             entry = {
                 "ratio": gain.median,
                 "min": gain.minimum,
                 "max": gain.maximum,
                 "runs": gain.num_runs,
+                "work_ratio": statistics.median(work),
+                "work_min": min(work),
+                "work_max": max(work),
             }
             if "dct_method" in change:
                 same = timing.ratio_in_turns(measured[name], measured["ceiling, same dct_method"])
@@ -334,13 +356,16 @@ def sweep(repeats: int, names: list[str] | None = None) -> dict:
                 ).median
             report["changes"][name] = entry
     report["load"] = load.summary()
-    lines = [f"{'change':<32} {'/ course':>8} {'min-max':>11}  verdict"]
+    lines = [
+        f"{'change':<32} {'/ course':>8} {'min-max':>11}  {'work':>5} {'min-max':>11}  verdict"
+    ]
     for name, entry in report["changes"].items():
-        verdict = (
-            "helps" if entry["min"] > 1 else "hurts" if entry["max"] < 1 else "within the spread"
-        )
+        verdict = _verdict(entry["min"], entry["max"])
+        work = _verdict(entry["work_min"], entry["work_max"])
         lines.append(
-            f"{name:<32} {entry['ratio']:>8.2f} {entry['min']:.2f}-{entry['max']:.2f}  {verdict}"
+            f"{name:<32} {entry['ratio']:>8.2f} {entry['min']:.2f}-{entry['max']:.2f}  "
+            f"{entry['work_ratio']:>5.2f} {entry['work_min']:.2f}-{entry['work_max']:.2f}  "
+            f"images/s: {verdict}; work: {work}"
         )
         if "share_of_same_ceiling" in entry:
             lines.append(
@@ -351,14 +376,9 @@ def sweep(repeats: int, names: list[str] | None = None) -> dict:
     return report
 
 
-def _rate(make_dataset, num_images: int = NUM_TIMED):
-    from utils import timing
-
-    def measure():
-        result = _quietly(timing.measure_throughput, make_dataset(), num_images=num_images)
-        return result.images_per_second
-
-    return measure
+def _verdict(low: float, high: float) -> str:
+    """Says whether a ratio's range (to the course pipeline) is all above 1, all below, or not."""
+    return "helps" if low > 1 else "hurts" if high < 1 else "within the spread"
 
 
 _READ_EPOCH = """
