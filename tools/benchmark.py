@@ -62,12 +62,17 @@ def _quietly(function, *args, **kwargs):
         return function(*args, **kwargs)
 
 
-def _rate(make_dataset, num_images: int):
-    """Returns a function that times a fresh `make_dataset()` (warm-up excluded): images/s."""
+def _rate(make_dataset, num_images: int, cpu_log: list | None = None):
+    """Returns a function that times a fresh `make_dataset()` (warm-up excluded): images/s.
+
+    With `cpu_log`, each run also appends this process's CPU seconds per image to it.
+    """
     from utils import timing
 
     def measure() -> float:
         result = _quietly(timing.measure_throughput, make_dataset(), num_images=num_images)
+        if cpu_log is not None:
+            cpu_log.append(result.cpu_seconds / result.num_images)
         return result.images_per_second
 
     return measure
@@ -178,14 +183,20 @@ def compare_pipelines(settings: dict) -> dict:
         for record in tf.data.TFRecordDataset(shard_paths).take(1000)
     ]
     ceiling = lambda: pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)  # noqa: E731
-    headline = {"decode ceiling (no I/O)": _rate(ceiling, settings["timed"])}
+    ceiling_name = "decode ceiling (no I/O)"
+    cpu = {ceiling_name: []}
+    headline = {"decode ceiling (no I/O)": _rate(ceiling, settings["timed"], cpu[ceiling_name])}
     others = {}
     for latency in LATENCIES_MS:
         simulated = storage.SimulatedStorage(latency_ms=latency)
         named = pipelines(source, shard_paths, shards["class_names"], simulated, settings)
         for name, (make_dataset, num_images) in named.items():
-            group = headline if name in HEADLINE else others
-            group[f"{name} @ {latency} ms"] = _rate(make_dataset, num_images)
+            label = f"{name} @ {latency} ms"
+            if name in HEADLINE:
+                cpu[label] = []
+                headline[label] = _rate(make_dataset, num_images, cpu[label])
+            else:
+                others[label] = _rate(make_dataset, num_images)
     print(f"  headline: {len(headline)} pipelines in turns, {settings['headline_repeats']} "
           "rounds ...", flush=True)  # fmt: skip
     measured = timing.measure_in_turns(headline, repeats=settings["headline_repeats"])
@@ -194,7 +205,10 @@ def compare_pipelines(settings: dict) -> dict:
     order = ["decode ceiling (no I/O)"] + [
         f"{name} @ {latency} ms" for latency in LATENCIES_MS for name in named
     ]
-    return {name: _figures(measured[name]) for name in order}
+    results = {name: _figures(measured[name]) for name in order}
+    for name, per_image in cpu.items():
+        results[name]["cpu_us_per_image"] = [seconds * 1e6 for seconds in per_image]
+    return results
 
 
 _READ_ONE_EPOCH = """
@@ -317,13 +331,13 @@ def format_table(results: dict) -> list[str]:
     return lines
 
 
-def _in_turns(results: dict, numerator: str, denominator: str):
+def _in_turns(results: dict, numerator: str, denominator: str, *, key: str = "runs"):
     """The ratio of two headline results, round by round (`timing.ratio_in_turns`)."""
     from utils import timing
 
     return timing.ratio_in_turns(
-        timing.RepeatedResult(numerator, tuple(results[numerator]["runs"])),
-        timing.RepeatedResult(denominator, tuple(results[denominator]["runs"])),
+        timing.RepeatedResult(numerator, tuple(results[numerator][key])),
+        timing.RepeatedResult(denominator, tuple(results[denominator][key])),
     )
 
 
@@ -347,6 +361,14 @@ def targets(results: dict) -> list[str]:
             f"{_verdict(share.median >= target)}; spread within "
             f"+-{TARGETS['spread']}: {_verdict(spread_met)}"
         )
+        if "cpu_us_per_image" in results[ceiling]:
+            work = _in_turns(results, ceiling, f"course pipeline @ {latency} ms",
+                             key="cpu_us_per_image")  # fmt: skip
+            lines.append(
+                f"  work share at {latency} ms (the ceiling's CPU time per image / the "
+                f"pipeline's; moves little with load): {work.median:.2f} "
+                f"(range {work.minimum:.2f}-{work.maximum:.2f})"
+            )
     speedups = [
         _in_turns(results, f"course pipeline @ {latency} ms",
                   f"original course TFRecords @ {latency} ms")

@@ -15,13 +15,13 @@ local disk), each in one run with its candidates measured in turns
 2. `sweep`: each candidate change to the pipeline against the course pipeline, in turns,
    its ratio taken within each round; `dct_method="INTEGER_FAST"` also against a ceiling
    that decodes the same way.
-3. `shards`: the 16,000-image set in 4, 16 and 64 shards, read in turns, each read right
-   after a pause and after the page cache was filled, to explain the shard-count row.
+3. `shards`: the images written in 4, 16 and 64 shards, each read right after writing
+   and again after `sync` and a pause, in turns, to explain the shard-count row.
 
 Usage:
     python -m tools.profile_pipeline stages   # about 2 minutes on 2 cores (cache warm)
     python -m tools.profile_pipeline sweep    # about 5 minutes
-    python -m tools.profile_pipeline shards   # about 3 minutes (16,000 images made once)
+    python -m tools.profile_pipeline shards --repeats 3   # about 10 minutes
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ TARGET_SIZE = 192
 BATCH_SIZE = 64
 NUM_IMAGES = 3670
 NUM_TIMED = 8000
+SETTLE_SECONDS = 30  # The kernel writes dirty pages back after 30 s (dirty_expire_centisecs).
 NUM_SWEEP = 4000  # Images per run in the sweep: two candidates or four per change.
 STAGES = ["read", "+ parse", "+ decode", "+ prefetch (course pipeline)"]
 
@@ -396,64 +397,71 @@ print(json.dumps(count / (time.perf_counter() - start)))
 """
 
 
-def shards(repeats: int, counts=(4, 16, 64), num_images: int = 16000) -> dict:
-    """Reads the 16,000-image set in each shard count, in turns, each epoch in its own process.
+def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> dict:
+    """Reads the images in each shard count right after writing them, and again once settled.
 
-    The first round reads each count right after all were written (or found); the
-    runs keep their round order, so a first-round loss shows as such.
+    Each round, for each count in turns: convert the images into that many shards (a
+    temporary folder), read one epoch in a process of its own at once ("just written"),
+    then `sync`, wait `SETTLE_SECONDS`, and read the same shards again ("settled"). The
+    benchmark's shard-count row used to read counts it had just written beside one it
+    had not; this separates the two effects: the count itself, and reading fresh writes.
     """
+    import shutil
+    import statistics
     import subprocess
+    import tempfile
 
     from utils import sources, tfrecords, timing
 
     source = sources.resolve_source("embedded", num_images=num_images)
-    directories = {}
-    for count in counts:
-        found = _quietly(tfrecords.ensure_shards, source, target_size=TARGET_SIZE, num_shards=count)
-        directories[count] = found["output_dir"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO_ROOT)}
 
     def read(directory):
-        output = subprocess.run(
-            [sys.executable, "-c", _READ_EPOCH, directory],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        return json.loads(output.strip().splitlines()[-1])
+        command = [sys.executable, "-c", _READ_EPOCH, str(directory)]
+        output = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        return json.loads(output.stdout.strip().splitlines()[-1])
 
-    with timing.LoadWatch() as load:
-        measured = timing.measure_in_turns(
-            {
-                f"{count} shards": (lambda d=directory: read(d))
-                for count, directory in directories.items()
-            },
-            repeats=repeats,
-        )
-    sizes = {
-        count: sum(p.stat().st_size for p in Path(d).glob("*.tfrec")) / count / 1e6
-        for count, d in directories.items()
-    }
-    lines = [f"{'shards':>6} {'MB/shard':>8} {'images/s':>9} {'min-max':>13}  runs in round order"]
+    runs = {count: {"just written": [], "settled": []} for count in counts}
+    sizes = {}
+    with timing.LoadWatch() as load, tempfile.TemporaryDirectory() as scratch:
+        for round_index in range(repeats):
+            for count in counts if round_index % 2 == 0 else counts[::-1]:
+                directory = Path(scratch) / f"{count}-shards"
+                _quietly(tfrecords.convert, source, directory, target_size=TARGET_SIZE,
+                         num_shards=count)  # fmt: skip
+                runs[count]["just written"].append(read(directory))
+                os.sync()
+                time.sleep(SETTLE_SECONDS)
+                runs[count]["settled"].append(read(directory))
+                files = list(directory.glob("*.tfrec"))
+                sizes[count] = sum(path.stat().st_size for path in files) / len(files) / 1e6
+                shutil.rmtree(directory)  # Our own temporary folder.
+                print(f"  round {round_index + 1}, {count} shards: {runs[count]}", flush=True)
+    lines = [
+        f"{num_images} images; {repeats} rounds; images/s, median (min-max)",
+        f"{'shards':>6} {'MB/shard':>8} {'just written':>22} {'settled':>22} {'settled/just':>12}",
+    ]
     for count in counts:
-        result = measured[f"{count} shards"]
+        fresh, settled = runs[count]["just written"], runs[count]["settled"]
+        gain = statistics.median(b / a for a, b in zip(fresh, settled, strict=True))
         lines.append(
-            f"{count:>6} {sizes[count]:>8.1f} {result.median:>9,.0f} "
-            f"{result.minimum:>6,.0f}-{result.maximum:<6,.0f}  "
-            + ", ".join(f"{v:,.0f}" for v in result.values)
+            f"{count:>6} {sizes[count]:>8.1f} {_spread(fresh):>22} {_spread(settled):>22} "
+            f"{gain:>12.2f}"
         )
-    return {
-        "load": load.summary(),
-        "lines": lines,
-        "runs": {k: list(v.values) for k, v in measured.items()},
-    }
+    return {"load": load.summary(), "lines": lines, "runs": runs}
+
+
+def _spread(values) -> str:
+    import statistics
+
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["stages", "sweep", "shards"])
     parser.add_argument("--repeats", type=int, default=5, help="rounds in turns (default 5)")
+    parser.add_argument("--num-images", type=int, default=NUM_IMAGES, help="shards: images")
     parser.add_argument("--only", nargs="*", help="sweep: these changes only (names in SWEEP)")
     parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "profile")
     args = parser.parse_args(argv)
@@ -472,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.what == "sweep":
         report = sweep(args.repeats, args.only)
     else:
-        report = shards(args.repeats)
+        report = shards(args.repeats, num_images=args.num_images)
     report["seconds"] = time.perf_counter() - start
     print("\n".join([report["load"], "", *report["lines"]]))
     path = args.output_dir / f"{args.what}.json"

@@ -27,6 +27,9 @@ class ThroughputResult:
         megabytes_per_second: bytes read from storage per second, in MB (1e6 bytes);
             None when no storage was given.
         warmup_seconds: time taken by the warm-up elements, not counted above.
+        cpu_seconds: CPU time this process (all its threads) used while the images
+            were timed: the work they took, which moves far less than `seconds` when
+            other work shares the machine. None when not measured.
     """
 
     label: str
@@ -35,6 +38,7 @@ class ThroughputResult:
     images_per_second: float
     megabytes_per_second: float | None
     warmup_seconds: float
+    cpu_seconds: float | None = None
 
     def summary(self) -> str:
         """Returns the one-line summary that `measure_throughput` prints."""
@@ -109,12 +113,13 @@ def measure_throughput(
 
     bytes_before = storage.num_bytes_read if storage is not None else 0
     counted = 0
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for element in iterator:
         counted += _count_images(element)
         if counted >= num_images:
             break
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     if counted == 0:
         raise ValueError("The dataset ended right after the warm-up: nothing was timed.")
     megabytes_per_second = None
@@ -127,6 +132,7 @@ def measure_throughput(
         images_per_second=counted / seconds,
         megabytes_per_second=megabytes_per_second,
         warmup_seconds=warmup_seconds,
+        cpu_seconds=cpu_seconds,
     )
     print(result.summary())
     return result
