@@ -32,6 +32,7 @@ import io
 import json
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -255,11 +256,13 @@ def plot_stages(report: dict, path: Path) -> None:
         for a, b in zip(STAGES, STAGES[1:], strict=False)
     ]
     names = ["read + CRC", "parse", "decode + batch", "prefetch"]
-    figure, (work, busy) = plt.subplots(1, 2, figsize=(9.6, 3.6), width_ratios=[2, 1])
+    figure, (work, busy) = plt.subplots(1, 2, figsize=(9.6, 4.2), width_ratios=[2, 1])
     left = 0.0
     for name, cost, color in zip(names, costs, plt.colormaps["tab10"].colors, strict=False):
-        work.barh("course pipeline", cost, left=left, color=color, label=f"{name}: {cost:.0f}")
-        left += cost
+        # A stage that measured below zero is noise: drawn as nothing, labelled as measured.
+        label = f"{name}: {cost:.0f}" + (" (noise)" if cost < 0 else "")
+        work.barh("course pipeline", max(cost, 0.0), left=left, color=color, label=label)
+        left += max(cost, 0.0)
     work.barh(
         "decode ceiling",
         figures["decode ceiling (no I/O)"]["cpu_us_per_image"],
@@ -267,7 +270,7 @@ def plot_stages(report: dict, path: Path) -> None:
         label="ceiling: decode + batch",
     )
     work.set_xlabel("CPU time per image (microseconds, all threads)")
-    work.legend(fontsize=8, loc="lower right")
+    work.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3)
     work.set_title("Work per image")
     labels = ["course pipeline", "decode ceiling"]
     cores = [figures[STAGES[-1]]["cores_busy"], figures["decode ceiling (no I/O)"]["cores_busy"]]
@@ -277,7 +280,7 @@ def plot_stages(report: dict, path: Path) -> None:
     busy.set_title("Cores kept busy")
     busy.invert_yaxis()
     work.invert_yaxis()
-    figure.suptitle(report["load"][:110], fontsize=7)
+    figure.suptitle(textwrap.fill(report["load"], 150), fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
 
