@@ -151,7 +151,9 @@ def test_measure_in_turns_times_datasets_quietly(capsys):
     results = timing.measure_in_turns({"zeros": images}, num_images=8, repeats=2)
     assert results["zeros"].num_runs == 2 and results["zeros"].minimum > 0
     assert capsys.readouterr().out.count("\n") == 1  # One summary line, no per-run lines.
-    with pytest.raises(ValueError, match=r"`repeats` must be a positive integer. Received: repeats=0"):
+    with pytest.raises(
+        ValueError, match=r"`repeats` must be a positive integer. Received: repeats=0"
+    ):
         timing.measure_in_turns({"zeros": images}, num_images=8, repeats=0)
     with pytest.raises(ValueError, match=r"`num_images` is needed to time the dataset 'zeros'"):
         timing.measure_in_turns({"zeros": images}, repeats=1)
