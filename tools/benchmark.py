@@ -25,7 +25,7 @@ over a tenth of the cores (`timing.describe_load`). Prints one table, and writes
 `benchmark.json` and `benchmark.png` to `--output-dir`.
 
 Usage:
-    python -m tools.benchmark            # about 10 minutes on 2 cores, cache cold
+    python -m tools.benchmark            # about 12 minutes on an idle 2-core VM, cache warm
     python -m tools.benchmark --quick    # about 1 minute: small sizes, 2 rounds
 """
 
