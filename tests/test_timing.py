@@ -1,6 +1,8 @@
 """Tests of utils/timing.py."""
 
 import platform
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -211,3 +213,22 @@ def test_load_watch_sees_other_processes_and_not_its_own_work():
     assert load.other_cores is not None and load.other_cores >= 0
     assert load.summary().startswith("The machine was ")
     assert timing.describe_machine().endswith(f"Python {platform.python_version()}")
+
+
+def test_load_watch_counts_a_busy_process_beside_it_as_other_load():
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # Let it start.
+        with timing.LoadWatch() as load:
+            time.sleep(1.0)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert load.other_cores >= 0.5  # The loop alone keeps most of a core busy.
+    on_two_cores = timing.describe_load(
+        load_before=load.load_before,
+        load_after=load.load_after,
+        other_cores=load.other_cores,
+        num_cores=2,
+    )
+    assert on_two_cores.startswith("The machine was NOT idle: other processes kept ")
