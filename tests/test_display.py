@@ -154,6 +154,15 @@ def test_lab3_figures_fit_the_notebook_width(tmp_path):
     plt.close("all")
 
 
+def test_plot_throughput_draws_a_repeated_ceiling_at_its_median_with_its_range():
+    ceiling = timing.RepeatedResult("decode ceiling", (2000.0, 2100.0, 2300.0))
+    figure = display.plot_throughput([_result("TFRecords, fast", 1500)], ceiling=ceiling)
+    (line,) = figure.axes[0].get_lines()
+    assert list(line.get_ydata()) == [2100, 2100]
+    assert figure.axes[0].texts[-1].get_text() == "decode ceiling: 2,100 (2,000-2,300, 3 runs)"
+    plt.close("all")
+
+
 def test_plot_timelines_two_panels_fit_the_notebook_width(tmp_path):
     from utils import timeline
 

@@ -10,6 +10,8 @@ import numpy as np
 import tensorflow as tf
 from matplotlib.ticker import MaxNLocator
 
+from utils import timing
+
 MAX_WIDTH_INCHES = 10  # 1,000 pixels at matplotlib's 100 dpi: the width of a notebook.
 
 
@@ -72,7 +74,8 @@ def plot_throughput(
         results: `timing.ThroughputResult`s, in the order to draw them.
         title: the chart's title.
         log_scale: use a log y axis; None chooses it when the fastest is 30x the slowest.
-        ceiling: a `ThroughputResult` drawn as a dashed reference line (the decode
+        ceiling: a `ThroughputResult`, or a `RepeatedResult` of images/s (drawn at its
+            median, labelled with its range), drawn as a dashed reference line (the decode
             ceiling: no bar can pass it for long); None for none.
 
     Returns:
@@ -87,7 +90,14 @@ def plot_throughput(
     if not results:
         raise ValueError("`results` must hold at least one ThroughputResult. Received: []")
     rates = [result.images_per_second for result in results]
-    top = max(rates + ([ceiling.images_per_second] if ceiling else []))
+    ceiling_rate, ceiling_text = None, ""
+    if isinstance(ceiling, timing.RepeatedResult):
+        ceiling_rate = ceiling.median
+        ceiling_text = f"{ceiling.label}: {ceiling.summary().split(': ', 1)[1]}"
+    elif ceiling is not None:
+        ceiling_rate = ceiling.images_per_second
+        ceiling_text = f"{ceiling.label}: {ceiling_rate:,.0f}"
+    top = max(rates + ([ceiling_rate] if ceiling is not None else []))
     if log_scale is None:
         log_scale = top / min(rates) >= 30
     figure, axis = plt.subplots(figsize=(min(MAX_WIDTH_INCHES, 1.6 + 1.9 * len(results)), 4))
@@ -100,10 +110,10 @@ def plot_throughput(
     else:
         axis.set_ylim(0, top * 1.15)
     if ceiling is not None:
-        axis.axhline(ceiling.images_per_second, color="tab:red", linestyle="--", linewidth=1)
+        axis.axhline(ceiling_rate, color="tab:red", linestyle="--", linewidth=1)
         axis.annotate(
-            f"{ceiling.label}: {ceiling.images_per_second:,.0f}",
-            (0.01, ceiling.images_per_second),
+            ceiling_text,
+            (0.01, ceiling_rate),
             xycoords=("axes fraction", "data"),
             xytext=(0, 3),
             textcoords="offset points",
