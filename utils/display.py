@@ -303,3 +303,40 @@ def plot_quality_trade_off(qualities, kilobytes, images_per_second, *, reference
     axes[0].legend(fontsize=8, loc="upper left")
     figure.tight_layout()
     return figure
+
+
+def show_image_rows(rows: dict, *, title: str | None = None):
+    """Shows images in rows, one row per label, the label above the row's first image.
+
+    Args:
+        rows: label -> images (uint8 arrays `(height, width, 3)`), in the order to show.
+        title: the figure's title; None for none.
+
+    Returns:
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
+
+    Raises:
+        ValueError: if `rows` is empty or holds no image.
+
+    Example:
+        display.show_image_rows({"original": originals, "cropped": crops})
+    """
+    num_columns = max((len(images) for images in rows.values()), default=0)
+    if num_columns == 0:
+        raise ValueError("`rows` must hold at least one image. Received: none.")
+    figure, axes = plt.subplots(
+        len(rows),
+        num_columns,
+        figsize=(min(MAX_WIDTH_INCHES, 2.0 * num_columns), 2.2 * len(rows) + 0.3),
+        squeeze=False,
+    )
+    for row_axes, (label, images) in zip(axes, rows.items(), strict=True):
+        for axis in row_axes:
+            axis.axis("off")
+        for axis, image in zip(row_axes, images, strict=False):
+            axis.imshow(image)
+        row_axes[0].set_title(label, fontsize=9, loc="left")
+    if title:
+        figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,108 @@
+"""Benchmarks "decode less": random crops decoded whole, decoded alone, or decoded at 1/2.
+
+Steps:
+1. Reads `--num-images` records of the course's shards into memory (the embedded
+   dataset's 192 px shards, written first if need be, or the shards in `--shards-dir`),
+   so that reading is not what is timed.
+2. Makes lab 4's random crops at `--image-size` from them, three ways
+   (`utils.decode_less.VARIANTS`): decode the whole JPEG then crop; decode only the crop
+   (`tf.io.decode_and_crop_jpeg`); decode at half size (`decode_jpeg(ratio=2)`) then crop.
+3. Times each `--repeats` times, in turns (`timing.measure_alternating`), and prints the
+   median images/s, the min-max, and each median's ratio to decode-then-crop against
+   the target (1.5x).
+
+Usage:
+    python -m tools.benchmark_decode                  # about a minute on 2 cores
+    python -m tools.benchmark_decode --shards-dir DIR --num-images 200 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+TARGET_RATIO = 1.5
+DATASET_SIZE = 3670  # The embedded dataset, as in lab 4.
+TARGET_SIZE = 192  # Lab 4's shards.
+NUM_SHARDS = 16
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
+    return value
+
+
+def parse_arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.benchmark_decode", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--shards-dir", help="a folder of TFRecord shards (default: the "
+                        "embedded dataset's 192 px shards, written if missing)")  # fmt: skip
+    parser.add_argument("--num-images", type=_positive_int, default=2000,
+                        help="records read into memory (default 2000)")  # fmt: skip
+    parser.add_argument("--timed-images", type=_positive_int, default=4000,
+                        help="images timed per run (default 4000)")  # fmt: skip
+    parser.add_argument("--repeats", type=_positive_int, default=5,
+                        help="alternating runs of each variant (default 5)")  # fmt: skip
+    parser.add_argument("--image-size", type=_positive_int, default=96,
+                        help="output side in pixels (default 96, lab 4's IMAGE_SIZE)")  # fmt: skip
+    parser.add_argument("--batch-size", type=_positive_int, default=64)
+    return parser.parse_args(argv)
+
+
+def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
+    """Returns the JPEG bytes of the first `num_images` records of the shards."""
+    import tensorflow as tf
+
+    from utils import sources, tfrecords
+
+    if shards_dir is None:
+        source = sources.resolve_source("embedded", num_images=DATASET_SIZE, seed=42)
+        shards_dir = tfrecords.ensure_shards(
+            source, None, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=42
+        )["output_dir"]
+    paths = tfrecords.find_shards(shards_dir)
+    if not paths:
+        raise FileNotFoundError(f"No TFRecord shards in {shards_dir}. Write them with lab 2.")
+    records = tf.data.TFRecordDataset(paths).take(num_images)
+    return [tfrecords.parse_record(record)["image"].numpy() for record in records]
+
+
+def main(argv=None) -> int:
+    arguments = parse_arguments(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from utils import decode_less, timing
+
+    encoded_images = read_encoded_images(arguments.shards_dir, arguments.num_images)
+    print(f"{len(encoded_images)} JPEGs in memory; random crops at {arguments.image_size} px, "
+          f"batches of {arguments.batch_size}; load before: {os.getloadavg()[0]:.2f}")  # fmt: skip
+    datasets = {
+        label: decode_less.random_crop_batches(
+            encoded_images,
+            decode,
+            image_size=arguments.image_size,
+            batch_size=arguments.batch_size,
+        )  # fmt: skip
+        for label, decode in decode_less.VARIANTS.items()
+    }
+    rates = timing.measure_alternating(
+        datasets,
+        num_images=arguments.timed_images,
+        repeats=arguments.repeats,
+        baseline=decode_less.BASELINE,
+    )
+    print(f"Load after: {os.getloadavg()[0]:.2f} (1-minute load average; 2 cores here).")
+    baseline = rates[decode_less.BASELINE]["median"]
+    for label in list(decode_less.VARIANTS)[1:]:
+        ratio = rates[label]["median"] / baseline
+        verdict = "meets" if ratio >= TARGET_RATIO else "misses"
+        print(f"Target: {label} / {decode_less.BASELINE} = {ratio:.2f}x; "
+              f"{verdict} the {TARGET_RATIO}x target.")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
