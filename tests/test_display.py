@@ -183,3 +183,13 @@ def test_plot_quality_trade_off_each_panel_scaled_to_its_own_values(tmp_path):
     assert speed_axis.get_ylim() == pytest.approx((0, 2900 * 1.15))
     assert _saved_width(figure, tmp_path) <= 1000
     plt.close("all")
+
+
+def test_show_image_rows_one_row_per_label_and_rejects_nothing_to_show():
+    rows = {"first": [np.zeros((8, 8, 3), np.uint8)] * 3, "second": [np.zeros((4, 6, 3), np.uint8)]}
+    figure = display.show_image_rows(rows, title="Rows")
+    assert [axis.get_title(loc="left") for axis in figure.axes[::3]] == ["first", "second"]
+    assert sum(len(axis.images) for axis in figure.axes) == 4
+    assert figure.get_figwidth() <= display.MAX_WIDTH_INCHES
+    with pytest.raises(ValueError, match=r"`rows` must hold at least one image"):
+        display.show_image_rows({"empty": []})

@@ -51,6 +51,8 @@ SMALL_PARAMETERS = {
         "EPOCHS": 1,
         "STEPS_PER_EXECUTION": 2,
         "NUM_TIMED_STEPS": 4,
+        "NUM_DECODE_IMAGES": 64,
+        "DECODE_REPEATS": 2,
     },
     "05_convert_with_beam": {"NUM_IMAGES": 100, "NUM_SHARDS": 4},
     "06_scale_out_reading": {
