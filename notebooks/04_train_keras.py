@@ -495,7 +495,10 @@ print(f"Decoding only the crop: {crop_speedup:.2f}x; decoding at 1/2: {scaled_sp
 # %% [markdown]
 # Read the ratios printed above: they are what decoding less buys on this machine, for
 # these images. The resize, the random window and `tf.data`'s cost per image are paid
-# the same by all three ways: only the decoding differs.
+# the same by all three ways: only the decoding differs, so a ratio near 1 means that
+# decoding is a small part of the work at this size, and a ratio below 1 means that this
+# way of decoding costs more here than it saves. (Measure on an idle machine: the
+# min-max ranges show how much the load moved the numbers.)
 #
 # **When does it matter?** This lab's training pipeline caches the decoded images
 # (`cache()` in TODO 3): each image is decoded once, in the first epoch, and never
