@@ -141,7 +141,10 @@ def test_benchmark_decode_runs_on_a_tiny_input(write_small_shards, capsys):
                  "--repeats", "2", "--image-size", "24", "--batch-size", "4"]  # fmt: skip
     assert benchmark_decode.main(arguments) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("12 JPEGs in memory; random crops at 24 px, batches of 4; ")
+    assert lines[0].startswith(
+        "12 JPEGs in memory (longer side 64-64 px, median 64); random crops at 24 px, "
+        "batches of 4; load before: "
+    )
     assert lines[1].split()[:3] == ["images/s", "min-max", "vs"]
     assert lines[1].endswith("(2 alternating runs of 16 images)")
     assert [line[:24].strip() for line in lines[2:5]] == list(decode_less.VARIANTS)
@@ -157,3 +160,9 @@ def test_benchmark_decode_runs_on_a_tiny_input(write_small_shards, capsys):
 def test_benchmark_decode_without_shards_says_where():
     with pytest.raises(FileNotFoundError, match=r"No TFRecord shards in /nonexistent"):
         benchmark_decode.read_encoded_images("/nonexistent", 4)
+
+
+def test_benchmark_decode_reads_the_jpeg_files_of_a_source(small_flowers):
+    encoded_images = benchmark_decode.read_jpeg_files(str(small_flowers), 5)
+    assert len(encoded_images) == 5
+    assert all(jpeg[:2] == b"\xff\xd8" for jpeg in encoded_images)  # JPEG's start marker.

@@ -3,7 +3,9 @@
 Steps:
 1. Reads `--num-images` records of the course's shards into memory (the embedded
    dataset's 192 px shards, written first if need be, or the shards in `--shards-dir`),
-   so that reading is not what is timed.
+   so that reading is not what is timed. With `--jpeg-source`, reads the JPEG files of a
+   source instead (`"embedded"`: the originals lab 2 shrank to 192 px; or a folder), to
+   see what the crop saves on larger images, as on ImageNet.
 2. Makes lab 4's random crops at `--image-size` from them, three ways
    (`utils.decode_less.VARIANTS`): decode the whole JPEG then crop; decode only the crop
    (`tf.io.decode_and_crop_jpeg`); decode at half size (`decode_jpeg(ratio=2)`) then crop.
@@ -14,13 +16,18 @@ Steps:
 Usage:
     python -m tools.benchmark_decode                  # about a minute on 2 cores
     python -m tools.benchmark_decode --shards-dir DIR --num-images 200 --repeats 5
+    python -m tools.benchmark_decode --jpeg-source embedded   # the larger originals
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
+from pathlib import Path
+
+from PIL import Image
 
 TARGET_RATIO = 1.5
 DATASET_SIZE = 3670  # The embedded dataset, as in lab 4.
@@ -41,6 +48,8 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--shards-dir", help="a folder of TFRecord shards (default: the "
                         "embedded dataset's 192 px shards, written if missing)")  # fmt: skip
+    parser.add_argument("--jpeg-source", help='read JPEG files instead of shards: '
+                        '"embedded" (the originals) or a folder of class folders')  # fmt: skip
     parser.add_argument("--num-images", type=_positive_int, default=2000,
                         help="records read into memory (default 2000)")  # fmt: skip
     parser.add_argument("--timed-images", type=_positive_int, default=4000,
@@ -51,6 +60,17 @@ def parse_arguments(argv=None) -> argparse.Namespace:
                         help="output side in pixels (default 96, lab 4's IMAGE_SIZE)")  # fmt: skip
     parser.add_argument("--batch-size", type=_positive_int, default=64)
     return parser.parse_args(argv)
+
+
+def read_jpeg_files(data_source: str, num_images: int) -> list[bytes]:
+    """Returns the bytes of the first `num_images` JPEG files of a source (not PNGs)."""
+    from utils import sources
+
+    source = sources.resolve_source(data_source, num_images=DATASET_SIZE, seed=42)
+    paths = [path for path in source.paths if path.lower().endswith((".jpg", ".jpeg"))]
+    if not paths:
+        raise FileNotFoundError(f"No JPEG files in {data_source}.")
+    return [Path(path).read_bytes() for path in paths[:num_images]]
 
 
 def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
@@ -76,8 +96,13 @@ def main(argv=None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from utils import decode_less, timing
 
-    encoded_images = read_encoded_images(arguments.shards_dir, arguments.num_images)
-    print(f"{len(encoded_images)} JPEGs in memory; random crops at {arguments.image_size} px, "
+    if arguments.jpeg_source:
+        encoded_images = read_jpeg_files(arguments.jpeg_source, arguments.num_images)
+    else:
+        encoded_images = read_encoded_images(arguments.shards_dir, arguments.num_images)
+    sides = sorted(max(Image.open(io.BytesIO(jpeg)).size) for jpeg in encoded_images)
+    print(f"{len(encoded_images)} JPEGs in memory (longer side {sides[0]}-{sides[-1]} px, "
+          f"median {sides[len(sides) // 2]}); random crops at {arguments.image_size} px, "
           f"batches of {arguments.batch_size}; load before: {os.getloadavg()[0]:.2f}")  # fmt: skip
     datasets = {
         label: decode_less.random_crop_batches(
