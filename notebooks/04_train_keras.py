@@ -482,23 +482,28 @@ crop_datasets = {
     )
     for label, decode in decode_less.VARIANTS.items()
 }
-decode_rates = timing.measure_alternating(
-    crop_datasets, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS,
-    baseline=decode_less.BASELINE,
-)  # fmt: skip
-baseline_rate = decode_rates[decode_less.BASELINE]["median"]
-crop_speedup = decode_rates["decode only the crop"]["median"] / baseline_rate
-scaled_speedup = decode_rates["decode at 1/2, then crop"]["median"] / baseline_rate
-print(f"Decoding only the crop: {crop_speedup:.2f}x; decoding at 1/2: {scaled_speedup:.2f}x "
-      f"the images/s of decoding, then cropping.")  # fmt: skip
+with timing.LoadWatch() as decode_load:
+    decode_runs = timing.measure_in_turns(
+        crop_datasets, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS
+    )
+print(decode_load.summary())
+speedups = {
+    label: timing.ratio_in_turns(
+        decode_runs[label], decode_runs[decode_less.BASELINE], label=f"{label}, speed-up"
+    )
+    for label in decode_less.VARIANTS
+    if label != decode_less.BASELINE
+}
+for speedup in speedups.values():
+    print(speedup.summary(".2f") + " over decoding, then cropping")
 
 # %% [markdown]
 # Read the ratios printed above: they are what decoding less buys on this machine, for
 # these images. The resize, the random window and `tf.data`'s cost per image are paid
 # the same by all three ways: only the decoding differs, so a ratio near 1 means that
 # decoding is a small part of the work at this size, and a ratio below 1 means that this
-# way of decoding costs more here than it saves. (Measure on an idle machine: the
-# min-max ranges show how much the load moved the numbers.)
+# way of decoding costs more here than it saves. (The line on the machine's load says
+# whether other work ran meanwhile; the min-max ranges show how much the numbers moved.)
 #
 # **When does it matter?** This lab's training pipeline caches the decoded images
 # (`cache()` in TODO 3): each image is decoded once, in the first epoch, and never

@@ -45,8 +45,9 @@ def _code_above(cells, phrase):
         ("03_read_tfrecords", "opens only as many shards as the", "With AUTOTUNE, at most"),
         ("03_read_tfrecords", "The dashed line is the decode ceiling", "ceiling=ceiling"),
         ("04_train_keras", "says how many lie elsewhere", "decode_less.crop_differences("),
-        ("04_train_keras", "Read the ratios printed above", "Decoding only the crop: {crop_sp"),
-        ("04_train_keras", "Read the ratios printed above", "decode_less.BASELINE,"),
+        ("04_train_keras", "Read the ratios printed above", "timing.ratio_in_turns("),
+        ("04_train_keras", "the min-max ranges show how much the numbers", 'summary(".2f")'),
+        ("04_train_keras", "the min-max ranges show how much the numbers", "decode_load.summary()"),
     ],
 )
 def test_sentence_relies_on_a_number_printed_above(stem, phrase, printed):

@@ -9,9 +9,10 @@ Steps:
 2. Makes lab 4's random crops at `--image-size` from them, three ways
    (`utils.decode_less.VARIANTS`): decode the whole JPEG then crop; decode only the crop
    (`tf.io.decode_and_crop_jpeg`); decode at half size (`decode_jpeg(ratio=2)`) then crop.
-3. Times each `--repeats` times, in turns (`timing.measure_alternating`), and prints the
-   median images/s, the min-max, and each median's ratio to decode-then-crop against
-   the target (1.5x).
+3. Times each `--repeats` times, in turns (`timing.measure_in_turns`), and prints the
+   median images/s with its min-max, whether the machine was idle, and each way's
+   speed-up over decode-then-crop, divided within each round (`timing.ratio_in_turns`),
+   against the target (1.5x).
 
 Usage:
     python -m tools.benchmark_decode                  # about a minute on 2 cores
@@ -103,7 +104,7 @@ def main(argv=None) -> int:
     sides = sorted(max(Image.open(io.BytesIO(jpeg)).size) for jpeg in encoded_images)
     print(f"{len(encoded_images)} JPEGs in memory (longer side {sides[0]}-{sides[-1]} px, "
           f"median {sides[len(sides) // 2]}); random crops at {arguments.image_size} px, "
-          f"batches of {arguments.batch_size}; load before: {os.getloadavg()[0]:.2f}")  # fmt: skip
+          f"batches of {arguments.batch_size}; {timing.describe_machine()}")  # fmt: skip
     datasets = {
         label: decode_less.random_crop_batches(
             encoded_images,
@@ -113,19 +114,15 @@ def main(argv=None) -> int:
         )  # fmt: skip
         for label, decode in decode_less.VARIANTS.items()
     }
-    rates = timing.measure_alternating(
-        datasets,
-        num_images=arguments.timed_images,
-        repeats=arguments.repeats,
-        baseline=decode_less.BASELINE,
-    )
-    print(f"Load after: {os.getloadavg()[0]:.2f} (1-minute load average; 2 cores here).")
-    baseline = rates[decode_less.BASELINE]["median"]
+    with timing.LoadWatch() as load:
+        runs = timing.measure_in_turns(
+            datasets, num_images=arguments.timed_images, repeats=arguments.repeats
+        )
+    print(load.summary())
     for label in list(decode_less.VARIANTS)[1:]:
-        ratio = rates[label]["median"] / baseline
-        verdict = "meets" if ratio >= TARGET_RATIO else "misses"
-        print(f"Target: {label} / {decode_less.BASELINE} = {ratio:.2f}x; "
-              f"{verdict} the {TARGET_RATIO}x target.")  # fmt: skip
+        ratio = timing.ratio_in_turns(runs[label], runs[decode_less.BASELINE])
+        verdict = "meets" if ratio.median >= TARGET_RATIO else "misses"
+        print(f"Target: {ratio.summary('.2f')}; {verdict} the {TARGET_RATIO}x target.")
     return 0
 
 
