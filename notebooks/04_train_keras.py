@@ -420,9 +420,10 @@ print(f"Ratio: {step_times[1] / step_times[steps_per_execution]:.2f}x")
 # %% [markdown]
 # ## Decode less: crop while decoding
 #
-# The shards hold `TARGET_SIZE` images and the model sees `IMAGE_SIZE`: most of each
-# decoded pixel is thrown away. TPU reference models (the ResNet preprocessing in
-# `tensorflow/tpu`) augment with a random crop, and they pick the crop *before* decoding:
+# The shards hold `TARGET_SIZE` images and the model sees `IMAGE_SIZE`: every pixel is
+# decoded, and the resize then discards much of that work. TPU reference models (the
+# ResNet preprocessing in `tensorflow/tpu`) augment with a random crop, and they pick
+# the crop *before* decoding:
 #
 # - `tf.io.extract_jpeg_shape()` reads the image's size from the JPEG header alone;
 # - `tf.image.sample_distorted_bounding_box()` picks a random window in it, its area and
@@ -506,11 +507,12 @@ for speedup in speedups.values():
 # whether other work ran meanwhile; the min-max ranges show how much the numbers moved.)
 #
 # **When does it matter?** This lab's training pipeline caches the decoded images
-# (`cache()` in TODO 3): each image is decoded once, in the first epoch, and never
-# again, so here decoding less would only shorten the first epoch. It matters when the
-# decoded images do not fit in memory, as with ImageNet on a TPU: every epoch decodes
-# every image again, and the input pipeline must keep up with the accelerator. That is
-# why the reference models crop while decoding.
+# (`cache()` in TODO 3) and augments after the cache: each image is decoded once, in the
+# first epoch. A crop chosen while decoding would be cached too, and come back the same
+# in every epoch; with a cache, a random crop belongs after it, on decoded images.
+# Decoding less matters when the decoded images do not fit in memory, as with ImageNet
+# on a TPU: every epoch decodes every image again, and the input pipeline must keep up
+# with the accelerator. That is why the reference models crop while decoding.
 #
 # One more place to decode less: `read_example()` above decodes `TARGET_SIZE` images
 # only to resize them to `IMAGE_SIZE`. Where that is half the size,
