@@ -33,7 +33,17 @@ import os
 
 import tensorflow as tf
 
-from utils import checks, data_service, display, pipeline, sharding, sources, tfrecords, timing
+from utils import (
+    checks,
+    data_service,
+    display,
+    pipeline,
+    processes,
+    sharding,
+    sources,
+    tfrecords,
+    timing,
+)
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -189,6 +199,40 @@ print(f"Records read by more than one host: {len(overlap)}; together: {len(toget
       f"of {num_records}.")  # fmt: skip
 
 # %% [markdown]
+# ### The same on JAX
+#
+# On JAX (Colab's TPU runtime), every process calls `jax.distributed.initialize(
+# coordinator_address, num_processes, process_id)`, then reads the shards of
+# `sharding.shards_for_host(shard_paths, host_index=jax.process_index(),
+# num_hosts=jax.process_count())` in per-process batches, and Keras trains under
+# `keras.distribution.DataParallel(auto_shard_dataset=False)`: the data is already
+# split. Keras's own split, `DataParallel().distribute_dataset(dataset)`, works like the
+# `DATA` policy: every process reads every file and keeps its part of each batch.
+# `sharding.run_jax_processes()` starts `NUM_HOSTS` JAX processes on the CPU, joined on
+# a loopback port, and reports what each read both ways; they are stopped before the cell
+# ends. Without JAX the cell says so and skips.
+
+# %%
+skip_reason = sharding.jax_missing()
+if skip_reason:
+    jax_read = None
+    print(f"Skipped: {skip_reason} The TensorFlow processes above show the same split.")
+else:
+    jax_reports = sharding.run_jax_processes(
+        shard_paths,
+        num_processes=NUM_HOSTS,
+        target_size=TARGET_SIZE,
+        num_classes=len(class_names),
+        global_batch_size=BATCH_SIZE,
+    )
+    jax_read = [set(report.record_ids) for report in jax_reports]
+    for report in jax_reports:
+        print(f"JAX process {report.host_index}: {report.num_files} shards, "
+              f"{len(report.record_ids)} records; {report.policy_counts}")  # fmt: skip
+    print(f"Records read by more than one JAX process: {len(set.intersection(*jax_read))}; "
+          f"together: {len(set.union(*jax_read))} of {num_records}.")  # fmt: skip
+
+# %% [markdown]
 # ## 3. The tf.data service (TODO 3)
 #
 # A dispatcher hands out work; workers run the dataset's graph and send the elements to
@@ -228,9 +272,14 @@ checks.check_through_service(through_service, todo=3)
 # Lab 3's pipeline, on the service: the workers read the shards through a SIMULATED
 # first-byte latency of `LATENCY_MS` per shard, one shard at a time each, then batch,
 # parse and decode. `data_service.LocalCluster` starts a dispatcher and workers as local
-# processes on loopback ports, and stops them all when the `with` block ends. Waiting,
-# not CPU, is the limit here: a second worker keeps a second request in flight, so it
-# helps even on this small machine.
+# processes on loopback ports, and stops them all when the `with` block ends.
+#
+# A second worker keeps a second request in flight. While waiting is the limit, that
+# doubles the rate, even on this small machine; once the cores are all busy, it cannot.
+# So for each worker count the cell prints both limits: the rate that waiting alone
+# allows (records per shard over the latency, times the workers), and the CPU cores that
+# this notebook, the dispatcher and the workers keep busy while it times them
+# (`processes.CpuUse`, from each process's CPU time).
 
 
 # %%
@@ -251,7 +300,8 @@ def count_images(dataset):
 
 
 OFF = tf.data.experimental.service.ShardingPolicy.OFF
-counts, speeds = {}, []
+records_per_shard = num_records / len(shard_paths)
+counts, speeds, limits = {}, [], []
 with data_service.LocalCluster(num_workers=1) as cluster:
     for num_workers in (1, 2):
         if num_workers == 2:
@@ -261,19 +311,40 @@ with data_service.LocalCluster(num_workers=1) as cluster:
             images = count_images(through_service(service_pipeline(1), mode, cluster.address))
             counts[(num_workers, label)] = images
             print(f"  {label}: {images} images from one epoch of {num_records}")
-        speeds.append(
-            timing.measure_throughput(
+        with processes.CpuUse({"notebook": os.getpid(), **cluster.pids_by_role}) as cpu:
+            speed = timing.measure_throughput(
                 through_service(service_pipeline(None), "distributed_epoch", cluster.address),
                 num_images=NUM_TIMED_IMAGES,
                 label=f"service, {num_workers} worker(s)",
             )
-        )
+        speeds.append(speed)
+        print(f"  {cpu.summary()}")
+        waiting_limit = num_workers * records_per_shard * 1000 / max(LATENCY_MS, 1e-9)
+        share = speed.images_per_second / waiting_limit
+        if share >= 0.75:
+            limit = "waiting"
+        elif cpu.total >= 0.75 * os.cpu_count():
+            limit = "the CPU"
+        else:
+            limit = "neither (is another program using the cores?)"
+        limits.append((num_workers, waiting_limit, share, cpu.total, limit))
+        print(f"  Waiting alone allows {waiting_limit:,.0f} images/s ({records_per_shard:.0f} "
+              f"records per shard, {LATENCY_MS} ms each); measured {share:.0%} of that. "
+              f"Limit: {limit}.")  # fmt: skip
 print(
     "Processes still running after the cell:",
     [p for p in cluster.pids if os.path.exists(f"/proc/{p}")],
 )
 
 # %% [markdown]
+# How to read it: a rate close to what waiting allows means waiting is the limit, and a
+# second worker doubles it. A rate well below it, with the cores all busy, means the CPU
+# is the limit: a second worker on the same cores only shares them, and the service's
+# own work (sending every decoded image from the workers to this notebook) takes its
+# part. A shard with more records buys more images per wait, so large shards reach the
+# CPU limit first; on separate worker machines each worker brings its own cores. The
+# lines above say which limit held in this run.
+#
 # **Running it on separate machines** (not run here). On the dispatcher's machine, and on
 # each worker machine, with the course installed (`pip install -e .` in a checkout):
 #
@@ -297,8 +368,17 @@ for accelerator, rate, _ in PUBLISHED_RATES:
     print(f"  {accelerator}: {rate:,} images/s needs {cores} core{'s' if cores > 1 else ''}.")
 print(f"Per-host sharding, {NUM_HOSTS} processes: {[len(r) for r in read_by_host]} records, "
       f"{len(overlap)} read twice, {len(together)} of {num_records} together.")  # fmt: skip
+if jax_read is None:
+    print(f"JAX processes: skipped ({skip_reason})")
+else:
+    print(f"JAX, {NUM_HOSTS} processes: {[len(r) for r in jax_read]} records, "
+          f"{len(set.intersection(*jax_read))} read twice, "
+          f"{len(set.union(*jax_read))} of {num_records} together.")  # fmt: skip
 for (num_workers, label), images in counts.items():
     print(f"Service, {num_workers} worker(s), {label}: {images} images per epoch of {num_records}.")
+for num_workers, waiting_limit, share, busy, limit in limits:
+    print(f"Service, {num_workers} worker(s): {share:.0%} of the {waiting_limit:,.0f} images/s "
+          f"that waiting allows, {busy:.2f} of {os.cpu_count()} cores busy: {limit}.")  # fmt: skip
 print()
 timing.compare_throughput(speeds, baseline=speeds[0].label)
 figure = display.plot_throughput(
