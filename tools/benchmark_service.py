@@ -8,10 +8,12 @@ Steps:
 3. Times the same pipeline (each shard opened after a SIMULATED first-byte latency, one
    shard at a time per reader, then batched, parsed and decoded) in this process without
    the service, then through the service with 1 worker and with 2 (`"distributed_epoch"`),
-   in alternation, `--repeats` times; and the CPU cores that all the processes of each
-   configuration keep busy meanwhile.
+   in alternation, `--repeats` times; and the CPU time that all the processes of each
+   configuration use meanwhile (as cores busy, and per image).
 4. Prints the load average before and after (timings on a shared machine mean little),
-   and one row per configuration: images/s median and min-max, CPU cores busy (median).
+   and one row per configuration: images/s median and min-max, CPU cores busy and CPU
+   milliseconds per image (medians). The CPU time per image is the steadier figure when
+   other programs share the machine; the cores divided by it is what the CPU allows.
 
 Usage:
     python -m tools.benchmark_service                   # about 2 minutes on 2 idle cores
@@ -45,8 +47,9 @@ def service_pipeline(shard_paths, *, latency_ms, batch_size, target_size, num_cl
     )
 
 
-def _measure_once(make_dataset, service, pids_by_role, num_images):
-    """Returns (images/s, CPU cores busy) of one timing, through `service` or locally."""
+def _measure_once(make_dataset, service, pids_by_role, num_images, batch_size):
+    """Returns (images/s, CPU cores busy, CPU ms per image) of one timing, through
+    `service` or locally. The CPU time per image counts the warm-up batch too."""
     import tensorflow as tf
 
     from utils import processes, timing
@@ -58,18 +61,23 @@ def _measure_once(make_dataset, service, pids_by_role, num_images):
     with processes.CpuUse(pids_by_role) as cpu:
         with contextlib.redirect_stdout(io.StringIO()):
             result = timing.measure_throughput(dataset, num_images=num_images)
-    return result.images_per_second, cpu.total
+    cpu_ms_per_image = 1000 * cpu.cpu_seconds / (result.num_images + batch_size)
+    return result.images_per_second, cpu.total, cpu_ms_per_image
 
 
 def format_rows(results: dict) -> list[str]:
     """Returns the table: a header, then one row per configuration."""
     baseline = results[NO_SERVICE]["median"]
-    lines = [f"{'pipeline':<28} {'images/s':>9} {'min-max':>15} {'CPU cores':>10} {'vs none':>8}"]
+    lines = [
+        f"{'pipeline':<28} {'images/s':>9} {'min-max':>15} {'CPU cores':>10} "
+        f"{'CPU ms/image':>13} {'vs none':>8}"
+    ]
     for label, figures in results.items():
         spread = f"{figures['min']:,.0f}-{figures['max']:,.0f}"
         lines.append(
             f"{label:<28} {figures['median']:>9,.0f} {spread:>15} "
-            f"{figures['cpu_cores']:>10.2f} {figures['median'] / baseline:>7.2f}x"
+            f"{figures['cpu_cores']:>10.2f} {figures['cpu_ms_per_image']:>13.3f} "
+            f"{figures['median'] / baseline:>7.2f}x"
         )
     return lines
 
@@ -115,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         f"alternating repetition(s); {os.cpu_count()} cores."
     )
     load_before = os.getloadavg()
-    rates, cores = {}, {}
+    rates, cores, cpu_costs = {}, {}, {}
     client = {"client": os.getpid()}
     with (
         data_service.LocalCluster(num_workers=1) as one_worker,
@@ -128,9 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for _ in range(args.repeats):
             for label, service, pids in configurations:
-                rate, busy = _measure_once(make_dataset, service, pids, args.timed)
+                rate, busy, cost = _measure_once(
+                    make_dataset, service, pids, args.timed, args.batch_size
+                )
                 rates.setdefault(label, []).append(rate)
                 cores.setdefault(label, []).append(busy)
+                cpu_costs.setdefault(label, []).append(cost)
     load_after = os.getloadavg()
     results = {
         label: {
@@ -138,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             "min": min(values),
             "max": max(values),
             "cpu_cores": statistics.median(cores[label]),
+            "cpu_ms_per_image": statistics.median(cpu_costs[label]),
         }
         for label, values in rates.items()
     }

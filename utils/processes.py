@@ -151,6 +151,11 @@ class CpuUse:
         """Cores busy, all the processes together."""
         return sum(self.busy_cores.values())
 
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU seconds used, all the processes together."""
+        return self.total * self.seconds
+
     def summary(self) -> str:
         """Returns one line: cores busy per process and together, of this machine's cores."""
         parts = ", ".join(f"{name} {cores:.2f}" for name, cores in self.busy_cores.items())
