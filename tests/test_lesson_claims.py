@@ -44,6 +44,8 @@ def _code_above(cells, phrase):
         ("03_read_tfrecords", "(see the\n#   count above)", "shard opens; first byte after"),
         ("03_read_tfrecords", "opens only as many shards as the", "With AUTOTUNE, at most"),
         ("03_read_tfrecords", "The dashed line is the decode ceiling", "ceiling=ceiling"),
+        ("06_scale_out_reading", "The lines above say which limit held", "The lower limit:"),
+        ("06_scale_out_reading", "the lower of the two limits", "cpu_limit = os.cpu_count()"),
     ],
 )
 def test_sentence_relies_on_a_number_printed_above(stem, phrase, printed):

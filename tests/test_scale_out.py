@@ -187,3 +187,8 @@ def test_cpu_use_counts_this_process_busy_and_names_every_process():
         f"CPU cores busy: this test {cpu.busy_cores['this test']:.2f}, parent "
     )
     assert cpu.summary().endswith(f"; together {cpu.total:.2f} of {os.cpu_count()}.")
+
+
+def test_jax_missing_gives_the_reason_and_the_install_command(monkeypatch):
+    monkeypatch.setattr(sharding.importlib.util, "find_spec", lambda name: None)
+    assert sharding.jax_missing() == "JAX is not installed (pip install jax)."
