@@ -42,6 +42,8 @@ NUM_TIMED_STEPS = 32  # Steps timed in each step-time measurement.
 # measurement: put in what your accelerator trains at, to see whether the pipeline keeps up.
 STAND_IN_IMAGES_PER_SECOND = 5000
 TIMED_BATCHES_PER_REPLICA = [8, 32, 128]  # Batch sizes per replica timed against each other.
+NUM_DECODE_IMAGES = 2000  # Records read into memory for "Decode less", timed per run.
+DECODE_REPEATS = 5  # Alternating runs of each way of decoding.
 SEED = 42
 
 # %% [markdown]
@@ -65,7 +67,7 @@ import ml_dtypes  # NumPy's bfloat16; TensorFlow and JAX both install it.
 import numpy as np
 import tensorflow as tf
 
-from utils import checks, display, models, sources, strategy, tfrecords, timing
+from utils import checks, decode_less, display, models, sources, strategy, tfrecords, timing
 
 # %% [markdown]
 # ## The device
@@ -586,6 +588,107 @@ for name in ["lab's model", "tiny model"]:
 # %% [markdown]
 # Compare the two ratios above: the smaller the step, the more of it is the fixed cost
 # of a call, and the more `steps_per_execution` saves.
+
+# %% [markdown]
+# ## Decode less: crop while decoding
+#
+# The shards hold `TARGET_SIZE` images and the model sees `IMAGE_SIZE`: every pixel is
+# decoded, and the resize then discards much of that work. TPU reference models (the
+# ResNet preprocessing in `tensorflow/tpu`) augment with a random crop, and they pick
+# the crop *before* decoding:
+#
+# - `tf.io.extract_jpeg_shape()` reads the image's size from the JPEG header alone;
+# - `tf.image.sample_distorted_bounding_box()` picks a random window in it, its area and
+#   shape drawn from the reference's ranges (printed below);
+# - `tf.io.decode_and_crop_jpeg()` then decodes only that window's part of the image.
+#
+# A second way to decode less is DCT scaling: `tf.io.decode_jpeg(..., ratio=2)` decodes
+# at half the width and height, computed from the JPEG's coarse frequencies instead of
+# decoding every pixel and scaling down afterwards.
+#
+# Below, the three ways make the same random crops at `IMAGE_SIZE` from the same JPEG
+# bytes: decode, then crop (the usual way); decode only the crop; decode at half size,
+# then crop. The records are read into memory first, so that only decoding, cropping and
+# resizing are timed.
+
+# %%
+records = tf.data.TFRecordDataset(train_paths).take(NUM_DECODE_IMAGES)
+encoded_images = [tfrecords.parse_record(record)["image"].numpy() for record in records]
+average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
+print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
+smallest, largest = decode_less.AREA_RANGE
+narrowest, widest = decode_less.ASPECT_RATIO_RANGE
+print(f"Random windows: {smallest:.0%} to {largest:.0%} of the image's area, "
+      f"width/height {narrowest:.2f} to {widest:.2f}")  # fmt: skip
+
+# %% [markdown]
+# One random window per image, cut by each of the three ways:
+
+# %%
+figure = display.show_image_rows(
+    decode_less.sample_crops(encoded_images[:4], image_size=IMAGE_SIZE),
+    title=f"The same windows, three ways, at {IMAGE_SIZE} px",
+)
+
+# %% [markdown]
+# Does decoding only the crop give the same pixels as decoding everything, then
+# cropping? Compared on random windows, before any resizing:
+
+# %%
+differences = decode_less.crop_differences(encoded_images[:50])
+
+# %% [markdown]
+# The pixels that differ, if any, lie on the crop's left and right edges (the line above
+# says how many lie elsewhere): these JPEGs store colour at half the resolution, and the
+# smooth upsampling of colour reads the column beyond the edge, which was not decoded.
+# Decoding at half size gives half the pixels across each window, so a small window is
+# enlarged from fewer pixels and looks softer (the last row of the figure).
+
+# %% [markdown]
+# Now the speed: each way is timed `DECODE_REPEATS` times, in turns, so that a change in
+# the machine's load touches all three alike.
+
+# %%
+crop_datasets = {
+    label: decode_less.random_crop_batches(
+        encoded_images, decode, image_size=IMAGE_SIZE, batch_size=64
+    )
+    for label, decode in decode_less.VARIANTS.items()
+}
+with timing.LoadWatch() as decode_load:
+    decode_runs = timing.measure_in_turns(
+        crop_datasets, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS
+    )
+print(decode_load.summary())
+speedups = {
+    label: timing.ratio_in_turns(
+        decode_runs[label], decode_runs[decode_less.BASELINE], label=f"{label}, speed-up"
+    )
+    for label in decode_less.VARIANTS
+    if label != decode_less.BASELINE
+}
+for speedup in speedups.values():
+    print(speedup.summary(".2f") + " over decoding, then cropping")
+
+# %% [markdown]
+# Read the ratios printed above: they are what decoding less buys on this machine, for
+# these images. The resize, the random window and `tf.data`'s cost per image are paid
+# the same by all three ways: only the decoding differs, so a ratio near 1 means that
+# decoding is a small part of the work at this size, and a ratio below 1 means that this
+# way of decoding costs more here than it saves. (The line on the machine's load says
+# whether other work ran meanwhile; the min-max ranges show how much the numbers moved.)
+#
+# **When does it matter?** This lab's training pipeline caches the decoded images
+# (`cache()` in TODO 3) and augments after the cache: each image is decoded once, in the
+# first epoch. A crop chosen while decoding would be cached too, and come back the same
+# in every epoch; with a cache, a random crop belongs after it, on decoded images.
+# Decoding less matters when the decoded images do not fit in memory, as with ImageNet
+# on a TPU: every epoch decodes every image again, and the input pipeline must keep up
+# with the accelerator. That is why the reference models crop while decoding.
+#
+# One more place to decode less: `read_example()` above decodes `TARGET_SIZE` images
+# only to resize them to `IMAGE_SIZE`. Where that is half the size,
+# `decode_jpeg(..., ratio=2)` gives it directly, with no resize.
 
 # %% [markdown]
 # ## Save and reload

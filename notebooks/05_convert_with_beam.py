@@ -62,7 +62,9 @@ SEED = 42
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 print(source.describe())
-output_dir = OUTPUT_DIR or str(Path(tempfile.mkdtemp()) / "flowers-beam")
+# The lesson's scratch folder: deleted when the kernel stops (or by `scratch.cleanup()`).
+scratch = tempfile.TemporaryDirectory(prefix="lesson5-")
+output_dir = OUTPUT_DIR or f"{scratch.name}/flowers-beam"
 print("Beam's shards will go to:", output_dir)
 
 # %% [markdown]
@@ -108,8 +110,12 @@ checks.check_convert_dofn(ConvertImage, todo=1, class_names=source.class_names)
 # %% [markdown]
 # ## 2. The pipeline (TODO 2)
 #
-# - `fileio.MatchFiles(pattern)` lists the files (on Dataflow, as a distributed step: the
-#   list itself can be large); `beam.Map(lambda match: match.path)` keeps their paths.
+# - `fileio.MatchFiles(source.match_pattern)` lists the files (on Dataflow, as a
+#   distributed step: the list itself can be large); `beam.Map(lambda match: match.path)`
+#   keeps their paths, and `beam.Filter(sources.is_image_file)` only the images' (a class
+#   folder may also hold notes or other files). `match_pattern` is the folder's glob with
+#   its own path escaped: a folder named `photos [2024]` is matched as written, not as
+#   a glob's `[...]`.
 # - `beam.ParDo(ConvertImage()).with_outputs("skipped", main="records")` gives both
 #   outputs: `converted.records` and `converted.skipped`.
 # - `beam.io.WriteToTFRecord(prefix, file_name_suffix=".tfrec", num_shards=N)` writes the
@@ -130,8 +136,9 @@ def build_conversion(pipeline, source, output_dir, num_shards):
     ### BEGIN SOLUTION
     paths = (
         pipeline
-        | "Match image files" >> fileio.MatchFiles(source.pattern)
+        | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda match: match.path)
+        | "Images only" >> beam.Filter(sources.is_image_file)
     )
     converted = paths | "Convert" >> beam.ParDo(ConvertImage()).with_outputs(
         "skipped", main="records"
@@ -178,7 +185,7 @@ beam_validation = validation.validate(output_dir)  # Beam spreads records over s
 # %%
 loop_report = tfrecords.convert(
     source,
-    str(Path(tempfile.mkdtemp()) / "flowers-loop"),
+    f"{scratch.name}/flowers-loop",
     target_size=TARGET_SIZE,
     num_shards=NUM_SHARDS,
     jpeg_quality=JPEG_QUALITY,
@@ -208,9 +215,9 @@ print(f"Beam and lab 2's loop wrote the same (label, image) pairs: {same_images}
 # %%
 print("Expected below: TensorFlow logs 'Premature end of JPEG data' for truncated.jpg.")
 damaged_source = sources.resolve_source(
-    str(data.make_damaged_dataset(Path(tempfile.mkdtemp()) / "damaged"))
+    str(data.make_damaged_dataset(Path(scratch.name) / "damaged"))
 )
-damaged_output = str(Path(tempfile.mkdtemp()) / "damaged-beam")
+damaged_output = f"{scratch.name}/damaged-beam"
 damaged_run = beam_conversion.convert_with_beam(
     damaged_source, damaged_output, target_size=TARGET_SIZE, num_shards=2, build=build_conversion
 )

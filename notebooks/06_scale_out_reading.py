@@ -33,7 +33,17 @@ import os
 
 import tensorflow as tf
 
-from utils import checks, data_service, display, pipeline, sharding, sources, tfrecords, timing
+from utils import (
+    checks,
+    data_service,
+    display,
+    pipeline,
+    processes,
+    sharding,
+    sources,
+    tfrecords,
+    timing,
+)
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -189,6 +199,40 @@ print(f"Records read by more than one host: {len(overlap)}; together: {len(toget
       f"of {num_records}.")  # fmt: skip
 
 # %% [markdown]
+# ### The same on JAX
+#
+# On JAX (Colab's TPU runtime), every process calls `jax.distributed.initialize(
+# coordinator_address, num_processes, process_id)`, then reads the shards of
+# `sharding.shards_for_host(shard_paths, host_index=jax.process_index(),
+# num_hosts=jax.process_count())` in per-process batches, and Keras trains under
+# `keras.distribution.DataParallel(auto_shard_dataset=False)`: the data is already
+# split. Keras's own split, `DataParallel().distribute_dataset(dataset)`, works like the
+# `DATA` policy: every process reads every file and keeps its part of each batch.
+# `sharding.run_jax_processes()` starts `NUM_HOSTS` JAX processes on the CPU, joined on
+# a loopback port, and reports what each read both ways; they are stopped before the cell
+# ends. Without JAX the cell says so and skips.
+
+# %%
+skip_reason = sharding.jax_missing()
+if skip_reason:
+    jax_read = None
+    print(f"Skipped: {skip_reason} The TensorFlow processes above show the same split.")
+else:
+    jax_reports = sharding.run_jax_processes(
+        shard_paths,
+        num_processes=NUM_HOSTS,
+        target_size=TARGET_SIZE,
+        num_classes=len(class_names),
+        global_batch_size=BATCH_SIZE,
+    )
+    jax_read = [set(report.record_ids) for report in jax_reports]
+    for report in jax_reports:
+        print(f"JAX process {report.host_index}: {report.num_files} shards, "
+              f"{len(report.record_ids)} records; {report.policy_counts}")  # fmt: skip
+    print(f"Records read by more than one JAX process: {len(set.intersection(*jax_read))}; "
+          f"together: {len(set.union(*jax_read))} of {num_records}.")  # fmt: skip
+
+# %% [markdown]
 # ## 3. The tf.data service (TODO 3)
 #
 # A dispatcher hands out work; workers run the dataset's graph and send the elements to
@@ -228,9 +272,14 @@ checks.check_through_service(through_service, todo=3)
 # Lab 3's pipeline, on the service: the workers read the shards through a SIMULATED
 # first-byte latency of `LATENCY_MS` per shard, one shard at a time each, then batch,
 # parse and decode. `data_service.LocalCluster` starts a dispatcher and workers as local
-# processes on loopback ports, and stops them all when the `with` block ends. Waiting,
-# not CPU, is the limit here: a second worker keeps a second request in flight, so it
-# helps even on this small machine.
+# processes on loopback ports, and stops them all when the `with` block ends.
+#
+# A second worker keeps a second request in flight. While waiting is the limit, that
+# doubles the rate, even on this small machine; once the cores are all busy, it cannot.
+# So for each worker count the cell prints both limits. Waiting allows records per shard
+# over the latency, times the workers. The CPU allows this machine's cores over the CPU
+# time one image costs, measured: what this notebook, the dispatcher and the workers used
+# while the images were timed (`processes.CpuUse`, from each process's CPU time).
 
 
 # %%
@@ -251,7 +300,8 @@ def count_images(dataset):
 
 
 OFF = tf.data.experimental.service.ShardingPolicy.OFF
-counts, speeds = {}, []
+records_per_shard = num_records / len(shard_paths)
+counts, speeds, limits = {}, [], []
 with data_service.LocalCluster(num_workers=1) as cluster:
     for num_workers in (1, 2):
         if num_workers == 2:
@@ -261,19 +311,39 @@ with data_service.LocalCluster(num_workers=1) as cluster:
             images = count_images(through_service(service_pipeline(1), mode, cluster.address))
             counts[(num_workers, label)] = images
             print(f"  {label}: {images} images from one epoch of {num_records}")
-        speeds.append(
-            timing.measure_throughput(
+        with processes.CpuUse({"notebook": os.getpid(), **cluster.pids_by_role}) as cpu:
+            speed = timing.measure_throughput(
                 through_service(service_pipeline(None), "distributed_epoch", cluster.address),
                 num_images=NUM_TIMED_IMAGES,
                 label=f"service, {num_workers} worker(s)",
             )
-        )
+        speeds.append(speed)
+        print(f"  {cpu.summary()}")
+        # Two limits: what waiting allows, and what the CPU time per image allows.
+        waiting_limit = num_workers * records_per_shard * 1000 / max(LATENCY_MS, 1e-9)
+        images_seen = speed.num_images + BATCH_SIZE  # The timed images and the warm-up batch.
+        cpu_ms_per_image = 1000 * cpu.cpu_seconds / images_seen
+        cpu_limit = os.cpu_count() * 1000 / cpu_ms_per_image
+        limit = "waiting" if waiting_limit < cpu_limit else "the CPU"
+        limits.append((num_workers, waiting_limit, cpu_limit, limit))
+        print(f"  Waiting allows {waiting_limit:,.0f} images/s ({records_per_shard:.0f} records "
+              f"per shard, {LATENCY_MS} ms each); {cpu_ms_per_image:.2f} ms "
+              f"of CPU per image on {os.cpu_count()} cores allow {cpu_limit:,.0f}. "
+              f"The lower limit: {limit}.")  # fmt: skip
 print(
     "Processes still running after the cell:",
     [p for p in cluster.pids if os.path.exists(f"/proc/{p}")],
 )
 
 # %% [markdown]
+# How to read it: the lower of the two limits is the one that holds. A second worker
+# doubles what waiting allows, but not what the CPU allows: on the same cores it only
+# shares them, and the service's own work (sending every decoded image from a worker to
+# this notebook) is part of each image's CPU time. A shard with more records buys more
+# images per wait, so large shards reach the CPU limit first; on separate worker machines
+# each worker brings its own cores. The lines above say which limit held in this run; on
+# a machine that other programs share, the measured rate falls below both.
+#
 # **Running it on separate machines** (not run here). On the dispatcher's machine, and on
 # each worker machine, with the course installed (`pip install -e .` in a checkout):
 #
@@ -297,8 +367,17 @@ for accelerator, rate, _ in PUBLISHED_RATES:
     print(f"  {accelerator}: {rate:,} images/s needs {cores} core{'s' if cores > 1 else ''}.")
 print(f"Per-host sharding, {NUM_HOSTS} processes: {[len(r) for r in read_by_host]} records, "
       f"{len(overlap)} read twice, {len(together)} of {num_records} together.")  # fmt: skip
+if jax_read is None:
+    print(f"JAX processes: skipped ({skip_reason})")
+else:
+    print(f"JAX, {NUM_HOSTS} processes: {[len(r) for r in jax_read]} records, "
+          f"{len(set.intersection(*jax_read))} read twice, "
+          f"{len(set.union(*jax_read))} of {num_records} together.")  # fmt: skip
 for (num_workers, label), images in counts.items():
     print(f"Service, {num_workers} worker(s), {label}: {images} images per epoch of {num_records}.")
+for num_workers, waiting_limit, cpu_limit, limit in limits:
+    print(f"Service, {num_workers} worker(s): waiting allows {waiting_limit:,.0f} images/s, "
+          f"the CPU {cpu_limit:,.0f}: the limit is {limit}.")  # fmt: skip
 print()
 timing.compare_throughput(speeds, baseline=speeds[0].label)
 figure = display.plot_throughput(

@@ -212,7 +212,9 @@ def test_check_build_conversion_uses_the_learners_class_names(capsys):
     class_names = ["cats", "people"]
 
     def build(pipeline, source, output_dir, num_shards):  # The DoFn knows these classes only.
-        learners = types.SimpleNamespace(pattern=source.pattern, class_names=class_names)
+        learners = types.SimpleNamespace(
+            match_pattern=source.match_pattern, class_names=class_names
+        )
         beam_conversion.build_pipeline(
             pipeline,
             learners,
@@ -226,3 +228,53 @@ def test_check_build_conversion_uses_the_learners_class_names(capsys):
     assert capsys.readouterr().out == (
         "TODO 2 passed: 11 images = 8 records in 2 shards + 3 skipped.\n"
     )
+
+
+def test_beam_converts_a_real_folder_with_brackets_and_notes(real_photo_folder, tmp_path):
+    """`photos [2024]/`: its `[` is not a glob's, and its notes and .webp files are not read."""
+    source = sources.resolve_source(str(real_photo_folder["root"]))
+    beam_conversion.convert_with_beam(source, str(tmp_path / "out"), num_shards=2, verbose=False)
+    report = validation.validate(str(tmp_path / "out"), verbose=False)
+    assert report.ok, report.problems
+    assert (report.num_input_images, report.num_records) == (39, 36)
+    assert sorted(path for path, _ in report.skipped) == real_photo_folder["unreadable"]
+
+
+def _build_without(step):
+    """A learner's build_conversion that leaves out one step of the solution's."""
+    from apache_beam.io import fileio
+
+    def build(pipeline, source, output_dir, num_shards):
+        import apache_beam as beam
+
+        pattern = source.pattern if step == "escape" else source.match_pattern
+        paths = pipeline | fileio.MatchFiles(pattern) | beam.Map(lambda match: match.path)
+        if step != "filter":
+            paths = paths | beam.Filter(sources.is_image_file)
+        dofn = beam_conversion.make_convert_dofn(source.class_names, 64, 90)
+        converted = paths | beam.ParDo(dofn).with_outputs("skipped", main="records")
+        converted.records | beam.io.WriteToTFRecord(
+            f"{output_dir}/flowers", file_name_suffix=".tfrec", num_shards=num_shards
+        )
+        converted.skipped | beam.io.WriteToText(
+            f"{output_dir}/{beam_conversion.SKIPPED_FILE}", shard_name_template=""
+        )
+
+    return build
+
+
+@pytest.mark.parametrize(
+    "step, message",
+    [
+        ("escape", r"the pipeline read no file of .*photos \[check\].*"
+                   r"Match `source\.match_pattern`"),
+        ("filter", r"notes\.txt went to the conversion: keep only the images with "
+                   r"beam\.Filter\(sources\.is_image_file\)\.$"),
+    ],
+    ids=["unescaped glob", "no filter"],
+)  # fmt: skip
+def test_check_build_conversion_catches_an_unescaped_glob_and_a_missing_filter(step, message):
+    from utils import checks
+
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.check_build_conversion(_build_without(step), todo=2)

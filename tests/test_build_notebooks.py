@@ -1,10 +1,12 @@
 """Tests of tools/build_notebooks.py: regions, stubs, validation, determinism, --check."""
 
 import ast
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 
@@ -296,6 +298,17 @@ def test_main_reports_build_errors_with_exit_code_1(tmp_path, monkeypatch, capsy
     assert "notebooks/09_test_lesson.py:" in capsys.readouterr().err
 
 
+def _solution_lines(cell_source):
+    """The stripped lines inside a source cell's solution blocks, and those outside them."""
+    inside, outside, in_block = set(), set(), False
+    for line in cell_source.splitlines():
+        if line.strip() in ("### BEGIN SOLUTION", "### END SOLUTION"):
+            in_block = line.strip() == "### BEGIN SOLUTION"
+        elif line.strip():
+            (inside if in_block else outside).add(line.strip())
+    return inside, outside
+
+
 def test_real_labs_have_no_solution_code_and_parse():
     for source in build.lesson_sources(REPO_ROOT):
         lab, solution = build.split_variants(source)
@@ -303,10 +316,23 @@ def test_real_labs_have_no_solution_code_and_parse():
             assert cell_lab.id == cell_solution.id
             if cell_lab.cell_type == "code":
                 ast.parse(cell_lab.source)
-        todos = [c for c in lab.cells if "todo" in c.metadata.get("tpu_speed_pipelines", {})]
+        todo_cells = {
+            c.metadata[build.METADATA_KEY]["todo"]: c
+            for c in lab.cells
+            if "todo" in c.metadata.get(build.METADATA_KEY, {})
+        }
         # The four labs have at least 4 TODOs each; the optional lessons 5 and 6 have 2 and 3.
         optional = {"05": 2, "06": 3}
-        assert len(todos) >= optional.get(source.name[:2], 4), source.name
+        assert len(todo_cells) >= optional.get(source.name[:2], 4), source.name
+        blocks = [c.source for c in jupytext.read(source).cells if "### BEGIN SOLUTION" in c.source]
+        assert len(blocks) == len(todo_cells), source.name
+        for block in blocks:
+            todo = int(re.search(r"# TODO (\d+):", block).group(1))
+            inside, outside = _solution_lines(block)
+            lab_lines = {line.strip() for line in todo_cells[todo].source.splitlines()}
+            leaked = (inside - outside) & lab_lines
+            assert leaked == set(), f"{source.name} TODO {todo} shows solution code: {leaked}"
+            assert inside, f"{source.name} TODO {todo}: an empty solution block"
 
 
 def test_without_machine_paths_shows_home_as_a_tilde_and_temporary_folders_as_tmpdir():

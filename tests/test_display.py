@@ -154,6 +154,15 @@ def test_lab3_figures_fit_the_notebook_width(tmp_path):
     plt.close("all")
 
 
+def test_plot_throughput_draws_a_repeated_ceiling_at_its_median_with_its_range():
+    ceiling = timing.RepeatedResult("decode ceiling", (2000.0, 2100.0, 2300.0))
+    figure = display.plot_throughput([_result("TFRecords, fast", 1500)], ceiling=ceiling)
+    (line,) = figure.axes[0].get_lines()
+    assert list(line.get_ydata()) == [2100, 2100]
+    assert figure.axes[0].texts[-1].get_text() == "decode ceiling: 2,100 (2,000-2,300, 3 runs)"
+    plt.close("all")
+
+
 def test_plot_timelines_two_panels_fit_the_notebook_width(tmp_path):
     from utils import timeline
 
@@ -174,6 +183,16 @@ def test_plot_quality_trade_off_each_panel_scaled_to_its_own_values(tmp_path):
     assert speed_axis.get_ylim() == pytest.approx((0, 2900 * 1.15))
     assert _saved_width(figure, tmp_path) <= 1000
     plt.close("all")
+
+
+def test_show_image_rows_one_row_per_label_and_rejects_nothing_to_show():
+    rows = {"first": [np.zeros((8, 8, 3), np.uint8)] * 3, "second": [np.zeros((4, 6, 3), np.uint8)]}
+    figure = display.show_image_rows(rows, title="Rows")
+    assert [axis.get_title(loc="left") for axis in figure.axes[::3]] == ["first", "second"]
+    assert sum(len(axis.images) for axis in figure.axes) == 4
+    assert figure.get_figwidth() <= display.MAX_WIDTH_INCHES
+    with pytest.raises(ValueError, match=r"`rows` must hold at least one image"):
+        display.show_image_rows({"empty": []})
 
 
 def test_lab4_figure_draws_what_each_accelerator_consumes(tmp_path):

@@ -54,6 +54,12 @@ def _code_above(cells, phrase):
         ("04_train_keras", "a bar below a dashed line", "references=consumers"),
         ("04_train_keras", "Read the images/s column above", "{size / seconds:8,.0f} images/s"),
         ("04_train_keras", "Compare the two ratios above", "{one / many:.2f}x"),
+        ("04_train_keras", "says how many lie elsewhere", "decode_less.crop_differences("),
+        ("04_train_keras", "Read the ratios printed above", "timing.ratio_in_turns("),
+        ("04_train_keras", "the min-max ranges show how much the numbers", 'summary(".2f")'),
+        ("04_train_keras", "the min-max ranges show how much the numbers", "decode_load.summary()"),
+        ("06_scale_out_reading", "The lines above say which limit held", "The lower limit:"),
+        ("06_scale_out_reading", "the lower of the two limits", "cpu_limit = os.cpu_count()"),
     ],
 )
 def test_sentence_relies_on_a_number_printed_above(stem, phrase, printed):

@@ -1,11 +1,12 @@
 """Tests of lesson 6's utils: per-host sharding, the local tf.data service cluster, the checks."""
 
 import os
+import time
 
 import pytest
 import tensorflow as tf
 
-from utils import checks, data_service, sharding
+from utils import checks, data_service, processes, sharding
 
 OFF = tf.data.experimental.service.ShardingPolicy.OFF
 
@@ -157,3 +158,37 @@ def test_check_through_service_stub_and_wrong_answers(capsys):
         checks.check_through_service(
             lambda dataset, mode, service: dataset, todo=3, num_elements=20
         )
+
+
+def test_run_jax_processes_read_disjoint_parts_that_together_are_complete(write_small_shards):
+    pytest.importorskip("jax", reason="the JAX per-process path needs jax (requirements-dev.txt)")
+    paths = write_small_shards(4)
+    reports = sharding.run_jax_processes(
+        paths, num_processes=2, target_size=32, num_classes=5, global_batch_size=8
+    )
+    assert [(report.host_index, report.num_files) for report in reports] == [(0, 2), (1, 2)]
+    first, second = (set(report.record_ids) for report in reports)
+    assert first & second == set()
+    assert len(first | second) == sum(len(report.record_ids) for report in reports) == 60
+    keras_split = "keras distribute_dataset (all files)"
+    assert sum(report.policy_counts[keras_split] for report in reports) == 60
+
+
+def test_cpu_use_counts_this_process_busy_and_names_every_process():
+    with processes.CpuUse({"this test": os.getpid(), "parent": os.getppid()}) as cpu:
+        deadline = time.process_time() + 0.3
+        while time.process_time() < deadline:
+            pass
+    assert list(cpu.busy_cores) == ["this test", "parent"]
+    # CPU seconds, not the share of the wall time: other programs may share the cores.
+    assert 0.25 <= cpu.busy_cores["this test"] * cpu.seconds <= 0.3 + cpu.seconds  # Ticks of 10 ms.
+    assert cpu.cpu_seconds >= cpu.busy_cores["this test"] * cpu.seconds
+    assert cpu.summary().startswith(
+        f"CPU cores busy: this test {cpu.busy_cores['this test']:.2f}, parent "
+    )
+    assert cpu.summary().endswith(f"; together {cpu.total:.2f} of {os.cpu_count()}.")
+
+
+def test_jax_missing_gives_the_reason_and_the_install_command(monkeypatch):
+    monkeypatch.setattr(sharding.importlib.util, "find_spec", lambda name: None)
+    assert sharding.jax_missing() == "JAX is not installed (pip install jax)."

@@ -1,5 +1,8 @@
 """Tests of utils/timing.py."""
 
+import platform
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -103,3 +106,129 @@ def test_compare_throughput_unknown_baseline():
     slow = timing.ThroughputResult("slow", 10, 1.0, 10.0, None, 0.0)
     with pytest.raises(ValueError, match=r"`baseline` must be one of \['slow'\]"):
         timing.compare_throughput([slow], baseline="fast")
+
+
+def _fake_rates(rates_by_label, calls):
+    """Candidates for `measure_in_turns` that return the next given rate and log the call."""
+
+    def candidate(label):
+        rates = iter(rates_by_label[label])
+
+        def measure():
+            calls.append(label)
+            return next(rates)
+
+        return measure
+
+    return {label: candidate(label) for label in rates_by_label}
+
+
+def test_measure_in_turns_alternates_the_order_and_keeps_every_run(capsys):
+    calls = []
+    rates = {"ceiling": [100, 90, 110, 100, 95], "pipeline": [80, 99, 70, 90, 85]}
+    results = timing.measure_in_turns(_fake_rates(rates, calls), repeats=5)
+    assert calls == ["ceiling", "pipeline", "pipeline", "ceiling"] * 2 + ["ceiling", "pipeline"]
+    assert results["pipeline"].values == (80, 99, 70, 90, 85)
+    assert (results["pipeline"].median, results["pipeline"].minimum) == (85, 70)
+    assert (results["pipeline"].maximum, results["pipeline"].num_runs) == (99, 5)
+    assert capsys.readouterr().out.splitlines() == [
+        "ceiling: 100 (90-110, 5 runs) images/s, taken in turns",
+        "pipeline: 85 (70-99, 5 runs) images/s, taken in turns",
+    ]
+
+
+def test_ratio_in_turns_divides_round_by_round():
+    pipeline_runs = timing.RepeatedResult("pipeline", (80, 99, 70))
+    ceiling_runs = timing.RepeatedResult("ceiling", (100, 90, 100))
+    share = timing.ratio_in_turns(pipeline_runs, ceiling_runs)
+    assert share.label == "pipeline / ceiling"
+    assert share.values == pytest.approx((0.8, 1.1, 0.7))
+    assert share.summary(".2f") == "pipeline / ceiling: 0.80 (0.70-1.10, 3 runs)"
+    with pytest.raises(ValueError, match=r"same number of runs. Received: 2 \(a\) and 3"):
+        timing.ratio_in_turns(timing.RepeatedResult("a", (1, 2)), ceiling_runs)
+
+
+def test_measure_in_turns_times_datasets_quietly(capsys):
+    images = tf.data.Dataset.from_tensors(tf.zeros((8, 8, 3), tf.uint8)).repeat().batch(4)
+    results = timing.measure_in_turns({"zeros": images}, num_images=8, repeats=2)
+    assert results["zeros"].num_runs == 2 and results["zeros"].minimum > 0
+    assert capsys.readouterr().out.count("\n") == 1  # One summary line, no per-run lines.
+    with pytest.raises(
+        ValueError, match=r"`repeats` must be a positive integer. Received: repeats=0"
+    ):
+        timing.measure_in_turns({"zeros": images}, num_images=8, repeats=0)
+    with pytest.raises(ValueError, match=r"`num_images` is needed to time the dataset 'zeros'"):
+        timing.measure_in_turns({"zeros": images}, repeats=1)
+
+
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        (
+            (0.9, 0.95, 0.93),
+            "The pipeline reaches 93% of the decode ceiling (median; 90%-95% over 3 runs in "
+            "turns).",
+        ),
+        (
+            (0.9, 1.04, 0.97),
+            "The pipeline reaches 97% of the decode ceiling (median; 90%-104% over 3 runs in "
+            "turns). Runs above 100% are noise: a pipeline that reads, parses and decodes "
+            "the same JPEGs cannot outrun decoding them alone, so the two sides met "
+            "different loads (other work on the machine, or runs too short to average it out).",
+        ),
+        (
+            (1.1, 1.3, 1.2),
+            "The pipeline measured 120% of the decode ceiling (110%-130% over 3 runs in "
+            "turns): noise, not a result: a pipeline that reads, parses and decodes the same "
+            "JPEGs cannot outrun decoding them alone, so the two sides met different loads "
+            "(other work on the machine, or runs too short to average it out). Measure "
+            "again on an idle machine.",
+        ),
+    ],
+    ids=["below", "range above 100%", "median above 100%"],
+)
+def test_describe_share_of_ceiling_calls_above_100_percent_noise(values, expected):
+    share = timing.RepeatedResult("share", values)
+    assert timing.describe_share_of_ceiling(share) == expected
+
+
+def test_describe_load_says_when_the_machine_was_not_idle():
+    busy = timing.describe_load(load_before=1.2, load_after=2.9, other_cores=0.9, num_cores=2)
+    assert busy == (
+        "The machine was NOT idle: other processes kept 0.90 of 2 cores busy on average "
+        "(load average 1.20 before, 2.90 after); these are not idle-machine figures."
+    )
+    idle = timing.describe_load(load_before=0.1, load_after=1.8, other_cores=0.05, num_cores=2)
+    assert idle == (
+        "The machine was idle: other processes kept 0.05 of 2 cores busy on average "
+        "(load average 0.10 before, 1.80 after, which counts this run too)."
+    )
+    unknown = timing.describe_load(load_before=0.5, load_after=0.5, other_cores=None, num_cores=2)
+    assert unknown.startswith("The machine was NOT idle: the load average before was 0.50")
+
+
+def test_load_watch_sees_other_processes_and_not_its_own_work():
+    with timing.LoadWatch() as load:
+        sum(range(3_000_000))  # This process's own work does not count as other load.
+    assert load.other_cores is not None and load.other_cores >= 0
+    assert load.summary().startswith("The machine was ")
+    assert timing.describe_machine().endswith(f"Python {platform.python_version()}")
+
+
+def test_load_watch_counts_a_busy_process_beside_it_as_other_load():
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # Let it start.
+        with timing.LoadWatch() as load:
+            time.sleep(1.0)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert load.other_cores >= 0.5  # The loop alone keeps most of a core busy.
+    on_two_cores = timing.describe_load(
+        load_before=load.load_before,
+        load_after=load.load_after,
+        other_cores=load.other_cores,
+        num_cores=2,
+    )
+    assert on_two_cores.startswith("The machine was NOT idle: other processes kept ")

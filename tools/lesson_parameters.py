@@ -52,6 +52,8 @@ SMALL_PARAMETERS = {
         "STEPS_PER_EXECUTION": 2,
         "NUM_TIMED_STEPS": 4,
         "TIMED_BATCHES_PER_REPLICA": [4, 16],
+        "NUM_DECODE_IMAGES": 64,
+        "DECODE_REPEATS": 2,
     },
     "05_convert_with_beam": {"NUM_IMAGES": 100, "NUM_SHARDS": 4},
     "06_scale_out_reading": {

@@ -67,7 +67,7 @@ for name in [name for name in sys.modules if name.split(".")[0] == "utils"]:
 
 from utils import runtime  # noqa: E402
 
-runtime.prepare({backend})'''
+course_runtime = runtime.prepare({backend})  # Prints the backend chosen, and why.'''
 
 EXTRA_TEMPLATE = """
 if importlib.util.find_spec("{module}") is None:

@@ -13,19 +13,44 @@ Dataflow, pass the runner, project, region and `gs://` paths as pipeline options
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
+import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import data, tfrecords
+from utils import data, sources, tfrecords
+
+# Beam turns a glob into a regular expression; an escaped `[` (`[[]`, see
+# `ImageSource.match_pattern`) makes Python's `re` warn of a "possible nested set", which is
+# not one here.
+warnings.filterwarnings(
+    "ignore", message="Possible nested set", category=FutureWarning, module="apache_beam"
+)
 
 SKIPPED = "skipped"
 SKIPPED_FILE = "skipped.jsonl"
 SHARD_PREFIX = "flowers"
+
+
+@contextlib.contextmanager
+def _own_temporary_folder():
+    """Runs the block with `tempfile`'s folder set to a new one, deleted afterwards.
+
+    In IPython, Beam leaves its `beam-pipeline-temp*` folders behind (it expects
+    Interactive Beam to delete them): one per pipeline, in the user's /tmp.
+    """
+    with tempfile.TemporaryDirectory(prefix="beam-") as folder:
+        previous, tempfile.tempdir = tempfile.tempdir, folder
+        try:
+            yield
+        finally:
+            tempfile.tempdir = previous
 
 
 def _beam():
@@ -81,8 +106,9 @@ def build_pipeline(pipeline, source, output_dir: str, num_shards: int, *, target
 
     paths = (
         pipeline
-        | "Match image files" >> fileio.MatchFiles(source.pattern)
+        | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda metadata: metadata.path)
+        | "Images only" >> beam.Filter(sources.is_image_file)
     )
     converted = paths | "Convert" >> beam.ParDo(
         make_convert_dofn(source.class_names, target_size, quality)
@@ -144,8 +170,9 @@ def convert_with_beam(
     start = time.perf_counter()
     if build is None:
         build = functools.partial(build_pipeline, target_size=target_size, quality=jpeg_quality)
-    with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
-        build(pipeline, source, output_dir, num_shards)
+    with _own_temporary_folder():
+        with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
+            build(pipeline, source, output_dir, num_shards)
     pipeline_seconds = time.perf_counter() - start
     report = finish(source, output_dir, target_size=target_size, jpeg_quality=jpeg_quality)
     report = dataclasses.replace(report, seconds=pipeline_seconds)

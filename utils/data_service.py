@@ -69,6 +69,13 @@ class LocalCluster:
         """The process ids of the dispatcher and the workers."""
         return [process.pid for process in [self._dispatcher, *self._workers] if process]
 
+    @property
+    def pids_by_role(self) -> dict[str, int]:
+        """The process ids by role: "dispatcher", "worker 0", "worker 1", ..."""
+        roles = {"dispatcher": self._dispatcher.pid} if self._dispatcher else {}
+        roles.update({f"worker {index}": w.pid for index, w in enumerate(self._workers)})
+        return roles
+
     def describe(self) -> str:
         """Returns one line: where the dispatcher listens and how many workers there are."""
         return f"tf.data service: dispatcher {self.address}, {len(self._workers)} worker(s)."

@@ -10,6 +10,8 @@ import numpy as np
 import tensorflow as tf
 from matplotlib.ticker import MaxNLocator
 
+from utils import timing
+
 MAX_WIDTH_INCHES = 10  # 1,000 pixels at matplotlib's 100 dpi: the width of a notebook.
 
 
@@ -73,7 +75,8 @@ def plot_throughput(
         results: `timing.ThroughputResult`s, in the order to draw them.
         title: the chart's title.
         log_scale: use a log y axis; None chooses it when the fastest is 30x the slowest.
-        ceiling: a `ThroughputResult` drawn as a dashed reference line (the decode
+        ceiling: a `ThroughputResult`, or a `RepeatedResult` of images/s (drawn at its
+            median, labelled with its range), drawn as a dashed reference line (the decode
             ceiling: no bar can pass it for long); None for none.
         references: more dashed lines, {label: images/s} (what an accelerator consumes).
 
@@ -89,10 +92,15 @@ def plot_throughput(
     if not results:
         raise ValueError("`results` must hold at least one ThroughputResult. Received: []")
     rates = [result.images_per_second for result in results]
-    lines = dict(references or {})
-    if ceiling is not None:
-        lines = {ceiling.label: ceiling.images_per_second, **lines}
-    top = max(rates + list(lines.values()))
+    lines = []  # (text, images/s) of each dashed line.
+    if isinstance(ceiling, timing.RepeatedResult):
+        lines.append((f"{ceiling.label}: {ceiling.summary().split(': ', 1)[1]}", ceiling.median))
+    elif ceiling is not None:
+        rate = ceiling.images_per_second
+        lines.append((f"{ceiling.label}: {rate:,.0f}", rate))
+    lines += [(f"{label}: {rate:,.0f}", rate) for label, rate in (references or {}).items()]
+    top = max(rates + [rate for _, rate in lines])
+    bottom = min(rates + [rate for _, rate in lines])
     if log_scale is None:
         log_scale = top / min(rates) >= 30
     figure, axis = plt.subplots(figsize=(min(MAX_WIDTH_INCHES, 1.6 + 1.9 * len(results)), 4))
@@ -101,19 +109,23 @@ def plot_throughput(
     axis.set_ylabel("images/s" + (" (log scale)" if log_scale else ""))
     if log_scale:
         axis.set_yscale("log")
-        axis.set_ylim(top=top * 3)  # Room for the value labels inside the frame.
+        # Room for the value labels inside the frame, and for the lowest line's label.
+        axis.set_ylim(bottom / 3, top * 3)
     else:
         axis.set_ylim(0, top * 1.15)
-    for (label, rate), color in zip(lines.items(), ["tab:red", "tab:purple", "tab:green"]):
+    colors = ["tab:red", "tab:purple", "tab:green", "tab:orange"]
+    for index, (text, rate) in enumerate(lines):
+        color = colors[index % len(colors)]
         axis.axhline(rate, color=color, linestyle="--", linewidth=1)
         axis.annotate(
-            f"{label}: {rate:,.0f}",
+            text,
             (0.01, rate),
             xycoords=("axes fraction", "data"),
             xytext=(0, 3),
             textcoords="offset points",
             color=color,
             fontsize=9,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
         )
     axis.set_title(title, fontsize=10, wrap=True)
     axis.tick_params(axis="x", labelrotation=15)
@@ -296,5 +308,42 @@ def plot_quality_trade_off(qualities, kilobytes, images_per_second, *, reference
         axis.set_ylim(0, top * 1.15)
         axis.tick_params(labelsize=8)
     axes[0].legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    return figure
+
+
+def show_image_rows(rows: dict, *, title: str | None = None):
+    """Shows images in rows, one row per label, the label above the row's first image.
+
+    Args:
+        rows: label -> images (uint8 arrays `(height, width, 3)`), in the order to show.
+        title: the figure's title; None for none.
+
+    Returns:
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
+
+    Raises:
+        ValueError: if `rows` is empty or holds no image.
+
+    Example:
+        display.show_image_rows({"original": originals, "cropped": crops})
+    """
+    num_columns = max((len(images) for images in rows.values()), default=0)
+    if num_columns == 0:
+        raise ValueError("`rows` must hold at least one image. Received: none.")
+    figure, axes = plt.subplots(
+        len(rows),
+        num_columns,
+        figsize=(min(MAX_WIDTH_INCHES, 2.0 * num_columns), 2.2 * len(rows) + 0.3),
+        squeeze=False,
+    )
+    for row_axes, (label, images) in zip(axes, rows.items(), strict=True):
+        for axis in row_axes:
+            axis.axis("off")
+        for axis, image in zip(row_axes, images, strict=False):
+            axis.imshow(image)
+        row_axes[0].set_title(label, fontsize=9, loc="left")
+    if title:
+        figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     return figure

@@ -99,3 +99,64 @@ def exit_with_owner() -> None:
 def print_json(**values) -> None:
     """In a helper process: says something to the process that started it."""
     print(json.dumps(values), flush=True)
+
+
+class CpuUse:
+    """Measures the CPU time that named processes use while a `with` block runs.
+
+    `busy_cores` gives, per name, CPU seconds (user + system, all threads) divided by the
+    block's wall time: 1.0 is one core busy all the time. A process that is gone by the
+    end counts what it had used when last seen.
+
+    Example:
+        with processes.CpuUse({"this notebook": os.getpid()}) as cpu:
+            work()
+        print(cpu.summary())
+    """
+
+    def __init__(self, pids_by_name: dict[str, int]):
+        import psutil
+
+        self._processes = {name: psutil.Process(pid) for name, pid in pids_by_name.items()}
+        self.busy_cores: dict[str, float] = {}
+        self.seconds = 0.0
+
+    def _cpu_seconds(self) -> dict[str, float]:
+        import psutil
+
+        seconds = {}
+        for name, process in self._processes.items():
+            try:
+                times = process.cpu_times()
+                seconds[name] = times.user + times.system
+            except psutil.NoSuchProcess:
+                seconds[name] = self._start.get(name, 0.0)
+        return seconds
+
+    def __enter__(self) -> CpuUse:
+        self._start = {}
+        self._start = self._cpu_seconds()
+        self._start_time = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        end = self._cpu_seconds()
+        self.seconds = time.perf_counter() - self._start_time
+        self.busy_cores = {
+            name: (end[name] - self._start[name]) / self.seconds for name in self._processes
+        }
+
+    @property
+    def total(self) -> float:
+        """Cores busy, all the processes together."""
+        return sum(self.busy_cores.values())
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU seconds used, all the processes together."""
+        return self.total * self.seconds
+
+    def summary(self) -> str:
+        """Returns one line: cores busy per process and together, of this machine's cores."""
+        parts = ", ".join(f"{name} {cores:.2f}" for name, cores in self.busy_cores.items())
+        return f"CPU cores busy: {parts}; together {self.total:.2f} of {os.cpu_count()}."

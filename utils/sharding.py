@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -164,8 +165,108 @@ def _read_host_part(settings: dict) -> dict:
     }
 
 
+def jax_missing() -> str | None:
+    """Returns why the JAX demonstration cannot run here (JAX not installed), or None."""
+    if importlib.util.find_spec("jax") is None:
+        return "JAX is not installed (pip install jax)."
+    return None
+
+
+def run_jax_processes(
+    shard_paths,
+    *,
+    num_processes: int = 2,
+    target_size: int,
+    num_classes: int,
+    global_batch_size: int,
+    timeout_s: float = HOSTS_TIMEOUT_S,
+) -> list[HostReport]:
+    """Runs `num_processes` JAX processes on CPU, joined by `jax.distributed` on loopback.
+
+    Each process reads the shards of `shards_for_host(jax.process_index(),
+    jax.process_count())` with the course pipeline, in per-process batches; then Keras's
+    own split (`keras.distribution.DataParallel().distribute_dataset`) of the whole
+    pipeline, whose count goes in `policy_counts`. Every process is stopped before this
+    returns.
+
+    Example:
+        reports = sharding.run_jax_processes(shard_paths, target_size=192, num_classes=5,
+                                             global_batch_size=64)
+    """
+    coordinator = f"{processes.LOOPBACK}:{processes.free_loopback_port()}"
+    settings = {
+        "shard_paths": list(shard_paths),
+        "target_size": target_size,
+        "num_classes": num_classes,
+        "global_batch_size": global_batch_size,
+        "coordinator": coordinator,
+        "num_processes": num_processes,
+        "timeout_s": int(timeout_s),
+    }
+    # Keras must know its backend before TensorFlow is imported; JAX stays on the CPU.
+    env = {"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    workers = []
+    try:
+        for index in range(num_processes):
+            arguments = json.dumps({**settings, "process_id": index})
+            workers.append(processes.start_module("utils.sharding", "--jax", arguments, env=env))
+        reports = [
+            processes.read_json_line(worker, timeout_s=timeout_s, what=f"JAX process {index}")
+            for index, worker in enumerate(workers)
+        ]
+    finally:
+        for worker in workers:
+            processes.stop(worker)
+    return [HostReport(**report) for report in reports]
+
+
+def _read_jax_part(settings: dict) -> dict:
+    """In a JAX process: joins the others, then reads this process's part."""
+    import jax
+
+    jax.distributed.initialize(
+        coordinator_address=settings["coordinator"],
+        num_processes=settings["num_processes"],
+        process_id=settings["process_id"],
+        initialization_timeout=settings["timeout_s"],
+    )
+    import keras
+    import tensorflow as tf
+
+    from utils import pipeline
+
+    shard_paths = settings["shard_paths"]
+    per_process_batch = settings["global_batch_size"] // jax.process_count()
+    mine = shards_for_host(
+        shard_paths, host_index=jax.process_index(), num_hosts=jax.process_count()
+    )
+    read = dict(target_size=settings["target_size"], num_classes=settings["num_classes"])
+    record_ids = [
+        record_id(image)
+        for images, _ in pipeline.tfrecord_images(mine, batch_size=per_process_batch, **read)
+        for image in images.numpy()
+    ]
+    # Keras's own split: every process reads every shard and keeps its part of each batch.
+    # It must find the batch size in the dataset's graph, which it does not through the
+    # course pipeline's parsing `map`: split the batched records, before parsing.
+    everything = tf.data.TFRecordDataset(shard_paths).batch(settings["global_batch_size"])
+    keras_part = keras.distribution.DataParallel().distribute_dataset(everything)
+    keras_count = sum(len(records) for records in keras_part)
+    report = {
+        "host_index": jax.process_index(),
+        "num_files": len(mine),
+        "record_ids": record_ids,
+        "policy_counts": {"keras distribute_dataset (all files)": keras_count},
+    }
+    jax.distributed.shutdown()
+    return report
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m utils.sharding")
+    parser.add_argument("--jax", action="store_true", help="a JAX process, not a TF worker")
     parser.add_argument("settings", help="JSON: shard_paths, target_size, num_classes, ...")
     processes.exit_with_owner()
-    processes.print_json(**_read_host_part(json.loads(parser.parse_args().settings)))
+    arguments = parser.parse_args()
+    read_part = _read_jax_part if arguments.jax else _read_host_part
+    processes.print_json(**read_part(json.loads(arguments.settings)))

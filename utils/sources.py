@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 from pathlib import Path
 
@@ -45,6 +46,19 @@ class ImageSource:
     empty_class_folders: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     not_images: tuple[str, ...] = ()
+
+    @property
+    def match_pattern(self) -> str:
+        """`pattern` for engines that match files by glob (Beam's `fileio.MatchFiles`).
+
+        A local folder's path is escaped (`glob.escape`), so that a `[` in a folder name
+        matches itself; the glob also matches files that are not images: keep those for
+        which `is_image_file` is true. A `gs://` glob is returned as given.
+        """
+        if self.is_remote:
+            return self.pattern
+        root = Path(self.pattern).parent.parent
+        return os.path.join(glob.escape(str(root)), "*", "*")
 
     def describe(self) -> str:
         """Returns one line saying what the source is."""

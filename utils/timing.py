@@ -1,9 +1,16 @@
-"""Throughput measurement: images per second, warm-up excluded."""
+"""Throughput measurement: images per second, warm-up excluded, repeated in turns."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import math
+import os
+import platform
+import statistics
 import time
+from pathlib import Path
 
 import tensorflow as tf
 
@@ -20,6 +27,9 @@ class ThroughputResult:
         megabytes_per_second: bytes read from storage per second, in MB (1e6 bytes);
             None when no storage was given.
         warmup_seconds: time taken by the warm-up elements, not counted above.
+        cpu_seconds: CPU time this process (all its threads) used while the images
+            were timed: the work they took, which moves far less than `seconds` when
+            other work shares the machine. None when not measured.
     """
 
     label: str
@@ -28,6 +38,7 @@ class ThroughputResult:
     images_per_second: float
     megabytes_per_second: float | None
     warmup_seconds: float
+    cpu_seconds: float | None = None
 
     def summary(self) -> str:
         """Returns the one-line summary that `measure_throughput` prints."""
@@ -102,12 +113,13 @@ def measure_throughput(
 
     bytes_before = storage.num_bytes_read if storage is not None else 0
     counted = 0
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for element in iterator:
         counted += _count_images(element)
         if counted >= num_images:
             break
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     if counted == 0:
         raise ValueError("The dataset ended right after the warm-up: nothing was timed.")
     megabytes_per_second = None
@@ -120,6 +132,7 @@ def measure_throughput(
         images_per_second=counted / seconds,
         megabytes_per_second=megabytes_per_second,
         warmup_seconds=warmup_seconds,
+        cpu_seconds=cpu_seconds,
     )
     print(result.summary())
     return result
@@ -191,3 +204,240 @@ def time_training_steps(model, dataset: tf.data.Dataset, *, num_steps: int) -> f
         callbacks=[EpochTimer()],
     )
     return epoch_seconds[-1] / num_steps
+
+
+@dataclasses.dataclass(frozen=True)
+class RepeatedResult:
+    """One quantity measured several times: its runs, median and range.
+
+    Attributes:
+        label: what was measured.
+        values: one value per run, in the order the runs were taken.
+    """
+
+    label: str
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def minimum(self) -> float:
+        return min(self.values)
+
+    @property
+    def maximum(self) -> float:
+        return max(self.values)
+
+    @property
+    def num_runs(self) -> int:
+        return len(self.values)
+
+    def summary(self, number_format: str = ",.0f") -> str:
+        """Returns `label: median (min-max, N runs)` with `number_format` for the numbers."""
+        return (
+            f"{self.label}: {self.median:{number_format}} ({self.minimum:{number_format}}-"
+            f"{self.maximum:{number_format}}, {self.num_runs} runs)"
+        )
+
+
+def measure_in_turns(
+    candidates: dict, *, num_images: int | None = None, repeats: int = 5
+) -> dict[str, RepeatedResult]:
+    """Measures several pipelines in turns, `repeats` rounds, and prints each one's spread.
+
+    Round 1 takes the candidates in the given order, round 2 in reverse, and so on, so
+    that a busy moment or a slow drift of a shared machine falls on every side alike.
+    Compare them with `ratio_in_turns`, which divides within each round.
+
+    Args:
+        candidates: label -> a `tf.data.Dataset` (timed with `measure_throughput`, its
+            line not printed) or a function of no arguments that returns images/s.
+        num_images: images to time per run of a dataset.
+        repeats: rounds (at least 1; 5 or more for a figure that is quoted).
+
+    Returns:
+        label -> `RepeatedResult` of images/s, its values in round order.
+
+    Example:
+        runs = timing.measure_in_turns({"ceiling": ceiling, "pipeline": fast},
+                                       num_images=4000, repeats=5)
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"`repeats` must be a positive integer. Received: repeats={repeats!r}")
+    if not candidates:
+        raise ValueError("`candidates` must name at least one pipeline. Received: {}")
+    labels = list(candidates)
+    values = {label: [] for label in labels}
+    for round_index in range(repeats):
+        for label in labels if round_index % 2 == 0 else labels[::-1]:
+            values[label].append(_images_per_second(candidates[label], label, num_images))
+    results = {label: RepeatedResult(label, tuple(values[label])) for label in labels}
+    for result in results.values():
+        print(result.summary() + " images/s, taken in turns")
+    return results
+
+
+def _images_per_second(candidate, label: str, num_images: int | None) -> float:
+    if not isinstance(candidate, tf.data.Dataset):
+        return float(candidate())
+    if num_images is None:
+        raise ValueError(f"`num_images` is needed to time the dataset {label!r}.")
+    with contextlib.redirect_stdout(io.StringIO()):
+        return measure_throughput(candidate, num_images=num_images, label=label).images_per_second
+
+
+def ratio_in_turns(
+    numerator: RepeatedResult, denominator: RepeatedResult, *, label: str = ""
+) -> RepeatedResult:
+    """Divides two results of `measure_in_turns` round by round: the ratio's own spread.
+
+    Example:
+        share = timing.ratio_in_turns(runs["pipeline"], runs["ceiling"])
+    """
+    if numerator.num_runs != denominator.num_runs:
+        raise ValueError(
+            f"Both results need the same number of runs. Received: {numerator.num_runs} "
+            f"({numerator.label}) and {denominator.num_runs} ({denominator.label})."
+        )
+    ratios = tuple(a / b for a, b in zip(numerator.values, denominator.values, strict=True))
+    return RepeatedResult(label or f"{numerator.label} / {denominator.label}", ratios)
+
+
+def describe_share_of_ceiling(share: RepeatedResult, *, name: str = "The pipeline") -> str:
+    """Says what share of the decode ceiling `share` (a ratio in turns) is, with its spread.
+
+    A median above 100% is called noise, with the reason: a pipeline that reads, parses and
+    decodes the same JPEGs cannot outrun decoding them alone.
+
+    Example:
+        print(timing.describe_share_of_ceiling(share, name="The course pipeline"))
+    """
+    spread = f"{share.minimum:.0%}-{share.maximum:.0%} over {share.num_runs} runs in turns"
+    noise_reason = (
+        "a pipeline that reads, parses and decodes the same JPEGs cannot outrun decoding "
+        "them alone, so the two sides met different loads (other work on the machine, "
+        "or runs too short to average it out)"
+    )
+    if share.median > 1:
+        return (
+            f"{name} measured {share.median:.0%} of the decode ceiling ({spread}): noise, "
+            f"not a result: {noise_reason}. Measure again on an idle machine."
+        )
+    sentence = f"{name} reaches {share.median:.0%} of the decode ceiling (median; {spread})."
+    if share.maximum > 1:
+        sentence += f" Runs above 100% are noise: {noise_reason}."
+    return sentence
+
+
+def describe_machine() -> str:
+    """Returns the CPU model, the number of cores this process may use, and the Python."""
+    model = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{model}, {cores} cores, Python {platform.python_version()}"
+
+
+# More than this share of the cores busy with other processes during a measurement makes
+# it "not idle": a tenth of the CPU taken from one side of a ratio moves it by up to
+# 0.1, twice the +-0.05 spread the benchmark's target allows.
+NOT_IDLE_SHARE = 0.1
+
+
+def describe_load(
+    *, load_before: float, load_after: float, other_cores: float | None, num_cores: int
+) -> str:
+    """Says whether the machine was idle during a measurement, in one line.
+
+    Args:
+        load_before: the 1-minute load average before the measurement.
+        load_after: the same after it (it counts the measurement itself).
+        other_cores: cores that other processes kept busy on average during it; None
+            when unknown (no /proc/stat), then `load_before` is judged instead.
+        num_cores: the machine's cores.
+    """
+    loads = f"load average {load_before:.2f} before, {load_after:.2f} after"
+    if other_cores is None and math.isnan(load_before):
+        return "The machine's load is unknown here (no /proc/stat, no load average)."
+    if other_cores is None:
+        busy, what = load_before, f"the load average before was {load_before:.2f}"
+    else:
+        busy = other_cores
+        what = f"other processes kept {other_cores:.2f} of {num_cores} cores busy"
+    if busy > NOT_IDLE_SHARE * num_cores:
+        return (
+            f"The machine was NOT idle: {what} on average ({loads}); these are not "
+            "idle-machine figures."
+        )
+    return f"The machine was idle: {what} on average ({loads}, which counts this run too)."
+
+
+def _busy_cpu_seconds() -> float | None:
+    """Returns the CPU seconds all processes have used since boot (/proc/stat), or None."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return None
+    ticks = [int(field) for field in fields[:8]]  # user nice system idle iowait irq softirq steal
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _load_average() -> float:
+    """Returns the 1-minute load average; NaN where the system has none (Windows)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
+
+
+def _own_cpu_seconds() -> float:
+    import resource  # Unix only; /proc/stat, which this goes with, is Linux only.
+
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class LoadWatch:
+    """Watches the machine's load during a measurement: `with timing.LoadWatch() as load:`.
+
+    On exit it holds the load averages before and after, and the cores that other
+    processes (not this one or its children) kept busy on average; `summary()` says
+    whether the machine was idle.
+
+    Example:
+        with timing.LoadWatch() as load:
+            runs = timing.measure_in_turns(candidates, num_images=4000)
+        print(load.summary())
+    """
+
+    def __enter__(self):
+        self.load_before = _load_average()
+        self._busy = _busy_cpu_seconds()
+        self._own = _own_cpu_seconds() if self._busy is not None else 0.0
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info):
+        seconds = max(time.perf_counter() - self._start, 1e-9)
+        busy = _busy_cpu_seconds()
+        self.load_after = _load_average()
+        self.num_cores = os.cpu_count() or 1
+        self.other_cores = None
+        if busy is not None and self._busy is not None:
+            own = _own_cpu_seconds() - self._own
+            self.other_cores = max(0.0, (busy - self._busy) - own) / seconds
+        return False
+
+    def summary(self) -> str:
+        """The `describe_load` line for this measurement."""
+        return describe_load(
+            load_before=self.load_before,
+            load_after=self.load_after,
+            other_cores=self.other_cores,
+            num_cores=self.num_cores,
+        )

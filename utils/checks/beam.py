@@ -161,7 +161,11 @@ def check_build_conversion(build_conversion, *, todo: int, class_names: Sequence
 
     name = "build_conversion"
     with tempfile.TemporaryDirectory() as folder:
-        root = _damaged_folder(Path(folder), class_names)
+        # A `[` in the folder's name and a note among the images: the pipeline must match
+        # the escaped path (`source.match_pattern`) and keep only the images.
+        root = _damaged_folder(Path(folder) / "photos [check]", class_names)
+        note = sorted(p for p in root.iterdir() if p.is_dir())[0] / "notes.txt"
+        note.write_text("Not an image.\n")
         source = sources.resolve_source(str(root))
         output_dir = str(Path(folder) / "shards")
         try:
@@ -178,6 +182,15 @@ def check_build_conversion(build_conversion, *, todo: int, class_names: Sequence
         if shards != wanted:
             _fail(todo, name, f"expected shards {wanted}; found {shards}.")
         report = validation.validate(output_dir, verbose=False)
+        if report.num_records == 0 and not report.skipped:
+            _fail(todo, name, f"the pipeline read no file of {root}. Match "
+                              "`source.match_pattern` (the folder's path escaped: a `[` in a "
+                              "folder name is not a glob's `[...]`).")  # fmt: skip
+        skipped_paths = [path for path, _ in report.skipped]
+        not_images = [Path(p).name for p in skipped_paths if not sources.is_image_file(p)]
+        if not_images:
+            _fail(todo, name, f"{', '.join(not_images)} went to the conversion: keep only the "
+                              "images with beam.Filter(sources.is_image_file).")  # fmt: skip
         if len(report.skipped) != 3:
             _fail(todo, name, f"expected the 3 unreadable files in the skipped list; found "
                               f"{len(report.skipped)}. Write converted.skipped with WriteToText "

@@ -1,0 +1,166 @@
+"""Tests of utils/decode_less.py and tools/benchmark_decode.py (structure, not timings)."""
+
+import re
+from pathlib import Path
+
+import jupytext
+import matplotlib
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.conftest import REPO_ROOT
+from tools import benchmark_decode
+from utils import decode_less, display
+
+matplotlib.use("Agg")  # No screen here.
+
+
+def _jpeg(height, width, *, seed=0):
+    """A smooth 4:2:0 JPEG with some noise: photo-like, with every chroma edge case."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width]
+    image = np.stack([x * 255 // width, y * 255 // height, (x * y) % 256], axis=-1)
+    image = np.clip(image + rng.integers(-20, 20, image.shape), 0, 255).astype(np.uint8)
+    return tf.io.encode_jpeg(image, quality=90).numpy()
+
+
+JPEGS = [_jpeg(192, 192), _jpeg(37, 61, seed=1), _jpeg(200, 131, seed=2)]
+
+
+def _lab4_image_size():
+    notebook = jupytext.read(REPO_ROOT / "notebooks" / "04_train_keras.py", fmt="py:percent")
+    parameters = next(
+        cell.source for cell in notebook.cells if "parameters" in cell.metadata.get("tags", [])
+    )
+    return int(re.search(r"^IMAGE_SIZE = (\d+)", parameters, re.MULTILINE).group(1))
+
+
+def test_random_crop_window_stays_inside_the_image_and_keeps_8_percent():
+    for jpeg in JPEGS:
+        height, width, _ = tf.io.extract_jpeg_shape(jpeg).numpy()
+        for _ in range(50):
+            top, left, crop_height, crop_width = decode_less.random_crop_window(jpeg).numpy()
+            assert 0 <= top and top + crop_height <= height
+            assert 0 <= left and left + crop_width <= width
+            assert crop_height * crop_width >= 0.08 * height * width - 1
+
+
+@pytest.mark.parametrize("label", list(decode_less.VARIANTS))
+def test_every_variant_gives_lab4_image_size_uint8_for_any_window(label):
+    image_size = _lab4_image_size()
+    decode = decode_less.VARIANTS[label]
+    for jpeg in JPEGS:
+        for window in ([0, 0, 1, 1], decode_less.random_crop_window(jpeg)):
+            image = decode(jpeg, tf.constant(window, tf.int32), image_size=image_size)
+            assert image.shape == (image_size, image_size, 3)
+            assert image.dtype == tf.uint8
+
+
+def test_variants_show_the_same_part_of_the_image():
+    # A smooth gradient: a half-size decode loses no detail there, so any difference
+    # beyond rounding is a window in the wrong place (not scaled by the ratio).
+    y, x = np.mgrid[0:192, 0:192]
+    gradient = np.stack([x * 255 // 192, y * 255 // 192, (x + y) * 255 // 384], axis=-1)
+    jpeg = tf.io.encode_jpeg(gradient.astype(np.uint8), quality=90).numpy()
+    windows = [tf.constant([40, 60, 100, 80])] + [
+        decode_less.random_crop_window(jpeg) for _ in range(20)
+    ]
+    for window in windows:
+        baseline = decode_less.decode_then_crop(jpeg, window, image_size=96).numpy()
+        for label, decode in decode_less.VARIANTS.items():
+            image = decode(jpeg, window, image_size=96).numpy()
+            assert np.abs(image.astype(float) - baseline).mean() < 4, (label, window)
+
+
+def test_decode_and_crop_equals_decode_then_crop_except_on_the_crop_edges(capsys):
+    counts = decode_less.crop_differences(JPEGS, num_windows=20)
+    assert counts["num_different_inside"] == 0
+    assert counts["num_pixels"] > counts["num_different"] > 0  # Chroma at the edges.
+    assert re.fullmatch(
+        r"decode_and_crop_jpeg against decode_jpeg then crop, same windows: [\d,]+ of [\d,]+ "
+        r"pixels differ \(0 away from the crop's left and right edges\), by at most \d+ of 255\.\n",
+        capsys.readouterr().out,
+    )
+
+
+def test_decode_and_crop_is_pixel_exact_without_fancy_upscaling():
+    # What TensorFlow's "equivalent to decode and crop" holds to exactly: same pixels,
+    # once chroma upsampling does not reach past the crop's edges.
+    full = tf.io.decode_jpeg(JPEGS[0], channels=3, fancy_upscaling=False).numpy()
+    for _ in range(20):
+        window = decode_less.random_crop_window(JPEGS[0])
+        top, left, height, width = window.numpy()
+        crop = tf.io.decode_and_crop_jpeg(JPEGS[0], window, channels=3, fancy_upscaling=False)
+        np.testing.assert_array_equal(crop.numpy(), full[top : top + height, left : left + width])
+
+
+def test_random_crop_batches_are_static_and_endless():
+    dataset = decode_less.random_crop_batches(
+        JPEGS, decode_less.decode_only_the_crop, image_size=24, batch_size=4
+    )
+    assert dataset.element_spec == tf.TensorSpec((4, 24, 24, 3), tf.uint8)
+    assert len(list(dataset.take(5))) == 5  # More batches than the 3 JPEGs make.
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match=r"`image_size` must be a positive integer. Received: 0"):
+        decode_less.decode_then_crop(JPEGS[0], [0, 0, 8, 8], image_size=0)
+    with pytest.raises(
+        ValueError, match=r"`ratio` must be one of \(1, 2, 4, 8\). Received: ratio=3"
+    ):
+        decode_less.decode_scaled_then_crop(JPEGS[0], [0, 0, 8, 8], image_size=8, ratio=3)
+    with pytest.raises(ValueError, match=r"`encoded_images` must hold at least one JPEG"):
+        decode_less.random_crop_batches(
+            [], decode_less.decode_then_crop, image_size=8, batch_size=2
+        )
+    with pytest.raises(ValueError, match=r"`batch_size` must be a positive integer. Received: 0"):
+        decode_less.random_crop_batches(
+            JPEGS, decode_less.decode_then_crop, image_size=8, batch_size=0
+        )
+
+
+def test_sample_crops_figure_fits_the_notebook_width(tmp_path):
+    rows = decode_less.sample_crops(JPEGS, image_size=32)
+    assert list(rows) == ["whole image, window in red", *decode_less.VARIANTS]
+    assert [image.shape for image in rows["whole image, window in red"]] == [
+        (192, 192, 3), (37, 61, 3), (200, 131, 3)
+    ]  # fmt: skip
+    figure = display.show_image_rows(rows)
+    figure.savefig(tmp_path / "crops.png")
+    width = matplotlib.image.imread(tmp_path / "crops.png").shape[1]
+    assert width <= 1000
+    titles = [axis.get_title(loc="left") for axis in figure.axes if axis.get_title(loc="left")]
+    assert titles == list(rows)
+
+
+def test_benchmark_decode_runs_on_a_tiny_input(write_small_shards, capsys):
+    shards_dir = str(Path(write_small_shards(2, target_size=64)[0]).parent)
+    capsys.readouterr()  # Not the fixture's own lines.
+    arguments = ["--shards-dir", shards_dir, "--num-images", "12", "--timed-images", "16",
+                 "--repeats", "2", "--image-size", "24", "--batch-size", "4"]  # fmt: skip
+    assert benchmark_decode.main(arguments) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(
+        "12 JPEGs in memory (longer side 64-64 px, median 64); random crops at 24 px, "
+        "batches of 4; "
+    )
+    numbers = r"[\d,.]+ \([\d,.]+-[\d,.]+, 2 runs\)"
+    for line, label in zip(lines[1:4], decode_less.VARIANTS, strict=True):
+        assert re.fullmatch(f"{label}: {numbers} images/s, taken in turns", line), line
+    assert lines[4].startswith("The machine was ")
+    for line, label in zip(lines[5:], list(decode_less.VARIANTS)[1:], strict=True):
+        pattern = f"Target: {label} / decode, then crop: {numbers}; (meets|misses) the 1.5x target."
+        assert re.fullmatch(pattern, line), line
+    assert len(lines) == 7
+
+
+def test_benchmark_decode_without_shards_says_where():
+    with pytest.raises(FileNotFoundError, match=r"No TFRecord shards in /nonexistent"):
+        benchmark_decode.read_encoded_images("/nonexistent", 4)
+
+
+def test_benchmark_decode_reads_the_jpeg_files_of_a_source(small_flowers):
+    encoded_images = benchmark_decode.read_jpeg_files(str(small_flowers), 5)
+    assert len(encoded_images) == 5
+    assert all(jpeg[:2] == b"\xff\xd8" for jpeg in encoded_images)  # JPEG's start marker.

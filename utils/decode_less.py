@@ -1,0 +1,271 @@
+"""Random-crop augmentation that decodes less: only the crop, or at a reduced scale.
+
+The crop window is chosen from the JPEG's header alone, as the TPU reference ResNet
+preprocessing does (`tensorflow/tpu`, `models/official/resnet/resnet_preprocessing.py`:
+`tf.image.extract_jpeg_shape`, `tf.image.sample_distorted_bounding_box`, then
+`tf.image.decode_and_crop_jpeg`). Each `decode_*` function below turns the same JPEG and
+the same window into the same kind of output: a uint8 image `(image_size, image_size, 3)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import tensorflow as tf
+
+# The reference preprocessing's random crop: 8% to 100% of the image's area, aspect
+# ratio 3/4 to 4/3, at least 10% of the image, 10 attempts (then the whole image).
+AREA_RANGE = (0.08, 1.0)
+ASPECT_RATIO_RANGE = (3 / 4, 4 / 3)
+MIN_OBJECT_COVERED = 0.1
+MAX_ATTEMPTS = 10
+RATIOS = (1, 2, 4, 8)  # The downscaling factors libjpeg decodes at (DCT scaling).
+
+
+def _check_image_size(image_size) -> None:
+    if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1:
+        raise ValueError(f"`image_size` must be a positive integer. Received: {image_size!r}")
+
+
+def _resize(image: tf.Tensor, image_size: int) -> tf.Tensor:
+    """Resizes a crop to `image_size` square, bilinear, and rounds it back to uint8.
+
+    No antialiasing, as in the reference preprocessing (bicubic there): it is cheaper,
+    and near enough when a crop is at most about twice the output's side (lab 4: crops
+    of 192 px shards, output 96 px). Lab 4's `read_example()` antialiases its resize.
+    """
+    image = tf.image.resize(image, [image_size, image_size], antialias=False)
+    return tf.saturate_cast(tf.round(image), tf.uint8)
+
+
+def random_crop_window(image_bytes: tf.Tensor) -> tf.Tensor:
+    """Picks a random crop window of a JPEG from its header, without decoding it.
+
+    Args:
+        image_bytes: a scalar string tensor, one encoded JPEG.
+
+    Returns:
+        An int32 tensor `[offset_y, offset_x, height, width]`, inside the image: 8% to
+        100% of its area, aspect ratio 3/4 to 4/3 (the whole image when no such window
+        is found in 10 attempts).
+
+    Example:
+        window = decode_less.random_crop_window(image_bytes)
+    """
+    shape = tf.io.extract_jpeg_shape(image_bytes)
+    whole_image = tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4])
+    begin, size, _ = tf.image.sample_distorted_bounding_box(
+        shape,
+        bounding_boxes=whole_image,
+        min_object_covered=MIN_OBJECT_COVERED,
+        aspect_ratio_range=ASPECT_RATIO_RANGE,
+        area_range=AREA_RANGE,
+        max_attempts=MAX_ATTEMPTS,
+        use_image_if_no_bounding_boxes=True,
+    )
+    return tf.stack([begin[0], begin[1], size[0], size[1]])
+
+
+def decode_then_crop(image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int):
+    """Decodes the whole JPEG, then crops the window and resizes it: the usual way.
+
+    Args:
+        image_bytes: a scalar string tensor, one encoded JPEG.
+        crop_window: `[offset_y, offset_x, height, width]` inside the image.
+        image_size: side of the output, in pixels.
+
+    Returns:
+        A uint8 tensor `(image_size, image_size, 3)`.
+
+    Raises:
+        ValueError: if `image_size` is not a positive integer.
+
+    Example:
+        image = decode_less.decode_then_crop(image_bytes, window, image_size=96)
+    """
+    _check_image_size(image_size)
+    image = tf.io.decode_jpeg(image_bytes, channels=3)
+    offset_y, offset_x, height, width = tf.unstack(crop_window)
+    image = tf.image.crop_to_bounding_box(image, offset_y, offset_x, height, width)
+    return _resize(image, image_size)
+
+
+def decode_only_the_crop(image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int):
+    """Decodes only the window's part of the JPEG (`decode_and_crop_jpeg`), then resizes it.
+
+    The same pixels as `decode_then_crop` on the same window, without decoding the rest.
+
+    Args:
+        image_bytes: a scalar string tensor, one encoded JPEG.
+        crop_window: `[offset_y, offset_x, height, width]` inside the image.
+        image_size: side of the output, in pixels.
+
+    Returns:
+        A uint8 tensor `(image_size, image_size, 3)`.
+
+    Raises:
+        ValueError: if `image_size` is not a positive integer.
+
+    Example:
+        image = decode_less.decode_only_the_crop(image_bytes, window, image_size=96)
+    """
+    _check_image_size(image_size)
+    image = tf.io.decode_and_crop_jpeg(image_bytes, crop_window, channels=3)
+    return _resize(image, image_size)
+
+
+def decode_scaled_then_crop(
+    image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int, ratio: int = 2
+):
+    """Decodes the JPEG at 1/`ratio` of its size (DCT scaling), then crops and resizes.
+
+    libjpeg skips the finer frequencies instead of decoding them and scaling down later.
+    The window is scaled by the same factor, so the crop shows the same part of the
+    image, with `ratio` times fewer pixels on each side.
+
+    Args:
+        image_bytes: a scalar string tensor, one encoded JPEG.
+        crop_window: `[offset_y, offset_x, height, width]` inside the full-size image.
+        image_size: side of the output, in pixels.
+        ratio: 1, 2, 4 or 8.
+
+    Returns:
+        A uint8 tensor `(image_size, image_size, 3)`.
+
+    Raises:
+        ValueError: if `image_size` is not a positive integer, or `ratio` not 1, 2, 4, 8.
+
+    Example:
+        image = decode_less.decode_scaled_then_crop(image_bytes, window, image_size=96)
+    """
+    _check_image_size(image_size)
+    if isinstance(ratio, bool) or ratio not in RATIOS:
+        raise ValueError(f"`ratio` must be one of {RATIOS}. Received: ratio={ratio!r}")
+    image = tf.io.decode_jpeg(image_bytes, channels=3, ratio=ratio)
+    offset_y, offset_x, height, width = tf.unstack(crop_window // ratio)
+    image = tf.image.crop_to_bounding_box(
+        image, offset_y, offset_x, tf.maximum(height, 1), tf.maximum(width, 1)
+    )
+    return _resize(image, image_size)
+
+
+# The three ways, by the name the lesson and the benchmark print.
+VARIANTS: dict[str, Callable] = {
+    "decode, then crop": decode_then_crop,
+    "decode only the crop": decode_only_the_crop,
+    "decode at 1/2, then crop": decode_scaled_then_crop,
+}
+BASELINE = "decode, then crop"
+
+
+def random_crop_batches(
+    encoded_images: Sequence[bytes], decode: Callable, *, image_size: int, batch_size: int
+) -> tf.data.Dataset:
+    """Endless batches of random crops of in-memory JPEGs, each decoded by `decode`.
+
+    Each image gets a new random window (`random_crop_window`) every time it comes round.
+    Nothing is read from storage: only decoding, cropping and resizing are left to time.
+
+    Args:
+        encoded_images: JPEG bytes, e.g. the `image` feature of records read into memory.
+        decode: one of `VARIANTS`' functions.
+        image_size: side of the output images, in pixels.
+        batch_size: images per batch.
+
+    Returns:
+        A dataset of uint8 batches `(batch_size, image_size, image_size, 3)`.
+
+    Raises:
+        ValueError: if `encoded_images` is empty or a size is not a positive integer.
+
+    Example:
+        dataset = decode_less.random_crop_batches(jpegs, decode_less.decode_only_the_crop,
+                                                  image_size=96, batch_size=64)
+    """
+    _check_image_size(image_size)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be a positive integer. Received: {batch_size!r}")
+    if len(encoded_images) == 0:
+        raise ValueError("`encoded_images` must hold at least one JPEG. Received: none.")
+
+    def crop(image_bytes):
+        return decode(image_bytes, random_crop_window(image_bytes), image_size=image_size)
+
+    dataset = tf.data.Dataset.from_tensor_slices(list(encoded_images)).repeat()
+    dataset = dataset.map(crop, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def sample_crops(encoded_images: Sequence[bytes], *, image_size: int) -> dict[str, list]:
+    """One random window per JPEG, cut by each variant: the rows of a figure.
+
+    Args:
+        encoded_images: JPEG bytes (a few).
+        image_size: side of the output images, in pixels.
+
+    Returns:
+        A dict of lists of uint8 arrays, one per image: "whole image, window in red"
+        (decoded whole, the window drawn on it), then each of `VARIANTS` on that window.
+
+    Example:
+        figure = display.show_image_rows(decode_less.sample_crops(jpegs[:4], image_size=96))
+    """
+    _check_image_size(image_size)
+    rows = {"whole image, window in red": []} | {label: [] for label in VARIANTS}
+    for image_bytes in encoded_images:
+        window = random_crop_window(image_bytes)
+        image = tf.io.decode_jpeg(image_bytes, channels=3)
+        height, width = tf.unstack(tf.cast(tf.shape(image)[:2], tf.float32))
+        top, left, crop_height, crop_width = tf.unstack(tf.cast(window, tf.float32))
+        box = tf.stack([top / height, left / width, (top + crop_height - 1) / height,
+                        (left + crop_width - 1) / width])  # fmt: skip
+        framed = tf.image.draw_bounding_boxes(
+            tf.cast(image[tf.newaxis], tf.float32),
+            box[tf.newaxis, tf.newaxis],
+            colors=[[255.0, 0.0, 0.0, 255.0]],
+        )
+        rows["whole image, window in red"].append(tf.cast(framed[0], tf.uint8).numpy())
+        for label, decode in VARIANTS.items():
+            rows[label].append(decode(image_bytes, window, image_size=image_size).numpy())
+    return rows
+
+
+def crop_differences(encoded_images: Sequence[bytes], *, num_windows: int = 4) -> dict:
+    """Compares `decode_and_crop_jpeg` with decode-then-crop, pixel by pixel, and prints it.
+
+    On `num_windows` random windows per JPEG, before any resizing. libjpeg decodes the
+    crop alone, so its chroma upsampling (4:2:0 JPEGs, `fancy_upscaling`) lacks the
+    column beside the crop's left and right edges: only those columns may differ.
+
+    Args:
+        encoded_images: JPEG bytes.
+        num_windows: random windows tried on each JPEG.
+
+    Returns:
+        {"num_pixels", "num_different", "num_different_inside", "max_difference"}:
+        pixels compared, pixels that differ, those of them off the crop's left and right
+        edge columns, and the largest difference in one channel (0-255).
+
+    Example:
+        decode_less.crop_differences(jpegs[:100])
+    """
+    counts = dict(num_pixels=0, num_different=0, num_different_inside=0, max_difference=0)
+    for image_bytes in encoded_images:
+        image = tf.io.decode_jpeg(image_bytes, channels=3)
+        for _ in range(num_windows):
+            window = random_crop_window(image_bytes)
+            top, left, height, width = window.numpy().tolist()
+            cropped = tf.io.decode_and_crop_jpeg(image_bytes, window, channels=3)
+            expected = image[top : top + height, left : left + width]
+            difference = tf.reduce_max(
+                tf.abs(tf.cast(cropped, tf.int32) - tf.cast(expected, tf.int32)), axis=-1
+            ).numpy()
+            counts["num_pixels"] += height * width
+            counts["num_different"] += int((difference > 0).sum())
+            counts["num_different_inside"] += int((difference[:, 1:-1] > 0).sum())
+            counts["max_difference"] = max(counts["max_difference"], int(difference.max()))
+    print(f"decode_and_crop_jpeg against decode_jpeg then crop, same windows: "
+          f"{counts['num_different']:,} of {counts['num_pixels']:,} pixels differ "
+          f"({counts['num_different_inside']:,} away from the crop's left and right edges), "
+          f"by at most {counts['max_difference']} of 255.")  # fmt: skip
+    return counts
