@@ -87,22 +87,28 @@ def run_hosts(
             "global_batch_size": global_batch_size,
         }
     )
-    hosts = []
+
+    def start_host(index):
+        tf_config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        env = {"TF_CONFIG": json.dumps(tf_config)}
+        return processes.start_module("utils.sharding", settings, env=env)
+
+    return _reports_of(start_host, num_hosts, what="Host", timeout_s=timeout_s)
+
+
+def _reports_of(start, count: int, *, what: str, timeout_s: float) -> list[HostReport]:
+    """Starts `count` processes with `start(index)`, reads each one's report, stops them all."""
+    started = []
     try:
-        for index in range(num_hosts):
-            tf_config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
-            hosts.append(
-                processes.start_module(
-                    "utils.sharding", settings, env={"TF_CONFIG": json.dumps(tf_config)}
-                )
-            )
+        for index in range(count):
+            started.append(start(index))
         reports = [
-            processes.read_json_line(host, timeout_s=timeout_s, what=f"Host {index}")
-            for index, host in enumerate(hosts)
+            processes.read_json_line(process, timeout_s=timeout_s, what=f"{what} {index}")
+            for index, process in enumerate(started)
         ]
     finally:
-        for host in hosts:
-            processes.stop(host)
+        for process in started:
+            processes.stop(process)
     return [HostReport(**report) for report in reports]
 
 
@@ -205,19 +211,12 @@ def run_jax_processes(
     }
     # Keras must know its backend before TensorFlow is imported; JAX stays on the CPU.
     env = {"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
-    workers = []
-    try:
-        for index in range(num_processes):
-            arguments = json.dumps({**settings, "process_id": index})
-            workers.append(processes.start_module("utils.sharding", "--jax", arguments, env=env))
-        reports = [
-            processes.read_json_line(worker, timeout_s=timeout_s, what=f"JAX process {index}")
-            for index, worker in enumerate(workers)
-        ]
-    finally:
-        for worker in workers:
-            processes.stop(worker)
-    return [HostReport(**report) for report in reports]
+
+    def start_process(index):
+        arguments = json.dumps({**settings, "process_id": index})
+        return processes.start_module("utils.sharding", "--jax", arguments, env=env)
+
+    return _reports_of(start_process, num_processes, what="JAX process", timeout_s=timeout_s)
 
 
 def _read_jax_part(settings: dict) -> dict:
