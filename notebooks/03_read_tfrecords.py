@@ -281,8 +281,10 @@ parse_speedups = timing.compare_throughput(parse_results, baseline="parse, one b
 # %% [markdown]
 # %%
 with_decoding = parse_speedups["parse+decode, batched"] / parse_speedups["parse+decode, one by one"]
-print(f"Parsing in batches: {parse_speedups['parse, batched']:.1f}x for parsing alone, "
-      f"{with_decoding:.2f}x with decoding.")  # fmt: skip
+print(
+    f"Parsing in batches: {parse_speedups['parse, batched']:.1f}x for parsing alone, "
+    f"{with_decoding:.2f}x with decoding."
+)
 
 # %% [markdown]
 # Every element that passes through a `map()` costs a function call and some
@@ -446,8 +448,10 @@ traced = [
     ),
 ]
 for run in traced:
-    print(f"{run.label}: {TIMELINE_BATCHES} steps in {run.seconds:.2f} s, "
-          f"{run.waiting_seconds:.2f} s of it waiting for data.")  # fmt: skip
+    print(
+        f"{run.label}: {TIMELINE_BATCHES} steps in {run.seconds:.2f} s, "
+        f"{run.waiting_seconds:.2f} s of it waiting for data."
+    )
 figure = display.plot_timelines(traced)
 
 # %% [markdown]
@@ -511,10 +515,14 @@ for knob, results in ablation.items():
 # %%
 repeats = [result.images_per_second for result in ablation["course pipeline, again"]]
 noise = max(repeats) / min(repeats) - 1
-print(f"The same pipeline, three times: {min(repeats):,.0f} to {max(repeats):,.0f} images/s, "
-      f"a spread of {noise:.0%}: differences smaller than that are noise.")  # fmt: skip
-print(f"With AUTOTUNE, at most {most_open['AUTOTUNE']} shards were open at once "
-      f"on this machine's {os.cpu_count()} cores.")  # fmt: skip
+print(
+    f"The same pipeline, three times: {min(repeats):,.0f} to {max(repeats):,.0f} images/s, "
+    f"a spread of {noise:.0%}: differences smaller than that are noise."
+)
+print(
+    f"With AUTOTUNE, at most {most_open['AUTOTUNE']} shards were open at once "
+    f"on this machine's {os.cpu_count()} cores."
+)
 for knob, results in ablation.items():
     if knob == "course pipeline, again":
         continue
@@ -530,20 +538,28 @@ for knob, results in ablation.items():
 # %%
 bytes_per_record = sum(tf.io.gfile.stat(p).length for p in shard_paths) / num_records
 needed_megabytes = records_parallel.images_per_second * bytes_per_record / 1e6
-print(f"{len(first_bytes_ms)} shard opens; first byte after "
-      f"{statistics.median(first_bytes_ms):.0f} ms (median), "
-      f"{max(first_bytes_ms):.0f} ms (slowest).")  # fmt: skip
-print(f"The fast pipeline reads {needed_megabytes:.1f} MB/s "
-      f"({bytes_per_record / 1e3:.1f} kB per image).")  # fmt: skip
+print(
+    f"{len(first_bytes_ms)} shard opens; first byte after "
+    f"{statistics.median(first_bytes_ms):.0f} ms (median), "
+    f"{max(first_bytes_ms):.0f} ms (slowest)."
+)
+print(
+    f"The fast pipeline reads {needed_megabytes:.1f} MB/s "
+    f"({bytes_per_record / 1e3:.1f} kB per image)."
+)
 if STREAM_MEGABYTES_PER_SECOND:
     streams_needed = math.ceil(needed_megabytes / STREAM_MEGABYTES_PER_SECOND)
-    print(f"One stream gives {STREAM_MEGABYTES_PER_SECOND} MB/s: this pipeline needs "
-          f"{streams_needed} stream(s) at once.")  # fmt: skip
+    print(
+        f"One stream gives {STREAM_MEGABYTES_PER_SECOND} MB/s: this pipeline needs "
+        f"{streams_needed} stream(s) at once."
+    )
     # An accelerator host with many cores decodes far more: say 20,000 images/s.
     host_megabytes = 20_000 * bytes_per_record / 1e6
     host_streams = math.ceil(host_megabytes / STREAM_MEGABYTES_PER_SECOND)
-    print(f"A host that decodes 20,000 of these images/s needs {host_megabytes:,.0f} MB/s: "
-          f"{host_streams} streams at once.")  # fmt: skip
+    print(
+        f"A host that decodes 20,000 of these images/s needs {host_megabytes:,.0f} MB/s: "
+        f"{host_streams} streams at once."
+    )
 
 # %% [markdown]
 # ## Order, when you need it
@@ -565,8 +581,10 @@ def fingerprints(records_dataset):
 
 first_pass, second_pass = fingerprints(dataset), fingerprints(dataset)
 same_records = collections.Counter(first_pass) == collections.Counter(second_pass)
-print(f"Non-deterministic: same records in both passes: {same_records}; "
-      f"same order: {first_pass == second_pass}")  # fmt: skip
+print(
+    f"Non-deterministic: same records in both passes: {same_records}; "
+    f"same order: {first_pass == second_pass}"
+)
 keep_order = tf.data.Options()
 keep_order.deterministic = True
 ordered = simulated_storage.tfrecord_dataset(shard_paths, num_parallel_reads=NUM_PARALLEL_READS)

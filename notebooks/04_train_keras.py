@@ -106,8 +106,10 @@ train_paths, validation_paths = shard_paths[:-VALIDATION_SHARDS], shard_paths[-V
 counts = shards["shards"]
 num_train = sum(counts[Path(path).name] for path in train_paths)
 num_validation = sum(counts[Path(path).name] for path in validation_paths)
-print(f"Training: {len(train_paths)} shards, {num_train} images; "
-      f"validation: {len(validation_paths)} shards, {num_validation} images")  # fmt: skip
+print(
+    f"Training: {len(train_paths)} shards, {num_train} images; "
+    f"validation: {len(validation_paths)} shards, {num_validation} images"
+)
 
 
 # %% [markdown]
@@ -174,13 +176,18 @@ print(f"Training: {steps_per_epoch} steps of {global_batch_size} images per epoc
 # gradient of 1e-8 (small gradients are common late in training).
 
 # %%
-for name, dtype in [("float32", np.float32), ("float16", np.float16),
-                    ("bfloat16", ml_dtypes.bfloat16)]:  # fmt: skip
+for name, dtype in [
+    ("float32", np.float32),
+    ("float16", np.float16),
+    ("bfloat16", ml_dtypes.bfloat16),
+]:
     info = ml_dtypes.finfo(dtype)
     gradient = float(np.array(1e-8, dtype=dtype))
-    print(f"{name:>8}: largest {float(info.max):.1e}, smallest normal {float(info.tiny):.1e}, "
-          f"{int(info.nmant) + 1} significant bits; "
-          f"a gradient of 1e-8 becomes {gradient:.1e}")  # fmt: skip
+    print(
+        f"{name:>8}: largest {float(info.max):.1e}, smallest normal {float(info.tiny):.1e}, "
+        f"{int(info.nmant) + 1} significant bits; "
+        f"a gradient of 1e-8 becomes {gradient:.1e}"
+    )
 
 # %% [markdown]
 # A float16 gradient that becomes 0 stops learning, so float16 training needs *loss
@@ -193,8 +200,9 @@ for name, dtype in [("float32", np.float32), ("float16", np.float16),
 # %%
 policy = strategy.PRECISION_POLICY[choice.kind]
 keras.mixed_precision.set_global_policy(policy)
-print(f"Precision policy: {policy}; global batch {global_batch_size}; learning rate "
-      f"{learning_rate:g}")  # fmt: skip
+print(
+    f"Precision policy: {policy}; global batch {global_batch_size}; learning rate {learning_rate:g}"
+)
 
 
 # %%
@@ -314,8 +322,10 @@ validation_dataset = (
     .prefetch(tf.data.AUTOTUNE)
 )
 left_out = num_validation - validation_batches * validation_batch_size
-print(f"Validation: {validation_batches} batch(es) of {validation_batch_size} images "
-      f"({left_out} left out)")  # fmt: skip
+print(
+    f"Validation: {validation_batches} batch(es) of {validation_batch_size} images "
+    f"({left_out} left out)"
+)
 
 # %% [markdown]
 # ## 4. The model, under the strategy (TODO 4)
@@ -403,8 +413,10 @@ validation_labels = np.concatenate(
 )
 chance = max(collections.Counter(validation_labels).values()) / len(validation_labels)
 _, accuracy = model.evaluate(validation_dataset, verbose=0)
-print(f"Validation accuracy {accuracy:.2f}; chance level {chance:.2f} "
-      f"({len(validation_labels)} images, {len(class_names)} classes)")  # fmt: skip
+print(
+    f"Validation accuracy {accuracy:.2f}; chance level {chance:.2f} "
+    f"({len(validation_labels)} images, {len(class_names)} classes)"
+)
 
 # %% [markdown]
 # Sixteen validation images, titled with the model's answer; wrong answers in red.
@@ -472,12 +484,16 @@ from_cache = timing.measure_throughput(
 step_memory = timing.time_training_steps(timed_model, in_memory, num_steps=NUM_TIMED_STEPS)
 step_real = timing.time_training_steps(timed_model, uncached, num_steps=NUM_TIMED_STEPS)
 input_bound_ratio = step_real / step_memory
-print(f"Step time: {step_real * 1000:.1f} ms fed by the pipeline without cache, "
-      f"{step_memory * 1000:.1f} ms with one batch in memory: "
-      f"ratio {input_bound_ratio:.2f}")  # fmt: skip
+print(
+    f"Step time: {step_real * 1000:.1f} ms fed by the pipeline without cache, "
+    f"{step_memory * 1000:.1f} ms with one batch in memory: "
+    f"ratio {input_bound_ratio:.2f}"
+)
 verdict = "not input-bound" if input_bound_ratio <= 1.1 else "input-bound"
-print(f"Training here is {verdict}: reading and decoding cost "
-      f"{max(input_bound_ratio - 1, 0):.0%} of a step.")  # fmt: skip
+print(
+    f"Training here is {verdict}: reading and decoding cost "
+    f"{max(input_bound_ratio - 1, 0):.0%} of a step."
+)
 
 # %%
 consumers = {
@@ -488,12 +504,18 @@ for result in [from_shards, from_cache]:
     for consumer, needed in consumers.items():
         share = result.images_per_second / needed
         keeps_up = "keeps up" if share >= 1 else "input-bound"
-        print(f"{result.label}: {result.images_per_second:,.0f} images/s; {consumer} "
-              f"{needed:,.0f}: {share:.2f}x, {keeps_up}")  # fmt: skip
+        print(
+            f"{result.label}: {result.images_per_second:,.0f} images/s; {consumer} "
+            f"{needed:,.0f}: {share:.2f}x, {keeps_up}"
+        )
 trained = timing.ThroughputResult(
-    "training, fed without cache", timed_images, step_real * NUM_TIMED_STEPS,
-    global_batch_size / step_real, None, 0.0,
-)  # fmt: skip
+    "training, fed without cache",
+    timed_images,
+    step_real * NUM_TIMED_STEPS,
+    global_batch_size / step_real,
+    None,
+    0.0,
+)
 figure = display.plot_throughput(
     [from_shards, from_cache, trained],
     title="What the pipeline delivers, against what the accelerator consumes",
@@ -539,8 +561,10 @@ for per_replica in TIMED_BATCHES_PER_REPLICA:
     num_steps = max(4, 8 * NUM_TIMED_STEPS // per_replica)
     seconds = timing.time_training_steps(compiled_copy(1), batches, num_steps=num_steps)
     batch_timings[per_replica] = seconds
-    print(f"{per_replica:>4} images per replica: {seconds * 1000:7.1f} ms per step, "
-          f"{size / seconds:8,.0f} images/s")  # fmt: skip
+    print(
+        f"{per_replica:>4} images per replica: {seconds * 1000:7.1f} ms per step, "
+        f"{size / seconds:8,.0f} images/s"
+    )
 
 # %% [markdown]
 # Read the images/s column above: where it grows with the batch, the smaller batch left
@@ -575,15 +599,19 @@ tiny_batches = tf.data.Dataset.from_tensors(
 step_times = {}
 for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
     step_times[n] = {
-        "lab's model": timing.time_training_steps(compiled_copy(n), in_memory,
-                                                  num_steps=NUM_TIMED_STEPS),
-        "tiny model": timing.time_training_steps(tiny_model(n), tiny_batches,
-                                                 num_steps=4 * NUM_TIMED_STEPS),
-    }  # fmt: skip
+        "lab's model": timing.time_training_steps(
+            compiled_copy(n), in_memory, num_steps=NUM_TIMED_STEPS
+        ),
+        "tiny model": timing.time_training_steps(
+            tiny_model(n), tiny_batches, num_steps=4 * NUM_TIMED_STEPS
+        ),
+    }
 for name in ["lab's model", "tiny model"]:
     one, many = step_times[1][name], step_times[steps_per_execution][name]
-    print(f"{name:>12}: {one * 1000:7.2f} ms per step one at a time, {many * 1000:7.2f} ms "
-          f"with steps_per_execution={steps_per_execution}: {one / many:.2f}x")  # fmt: skip
+    print(
+        f"{name:>12}: {one * 1000:7.2f} ms per step one at a time, {many * 1000:7.2f} ms "
+        f"with steps_per_execution={steps_per_execution}: {one / many:.2f}x"
+    )
 
 # %% [markdown]
 # Compare the two ratios above: the smaller the step, the more of it is the fixed cost
@@ -618,8 +646,10 @@ average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
 print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
 smallest, largest = decode_less.AREA_RANGE
 narrowest, widest = decode_less.ASPECT_RATIO_RANGE
-print(f"Random windows: {smallest:.0%} to {largest:.0%} of the image's area, "
-      f"width/height {narrowest:.2f} to {widest:.2f}")  # fmt: skip
+print(
+    f"Random windows: {smallest:.0%} to {largest:.0%} of the image's area, "
+    f"width/height {narrowest:.2f} to {widest:.2f}"
+)
 
 # %% [markdown]
 # One random window per image, cut by each of the three ways:
@@ -715,29 +745,38 @@ with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the bloc
 before = model.predict(images, verbose=0)
 after = reloaded.predict(images, verbose=0)
 print(f"Saved {saved_path.name}: {saved_megabytes:.1f} MB")
-print(f"Reloaded predictions match: {np.allclose(before, after, atol=1e-5)} "
-      f"(largest difference {np.abs(before - after).max():.1e})")  # fmt: skip
+print(
+    f"Reloaded predictions match: {np.allclose(before, after, atol=1e-5)} "
+    f"(largest difference {np.abs(before - after).max():.1e})"
+)
 
 # %% [markdown]
 # ## What you measured
 
 # %% tags=["summary"]
-print(f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); global batch "
-      f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}.")  # fmt: skip
+print(
+    f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); global batch "
+    f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}."
+)
 print(f"Validation accuracy after {EPOCHS} epochs: {accuracy:.2f} (chance {chance:.2f}).")
-print(f"Step time fed by the pipeline without cache / with one batch in memory: "
-      f"{input_bound_ratio:.2f} ({verdict}).")  # fmt: skip
-print(f"The pipeline delivers {from_shards.images_per_second:,.0f} images/s reading and "
-      f"decoding, {from_cache.images_per_second:,.0f} from its cache; {choice.kind} consumes "
-      f"{global_batch_size / step_memory:,.0f}, "
-      f"the stand-in {STAND_IN_IMAGES_PER_SECOND:,}.")  # fmt: skip
+print(
+    f"Step time fed by the pipeline without cache / with one batch in memory: "
+    f"{input_bound_ratio:.2f} ({verdict})."
+)
+print(
+    f"The pipeline delivers {from_shards.images_per_second:,.0f} images/s reading and "
+    f"decoding, {from_cache.images_per_second:,.0f} from its cache; {choice.kind} consumes "
+    f"{global_batch_size / step_memory:,.0f}, "
+    f"the stand-in {STAND_IN_IMAGES_PER_SECOND:,}."
+)
 for name in ["lab's model", "tiny model"]:
-    print(f"steps_per_execution 1 vs {steps_per_execution}, {name}: "
-          f"{step_times[1][name] * 1000:.2f} vs "
-          f"{step_times[steps_per_execution][name] * 1000:.2f} ms per step.")  # fmt: skip
+    print(
+        f"steps_per_execution 1 vs {steps_per_execution}, {name}: "
+        f"{step_times[1][name] * 1000:.2f} vs "
+        f"{step_times[steps_per_execution][name] * 1000:.2f} ms per step."
+    )
 images_per_second = global_batch_size / step_real
-print(f"Training speed fed without cache: {images_per_second:,.0f} images/s on "
-      f"{choice.kind}.")  # fmt: skip
+print(f"Training speed fed without cache: {images_per_second:,.0f} images/s on {choice.kind}.")
 
 # %% [markdown]
 # *What changed from the original course:* it found the TPU with a resolver that no
