@@ -63,11 +63,20 @@ import warnings
 from pathlib import Path
 
 import keras
-import ml_dtypes  # NumPy's bfloat16; TensorFlow and JAX both install it.
 import numpy as np
 import tensorflow as tf
 
-from utils import checks, decode_less, display, models, sources, strategy, tfrecords, timing
+from utils import (
+    checks,
+    decode_less,
+    display,
+    models,
+    sources,
+    step_timing,
+    strategy,
+    tfrecords,
+    timing,
+)
 
 # %% [markdown]
 # ## The device
@@ -176,18 +185,7 @@ print(f"Training: {steps_per_epoch} steps of {global_batch_size} images per epoc
 # gradient of 1e-8 (small gradients are common late in training).
 
 # %%
-for name, dtype in [
-    ("float32", np.float32),
-    ("float16", np.float16),
-    ("bfloat16", ml_dtypes.bfloat16),
-]:
-    info = ml_dtypes.finfo(dtype)
-    gradient = float(np.array(1e-8, dtype=dtype))
-    print(
-        f"{name:>8}: largest {float(info.max):.1e}, smallest normal {float(info.tiny):.1e}, "
-        f"{int(info.nmant) + 1} significant bits; "
-        f"a gradient of 1e-8 becomes {gradient:.1e}"
-    )
+print("\n".join(step_timing.describe_float_formats()))
 
 # %% [markdown]
 # A float16 gradient that becomes 0 stops learning, so float16 training needs *loss
@@ -449,22 +447,13 @@ figure = display.show_predictions(
 
 
 # %%
-def compiled_copy(steps_per_execution, original=None):
-    """A copy of `original` (the trained model) with its weights, compiled anew."""
-    original = original or model
-    with choice.scope():
-        copy = keras.models.clone_model(original)
-        copy.set_weights(original.get_weights())
-        copy.compile(
-            optimizer=keras.optimizers.Adam(learning_rate),
-            loss="categorical_crossentropy",
-            metrics=["accuracy"],
-            steps_per_execution=steps_per_execution,
-        )
-    return copy
+def compiled_copy(steps_per_execution):
+    """A copy of the trained model, compiled as TODO 4 compiled it but for `steps_per_execution`."""
+    return step_timing.compiled_copy(
+        model, steps_per_execution=steps_per_execution, scope=choice.scope()
+    )
 
 
-timed_model = compiled_copy(steps_per_execution)
 one_batch = next(iter(train_dataset))
 in_memory = tf.data.Dataset.from_tensors(one_batch).repeat()
 uncached = (
@@ -481,40 +470,24 @@ from_shards = timing.measure_throughput(
 from_cache = timing.measure_throughput(
     train_dataset, num_images=timed_images, label="pipeline, from its cache"
 )
-step_memory = timing.time_training_steps(timed_model, in_memory, num_steps=NUM_TIMED_STEPS)
-step_real = timing.time_training_steps(timed_model, uncached, num_steps=NUM_TIMED_STEPS)
-input_bound_ratio = step_real / step_memory
-print(
-    f"Step time: {step_real * 1000:.1f} ms fed by the pipeline without cache, "
-    f"{step_memory * 1000:.1f} ms with one batch in memory: "
-    f"ratio {input_bound_ratio:.2f}"
+input_bound = step_timing.measure_input_bound(
+    compiled_copy(steps_per_execution), uncached, in_memory, num_steps=NUM_TIMED_STEPS
 )
-verdict = "not input-bound" if input_bound_ratio <= 1.1 else "input-bound"
-print(
-    f"Training here is {verdict}: reading and decoding cost "
-    f"{max(input_bound_ratio - 1, 0):.0%} of a step."
-)
+print(input_bound.summary())
 
 # %%
 consumers = {
-    f"{choice.kind} consumes": global_batch_size / step_memory,
+    f"{choice.kind} consumes": global_batch_size / input_bound.step_in_memory,
     "the stand-in consumes": STAND_IN_IMAGES_PER_SECOND,
 }
-for result in [from_shards, from_cache]:
-    for consumer, needed in consumers.items():
-        share = result.images_per_second / needed
-        keeps_up = "keeps up" if share >= 1 else "input-bound"
-        print(
-            f"{result.label}: {result.images_per_second:,.0f} images/s; {consumer} "
-            f"{needed:,.0f}: {share:.2f}x, {keeps_up}"
-        )
+print("\n".join(step_timing.describe_keeps_up([from_shards, from_cache], consumers)))
 trained = timing.ThroughputResult(
     "training, fed without cache",
-    timed_images,
-    step_real * NUM_TIMED_STEPS,
-    global_batch_size / step_real,
-    None,
-    0.0,
+    num_images=timed_images,
+    seconds=input_bound.step_fed * NUM_TIMED_STEPS,
+    images_per_second=global_batch_size / input_bound.step_fed,
+    megabytes_per_second=None,
+    warmup_seconds=0.0,
 )
 figure = display.plot_throughput(
     [from_shards, from_cache, trained],
@@ -552,19 +525,13 @@ figure = display.plot_throughput(
 # (fewer steps for the larger batches, so that each size trains on as many images).
 
 # %%
-batch_timings = {}
-for per_replica in TIMED_BATCHES_PER_REPLICA:
-    size = per_replica * choice.num_replicas
-    images = tf.repeat(one_batch[0][:1], size, axis=0)
-    labels = tf.repeat(one_batch[1][:1], size, axis=0)
-    batches = tf.data.Dataset.from_tensors((images, labels)).repeat()
-    num_steps = max(4, 8 * NUM_TIMED_STEPS // per_replica)
-    seconds = timing.time_training_steps(compiled_copy(1), batches, num_steps=num_steps)
-    batch_timings[per_replica] = seconds
-    print(
-        f"{per_replica:>4} images per replica: {seconds * 1000:7.1f} ms per step, "
-        f"{size / seconds:8,.0f} images/s"
-    )
+batch_timings = step_timing.time_batch_sizes(
+    lambda: compiled_copy(1),
+    one_batch,
+    batches_per_replica=TIMED_BATCHES_PER_REPLICA,
+    num_replicas=choice.num_replicas,
+    num_timed_steps=NUM_TIMED_STEPS,
+)
 
 # %% [markdown]
 # Read the images/s column above: where it grows with the batch, the smaller batch left
@@ -586,10 +553,12 @@ for per_replica in TIMED_BATCHES_PER_REPLICA:
 # %%
 def tiny_model(steps_per_execution):
     """One dense layer on 8 numbers: a step that costs almost nothing."""
-    with choice.scope():
-        tiny = keras.Sequential([keras.Input((8,)), keras.layers.Dense(len(class_names))])
-        tiny.compile(optimizer="sgd", loss="mse", steps_per_execution=steps_per_execution)
-    return tiny
+    return step_timing.tiny_model(
+        num_inputs=8,
+        num_outputs=len(class_names),
+        steps_per_execution=steps_per_execution,
+        scope=choice.scope(),
+    )
 
 
 tiny_size = 8 * choice.num_replicas
@@ -606,12 +575,7 @@ for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
             tiny_model(n), tiny_batches, num_steps=4 * NUM_TIMED_STEPS
         ),
     }
-for name in ["lab's model", "tiny model"]:
-    one, many = step_times[1][name], step_times[steps_per_execution][name]
-    print(
-        f"{name:>12}: {one * 1000:7.2f} ms per step one at a time, {many * 1000:7.2f} ms "
-        f"with steps_per_execution={steps_per_execution}: {one / many:.2f}x"
-    )
+print("\n".join(step_timing.describe_steps_per_execution(step_times, steps_per_execution)))
 
 # %% [markdown]
 # Compare the two ratios above: the smaller the step, the more of it is the fixed cost
@@ -761,12 +725,12 @@ print(
 print(f"Validation accuracy after {EPOCHS} epochs: {accuracy:.2f} (chance {chance:.2f}).")
 print(
     f"Step time fed by the pipeline without cache / with one batch in memory: "
-    f"{input_bound_ratio:.2f} ({verdict})."
+    f"{input_bound.ratio:.2f} ({input_bound.verdict})."
 )
 print(
     f"The pipeline delivers {from_shards.images_per_second:,.0f} images/s reading and "
     f"decoding, {from_cache.images_per_second:,.0f} from its cache; {choice.kind} consumes "
-    f"{global_batch_size / step_memory:,.0f}, "
+    f"{global_batch_size / input_bound.step_in_memory:,.0f}, "
     f"the stand-in {STAND_IN_IMAGES_PER_SECOND:,}."
 )
 for name in ["lab's model", "tiny model"]:
@@ -775,7 +739,7 @@ for name in ["lab's model", "tiny model"]:
         f"{step_times[1][name] * 1000:.2f} vs "
         f"{step_times[steps_per_execution][name] * 1000:.2f} ms per step."
     )
-images_per_second = global_batch_size / step_real
+images_per_second = global_batch_size / input_bound.step_fed
 print(f"Training speed fed without cache: {images_per_second:,.0f} images/s on {choice.kind}.")
 
 # %% [markdown]

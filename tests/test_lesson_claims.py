@@ -47,13 +47,16 @@ def _code_above(cells, phrase):
         (
             "04_train_keras",
             "bfloat16 keeps\n# such a gradient (the end of each",
-            "becomes {gradient",
+            "step_timing.describe_float_formats()",
         ),
-        ("04_train_keras", "bfloat16 keeps\n# such a gradient (the end of each", "info.tiny"),
-        ("04_train_keras", "a bar below a dashed line", "{share:.2f}x, {keeps_up}"),
+        ("04_train_keras", "a bar below a dashed line", "step_timing.describe_keeps_up("),
         ("04_train_keras", "a bar below a dashed line", "references=consumers"),
-        ("04_train_keras", "Read the images/s column above", "{size / seconds:8,.0f} images/s"),
-        ("04_train_keras", "Compare the two ratios above", "{one / many:.2f}x"),
+        ("04_train_keras", "Read the images/s column above", "step_timing.time_batch_sizes("),
+        (
+            "04_train_keras",
+            "Compare the two ratios above",
+            "step_timing.describe_steps_per_execution(",
+        ),
         ("04_train_keras", "says how many lie elsewhere", "decode_less.crop_differences("),
         ("04_train_keras", "Read the ratios printed above", "timing.ratio_in_turns("),
         ("04_train_keras", "the min-max ranges show how much the numbers", 'summary(".2f")'),
@@ -111,10 +114,10 @@ def test_lab4_validation_reads_in_the_fixed_order_its_text_says():
 
 def test_lab4_times_reading_on_a_copy_and_saves_the_trained_model():
     code = "\n".join(text for kind, text in _cells("04_train_keras") if kind == "code")
-    timed = code[code.index("timed_model = compiled_copy") : code.index("model.save(")]
+    timed = code[code.index("def compiled_copy(") : code.index("model.save(")]
     # Every timing trains a copy (or the tiny model), never `model`, which is saved.
     assert "time_training_steps(model," not in timed and "model.fit(" not in timed
-    assert "time_training_steps(timed_model, uncached" in timed
+    assert "measure_input_bound(\n    compiled_copy(steps_per_execution), uncached" in timed
     assert ".cache()" not in timed[timed.index("uncached = (") : timed.index("timed_images")]
 
 
