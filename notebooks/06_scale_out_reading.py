@@ -191,18 +191,13 @@ reports = sharding.run_hosts(
     num_classes=len(class_names),
     global_batch_size=BATCH_SIZE,
 )
+read_lines = sharding.describe_reads(
+    reports, name="host", num_records=num_records, policy_prefix="auto-shard "
+)
+print("\n".join(read_lines))
 read_by_host = [set(report.record_ids) for report in reports]
-for report in reports:
-    print(
-        f"host {report.host_index}: {report.num_files} shards, {len(report.record_ids)} "
-        f"records; auto-shard {report.policy_counts}"
-    )
 overlap = set.intersection(*read_by_host)
 together = set.union(*read_by_host)
-print(
-    f"Records read by more than one host: {len(overlap)}; together: {len(together)} "
-    f"of {num_records}."
-)
 
 # %% [markdown]
 # ### The same on JAX
@@ -232,14 +227,8 @@ else:
         global_batch_size=BATCH_SIZE,
     )
     jax_read = [set(report.record_ids) for report in jax_reports]
-    for report in jax_reports:
-        print(
-            f"JAX process {report.host_index}: {report.num_files} shards, "
-            f"{len(report.record_ids)} records; {report.policy_counts}"
-        )
     print(
-        f"Records read by more than one JAX process: {len(set.intersection(*jax_read))}; "
-        f"together: {len(set.union(*jax_read))} of {num_records}."
+        "\n".join(sharding.describe_reads(jax_reports, name="JAX process", num_records=num_records))
     )
 
 # %% [markdown]
