@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import checks, data, display, sources, tfrecords, timing, validation
+from utils import checks, data, display, recompression, sources, tfrecords, validation
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -163,27 +163,11 @@ trade_off_paths, _, _ = sources.readable_sample(image_paths, NUM_SAMPLE)
 original_bytes = [tf.io.read_file(path).numpy() for path in trade_off_paths]
 resized = [resize_and_crop(tf.io.decode_jpeg(b, channels=3), TARGET_SIZE) for b in original_bytes]
 recompressed_bytes = [recompress(image, JPEG_QUALITY).numpy() for image in resized]
-psnr = np.mean(
-    [
-        tf.image.psnr(image, tf.io.decode_jpeg(jpeg, channels=3), max_val=255).numpy()
-        for image, jpeg in zip(resized, recompressed_bytes, strict=True)
-    ]
-)
-
-
-def decode_rate(encoded_images, label):
-    """Times decoding these in-memory JPEGs with all cores."""
-    decoded = tf.data.Dataset.from_tensor_slices(encoded_images).repeat()
-    decoded = decoded.map(
-        lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3), num_parallel_calls=tf.data.AUTOTUNE
-    )
-    return timing.measure_throughput(decoded, num_images=4 * len(encoded_images), label=label)
-
-
-before = np.mean([len(b) for b in original_bytes])
-after = np.mean([len(b) for b in recompressed_bytes])
-decode_before = decode_rate(original_bytes, "decode the originals")
-decode_after = decode_rate(recompressed_bytes, "decode the recompressed")
+psnr = recompression.mean_psnr(resized, recompressed_bytes)
+before = recompression.mean_bytes(original_bytes)
+after = recompression.mean_bytes(recompressed_bytes)
+decode_before = recompression.decode_rate(original_bytes, "decode the originals")
+decode_after = recompression.decode_rate(recompressed_bytes, "decode the recompressed")
 print(f"\nBytes per image: {before:,.0f} -> {after:,.0f} ({1 - after / before:.0%} saved)")
 print(
     f"Decoding is {decode_after.images_per_second / decode_before.images_per_second:.1f}x "
@@ -202,13 +186,9 @@ QUALITIES = [50, 70, 80, 90, 95]
 same_size_bytes = [
     recompress(tf.io.decode_jpeg(b, channels=3), JPEG_QUALITY).numpy() for b in original_bytes
 ]
-same_size = np.mean([len(b) for b in same_size_bytes])
-decode_same_size = decode_rate(same_size_bytes, "decode, original size recompressed")
-by_quality = {q: [recompress(image, q).numpy() for image in resized] for q in QUALITIES}
-kilobytes = [np.mean([len(b) for b in by_quality[q]]) / 1e3 for q in QUALITIES]
-quality_rates = [
-    decode_rate(by_quality[q], f"decode, resized, quality {q}").images_per_second for q in QUALITIES
-]
+same_size = recompression.mean_bytes(same_size_bytes)
+decode_same_size = recompression.decode_rate(same_size_bytes, "decode, original size recompressed")
+kilobytes, quality_rates = recompression.sweep_qualities(resized, recompress, QUALITIES)
 print(
     f"\nBytes per image: originals {before:,.0f}; recompressed at quality {JPEG_QUALITY} "
     f"without resizing {same_size:,.0f} ({1 - same_size / before:.0%} saved); resized and "
