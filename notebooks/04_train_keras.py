@@ -551,29 +551,19 @@ batch_timings = step_timing.time_batch_sizes(
 
 
 # %%
-def tiny_model(steps_per_execution):
-    """One dense layer on 8 numbers: a step that costs almost nothing."""
-    return step_timing.tiny_model(
-        num_inputs=8,
-        num_outputs=len(class_names),
-        steps_per_execution=steps_per_execution,
-        scope=choice.scope(),
-    )
-
-
-tiny_size = 8 * choice.num_replicas
-tiny_batches = tf.data.Dataset.from_tensors(
-    (tf.zeros([tiny_size, 8]), tf.zeros([tiny_size, len(class_names)]))
-).repeat()
 step_times = {}
 for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
+    tiny, tiny_batches = step_timing.tiny_model_and_batches(
+        batch_size=8 * choice.num_replicas,
+        num_outputs=len(class_names),
+        steps_per_execution=n,
+        scope=choice.scope(),
+    )
     step_times[n] = {
         "lab's model": timing.time_training_steps(
             compiled_copy(n), in_memory, num_steps=NUM_TIMED_STEPS
         ),
-        "tiny model": timing.time_training_steps(
-            tiny_model(n), tiny_batches, num_steps=4 * NUM_TIMED_STEPS
-        ),
+        "tiny model": timing.time_training_steps(tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS),
     }
 print("\n".join(step_timing.describe_steps_per_execution(step_times, steps_per_execution)))
 
@@ -643,24 +633,11 @@ differences = decode_less.crop_differences(encoded_images[:50])
 # the machine's load touches all three alike.
 
 # %%
-crop_datasets = {
-    label: decode_less.random_crop_batches(
-        encoded_images, decode, image_size=IMAGE_SIZE, batch_size=64
-    )
-    for label, decode in decode_less.VARIANTS.items()
-}
 with timing.LoadWatch() as decode_load:
-    decode_runs = timing.measure_in_turns(
-        crop_datasets, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS
+    speedups = decode_less.time_variants(
+        encoded_images, image_size=IMAGE_SIZE, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS
     )
 print(decode_load.summary())
-speedups = {
-    label: timing.ratio_in_turns(
-        decode_runs[label], decode_runs[decode_less.BASELINE], label=f"{label}, speed-up"
-    )
-    for label in decode_less.VARIANTS
-    if label != decode_less.BASELINE
-}
 for speedup in speedups.values():
     print(speedup.summary(".2f") + " over decoding, then cropping")
 

@@ -164,3 +164,11 @@ def test_benchmark_decode_reads_the_jpeg_files_of_a_source(small_flowers):
     encoded_images = benchmark_decode.read_jpeg_files(str(small_flowers), 5)
     assert len(encoded_images) == 5
     assert all(jpeg[:2] == b"\xff\xd8" for jpeg in encoded_images)  # JPEG's start marker.
+
+
+def test_time_variants_gives_each_variant_its_speed_up_over_the_baseline(capsys):
+    speedups = decode_less.time_variants(JPEGS, image_size=16, num_images=64, repeats=2)
+    assert sorted(speedups) == sorted(set(decode_less.VARIANTS) - {decode_less.BASELINE})
+    for label, speedup in speedups.items():
+        assert speedup.label == f"{label}, speed-up"
+        assert speedup.num_runs == 2 and speedup.median > 0

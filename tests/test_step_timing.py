@@ -98,10 +98,14 @@ def test_time_batch_sizes_prints_one_line_per_size(capsys):
     assert [line[:24] for line in lines] == ["   2 images per replica:", "   8 images per replica:"]
 
 
-def test_tiny_model_trains_with_the_given_steps_per_execution():
-    tiny = step_timing.tiny_model(num_inputs=8, num_outputs=5, steps_per_execution=2)
+def test_tiny_model_and_batches_fit_each_other():
+    tiny, batches = step_timing.tiny_model_and_batches(
+        batch_size=4, num_outputs=5, steps_per_execution=2
+    )
     assert tiny.steps_per_execution == 2
     assert tiny.output_shape == (None, 5)
+    assert [tuple(part.shape) for part in next(iter(batches))] == [(4, 8), (4, 5)]
+    assert timing.time_training_steps(tiny, batches, num_steps=2) > 0
 
 
 def test_describe_steps_per_execution_gives_each_model_its_ratio():

@@ -185,24 +185,32 @@ def time_batch_sizes(
     return seconds_per_step
 
 
-def tiny_model(*, num_inputs: int, num_outputs: int, steps_per_execution: int, scope=None):
-    """One dense layer, compiled: a training step that costs almost nothing.
+def tiny_model_and_batches(
+    *, batch_size: int, num_outputs: int, steps_per_execution: int, scope=None
+) -> tuple:
+    """One dense layer on 8 numbers, compiled, and endless batches of zeros to train it on.
+
+    Its training step costs almost nothing, so what a step costs is mostly the fixed cost
+    of a call into the compiled step function.
 
     Args:
-        num_inputs: numbers per example.
+        batch_size: examples per batch (the global batch, split over the replicas).
         num_outputs: numbers per label.
         steps_per_execution: training steps per call into the compiled step function.
         scope: a context manager to create the variables in (a strategy's `scope()`).
 
     Returns:
-        The compiled model (SGD, mean squared error).
+        (the compiled model (SGD, mean squared error), its endless `tf.data.Dataset`).
     """
     import keras
 
     with scope if scope is not None else contextlib.nullcontext():
-        tiny = keras.Sequential([keras.Input((num_inputs,)), keras.layers.Dense(num_outputs)])
+        tiny = keras.Sequential([keras.Input((8,)), keras.layers.Dense(num_outputs)])
         tiny.compile(optimizer="sgd", loss="mse", steps_per_execution=steps_per_execution)
-    return tiny
+    batches = tf.data.Dataset.from_tensors(
+        (tf.zeros([batch_size, 8]), tf.zeros([batch_size, num_outputs]))
+    ).repeat()
+    return tiny, batches
 
 
 def describe_steps_per_execution(step_times: dict[int, dict[str, float]], many: int) -> list[str]:
