@@ -30,7 +30,7 @@ def small_flowers():
 @pytest.fixture(scope="session")
 def write_small_shards(small_flowers, tmp_path_factory):
     """Returns `write(num_shards, target_size=32)`: shard paths of the 60 images, made once."""
-    from utils import sources, tfrecords
+    from utils import conversion, shard_files, sources
 
     made = {}
 
@@ -38,11 +38,29 @@ def write_small_shards(small_flowers, tmp_path_factory):
         if (num_shards, target_size) not in made:
             source = sources.resolve_source(str(small_flowers))
             output_dir = tmp_path_factory.mktemp("shards")
-            tfrecords.convert(source, output_dir, target_size=target_size, num_shards=num_shards)
-            made[num_shards, target_size] = tfrecords.find_shards(str(output_dir))
+            conversion.convert(source, output_dir, target_size=target_size, num_shards=num_shards)
+            made[num_shards, target_size] = shard_files.find_shards(str(output_dir))
         return made[num_shards, target_size]
 
     return write
+
+
+@pytest.fixture(scope="session")
+def small_source(small_flowers):
+    """The 60-image embedded dataset as an image source."""
+    from utils import sources
+
+    return sources.resolve_source(str(small_flowers))
+
+
+@pytest.fixture(scope="session")
+def converted(small_source, tmp_path_factory):
+    """`(output_dir, report)`: the 60 images converted once into 4 shards of 64 px (seed 3)."""
+    from utils import conversion
+
+    output_dir = tmp_path_factory.mktemp("shards")
+    report = conversion.convert(small_source, output_dir, target_size=64, num_shards=4, seed=3)
+    return output_dir, report
 
 
 PHOTOS = REPO_ROOT / "tests" / "data" / "photos"

@@ -88,14 +88,14 @@ def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
     import keras
     import tensorflow as tf
 
-    from utils import pipeline, tfrecords
+    from utils import conversion, pipeline
 
     slow = storage.latency_ms > 0
     image_root = source.pattern.rsplit("/", 2)[0]
 
     def files(parallel: bool):
         # The source's own list: a local folder's path is never used as a glob.
-        image_paths = tfrecords.source_paths(source)
+        image_paths = conversion.source_paths(source)
         paths = tf.data.Dataset.from_tensor_slices(image_paths).shuffle(len(image_paths), seed=0)
 
         def decode(path):
@@ -173,13 +173,13 @@ def compare_pipelines(settings: dict) -> dict:
     """
     import tensorflow as tf
 
-    from utils import pipeline, sources, storage, tfrecords, timing
+    from utils import conversion, pipeline, records, sources, storage, timing
 
     source = sources.resolve_source("embedded", num_images=settings["num_images"])
-    shards = _quietly(tfrecords.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
-    shard_paths = tfrecords.find_shards(shards["output_dir"])
+    shard_set = _quietly(conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
+    shard_paths = shard_set.paths
     stored_jpegs = [
-        tfrecords.parse_record(record)["image"].numpy()
+        records.parse_record(record)["image"].numpy()
         for record in tf.data.TFRecordDataset(shard_paths).take(1000)
     ]
     ceiling = lambda: pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)  # noqa: E731
@@ -189,7 +189,7 @@ def compare_pipelines(settings: dict) -> dict:
     others = {}
     for latency in LATENCIES_MS:
         simulated = storage.SimulatedStorage(latency_ms=latency)
-        named = pipelines(source, shard_paths, shards["class_names"], simulated, settings)
+        named = pipelines(source, shard_paths, shard_set.class_names, simulated, settings)
         for name, (make_dataset, num_images) in named.items():
             label = f"{name} @ {latency} ms"
             if name in HEADLINE:
@@ -213,8 +213,8 @@ def compare_pipelines(settings: dict) -> dict:
 
 _READ_ONE_EPOCH = """
 import json, resource, sys, time
-from utils import pipeline, tfrecords
-paths = tfrecords.find_shards(sys.argv[1])
+from utils import conversion, pipeline, records, shard_files
+paths = shard_files.find_shards(sys.argv[1])
 dataset = pipeline.tfrecord_images(paths, target_size=int(sys.argv[2]), num_classes=5,
                                    batch_size=64, num_parallel_reads=16)
 count, start = 0, None
@@ -241,25 +241,25 @@ def read_in_own_process(shards_dir: str) -> dict:
 
 def scaling(settings: dict) -> dict:
     """Measures reading and writing as the dataset grows, and reading as shards change."""
-    from utils import sources, tfrecords, timing
+    from utils import conversion, sources, timing
 
     by_size = {}
     for size in settings["sizes"]:
         print(f"  {size} images ...", flush=True)
         source = sources.resolve_source("embedded", num_images=size)
-        output_dir = tfrecords.default_output_dir(source, target_size=TARGET_SIZE, num_shards=16)
+        output_dir = conversion.default_output_dir(source, target_size=TARGET_SIZE, num_shards=16)
         report = _quietly(
-            tfrecords.convert, source, output_dir, target_size=TARGET_SIZE, num_shards=16
+            conversion.convert, source, output_dir, target_size=TARGET_SIZE, num_shards=16
         )
         by_size[size] = {"write_seconds": report.seconds, **read_in_own_process(output_dir)}
     largest = sources.resolve_source("embedded", num_images=settings["sizes"][-1])
     shard_dirs = {}
     for count in settings["shard_counts"]:
         print(f"  {count} shards ...", flush=True)
-        shards = _quietly(
-            tfrecords.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
+        shard_set = _quietly(
+            conversion.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
         )
-        shard_dirs[count] = shards["output_dir"]
+        shard_dirs[count] = shard_set.output_dir
     # Every shard count is read once per round, in turns, each in a process of its own:
     # a count read right after its shards were written is not alone in paying for it.
     readings = {count: [] for count in shard_dirs}

@@ -55,18 +55,18 @@ def load_shards(num_images: int = NUM_IMAGES, num_shards: int = 16):
     """Returns the benchmark's shard paths, the number of classes and 1000 stored JPEGs."""
     import tensorflow as tf
 
-    from utils import sources, tfrecords
+    from utils import conversion, records, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
-    shards = _quietly(
-        tfrecords.ensure_shards, source, target_size=TARGET_SIZE, num_shards=num_shards
+    shard_set = _quietly(
+        conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=num_shards
     )
-    paths = tfrecords.find_shards(shards["output_dir"])
+    paths = shard_set.paths
     jpegs = [
-        tfrecords.parse_record(record)["image"].numpy()
+        records.parse_record(record)["image"].numpy()
         for record in tf.data.TFRecordDataset(paths).take(1000)
     ]
-    return paths, len(shards["class_names"]), jpegs
+    return paths, len(shard_set.class_names), jpegs
 
 
 def build(
@@ -96,7 +96,7 @@ def build(
     """
     import tensorflow as tf
 
-    from utils import tfrecords
+    from utils import records
 
     autotune = tf.data.AUTOTUNE
     if block_length is None:
@@ -124,7 +124,7 @@ def build(
         return batches.repeat()
 
     def parse(batch):
-        return tf.io.parse_example(batch, tfrecords.FEATURES)
+        return tf.io.parse_example(batch, records.FEATURES)
 
     def parse_and_decode(batch):
         records = parse(batch)
@@ -387,8 +387,8 @@ def _verdict(low: float, high: float) -> str:
 
 _READ_EPOCH = """
 import sys, time, json
-from utils import pipeline, tfrecords
-paths = tfrecords.find_shards(sys.argv[1])
+from utils import conversion, pipeline, records, shard_files
+paths = shard_files.find_shards(sys.argv[1])
 dataset = pipeline.tfrecord_images(paths, target_size=192, num_classes=5, batch_size=64)
 count, start = 0, None
 for images, _ in dataset:
@@ -414,7 +414,7 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
     import subprocess
     import tempfile
 
-    from utils import sources, tfrecords, timing
+    from utils import conversion, sources, timing
 
     source = sources.resolve_source("embedded", num_images=num_images)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO_ROOT)}
@@ -430,7 +430,7 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
         for round_index in range(repeats):
             for count in counts if round_index % 2 == 0 else counts[::-1]:
                 directory = Path(scratch) / f"{count}-shards"
-                _quietly(tfrecords.convert, source, directory, target_size=TARGET_SIZE,
+                _quietly(conversion.convert, source, directory, target_size=TARGET_SIZE,
                          num_shards=count)  # fmt: skip
                 runs[count]["just written"].append(read(directory))
                 os.sync()

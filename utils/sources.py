@@ -236,7 +236,7 @@ def readable_sample(paths, count: int, *, verbose: bool = True):
     """
     import tensorflow as tf  # Imported here: the other functions do not need TensorFlow.
 
-    from utils import tfrecords
+    from utils import shard_files
 
     readable, images, skipped = [], [], []
     for path in paths:
@@ -246,7 +246,7 @@ def readable_sample(paths, count: int, *, verbose: bool = True):
         try:
             image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3).numpy()
         except tf.errors.OpError as error:
-            skipped.append((path, tfrecords.error_message(error)))
+            skipped.append((path, shard_files.error_message(error)))
             continue
         readable.append(path)
         images.append(image)

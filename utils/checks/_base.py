@@ -25,13 +25,13 @@ def _raise_if_data_problem(error: Exception, todo: int, shard_paths=()) -> None:
     __tracebackhide__ = True
     if not (isinstance(error, tf.errors.DataLossError) or "Damaged shard" in str(error)):
         return
-    from utils import tfrecords  # Imported here: only the reading checks need it.
+    from utils import shard_files  # Imported here: only the reading checks need it.
 
-    damaged = tfrecords.find_damaged_shards(list(shard_paths)) if shard_paths else []
+    damaged = shard_files.find_damaged_shards(list(shard_paths)) if shard_paths else []
     where = "; ".join(damaged) if damaged else _first_line(error)
     raise DataProblem(
         f"Not a problem of TODO {todo}: a shard is damaged (truncated or corrupted): {where}. "
-        "Write the shards again (lab 2, or tfrecords.convert()), then run this cell again."
+        "Write the shards again (lab 2, or conversion.convert()), then run this cell again."
     ) from None
 
 
