@@ -8,13 +8,15 @@ import os
 import tempfile
 from pathlib import Path
 
-os.environ["TPU_SPEED_PIPELINES_NO_PROGRESS"] = "1"
+import pytest
+
+from utils import data, progress  # Neither imports TensorFlow.
+
+os.environ[progress.DISABLE_ENV_VAR] = "1"
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 os.environ.setdefault(
-    "TPU_SPEED_PIPELINES_CACHE", str(Path(tempfile.gettempdir()) / "tpu_speed_pipelines_tests")
+    data.CACHE_ENV_VAR, str(Path(tempfile.gettempdir()) / "tpu_speed_pipelines_tests")
 )
-
-import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from unittest import mock
 
+from utils import progress
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LATENCIES_MS = (0, 50)
 TARGET_SIZE = 192
@@ -440,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "benchmark")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
     settings = QUICK if args.quick else FULL
     from utils import timing
 

@@ -36,6 +36,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from utils import progress
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGET_SIZE = 192
 BATCH_SIZE = 64
@@ -469,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "profile")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
     unknown = sorted(set(args.only or []) - set(SWEEP))
     if unknown:
         parser.error(f"--only: unknown change(s) {unknown}; choose from {list(SWEEP)}")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import conversion, data, records, shard_files, sources
+from utils import conversion, data, errors, records, shard_files, sources
 
 # Beam turns a glob into a regular expression; an escaped `[` (`[[]`, see
 # `ImageSource.match_pattern`) makes Python's `re` warn of a "possible nested set", which is
@@ -35,7 +35,6 @@ warnings.filterwarnings(
 
 SKIPPED = "skipped"
 SKIPPED_FILE = "skipped.jsonl"
-SHARD_PREFIX = "flowers"
 
 
 @contextlib.contextmanager
@@ -73,7 +72,7 @@ def convert_image(path: str, *, class_names: Sequence[str], target_size: int, qu
     try:
         image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
     except tf.errors.OpError as error:
-        return None, shard_files.error_message(error)
+        return None, errors.error_message(error)
     original_size = [int(side) for side in image.shape[:2]]
     resized = records.resize_and_crop(image, target_size)
     jpeg = records.recompress(resized, quality).numpy()
@@ -114,7 +113,7 @@ def build_pipeline(pipeline, source, output_dir: str, num_shards: int, *, target
         make_convert_dofn(source.class_names, target_size, quality)
     ).with_outputs(SKIPPED, main="records")
     converted.records | "Write shards" >> beam.io.WriteToTFRecord(
-        f"{output_dir}/{SHARD_PREFIX}",
+        f"{output_dir}/{shard_files.SHARD_PREFIX}",
         file_name_suffix=shard_files.SHARD_SUFFIX,
         num_shards=num_shards,
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import data, progress, records, shard_files, sources
+from utils import data, errors, progress, records, shard_files, sources
 from utils.shard_files import (
     MANIFEST_FILE,
     METADATA_FILE,
@@ -471,7 +471,7 @@ def _why_unreadable(path: str) -> str:
     try:
         tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
     except tf.errors.OpError as error:
-        return shard_files.error_message(error)
+        return errors.error_message(error)
     return "it decodes on its own, but failed in the pipeline (resize or recompress)"
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import records
+from utils import errors, records
 
 if TYPE_CHECKING:
     from utils.conversion import ConversionReport
@@ -112,19 +112,6 @@ def find_shards(output_dir: str) -> list[str]:
         for name in names
         if _COURSE_SHARD.match(name) or _BEAM_SHARD.match(name)
     )
-
-
-def error_message(error: tf.errors.OpError) -> str:
-    """Returns the part of a TensorFlow error that says what went wrong.
-
-    Args:
-        error: an error TensorFlow raised (reading, decoding, parsing).
-
-    Returns:
-        Its message's first line, without the `{{function_node ...}}` and `[Op:...]` wrapping.
-    """
-    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message)
-    return re.sub(r"\s*\[Op:\w+\]", "", message).strip().splitlines()[0]
 
 
 def list_folder(folder: str) -> list[str]:
@@ -340,7 +327,7 @@ def find_damaged_shards(paths: Sequence[str]) -> list[str]:
             for _ in tf.data.TFRecordDataset(path):
                 count += 1
         except tf.errors.OpError as error:
-            damaged.append(f"{path}: record {count}: {error_message(error)}")
+            damaged.append(f"{path}: record {count}: {errors.error_message(error)}")
             continue
         if expected is not None and count != expected:
             damaged.append(f"{path}: {count} records; {expected} were written")

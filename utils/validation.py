@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import records, shard_files
+from utils import errors, records, shard_files
 
 _MAX_RECORD_PROBLEMS = 5  # Problems listed per shard; one bad schema would repeat per record.
 
@@ -187,7 +187,7 @@ def _read_shard(path: str, class_names: list[str], target_size: int | None):
             counts[label.decode(errors="replace")] += 1
             num_records += 1
     except tf.errors.OpError as error:
-        message = shard_files.error_message(error)
+        message = errors.error_message(error)
         problems.append(f"{name}: record {num_records} does not parse: {message}")
     count_in_name = shard_files.shard_record_count(path)
     if count_in_name is not None and count_in_name != num_records:

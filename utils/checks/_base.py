@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from utils.errors import first_line as _first_line  # Defined once, in utils.errors.
+
 # What a learner's code raises when it is unfinished or wrong; a check turns it into a message.
 CHECK_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
 
@@ -89,11 +91,6 @@ def _require_dataset(value, todo: int, name: str, expected: str) -> None:
     _require_done(value, todo, name, expected)
     if not isinstance(value, tf.data.Dataset):
         _fail(todo, name, f"expected {expected}; found a {type(value).__name__}.")
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _passed(todo: int, message: str) -> None:
