@@ -40,7 +40,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from unittest import mock
 
 from utils import progress
 
@@ -112,7 +111,7 @@ def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
     def from_directory():
         # Keras reads each file with tf.io.read_file while it builds the dataset's map:
         # route those reads through the (simulated) storage.
-        with mock.patch.object(tf.io, "read_file", storage.read_file):
+        with storage.routing_tf_read_file():
             dataset = _quietly(
                 keras.utils.image_dataset_from_directory,
                 image_root,
