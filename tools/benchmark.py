@@ -212,31 +212,45 @@ def compare_pipelines(settings: dict) -> dict:
     return results
 
 
-_READ_ONE_EPOCH = """
-import json, resource, sys, time
-from utils import conversion, pipeline, records, shard_files
-paths = shard_files.find_shards(sys.argv[1])
-dataset = pipeline.tfrecord_images(paths, target_size=int(sys.argv[2]), num_classes=5,
-                                   batch_size=64, num_parallel_reads=16)
-count, start = 0, None
-for images, _ in dataset:
-    if start is None:
-        start = time.perf_counter()  # The first batch is the warm-up.
-    else:
-        count += int(images.shape[0])
-seconds = time.perf_counter() - start
-print(json.dumps({"images_per_second": count / seconds,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+def read_one_epoch(shards_dir: str) -> dict:
+    """Reads every shard in `shards_dir` once with the course pipeline; returns its figures.
+
+    Run it in a process of its own (`read_in_own_process`), so that each reading starts
+    from the same state: no warm caches or threads of an earlier reading.
+
+    Args:
+        shards_dir: a folder of shards of `TARGET_SIZE` px images.
+
+    Returns:
+        `{"images_per_second": ..., "peak_rss_mb": ...}`; the first batch is the warm-up
+        and is not timed; the peak memory is the whole process's.
+    """
+    import resource
+
+    from utils import pipeline, shard_files
+
+    paths = shard_files.find_shards(shards_dir)
+    dataset = pipeline.tfrecord_images(
+        paths, target_size=TARGET_SIZE, num_classes=5, batch_size=64, num_parallel_reads=16
+    )
+    count, start = 0, None
+    for images, _ in dataset:
+        if start is None:
+            start = time.perf_counter()  # The first batch is the warm-up.
+        else:
+            count += int(images.shape[0])
+    seconds = time.perf_counter() - start
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"images_per_second": count / seconds, "peak_rss_mb": peak_rss_mb}
 
 
 def read_in_own_process(shards_dir: str) -> dict:
-    """Reads every shard once with the course pipeline in a new process; returns its figures."""
+    """Runs `read_one_epoch` in a new process (`--read-one-epoch`); returns its figures."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO_ROOT)}
+    command = [sys.executable, "-m", "tools.benchmark", "--read-one-epoch", str(shards_dir)]
     result = subprocess.run(
-        [sys.executable, "-c", _READ_ONE_EPOCH, shards_dir, str(TARGET_SIZE)],
-        capture_output=True, text=True, env=env, check=True, timeout=600,
-    )  # fmt: skip
+        command, capture_output=True, text=True, env=env, check=True, timeout=600, cwd=REPO_ROOT
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -439,9 +453,18 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="small sizes, 2 rounds for the headline"
     )
     parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "benchmark")
+    parser.add_argument(
+        "--read-one-epoch",
+        metavar="SHARDS_DIR",
+        help="only read the shards there once and print the figures as JSON (one process "
+        "per reading: the benchmark runs itself so)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
+    if args.read_one_epoch:
+        print(json.dumps(read_one_epoch(args.read_one_epoch)))
+        return 0
     settings = QUICK if args.quick else FULL
     from utils import timing
 

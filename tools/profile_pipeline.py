@@ -36,6 +36,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from tools import benchmark
 from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -387,21 +388,6 @@ def _verdict(low: float, high: float) -> str:
     return "helps" if low > 1 else "hurts" if high < 1 else "within the spread"
 
 
-_READ_EPOCH = """
-import sys, time, json
-from utils import conversion, pipeline, records, shard_files
-paths = shard_files.find_shards(sys.argv[1])
-dataset = pipeline.tfrecord_images(paths, target_size=192, num_classes=5, batch_size=64)
-count, start = 0, None
-for images, _ in dataset:
-    if start is None:
-        start = time.perf_counter()
-    else:
-        count += int(images.shape[0])
-print(json.dumps(count / (time.perf_counter() - start)))
-"""
-
-
 def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> dict:
     """Reads the images in each shard count right after writing them, and again once settled.
 
@@ -413,18 +399,14 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
     """
     import shutil
     import statistics
-    import subprocess
     import tempfile
 
     from utils import conversion, sources, timing
 
     source = sources.resolve_source("embedded", num_images=num_images)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO_ROOT)}
 
-    def read(directory):
-        command = [sys.executable, "-c", _READ_EPOCH, str(directory)]
-        output = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-        return json.loads(output.stdout.strip().splitlines()[-1])
+    def read(directory):  # In a process of its own, as the benchmark reads.
+        return benchmark.read_in_own_process(str(directory))["images_per_second"]
 
     runs = {count: {"just written": [], "settled": []} for count in counts}
     sizes = {}
