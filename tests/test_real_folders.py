@@ -179,7 +179,7 @@ def test_convert_folder_of_only_corrupt_images_is_refused(tmp_path):
 def test_convert_same_input_gives_byte_identical_files(real_source, real_shards, tmp_path):
     output_dir, _ = real_shards
     script = (
-        "import sys; from utils import sources, tfrecords; "
+        "import sys; from utils import conversion, sources; "
         "source = sources.resolve_source(sys.argv[1]); "
         "conversion.convert(source, sys.argv[2], target_size=48, num_shards=4)"
     )

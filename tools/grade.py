@@ -74,8 +74,9 @@ import utils.checks as checks
 _TITLE = re.compile(r"^#\s*(?:Lab|Lesson)\s+(\d+)\b", re.MULTILINE)
 # What a learner's code has no reason to touch: each pattern, and the flag it raises.
 FLAGS = {
-    "course modules": r"\b(?:utils|checks|sources|storage|data|display|timing|pipeline|tfrecords"
-    r"|validation|training|models|strategy)\.[\w.]+\s*=[^=]|\bsetattr\(|\bdelattr\(",
+    "course modules": r"\b(?:utils|checks|sources|storage|data|display|timing|pipeline|records"
+    r"|shard_files|conversion|errors|validation|training|models|strategy)\.[\w.]+\s*=[^=]"
+    r"|\bsetattr\(|\bdelattr\(",
     "sys.modules": r"\bsys\.modules\b",
     "importlib": r"\bimportlib\b|\b__import__\b|\bbuiltins\b|\b__builtins__\b",
     "IPython hooks": r"\bget_ipython\b|\bIPython\b|^\s*[%!]",
