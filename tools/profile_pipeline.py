@@ -103,11 +103,11 @@ def build(
 
     autotune = tf.data.AUTOTUNE
     if block_length is None:
-        records = tf.data.TFRecordDataset(
+        serialized = tf.data.TFRecordDataset(
             paths, num_parallel_reads=cycle_length, buffer_size=buffer_size
         )
     else:
-        records = tf.data.Dataset.from_tensor_slices(paths).interleave(
+        serialized = tf.data.Dataset.from_tensor_slices(paths).interleave(
             lambda path: tf.data.TFRecordDataset(path, buffer_size=buffer_size),
             cycle_length=cycle_length,
             block_length=block_length,
@@ -122,7 +122,7 @@ def build(
         options.threading.max_intra_op_parallelism = intra_op
     for name, value in (optimization or {}).items():
         setattr(options.experimental_optimization, name, value)
-    batches = records.with_options(options).batch(parse_batch)
+    batches = serialized.with_options(options).batch(parse_batch)
     if stage == STAGES[0]:
         return batches.repeat()
 
@@ -130,16 +130,16 @@ def build(
         return tf.io.parse_example(batch, records.FEATURES)
 
     def parse_and_decode(batch):
-        records = parse(batch)
+        parsed = parse(batch)
         images = tf.map_fn(
             lambda jpeg: tf.reshape(
                 tf.io.decode_jpeg(jpeg, channels=3, dct_method=dct_method),
                 [target_size, target_size, 3],
             ),
-            records["image"],
+            parsed["image"],
             fn_output_signature=tf.uint8,
         )
-        labels = tf.reshape(tf.sparse.to_dense(records["one_hot_class"]), [-1, num_classes])
+        labels = tf.reshape(tf.sparse.to_dense(parsed["one_hot_class"]), [-1, num_classes])
         return images, labels
 
     if stage == STAGES[1]:
