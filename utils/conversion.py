@@ -84,10 +84,12 @@ class ConversionReport:
 
     @property
     def num_written(self) -> int:
+        """Records written, in all shards."""
         return sum(self.shard_counts)
 
     @property
     def records_per_second(self) -> float:
+        """Records written per second of the whole conversion."""
         return self.num_written / self.seconds if self.seconds else float("inf")
 
     def summary(self) -> str:
