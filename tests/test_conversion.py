@@ -138,3 +138,12 @@ def test_default_output_dir_depends_on_source_and_settings(small_source):
     one = conversion.default_output_dir(small_source, target_size=192, num_shards=16)
     assert one.endswith("-192px-16shards")
     assert one != conversion.default_output_dir(small_source, target_size=192, num_shards=4)
+
+
+def test_images_per_shard_gives_an_empty_run_to_a_shard_whose_images_all_failed():
+    def image(path):
+        return conversion._LoadedImage(path, 1, b"", 0, [1, 1])
+
+    shard_of = {"a": 0, "b": 0, "c": 1, "d": 2}  # "c" failed to load: shard 1 has none.
+    runs = conversion._images_per_shard(iter([image("a"), image("b"), image("d")]), shard_of, 3)
+    assert [[i.path for i in run] for run in runs] == [["a", "b"], [], ["d"]]
