@@ -162,5 +162,4 @@ def test_benchmark_decode_without_shards_says_where():
 
 def test_benchmark_decode_reads_the_jpeg_files_of_a_source(small_flowers):
     encoded_images = benchmark_decode.read_jpeg_files(str(small_flowers), 5)
-    assert len(encoded_images) == 5
-    assert all(jpeg[:2] == b"\xff\xd8" for jpeg in encoded_images)  # JPEG's start marker.
+    assert [jpeg[:2] for jpeg in encoded_images] == [b"\xff\xd8"] * 5  # JPEG's start marker.
