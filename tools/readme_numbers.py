@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 
+from tools import run_course
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUMMARY_TAG = "summary"
 COMMAND = "python -m tools.readme_numbers"
@@ -42,20 +44,15 @@ def summary_text(path: Path) -> str:
         NumbersError: if the notebook has no such cell, or it printed nothing.
     """
     notebook = nbformat.read(path, as_version=4)
-    cells = [c for c in notebook.cells if SUMMARY_TAG in c.metadata.get("tags", [])]
-    printed = "".join(
-        output.get("text", "")
-        for cell in cells
-        for output in cell.get("outputs", [])
-        if output.get("output_type") == "stream" and output.get("name") == "stdout"
-    )
-    if not printed.strip():
+    printed = run_course.summary_text(notebook)
+    if not printed:
+        cells = [c for c in notebook.cells if SUMMARY_TAG in c.metadata.get("tags", [])]
         found = f"{len(cells)} cell(s) tagged {SUMMARY_TAG}, which printed nothing"
         raise NumbersError(
             f"{path.parent.name}/{path.name}: {found if cells else 'no cell tagged summary'}. "
             "Tag the lesson's summary cell `summary` and run: make build"
         )
-    return printed.strip("\n")
+    return printed
 
 
 def render_block(path: Path) -> str:
