@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import checks, models, pipeline, sources, strategy, tfrecords
+from utils import checks, conversion, models, pipeline, sources, strategy
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -24,8 +24,7 @@ def cpu():
 
 def _embedded_shards(folder, num_images, target_size):
     source = sources.resolve_source("embedded", num_images=num_images)
-    metadata = tfrecords.ensure_shards(source, folder, target_size=target_size, num_shards=5)
-    return tfrecords.find_shards(metadata["output_dir"])
+    return conversion.ensure_shards(source, folder, target_size=target_size, num_shards=5).paths
 
 
 @pytest.fixture(scope="module")
