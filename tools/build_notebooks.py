@@ -4,7 +4,8 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
 1. Read the source and check its solution regions (`### BEGIN SOLUTION` ... `### END
    SOLUTION`): each one closed, none nested, each preceded in its cell by `# TODO n:`,
    TODOs numbered 1..N in order, matching the numbered learning objectives "(TODO n)" of the
-   first cell, and each TODO cell followed by a check cell that passes `todo=n`.
+   first cell, and each TODO cell followed by a check cell that passes `todo=n`; no cell
+   empty.
    Put the set-up code (tools/setup_cell.py) into the one code cell tagged `setup`, and tag
    every code cell without `# NBVAL_CHECK_OUTPUT` `nbval-ignore-output`, so that strict
    nbval compares only the outputs the lesson marks as deterministic.
@@ -41,6 +42,7 @@ import nbformat
 from tools import setup_cell
 from tools.lesson_parameters import KERNEL_OPTIONS
 from tools.setup_cell import GITHUB_REPO
+from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -178,6 +180,7 @@ def split_variants(
     text = source_path.read_text()
     find_regions(text, source_name)
     notebook = jupytext.reads(text, fmt="py:percent")
+    _reject_empty_cells(notebook, text, source_name)
     lab, solution = _empty_notebook(source_name, "lab"), _empty_notebook(source_name, "solution")
     todos: list[int] = []
     for index, cell in enumerate(notebook.cells):
@@ -212,6 +215,19 @@ def split_variants(
         _tag_unchecked_outputs(variant)
         _add_header(variant, source_path.stem, source_name)
     return lab, solution
+
+
+def _reject_empty_cells(notebook: nbformat.NotebookNode, text: str, source_name: str) -> None:
+    """Raises BuildError naming the line of the first cell with no code or text."""
+    starts = [n for n, line in enumerate(text.splitlines(), start=1) if line.startswith("# %%")]
+    before_first_marker = len(notebook.cells) - len(starts)  # text above the first `# %%`
+    for index, cell in enumerate(notebook.cells):
+        if not cell.source.strip():
+            line = starts[index - before_first_marker] if index >= before_first_marker else 1
+            raise BuildError(
+                f"{source_name}:{line}: an empty {cell.cell_type} cell. Delete its `# %%` line, "
+                "or put code or text in it."
+            )
 
 
 def _new_cell(cell_type: str, source: str, metadata: dict, index: int) -> nbformat.NotebookNode:
@@ -334,7 +350,7 @@ def execute_solution(
     """
     import papermill
 
-    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
     with tempfile.TemporaryDirectory() as scratch:
         unexecuted, executed = Path(scratch) / "in.ipynb", Path(scratch) / "out.ipynb"
         nbformat.write(notebook, unexecuted)

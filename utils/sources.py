@@ -7,7 +7,7 @@ import glob
 import os
 from pathlib import Path
 
-from utils import data
+from utils import data, errors
 
 FLOWER_PHOTOS_URL = (
     "https://storage.googleapis.com/download.tensorflow.org/example_images/flower_photos.tgz"
@@ -236,8 +236,6 @@ def readable_sample(paths, count: int, *, verbose: bool = True):
     """
     import tensorflow as tf  # Imported here: the other functions do not need TensorFlow.
 
-    from utils import tfrecords
-
     readable, images, skipped = [], [], []
     for path in paths:
         if len(readable) == count:
@@ -246,7 +244,7 @@ def readable_sample(paths, count: int, *, verbose: bool = True):
         try:
             image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3).numpy()
         except tf.errors.OpError as error:
-            skipped.append((path, tfrecords.error_message(error)))
+            skipped.append((path, errors.error_message(error)))
             continue
         readable.append(path)
         images.append(image)

@@ -15,18 +15,16 @@ The object-storage model's default numbers, and where they come from (lab 3 cite
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import statistics
 import threading
 import time
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
-
-# Kept at import, so that reads still reach the disk when a caller routes
-# tf.io.read_file itself through this storage (the benchmark does, for Keras).
-_read_file = tf.io.read_file
 
 MEDIAN_LATENCY_MS = 50.0
 TAIL_RATIO = 10.0
@@ -60,6 +58,9 @@ class SimulatedStorage:
             network); None for no cap.
         seed: seed of the latency draws.
         simulated: False for real remote storage (a `gs://` source): nothing is added.
+        read_bytes: the function that reads a file's bytes once the wait is over, like
+            `tf.io.read_file` (the default, taken when the storage is made): the storage's
+            read hook. `routing_tf_read_file` relies on it to reach the disk.
 
     Raises:
         ValueError: if a latency is negative, the p99 is below the median, or a bandwidth
@@ -79,6 +80,7 @@ class SimulatedStorage:
         total_megabytes_per_second: float | None = None,
         seed: int = 0,
         simulated: bool = True,
+        read_bytes: Callable[[tf.Tensor], tf.Tensor] | None = None,
     ):
         if (
             isinstance(latency_ms, bool)
@@ -106,6 +108,7 @@ class SimulatedStorage:
         self.megabytes_per_second = megabytes_per_second if simulated else None
         self.total_megabytes_per_second = total_megabytes_per_second if simulated else None
         self.simulated = simulated
+        self.read_bytes = read_bytes or tf.io.read_file
         self._random = np.random.default_rng(seed)
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -229,10 +232,32 @@ class SimulatedStorage:
             images = filenames.map(lambda path: tf.io.decode_jpeg(storage.read_file(path)))
         """
         if not self.simulated:
-            return _read_file(path)
+            return self.read_bytes(path)
         waited = tf.numpy_function(self._wait_for_path, [path], tf.int64, stateful=True)
         with tf.control_dependencies([waited]):
-            return _read_file(path)
+            return self.read_bytes(path)
+
+    @contextlib.contextmanager
+    def routing_tf_read_file(self) -> Iterator[SimulatedStorage]:
+        """Routes `tf.io.read_file` itself through this storage while the block runs.
+
+        For library code that calls `tf.io.read_file` on its own, such as Keras's
+        `image_dataset_from_directory`: a dataset built inside the block keeps paying the
+        storage's waits after it. The storage itself reads with `read_bytes`.
+
+        Yields:
+            This storage.
+
+        Example:
+            with storage.routing_tf_read_file():
+                dataset = keras.utils.image_dataset_from_directory(folder)
+        """
+        original = tf.io.read_file
+        tf.io.read_file = self.read_file
+        try:
+            yield self
+        finally:
+            tf.io.read_file = original
 
     def tfrecord_dataset(self, filenames, *, num_parallel_reads: int | None = None):
         """Reads TFRecord files, like `tf.data.TFRecordDataset`, paying the wait per file opened.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from utils import data, sources, tfrecords, validation
+from utils import data, records, shard_files, sources, validation
 from utils.checks import _samples
 from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed
 
@@ -125,7 +125,7 @@ def check_convert_dofn(dofn_class, *, todo: int, class_names: Sequence[str]):
             if not isinstance(output, bytes):
                 _fail(todo, name, f"expected the record's bytes for {what}; found "
                                   f"{type(output).__name__}.")  # fmt: skip
-            record = tfrecords.parse_record(tf.constant(output))
+            record = records.parse_record(tf.constant(output))
             folder_name = Path(path).parent.name
             if record["label"].numpy().decode() != folder_name:
                 _fail(todo, name, f"expected label {folder_name} for {what}.")
@@ -174,7 +174,7 @@ def check_build_conversion(build_conversion, *, todo: int, class_names: Sequence
             )
         except (*CHECK_ERRORS, RuntimeError) as error:
             _fail(todo, name, f"running the pipeline fails: {_first_line(error)}")
-        shards = [Path(path).name for path in tfrecords.find_shards(output_dir)]
+        shards = [Path(path).name for path in shard_files.find_shards(output_dir)]
         if not shards:
             _fail(todo, name, "not done yet: the pipeline wrote no shards. Expected 2, named "
                               "flowers-0000N-of-00002.tfrec.")  # fmt: skip
