@@ -22,13 +22,20 @@ def check_host_cores(host_cores_needed, *, todo: int):
         try:
             result = host_cores_needed(rate, per_core)
         except CHECK_ERRORS as error:
-            _fail(todo, name, f"expected a whole number of cores; found an error: "
-                              f"{_first_line(error)}")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected a whole number of cores; found an error: {_first_line(error)}",
+            )
         _require_result(result, todo, name, "a whole number of cores")
         if result != expected or not float(result).is_integer():
-            _fail(todo, name, f"expected {expected} cores for {rate:g} images/s at {per_core:g} "
-                              f"images/s per core; found {result!r}. A part of a core is a whole "
-                              f"core to book: round up (math.ceil).")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected {expected} cores for {rate:g} images/s at {per_core:g} "
+                f"images/s per core; found {result!r}. A part of a core is a whole "
+                f"core to book: round up (math.ceil).",
+            )
     _passed(todo, f"{len(cases)} rates give the whole cores they need, rounded up.")
 
 
@@ -50,8 +57,12 @@ def _host_records(dataset_fn, num_hosts: int, host_index: int, todo: int, name: 
             first_batch = first_batch or len(images)
             ids += [sharding.record_id(image) for image in images]
     except CHECK_ERRORS as error:
-        _fail(todo, name, f"expected this host's batches; found an error as host {host_index} "
-                          f"of {num_hosts}: {_first_line(error)}")  # fmt: skip
+        _fail(
+            todo,
+            name,
+            f"expected this host's batches; found an error as host {host_index} "
+            f"of {num_hosts}: {_first_line(error)}",
+        )
     return ids, first_batch
 
 
@@ -70,24 +81,39 @@ def check_dataset_fn(dataset_fn, *, todo: int, num_records: int, global_batch_si
             ids, first_batch = _host_records(dataset_fn, num_hosts, host_index, todo, name)
             expected_batch = global_batch_size // num_hosts
             if first_batch != expected_batch:
-                _fail(todo, name, f"expected batches of {expected_batch} on each of {num_hosts} "
-                                  f"hosts (global batch {global_batch_size}); found "
-                                  f"{first_batch}. Use "
-                                  f"input_context.get_per_replica_batch_size().")  # fmt: skip
+                _fail(
+                    todo,
+                    name,
+                    f"expected batches of {expected_batch} on each of {num_hosts} "
+                    f"hosts (global batch {global_batch_size}); found "
+                    f"{first_batch}. Use "
+                    f"input_context.get_per_replica_batch_size().",
+                )
             for record in ids:
                 seen[record] = seen.get(record, 0) + 1
         repeated = sum(1 for count in seen.values() if count > 1)
         if repeated:
-            _fail(todo, name, f"expected each record read by one host only; found {repeated} "
-                              f"of {num_records} read more than once with {num_hosts} hosts. "
-                              f"Give each host its own shards with "
-                              f"sharding.shards_for_host().")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected each record read by one host only; found {repeated} "
+                f"of {num_records} read more than once with {num_hosts} hosts. "
+                f"Give each host its own shards with "
+                f"sharding.shards_for_host().",
+            )
         if len(seen) != num_records:
-            _fail(todo, name, f"expected the {num_hosts} host(s) to read all {num_records} "
-                              f"records together; found {len(seen)}.")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected the {num_hosts} host(s) to read all {num_records} "
+                f"records together; found {len(seen)}.",
+            )
     half = global_batch_size // 2
-    _passed(todo, f"1 host reads all {num_records} records; 2 hosts read disjoint halves, "
-                  f"together every record once, in batches of {half}.")  # fmt: skip
+    _passed(
+        todo,
+        f"1 host reads all {num_records} records; 2 hosts read disjoint halves, "
+        f"together every record once, in batches of {half}.",
+    )
 
 
 def check_through_service(through_service, *, todo: int, num_elements: int = 100):
@@ -111,8 +137,12 @@ def check_through_service(through_service, *, todo: int, num_elements: int = 100
                 _require_result(result, todo, name, "the dataset, run by the tf.data service")
                 elements = list(result.as_numpy_iterator())
             except CHECK_ERRORS as error:
-                _fail(todo, name, f"expected the dataset run by the service; found an error: "
-                                  f"{_first_line(error)}")  # fmt: skip
+                _fail(
+                    todo,
+                    name,
+                    f"expected the dataset run by the service; found an error: "
+                    f"{_first_line(error)}",
+                )
             label = "OFF" if mode is off else repr(mode)
             counts = {element: elements.count(element) for element in set(elements)}
             if len(elements) != copies * num_elements or set(counts.values()) != {copies}:
@@ -120,8 +150,15 @@ def check_through_service(through_service, *, todo: int, num_elements: int = 100
                     "Pass processing_mode and service on to "
                     "tf.data.experimental.service.distribute() and apply it to the dataset."
                 )
-                _fail(todo, name, f"expected each of {num_elements} elements {copies} time(s) "
-                                  f"in mode {label} with 2 workers; found {len(elements)} "
-                                  f"elements. {hint}")  # fmt: skip
-    _passed(todo, f"with 2 workers, OFF gave each of {num_elements} elements twice, "
-                  f"'distributed_epoch' once.")  # fmt: skip
+                _fail(
+                    todo,
+                    name,
+                    f"expected each of {num_elements} elements {copies} time(s) "
+                    f"in mode {label} with 2 workers; found {len(elements)} "
+                    f"elements. {hint}",
+                )
+    _passed(
+        todo,
+        f"with 2 workers, OFF gave each of {num_elements} elements twice, "
+        f"'distributed_epoch' once.",
+    )

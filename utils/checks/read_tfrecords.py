@@ -10,31 +10,15 @@ import tensorflow as tf
 from utils import tfrecords
 from utils.checks._base import (
     CHECK_ERRORS,
+    OPTIONS_ONLY_OPS,
     _fail,
     _first_line,
     _passed,
     _raise_if_data_problem,
     _require_dataset,
     _require_result,
+    dataset_ops,
 )
-
-_OPTIONS_ONLY_OPS = {"OptionsDataset", "PrivateThreadPoolDataset", "MaxIntraOpParallelismDataset"}
-
-
-def dataset_ops(dataset: tf.data.Dataset) -> list[str] | None:
-    """Returns the names of the dataset ops in `dataset`'s graph, from source to output.
-
-    Only the order of steps (parse after batch, prefetch last) and a parallel map cannot be
-    seen in the elements; for those alone a check reads the graph. Should a TensorFlow
-    version change how it is read, this returns None and the check skips those steps
-    rather than fail a right answer.
-    """
-    try:
-        graph = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor)
-        graph_def = tf.compat.v1.GraphDef.FromString(graph.numpy())
-    except (AttributeError, TypeError, ValueError, tf.errors.OpError):
-        return None
-    return [node.op for node in graph_def.node if "Dataset" in node.op]
 
 
 def _sample_records(shard_paths: Sequence[str], count: int, todo: int) -> list[bytes]:
@@ -262,7 +246,7 @@ def check_fast_dataset(dataset, *, todo: int, batch_size: int):
         _fail(todo, name, f"expected batches of images (rank 4); found {image_spec}.")
     ops = dataset_ops(dataset) or []
     # `with_options()` after `prefetch()` adds steps that change no element: skip them.
-    while len(ops) > 1 and ops[-1] in _OPTIONS_ONLY_OPS:
+    while len(ops) > 1 and ops[-1] in OPTIONS_ONLY_OPS:
         ops.pop()
     if ops and ops[-1] != "PrefetchDataset":
         _fail(

@@ -79,8 +79,9 @@ def check_label_from_path(
     name = "label_from_path"
     expected = "an integer tensor: the index of the parent folder's name in the class names"
     paths = _paths_of_every_class(list(sample_paths), class_names)
-    _call_eagerly(label_from_path, (tf.constant(paths[0]),), todo=todo, name=name,
-                  expected=expected)  # fmt: skip
+    _call_eagerly(
+        label_from_path, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected
+    )
     try:
         labels = tf.data.Dataset.from_tensor_slices(paths).map(label_from_path)
         found = list(labels.as_numpy_iterator())
@@ -128,8 +129,9 @@ def check_label_from_path(
     _passed(todo, f"{len(sample_paths)} labels match their folders.")
 
 
-def _map_one(function: Callable, path: str, what: str, hint: str, *, todo: int, name: str,
-             expected: str):  # fmt: skip
+def _map_one(
+    function: Callable, path: str, what: str, hint: str, *, todo: int, name: str, expected: str
+):
     """`function` mapped over a dataset of one path; an error names the file, `what`."""
     __tracebackhide__ = True
     try:
@@ -165,16 +167,22 @@ def check_read_and_decode(
     with tempfile.TemporaryDirectory() as folder:
         traps = _samples.write_channel_traps(folder, class_names)
         described = {path: (path, "") for path in sample_paths}
-        described.update({path: (f"{what} the check wrote ({path})", " " + channels_hint)
-                          for path, what in traps})  # fmt: skip
+        described.update(
+            {
+                path: (f"{what} the check wrote ({path})", " " + channels_hint)
+                for path, what in traps
+            }
+        )
         paths = list(described)
         storage.reset_counters()
-        _call_eagerly(read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name,
-                      expected=expected)  # fmt: skip
+        _call_eagerly(
+            read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected
+        )
         found = []
         for path, (what, hint) in described.items():
-            pair = _map_one(read_and_decode, path, what, hint, todo=todo, name=name,
-                            expected=expected)  # fmt: skip
+            pair = _map_one(
+                read_and_decode, path, what, hint, todo=todo, name=name, expected=expected
+            )
             if not isinstance(pair, tuple) or len(pair) != 2:
                 _fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {what}.")
             image, label = pair

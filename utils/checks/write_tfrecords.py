@@ -41,8 +41,13 @@ def check_resize_and_crop(
     tfrecords.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
     name = "resize_and_crop"
     expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
-    _call_eagerly(resize_and_crop, (tf.constant(sample_images[0]), target_size), todo=todo,
-               name=name, expected=expected)  # fmt: skip
+    _call_eagerly(
+        resize_and_crop,
+        (tf.constant(sample_images[0]), target_size),
+        todo=todo,
+        name=name,
+        expected=expected,
+    )
     # The sample may be all landscape: a tall and a wide copy show a scale taken from one
     # side (the height, say) instead of the shorter one.
     first, num_sample = np.asarray(sample_images[0]), len(sample_images)
@@ -96,8 +101,9 @@ def check_recompress(
     expected = "a scalar string tensor of JPEG bytes"
     num_bytes, reference_bytes = 0, 0
     for image in sample_images:
-        encoded = _call_eagerly(recompress, (tf.constant(image), quality), todo=todo, name=name,
-                             expected=expected)  # fmt: skip
+        encoded = _call_eagerly(
+            recompress, (tf.constant(image), quality), todo=todo, name=name, expected=expected
+        )
         if not isinstance(encoded, tf.Tensor) or encoded.dtype != tf.string or encoded.shape.rank:
             _fail(todo, name, f"expected {expected}; found {encoded!r:.80}.")
         try:
@@ -141,8 +147,13 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
     expected = "a tf.train.Example with the features " + ", ".join(_FEATURE_KINDS)
     image_jpeg = tf.io.encode_jpeg(tf.zeros((8, 8, 3), tf.uint8)).numpy()
     class_index = len(class_names) // 2
-    example = _call_eagerly(to_example, (image_jpeg, class_index, [300, 400], list(class_names)),
-                         todo=todo, name=name, expected=expected)  # fmt: skip
+    example = _call_eagerly(
+        to_example,
+        (image_jpeg, class_index, [300, 400], list(class_names)),
+        todo=todo,
+        name=name,
+        expected=expected,
+    )
     if not isinstance(example, tf.train.Example):
         _fail(todo, name, f"expected {expected}; found a {type(example).__name__}.")
     features = example.features.feature
@@ -191,20 +202,31 @@ def _write_and_read(write_shard: Callable, records, folder: str, wanted: str, *,
                 "generator): count the records as you write them.",
             )
         except CHECK_ERRORS as error:
-            _fail(todo, name, f"expected the path of the shard written; found an error: "
-                              f"{_first_line(error)}")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected the path of the shard written; found an error: {_first_line(error)}",
+            )
     _require_result(path, todo, name, "the path of the shard written")
     if Path(str(path)).name != wanted:
-        _fail(todo, name, f"expected a shard named {wanted}; found {Path(str(path)).name}. Its "
-                          "name holds the number of records written.")  # fmt: skip
+        _fail(
+            todo,
+            name,
+            f"expected a shard named {wanted}; found {Path(str(path)).name}. Its "
+            "name holds the number of records written.",
+        )
     if not Path(path).exists():
         _fail(todo, name, f"it returned {path}, but there is no such file.")
     written = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
     if written != records:
         if already_there:
-            _fail(todo, name, f"expected the {len(records)} new records of a second run of the "
-                              f"lab; found {written}. Replace the old shard: tf.io.gfile.rename("
-                              "temporary, final_path, overwrite=True).")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected the {len(records)} new records of a second run of the "
+                f"lab; found {written}. Replace the old shard: tf.io.gfile.rename("
+                "temporary, final_path, overwrite=True).",
+            )
         _fail(todo, name, f"expected the {len(records)} records in order; found {written}.")
     left = sorted(p.name for p in Path(folder).iterdir() if p.name != wanted)
     if left:
@@ -267,5 +289,8 @@ def check_write_shard(write_shard: Callable, *, todo: int):
                 "Write to tfrecords.temporary_path(output_dir, index) first, and rename the "
                 "file to its final name only when every record is written.",
             )
-    _passed(todo, f"{wanted} holds its {len(records)} records, written twice over; an "
-                  "interrupted write leaves no finished-looking shard.")  # fmt: skip
+    _passed(
+        todo,
+        f"{wanted} holds its {len(records)} records, written twice over; an "
+        "interrupted write leaves no finished-looking shard.",
+    )

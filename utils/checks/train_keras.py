@@ -199,8 +199,9 @@ def check_training_dataset(
         try:
             _read_elements(iterator, num_images + batch_size, keys)  # Past the first epoch.
         except CHECK_ERRORS as error:
-            _fail(todo, name, f"expected it to read the shards; found an error: "
-                  f"{_first_line(error)}")  # fmt: skip
+            _fail(
+                todo, name, f"expected it to read the shards; found an error: {_first_line(error)}"
+            )
         shutil.rmtree(scratch)  # Later epochs must come from the cache.
         try:
             _read_elements(iterator, num_images, keys)
@@ -333,8 +334,9 @@ def check_compiled_model(
         found_loss = _loss_value(model.loss, labels, probabilities)
     except CHECK_ERRORS as error:
         found_loss = f"an error: {_first_line(error)}"
-    if not isinstance(found_loss, float) or not math.isclose(found_loss, expected_loss,
-                                                             rel_tol=1e-3):  # fmt: skip
+    if not isinstance(found_loss, float) or not math.isclose(
+        found_loss, expected_loss, rel_tol=1e-3
+    ):
         found = found_loss if isinstance(found_loss, str) else f"{found_loss:.3f}"
         _fail(
             todo,
@@ -349,9 +351,10 @@ def check_compiled_model(
             build_model, (stand_in,), todo=todo, name=name, expected="a compiled keras.Model"
         )
         outside = [
-            weight for weight in other.weights
+            weight
+            for weight in other.weights
             if not stand_in.strategy.extended.variable_created_in_scope(weight.value)
-        ]  # fmt: skip
+        ]
         if outside:
             _fail(
                 todo,
