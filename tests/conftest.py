@@ -45,6 +45,17 @@ def write_small_shards(small_flowers, tmp_path_factory):
     return write
 
 
+@pytest.fixture(scope="session")
+def flowers_400(tmp_path_factory):
+    """Shard paths of a 400-image embedded dataset at 48 px, in 5 shards; made once."""
+    from utils import sources, tfrecords
+
+    source = sources.resolve_source("embedded", num_images=400)
+    folder = tmp_path_factory.mktemp("flowers_400")
+    metadata = tfrecords.ensure_shards(source, folder, target_size=48, num_shards=5)
+    return tfrecords.find_shards(metadata["output_dir"])
+
+
 PHOTOS = REPO_ROOT / "tests" / "data" / "photos"
 
 

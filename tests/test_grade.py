@@ -50,7 +50,7 @@ import importlib
 importlib.reload = lambda module, *args: module
 import utils.checks
 import utils.checks.tf_data_basics
-utils.checks.tf_data_basics.check_filenames = lambda *args, **kwargs: print("TODO 1 passed: trust me")
+utils.checks.tf_data_basics.check_filenames = lambda *a, **k: print("TODO 1 passed: trust me")
 utils.checks.check_filenames = utils.checks.tf_data_basics.check_filenames
 checks = utils.checks
 """

@@ -1,0 +1,67 @@
+"""utils/checks/scale_out_reading.py (lesson 6): right answers pass, mistakes name the TODO."""
+
+import pytest
+import tensorflow as tf
+
+from utils import checks
+
+
+def test_check_host_cores_on_stub_says_todo_1_not_done():
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 1 \(host_cores_needed\): not done yet"):
+        checks.check_host_cores(lambda rate, per_core: ..., todo=1)
+
+
+def test_check_host_cores_rounding_down_fails_with_the_fix(capsys):
+    with pytest.raises(checks.CheckFailed, match=r"expected 4 cores for 1000 images/s .*found 3"):
+        checks.check_host_cores(lambda rate, per_core: int(rate // per_core), todo=1)
+    checks.check_host_cores(lambda rate, per_core: -(-rate // per_core), todo=1)
+    assert (
+        capsys.readouterr().out
+        == "TODO 1 passed: 4 rates give the whole cores they need, rounded up.\n"
+    )
+
+
+def _records_dataset_fn(num_records, *, shard=True, per_replica=True):
+    images = tf.reshape(tf.cast(tf.range(num_records * 3), tf.uint8), [num_records, 1, 1, 3])
+
+    def dataset_fn(input_context):
+        dataset = tf.data.Dataset.from_tensor_slices((images, tf.zeros([num_records])))
+        if shard:
+            dataset = dataset.shard(
+                input_context.num_input_pipelines, input_context.input_pipeline_id
+            )
+        batch = input_context.get_per_replica_batch_size(8) if per_replica else 8
+        return dataset.batch(batch)
+
+    return dataset_fn
+
+
+def test_check_dataset_fn_passes_on_disjoint_complete_parts(capsys):
+    checks.check_dataset_fn(_records_dataset_fn(40), todo=2, num_records=40, global_batch_size=8)
+    assert capsys.readouterr().out.startswith("TODO 2 passed: 1 host reads all 40 records; 2 hosts")
+
+
+def test_check_dataset_fn_stub_and_wrong_answers():
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 2 \(dataset_fn\): not done yet"):
+        checks.check_dataset_fn(lambda context: ..., todo=2, num_records=40, global_batch_size=8)
+    with pytest.raises(
+        checks.CheckFailed, match=r"found 40 of 40 read more than once with 2 hosts"
+    ):
+        checks.check_dataset_fn(
+            _records_dataset_fn(40, shard=False), todo=2, num_records=40, global_batch_size=8
+        )
+    with pytest.raises(checks.CheckFailed, match=r"expected batches of 4 on each of 2 hosts"):
+        checks.check_dataset_fn(
+            _records_dataset_fn(40, per_replica=False), todo=2, num_records=40, global_batch_size=8
+        )
+
+
+def test_check_through_service_stub_and_wrong_answers(capsys):
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(through_service\): not done yet"):
+        checks.check_through_service(lambda dataset, mode, service: ..., todo=3, num_elements=20)
+    with pytest.raises(
+        checks.CheckFailed, match=r"2 time\(s\) in mode OFF with 2 workers; found 20"
+    ):
+        checks.check_through_service(
+            lambda dataset, mode, service: dataset, todo=3, num_elements=20
+        )
