@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import tensorflow as tf
@@ -99,11 +99,22 @@ def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) 
         )
 
 
-def check_convert_dofn(dofn_class, *, todo: int, class_names: Sequence[str]):
-    """Checks `dofn_class().process(path)`: one record for a readable image, one
-    `TaggedOutput("skipped", ...)` naming the path and the error for an unreadable one.
+def check_convert_dofn(dofn_class: type, *, todo: int, class_names: Sequence[str]) -> None:
+    """Checks `dofn_class().process(path)`: a record, or a "skipped" entry, per file.
 
-    The files it converts are written into folders named after `class_names`.
+    One record for a readable image; one `TaggedOutput("skipped", ...)` naming the path
+    and the error for an unreadable one. The files it converts are written into temporary
+    folders named after `class_names`.
+
+    Args:
+        dofn_class: the learner's `beam.DoFn` subclass.
+        todo: the TODO's number, named in every message.
+        class_names: the class names the learner's DoFn labels with.
+
+    Raises:
+        CheckFailed: naming the TODO and the file, when `process` returns instead of
+            yielding, yields nothing or more than one output, a wrong record, or a skipped
+            entry that is not the JSON of the path and the error.
 
     Example:
         checks.check_convert_dofn(ConvertImage, todo=1, class_names=source.class_names)
@@ -153,12 +164,24 @@ def _damaged_folder(folder: Path, class_names: Sequence[str] | None) -> Path:
     return root
 
 
-def check_build_conversion(build_conversion, *, todo: int, class_names: Sequence[str] = ()):
-    """Runs `build_conversion` on a small folder with bad files, on Beam's DirectRunner,
-    and validates its output like lab 2's.
+def check_build_conversion(
+    build_conversion: Callable, *, todo: int, class_names: Sequence[str] = ()
+) -> None:
+    """Runs `build_conversion` on a small folder with bad files and validates its output.
 
-    The folder's classes are named after `class_names` (the learner's DoFn knows only
-    those); the embedded dataset's by default.
+    It runs on Beam's DirectRunner in a temporary folder, and validates the shards and
+    the skipped list like lab 2's. The folder's classes are named after `class_names`
+    (the learner's DoFn knows only those); the embedded dataset's by default.
+
+    Args:
+        build_conversion: the learner's function, `(pipeline, source, output_dir,
+            num_shards)`, that adds the conversion's steps to a Beam pipeline.
+        todo: the TODO's number, named in every message.
+        class_names: the class names the learner's DoFn labels with.
+
+    Raises:
+        CheckFailed: naming the TODO, when the pipeline fails, writes other shards, reads
+            no file, converts non-images, or its output does not validate.
 
     Example:
         checks.check_build_conversion(build_conversion, todo=2)

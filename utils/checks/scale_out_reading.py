@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tensorflow as tf
 
 from utils import sharding
 from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed, _require_result
 
 
-def check_host_cores(host_cores_needed, *, todo: int):
-    """Checks `host_cores_needed(images_per_second, images_per_second_per_core)`: whole
-    cores, rounded up.
+def check_host_cores(host_cores_needed: Callable, *, todo: int) -> None:
+    """Checks `host_cores_needed(images_per_second, images_per_second_per_core)`.
+
+    The answer is a whole number of cores, rounded up, on a few rates.
+
+    Args:
+        host_cores_needed: the learner's function, called eagerly.
+        todo: the TODO's number, named in every message.
+
+    Raises:
+        CheckFailed: naming the TODO and the rate, when an answer is not the cores
+            needed, rounded up to a whole number.
 
     Example:
         checks.check_host_cores(host_cores_needed, todo=1)
@@ -66,9 +77,23 @@ def _host_records(dataset_fn, num_hosts: int, host_index: int, todo: int, name: 
     return ids, first_batch
 
 
-def check_dataset_fn(dataset_fn, *, todo: int, num_records: int, global_batch_size: int):
-    """Runs `dataset_fn(input_context)` as each host of 1 and of 2 hosts: the hosts must
-    read disjoint parts that together hold every record once, in per-replica batches.
+def check_dataset_fn(
+    dataset_fn: Callable, *, todo: int, num_records: int, global_batch_size: int
+) -> None:
+    """Runs `dataset_fn(input_context)` as each host of 1 and of 2 hosts.
+
+    The hosts must read disjoint parts that together hold every record once, in
+    per-replica batches.
+
+    Args:
+        dataset_fn: the learner's function of a `tf.distribute.InputContext`.
+        todo: the TODO's number, named in every message.
+        num_records: the records the hosts must read together.
+        global_batch_size: the batch of all replicas together.
+
+    Raises:
+        CheckFailed: naming the TODO, when a host's batches are not per replica, a
+            record is read twice, or the hosts miss records.
 
     Example:
         checks.check_dataset_fn(dataset_fn, todo=2, num_records=3670, global_batch_size=64)
@@ -116,9 +141,19 @@ def check_dataset_fn(dataset_fn, *, todo: int, num_records: int, global_batch_si
     )
 
 
-def check_through_service(through_service, *, todo: int, num_elements: int = 100):
-    """Runs `through_service(dataset, processing_mode, service)` on a cluster of 2 local
-    workers: `OFF` must give each element once per worker, `"distributed_epoch"` once.
+def check_through_service(through_service: Callable, *, todo: int, num_elements: int = 100) -> None:
+    """Runs `through_service(dataset, processing_mode, service)` on 2 local workers.
+
+    `OFF` must give each element once per worker, `"distributed_epoch"` once.
+
+    Args:
+        through_service: the learner's function.
+        todo: the TODO's number, named in every message.
+        num_elements: the size of the dataset sent through the service.
+
+    Raises:
+        CheckFailed: naming the TODO and the mode, when the service gives another number
+            of copies of each element.
 
     Example:
         checks.check_through_service(through_service, todo=3)

@@ -27,11 +27,23 @@ _MAX_RESIZE_DIFFERENCE = 6.0
 
 def check_resize_and_crop(
     resize_and_crop: Callable, *, todo: int, sample_images: Sequence[np.ndarray], target_size: int
-):
+) -> None:
     """Checks `resize_and_crop(image, target_size)`: an aspect-preserving resize, centre crop.
 
     It runs the function inside `Dataset.map` (as the conversion does) and compares its
     images with the reference `tfrecords.resize_and_crop`.
+
+    Args:
+        resize_and_crop: the learner's function, run eagerly once, then in `Dataset.map`.
+        todo: the TODO's number, named in every message.
+        sample_images: uint8 images (height, width, 3); a tall and a wide copy of the
+            first are added.
+        target_size: the side of the square output, in pixels.
+
+    Raises:
+        ValueError: when `target_size` is not a positive integer (the lab's parameter).
+        CheckFailed: naming the TODO, when an output is not uint8 of the target shape or
+            differs from the reference by more than other resize methods do.
 
     Example:
         checks.check_resize_and_crop(resize_and_crop, todo=1, sample_images=images,
@@ -89,8 +101,19 @@ def check_resize_and_crop(
 
 def check_recompress(
     recompress: Callable, *, todo: int, sample_images: Sequence[np.ndarray], quality: int
-):
+) -> None:
     """Checks `recompress(image, quality)`: JPEG bytes that decode back to the same image.
+
+    Args:
+        recompress: the learner's function, called eagerly on each sample image.
+        todo: the TODO's number, named in every message.
+        sample_images: uint8 images (height, width, 3).
+        quality: the JPEG quality asked for, 0 to 100.
+
+    Raises:
+        ValueError: when `quality` is not an integer from 0 to 100 (the lab's parameter).
+        CheckFailed: naming the TODO, when the result is not a string tensor, does not
+            decode to the same image, or its size is not that of JPEG at `quality`.
 
     Example:
         checks.check_recompress(recompress, todo=2, sample_images=resized, quality=90)
@@ -136,8 +159,17 @@ _FEATURE_KINDS = {
 }
 
 
-def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[str]):
+def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[str]) -> None:
     """Checks `to_example(image_jpeg, class_index, original_size, class_names)` against `SCHEMA`.
+
+    Args:
+        to_example: the learner's function, called eagerly on a small JPEG.
+        todo: the TODO's number, named in every message.
+        class_names: the class names, in label order.
+
+    Raises:
+        CheckFailed: naming the TODO and the feature, when the result is not a
+            `tf.train.Example`, a feature is missing or of another kind, or a value is wrong.
 
     Example:
         checks.check_to_example(to_example, todo=3, class_names=source.class_names)
@@ -233,9 +265,20 @@ def _write_and_read(write_shard: Callable, records, folder: str, wanted: str, *,
         _fail(todo, name, f"expected only {wanted} in the folder; also found {left}.")
 
 
-def check_write_shard(write_shard: Callable, *, todo: int):
-    """Checks `write_shard(serialized_examples, output_dir, index)`: named with its count,
-    every record written, and nothing that looks finished left by an interrupted write.
+def check_write_shard(write_shard: Callable, *, todo: int) -> None:
+    """Checks `write_shard(serialized_examples, output_dir, index)`: a shard written safely.
+
+    The shard is named with its count and holds every record; written again into the same
+    folder it is replaced; a write interrupted part-way leaves nothing that looks finished.
+    It writes into temporary folders of its own.
+
+    Args:
+        write_shard: the learner's function.
+        todo: the TODO's number, named in every message.
+
+    Raises:
+        CheckFailed: naming the TODO, when the shard's name, records or folder are wrong,
+            a second write fails, or an interrupted write leaves a finished-looking shard.
 
     Example:
         checks.check_write_shard(write_shard, todo=4)
