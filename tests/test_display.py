@@ -105,6 +105,16 @@ def test_plot_history_draws_training_and_validation_curves():
     assert list(accuracy.get_lines()[1].get_ydata()) == [0.3, 0.45, 0.6]
 
 
+def test_plot_history_without_accuracy_names_the_keys_it_has():
+    history = type("History", (), {"history": {"loss": [1.0], "val_loss": [1.1]}})()
+    with pytest.raises(ValueError) as error:
+        display.plot_history(history)
+    assert str(error.value) == (
+        "The history holds no 'accuracy': it holds ['loss', 'val_loss']. Compile with "
+        "metrics=['accuracy'] and pass what fit() returns."
+    )
+
+
 def test_show_predictions_marks_wrong_answers_in_red():
     images = np.zeros((3, 8, 8, 3), np.uint8)
     probabilities = np.array([[0.9, 0.1, 0.0], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]])
