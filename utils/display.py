@@ -53,7 +53,10 @@ def show_images(
         raise ValueError(f"`num_images` must be a positive integer. Received: {num_images!r}")
     pairs = list(dataset.take(num_images).as_numpy_iterator())
     if not pairs:
-        raise ValueError("The dataset yielded no (image, label) pairs to show.")
+        raise ValueError(
+            "The dataset yielded no (image, label) pairs to show: it is empty. Check what it "
+            "was built from (an empty list of paths, a filter that keeps nothing, take(0))."
+        )
     num_rows = math.ceil(len(pairs) / num_columns)
     figure, axes = plt.subplots(num_rows, num_columns, figsize=(2.5 * num_columns, 2.7 * num_rows))
     for axis in axes.flat:

@@ -219,7 +219,11 @@ def download_flower_photos(
         keras.utils.get_file("flower_photos", origin=url, extract=True, cache_dir=str(cache))
         root = _find_image_root(extracted)
     if root is None:
-        raise ValueError(f"The archive from {url} holds no <class>/*.jpg folders in {extracted}.")
+        raise ValueError(
+            f"The archive from {url} holds no <class>/*.jpg folders in {extracted}. Check "
+            f"that the URL is the flower_photos archive; if it is, the download may have been "
+            f"cut short: delete what was downloaded under {cache / 'datasets'} and run this again."
+        )
     return root
 
 
