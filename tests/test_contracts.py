@@ -5,7 +5,8 @@ at module level or a method of a public class) has annotated parameters and retu
 and a Google-style docstring with an `Args:` section naming every parameter when it takes
 any, a `Returns:` (or `Yields:`) section when it returns something, and a `Raises:` section
 when its own body raises. A property needs a docstring only; a check (`check_*`) also says
-what it raises (`CheckFailed`), which it does through a helper.
+what it raises (`CheckFailed`), which it does through a helper. And the checks' layout:
+one module per lesson, named after it, importing no other lesson's checks.
 """
 
 import ast
@@ -116,6 +117,38 @@ def test_every_public_function_has_types_and_a_google_docstring(name, path):
         if (problems := _problems(qualified, node))
     ]
     assert found == []
+
+
+LESSONS = sorted(p.stem[3:] for p in (UTILS.parent / "notebooks").glob("[0-9][0-9]_*.py"))
+CHECK_MODULES = sorted(
+    info.name for info in pkgutil.iter_modules([str(UTILS / "checks")]) if info.name[0] != "_"
+)
+
+
+def test_each_lessons_checks_are_in_a_module_named_after_it():
+    assert LESSONS == [
+        "convert_with_beam",
+        "read_tfrecords",
+        "scale_out_reading",
+        "tf_data_basics",
+        "train_keras",
+        "write_tfrecords",
+    ]
+    assert CHECK_MODULES == LESSONS
+
+
+@pytest.mark.parametrize("module", CHECK_MODULES)
+def test_a_check_module_imports_no_other_lessons_checks(module):
+    tree = ast.parse((UTILS / "checks" / f"{module}.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "utils.checks":
+            imported |= {f"utils.checks.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("utils.checks"):
+            imported.add(node.module)
+        elif isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names if a.name.startswith("utils.checks")}
+    assert imported <= {"utils.checks._base", "utils.checks._samples"}, imported
 
 
 def test_the_contract_rules_catch_what_they_say():
