@@ -109,10 +109,9 @@ def check_dataset_fn(
                 _fail(
                     todo,
                     name,
-                    f"expected batches of {expected_batch} on each of {num_hosts} "
-                    f"hosts (global batch {global_batch_size}); found "
-                    f"{first_batch}. Use "
-                    f"input_context.get_per_replica_batch_size().",
+                    f"expected batches of {expected_batch} on each of {num_hosts} hosts "
+                    f"(global batch {global_batch_size}); found {first_batch}. Use "
+                    "input_context.get_per_replica_batch_size().",
                 )
             for record in ids:
                 seen[record] = seen.get(record, 0) + 1
@@ -121,17 +120,16 @@ def check_dataset_fn(
             _fail(
                 todo,
                 name,
-                f"expected each record read by one host only; found {repeated} "
-                f"of {num_records} read more than once with {num_hosts} hosts. "
-                f"Give each host its own shards with "
-                f"sharding.shards_for_host().",
+                f"expected each record read by one host only; found {repeated} of "
+                f"{num_records} read more than once with {num_hosts} hosts. Give each host "
+                "its own shards with sharding.shards_for_host().",
             )
         if len(seen) != num_records:
             _fail(
                 todo,
                 name,
-                f"expected the {num_hosts} host(s) to read all {num_records} "
-                f"records together; found {len(seen)}.",
+                f"expected the {num_hosts} host(s) to read all {num_records} records "
+                f"together; found {len(seen)}.",
             )
     half = global_batch_size // 2
     _passed(
@@ -175,7 +173,7 @@ def check_through_service(through_service: Callable, *, todo: int, num_elements:
                 _fail(
                     todo,
                     name,
-                    f"expected the dataset run by the service; found an error: "
+                    "expected the dataset run by the service; found an error: "
                     f"{_first_line(error)}",
                 )
             label = "OFF" if mode is off else repr(mode)
@@ -188,12 +186,11 @@ def check_through_service(through_service: Callable, *, todo: int, num_elements:
                 _fail(
                     todo,
                     name,
-                    f"expected each of {num_elements} elements {copies} time(s) "
-                    f"in mode {label} with 2 workers; found {len(elements)} "
-                    f"elements. {hint}",
+                    f"expected each of {num_elements} elements {copies} time(s) in mode "
+                    f"{label} with 2 workers; found {len(elements)} elements. {hint}",
                 )
     _passed(
         todo,
-        f"with 2 workers, OFF gave each of {num_elements} elements twice, "
-        f"'distributed_epoch' once.",
+        f"with 2 workers, OFF gave each of {num_elements} elements twice, 'distributed_epoch' "
+        "once.",
     )
