@@ -1,16 +1,19 @@
 # Thin aliases for the README's commands. Each target runs on its own.
 PYTHON ?= .venv/bin/python
 
-.PHONY: setup build check test course benchmark
+.PHONY: setup build check numbers test course benchmark
 
 setup:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt
 
-build:  ## Regenerate labs/ and solutions/ from notebooks/ (executes the solutions).
-	$(PYTHON) -m tools.build_notebooks
+build:  ## Regenerate labs/ and solutions/ from notebooks/ (executes the solutions), then README's numbers.
+	$(PYTHON) -m tools.build_notebooks && $(PYTHON) -m tools.readme_numbers
 
-check:  ## Fail if labs/ or solutions/ differ from what notebooks/ gives.
-	$(PYTHON) -m tools.build_notebooks --check
+check:  ## Fail if labs/ or solutions/ differ from what notebooks/ gives, or README from solutions/.
+	$(PYTHON) -m tools.build_notebooks --check && $(PYTHON) -m tools.readme_numbers --check
+
+numbers:  ## Copy the committed solutions' summary outputs into README.md's numbers blocks.
+	$(PYTHON) -m tools.readme_numbers
 
 test:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt && .venv/bin/python -m pytest

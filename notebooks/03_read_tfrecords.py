@@ -278,7 +278,6 @@ parse_results = [
 print()
 parse_speedups = timing.compare_throughput(parse_results, baseline="parse, one by one")
 
-# %% [markdown]
 # %%
 with_decoding = parse_speedups["parse+decode, batched"] / parse_speedups["parse+decode, one by one"]
 print(f"Parsing in batches: {parse_speedups['parse, batched']:.1f}x for parsing alone, "

@@ -243,7 +243,7 @@ def test_build_executes_solution_and_keeps_only_its_outputs(tmp_path):
     printed = [o.text for c in solution.cells for o in c.get("outputs", [])]
     assert printed == ["TODO 1 passed: 42\n", "TODO 2 passed: 4\n"]
     assert "papermill" not in solution.metadata
-    assert all("papermill" not in cell.metadata for cell in solution.cells)
+    assert [cell.id for cell in solution.cells if "papermill" in cell.metadata] == []
     assert build.check(root) == []
 
 
@@ -350,3 +350,25 @@ def test_without_machine_paths_shows_home_as_a_tilde_and_temporary_folders_as_tm
     assert shown[2]["text"] == "/home/annex/b.jpg\n"  # Another user's folder is left alone.
     assert shown[3]["text"] == "$TMPDIR/damaged\n"
     assert outputs[0]["text"] == "Shards in /home/ann/.cache/x\n"  # The input is not changed.
+
+
+def test_split_variants_rejects_an_empty_cell_naming_file_and_line(tmp_path):
+    root = _lesson_root(
+        tmp_path, MINIMAL_LESSON.replace("# %%\ndef double", "# %%\n\n# %%\ndef double")
+    )
+    with pytest.raises(build.BuildError) as error:
+        build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    assert str(error.value) == (
+        "notebooks/09_test_lesson.py:21: an empty code cell. Delete its `# %%` line, "
+        "or put code or text in it."
+    )
+
+
+def test_split_variants_rejects_an_empty_markdown_cell(tmp_path):
+    root = _lesson_root(
+        tmp_path, MINIMAL_LESSON.replace("# %%\ndef double", "# %% [markdown]\n# %%\ndef double")
+    )
+    with pytest.raises(
+        build.BuildError, match=r"^notebooks/09_test_lesson.py:21: an empty markdown cell\."
+    ):
+        build.split_variants(root / "notebooks" / "09_test_lesson.py", root)

@@ -89,7 +89,7 @@ def test_render_flower_classes_differ_in_shape_not_in_mean_colour():
     means = {}
     for name in data.CLASSES:
         images = [data.render_flower(name, np.random.default_rng(i)) for i in range(12)]
-        assert all(image.dtype == np.uint8 and image.shape[2] == 3 for image in images)
+        assert [(image.dtype, image.shape[2]) for image in images] == [(np.uint8, 3)] * 12
         means[name] = np.array([image.reshape(-1, 3).mean(axis=0) for image in images])
     spread_within = np.mean([m.std(axis=0).mean() for m in means.values()])
     spread_between = np.stack([m.mean(axis=0) for m in means.values()]).std(axis=0).mean()

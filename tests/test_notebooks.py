@@ -4,6 +4,7 @@ Each lesson runs with small parameters. A lab with every TODO filled from its so
 passes every check; a lab with one TODO left as its stub fails at that TODO's own check.
 """
 
+import ast
 import copy
 import os
 import re
@@ -124,9 +125,11 @@ def executed_solution(request, tmp_path_factory):
 def test_solution_executes_and_passes_every_check(executed_solution):
     lesson, _, notebook = executed_solution
     outputs = _check_outputs(notebook)
-    assert sorted(outputs) == _todos(lesson)
-    for todo, text in outputs.items():
-        assert text.startswith(f"TODO {todo} passed: "), text
+    todos = _todos(lesson)
+    assert todos, f"labs/{lesson}.ipynb has no TODO cells"
+    assert sorted(outputs) == todos
+    passed = {todo: text[: len(f"TODO {todo} passed: ")] for todo, text in outputs.items()}
+    assert passed == {todo: f"TODO {todo} passed: " for todo in todos}, outputs
 
 
 def test_solution_summary_and_plots_are_produced(executed_solution):
@@ -165,8 +168,11 @@ def test_nbval_over_executed_solution(executed_solution):
 def test_committed_solution_carries_outputs_of_a_full_run(lesson):
     solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
     outputs = _check_outputs(solution)
-    assert sorted(outputs) == _todos(lesson)
-    assert all(text.startswith(f"TODO {todo} passed") for todo, text in outputs.items())
+    todos = _todos(lesson)
+    assert todos, f"labs/{lesson}.ipynb has no TODO cells"
+    assert sorted(outputs) == todos
+    passed = {todo: text[: len(f"TODO {todo} passed: ")] for todo, text in outputs.items()}
+    assert passed == {todo: f"TODO {todo} passed: " for todo in todos}, outputs
     errors = [o for c in solution.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert errors == []
 
@@ -207,7 +213,8 @@ def test_lab_with_one_todo_left_fails_at_its_own_check(lesson, todo, tmp_path):
     assert "not done yet" in error.evalue
     assert f"todo={todo}" in error.source
     passed = _check_outputs(notebook)
-    assert all(passed[earlier].startswith(f"TODO {earlier} passed") for earlier in range(1, todo))
+    earlier = range(1, todo)  # Empty for TODO 1: no check runs before it.
+    assert [passed[n].split(":")[0] for n in earlier] == [f"TODO {n} passed" for n in earlier]
 
 
 @pytest.mark.parametrize("executed_solution", [ALL_LESSONS[0]], indirect=True)
@@ -222,3 +229,79 @@ def test_nbval_fails_when_a_checked_output_changes(executed_solution, tmp_path):
     result = _nbval(changed)
     assert result.returncode == 1
     assert re.search(r"^1 failed, \d+ passed", result.stdout.splitlines()[-1]), result.stdout
+
+
+# The committed solutions ran with the full parameters, the suite's runs with the small
+# ones. What their checked outputs (cells marked `# NBVAL_CHECK_OUTPUT`) say that depends on
+# the parameters, as templates filled from a run's parameters (and from values a check
+# derives from them). The committed output must show what its own parameters give; once
+# each template is put back in both, the two outputs must be equal.
+PARAMETER_DEPENDENT = {
+    "01_tf_data_basics": ["{NUM_IMAGES} files", "at least {HALF_THE_PARALLEL_READS} in flight"],
+    "02_write_tfrecords": [
+        "{NUM_SHARDS} shard rows",
+        "total {NUM_IMAGES} ",
+        "Input images: {NUM_IMAGES} = {NUM_IMAGES} written",
+    ],
+    "03_read_tfrecords": ["all {NUM_IMAGES} records", "batches of {BATCH_SIZE} images"],
+    "04_train_keras": [
+        "of ({IMAGE_SIZE}, {IMAGE_SIZE}, 3)",
+        "{STEPS_PER_EXECUTION} steps per execution",
+    ],
+    "05_convert_with_beam": [],
+    "06_scale_out_reading": ["all {NUM_IMAGES} records", "in batches of {BATCH_PER_HOST}."],
+}
+DERIVED = {  # As the checks compute them.
+    "HALF_THE_PARALLEL_READS": lambda p: max(2, p.get("NUM_PARALLEL_READS", 0) // 2),
+    "BATCH_PER_HOST": lambda p: p.get("BATCH_SIZE", 0) // 2,  # check_dataset_fn's 2 hosts.
+}
+# Outputs that depend on the images drawn, not only on the parameters: masked in both.
+DATA_DEPENDENT = [
+    (r"(?m)^(flowers\d+-\d+\.tfrec .*\n)+", lambda m: f"{m[0].count(chr(10))} shard rows\n"),
+    (r"(?m)^(total \d+)( \d+)+$", r"\1 CLASS COUNTS"),
+    (r"Average: [\d,]+ bytes", "Average: N bytes"),
+]
+
+
+def _parameters(notebook):
+    cell = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
+    assignments = [s for s in ast.parse(cell.source).body if isinstance(s, ast.Assign)]
+    return {s.targets[0].id: ast.literal_eval(s.value) for s in assignments}
+
+
+def _comparable(text, lesson, parameters):
+    """`text` with spacing evened out, the data masked, and each filled template put back."""
+    text = re.sub(r"-{10,}", "-----", re.sub(r" {2,}", " ", text))
+    for pattern, replacement in DATA_DEPENDENT:
+        text = re.sub(pattern, replacement, text)
+    values = {**parameters, **{name: f(parameters) for name, f in DERIVED.items()}}
+    found = set()
+    for template in PARAMETER_DEPENDENT[lesson]:
+        filled = template.format(**values)
+        if filled in text:
+            found.add(template)
+            text = text.replace(filled, template)
+    return text, found
+
+
+def _checked_outputs(notebook):
+    cells = [c for c in notebook.cells if c.cell_type == "code"]
+    return [(c.source, _stdout(c)) for c in cells if "# NBVAL_CHECK_OUTPUT" in c.source]
+
+
+def test_committed_solution_checked_outputs_equal_a_fresh_run(executed_solution):
+    lesson, _, fresh = executed_solution
+    committed = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    full = _parameters(committed)
+    small = {**full, **SMALL_PARAMETERS[lesson]}
+    committed_cells, fresh_cells = _checked_outputs(committed), _checked_outputs(fresh)
+    assert [s for s, _ in committed_cells] == [s for s, _ in fresh_cells] != []
+    found_committed, found_fresh = set(), set()
+    for (source, committed_text), (_, fresh_text) in zip(committed_cells, fresh_cells, strict=True):
+        expected, in_committed = _comparable(committed_text, lesson, full)
+        actual, in_fresh = _comparable(fresh_text, lesson, small)
+        assert actual == expected, f"{lesson}, the cell:\n{source}"
+        found_committed |= in_committed
+        found_fresh |= in_fresh
+    # Each template matched both runs: the committed output shows its parameters' values.
+    assert found_committed == found_fresh == set(PARAMETER_DEPENDENT[lesson])

@@ -4,7 +4,8 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
 1. Read the source and check its solution regions (`### BEGIN SOLUTION` ... `### END
    SOLUTION`): each one closed, none nested, each preceded in its cell by `# TODO n:`,
    TODOs numbered 1..N in order, matching the numbered learning objectives "(TODO n)" of the
-   first cell, and each TODO cell followed by a check cell that passes `todo=n`.
+   first cell, and each TODO cell followed by a check cell that passes `todo=n`; no cell
+   empty.
    Put the set-up code (tools/setup_cell.py) into the one code cell tagged `setup`, and tag
    every code cell without `# NBVAL_CHECK_OUTPUT` `nbval-ignore-output`, so that strict
    nbval compares only the outputs the lesson marks as deterministic.
@@ -178,6 +179,7 @@ def split_variants(
     text = source_path.read_text()
     find_regions(text, source_name)
     notebook = jupytext.reads(text, fmt="py:percent")
+    _reject_empty_cells(notebook, text, source_name)
     lab, solution = _empty_notebook(source_name, "lab"), _empty_notebook(source_name, "solution")
     todos: list[int] = []
     for index, cell in enumerate(notebook.cells):
@@ -212,6 +214,19 @@ def split_variants(
         _tag_unchecked_outputs(variant)
         _add_header(variant, source_path.stem, source_name)
     return lab, solution
+
+
+def _reject_empty_cells(notebook: nbformat.NotebookNode, text: str, source_name: str) -> None:
+    """Raises BuildError naming the line of the first cell with no code or text."""
+    starts = [n for n, line in enumerate(text.splitlines(), start=1) if line.startswith("# %%")]
+    before_first_marker = len(notebook.cells) - len(starts)  # text above the first `# %%`
+    for index, cell in enumerate(notebook.cells):
+        if not cell.source.strip():
+            line = starts[index - before_first_marker] if index >= before_first_marker else 1
+            raise BuildError(
+                f"{source_name}:{line}: an empty {cell.cell_type} cell. Delete its `# %%` line, "
+                "or put code or text in it."
+            )
 
 
 def _new_cell(cell_type: str, source: str, metadata: dict, index: int) -> nbformat.NotebookNode:

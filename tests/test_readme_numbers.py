@@ -1,0 +1,97 @@
+"""Tests of tools/readme_numbers.py: the README's numbers blocks come from solutions/."""
+
+import nbformat
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tools import readme_numbers
+
+README = """# Course
+
+**Lab 1**. <!-- numbers:01_lab:begin -->
+typed by hand: 999 images/s
+<!-- numbers:01_lab:end -->
+
+Prose after the block stays.
+"""
+GENERATED = (
+    "Printed by [solutions/01_lab.ipynb](solutions/01_lab.ipynb)'s summary cell:\n\n"
+    "```\nsequential 18.9 images/s\nparallel 301.3 images/s\n```\n"
+)
+
+
+def _solution(root, stem="01_lab", tags=("summary",), texts=("sequential 18.9 images/s\n",)):
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(...)", metadata={"tags": list(tags)})
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=t) for t in texts]
+    notebook.cells = [nbformat.v4.new_code_cell("x = 1"), cell]
+    (root / "solutions").mkdir(exist_ok=True)
+    nbformat.write(notebook, root / "solutions" / f"{stem}.ipynb")
+
+
+@pytest.fixture
+def root(tmp_path):
+    _solution(tmp_path, texts=("sequential 18.9 images/s\n", "parallel 301.3 images/s\n"))
+    (tmp_path / "README.md").write_text(README)
+    return tmp_path
+
+
+def test_write_replaces_only_the_block_with_the_summary_cells_stdout(root, capsys):
+    assert readme_numbers.main([], root=root) == 0
+    assert (root / "README.md").read_text() == README.replace(
+        "typed by hand: 999 images/s\n", GENERATED
+    )
+    assert capsys.readouterr().out == "README.md: 1 numbers block(s) rewritten: 01_lab.\n"
+    assert readme_numbers.main(["--check"], root=root) == 0
+
+
+def test_check_fails_naming_the_block_that_differs_and_writes_nothing(root, capsys):
+    assert readme_numbers.main(["--check"], root=root) == 1
+    assert capsys.readouterr().err == (
+        "README.md: the numbers block of 01_lab differs from solutions/01_lab.ipynb. "
+        "Run: python -m tools.readme_numbers\n"
+    )
+    assert (root / "README.md").read_text() == README
+
+
+def test_a_solution_without_a_block_in_the_readme_is_an_error(root, capsys):
+    _solution(root, stem="02_other")
+    assert readme_numbers.main(["--check"], root=root) == 1
+    assert capsys.readouterr().err == (
+        "README.md has no numbers block for solutions/02_other.ipynb. Add the lines "
+        "<!-- numbers:02_other:begin --> and <!-- numbers:02_other:end --> where its numbers "
+        "belong, then run: python -m tools.readme_numbers\n"
+    )
+
+
+def test_a_block_naming_no_solution_is_an_error(root, capsys):
+    (root / "README.md").write_text(README.replace("01_lab", "07_gone"))
+    assert readme_numbers.main([], root=root) == 1
+    assert capsys.readouterr().err == (
+        "README.md has a numbers block for 07_gone, but solutions/07_gone.ipynb does not exist. "
+        "Remove the block or fix its name.\n"
+    )
+    assert (root / "README.md").read_text() == README.replace("01_lab", "07_gone")
+
+
+@pytest.mark.parametrize(
+    "tags, texts, found",
+    [
+        ((), ("x\n",), "no cell tagged summary"),
+        (("summary",), (), "1 cell(s) tagged summary, which printed nothing"),
+    ],
+    ids=["no summary cell", "unexecuted"],
+)
+def test_a_solution_without_printed_summary_is_an_error(tmp_path, capsys, tags, texts, found):
+    _solution(tmp_path, tags=tags, texts=texts)
+    (tmp_path / "README.md").write_text(README)
+    assert readme_numbers.main(["--check"], root=tmp_path) == 1
+    assert capsys.readouterr().err == (
+        f"solutions/01_lab.ipynb: {found}. Tag the lesson's summary cell `summary` and run: "
+        "make build\n"
+    )
+
+
+def test_this_readme_matches_the_committed_solutions(capsys):
+    assert readme_numbers.main(["--check"], root=REPO_ROOT) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out == "README.md's numbers blocks match the committed solutions.\n"

@@ -1,0 +1,45 @@
+"""Tests of utils/sharding.py: each host's shards, and JAX processes reading their own."""
+
+import pytest
+
+from utils import sharding
+
+
+@pytest.mark.parametrize("num_hosts", [1, 2, 3, 16])
+def test_shards_for_host_subsets_are_disjoint_and_complete(num_hosts):
+    paths = [f"flowers{index:02d}.tfrec" for index in range(16)]
+    parts = [
+        sharding.shards_for_host(paths, host_index=host, num_hosts=num_hosts)
+        for host in range(num_hosts)
+    ]
+    assert sorted(path for part in parts for path in part) == paths
+    assert sum(len(part) for part in parts) == len(paths)
+    assert [len(part) > 0 for part in parts] == [True] * num_hosts
+
+
+def test_shards_for_host_fewer_files_than_hosts_names_the_fix():
+    with pytest.raises(ValueError, match=r"^1 shard\(s\) for 2 hosts: each host needs at least"):
+        sharding.shards_for_host(["a.tfrec"], host_index=0, num_hosts=2)
+    with pytest.raises(
+        ValueError, match=r"`host_index` must be in 0\.\.1\. Received: host_index=2"
+    ):
+        sharding.shards_for_host(["a", "b"], host_index=2, num_hosts=2)
+
+
+def test_run_jax_processes_read_disjoint_parts_that_together_are_complete(write_small_shards):
+    pytest.importorskip("jax", reason="the JAX per-process path needs jax (requirements-dev.txt)")
+    paths = write_small_shards(4)
+    reports = sharding.run_jax_processes(
+        paths, num_processes=2, target_size=32, num_classes=5, global_batch_size=8
+    )
+    assert [(report.host_index, report.num_files) for report in reports] == [(0, 2), (1, 2)]
+    first, second = (set(report.record_ids) for report in reports)
+    assert first & second == set()
+    assert len(first | second) == sum(len(report.record_ids) for report in reports) == 60
+    keras_split = "keras distribute_dataset (all files)"
+    assert sum(report.policy_counts[keras_split] for report in reports) == 60
+
+
+def test_jax_missing_gives_the_reason_and_the_install_command(monkeypatch):
+    monkeypatch.setattr(sharding.importlib.util, "find_spec", lambda name: None)
+    assert sharding.jax_missing() == "JAX is not installed (pip install jax)."

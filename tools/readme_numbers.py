@@ -1,0 +1,127 @@
+"""Writes the committed solutions' numbers into README.md, or checks that they are there.
+
+Each lesson's cell tagged `summary` prints what the lesson measured. This command copies
+that printed text from `solutions/NN_*.ipynb` into README.md, between the lesson's pair of
+markers, so that no number in that block is ever typed by hand:
+
+    <!-- numbers:01_tf_data_basics:begin -->
+    ...generated...
+    <!-- numbers:01_tf_data_basics:end -->
+
+Usage:
+    python -m tools.readme_numbers            # rewrite the blocks in README.md
+    python -m tools.readme_numbers --check    # exit 1, naming each block that differs
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+from tools import run_course
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SUMMARY_TAG = "summary"
+COMMAND = "python -m tools.readme_numbers"
+BLOCK = re.compile(
+    r"(<!-- numbers:(?P<stem>[\w-]+):begin -->\n)(?P<body>.*?)(<!-- numbers:(?P=stem):end -->)",
+    re.DOTALL,
+)
+
+
+class NumbersError(Exception):
+    """The solutions or README.md cannot give a block; the message says which and why."""
+
+
+def summary_text(path: Path) -> str:
+    """Returns what the cells tagged `summary` of an executed notebook printed (stdout).
+
+    Raises:
+        NumbersError: if the notebook has no such cell, or it printed nothing.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    printed = run_course.summary_text(notebook)
+    if not printed:
+        cells = [c for c in notebook.cells if SUMMARY_TAG in c.metadata.get("tags", [])]
+        found = f"{len(cells)} cell(s) tagged {SUMMARY_TAG}, which printed nothing"
+        raise NumbersError(
+            f"{path.parent.name}/{path.name}: {found if cells else 'no cell tagged summary'}. "
+            "Tag the lesson's summary cell `summary` and run: make build"
+        )
+    return printed
+
+
+def render_block(path: Path) -> str:
+    """Returns the generated text that goes between a solution's markers."""
+    return (
+        f"Printed by [{path.parent.name}/{path.name}]({path.parent.name}/{path.name})'s "
+        "summary cell:\n\n```\n" + summary_text(path) + "\n```\n"
+    )
+
+
+def update(readme_text: str, root: Path) -> tuple[str, list[str]]:
+    """Returns README text with every numbers block regenerated, and the stems that changed.
+
+    Raises:
+        NumbersError: a block names no solution in `root/solutions`, or a committed
+            solution with a summary cell has no block in the README.
+    """
+    changed: list[str] = []
+    stems_in_readme: set[str] = set()
+
+    def replace(match: re.Match) -> str:
+        stem = match["stem"]
+        stems_in_readme.add(stem)
+        path = root / "solutions" / f"{stem}.ipynb"
+        if not path.exists():
+            raise NumbersError(
+                f"README.md has a numbers block for {stem}, but solutions/{stem}.ipynb does not "
+                "exist. Remove the block or fix its name."
+            )
+        body = render_block(path)
+        if body != match["body"]:
+            changed.append(stem)
+        return match[1] + body + match[4]
+
+    text = BLOCK.sub(replace, readme_text)
+    for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
+        if path.stem not in stems_in_readme:
+            raise NumbersError(
+                f"README.md has no numbers block for solutions/{path.name}. Add the lines "
+                f"<!-- numbers:{path.stem}:begin --> and <!-- numbers:{path.stem}:end --> "
+                f"where its numbers belong, then run: {COMMAND}"
+            )
+    return text, changed
+
+
+def main(argv: list[str] | None = None, root: Path = REPO_ROOT) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare only; write nothing")
+    args = parser.parse_args(argv)
+    readme = root / "README.md"
+    try:
+        text, changed = update(readme.read_text(), root)
+    except NumbersError as error:
+        print(error, file=sys.stderr)
+        return 1
+    if args.check:
+        for stem in changed:
+            print(
+                f"README.md: the numbers block of {stem} differs from solutions/{stem}.ipynb. "
+                f"Run: {COMMAND}",
+                file=sys.stderr,
+            )
+        if not changed:
+            print("README.md's numbers blocks match the committed solutions.")
+        return 1 if changed else 0
+    readme.write_text(text)
+    print(f"README.md: {len(changed)} numbers block(s) rewritten: {', '.join(changed) or 'none'}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
