@@ -33,7 +33,17 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import checks, data, display, sources, tfrecords, timing, validation
+from utils import (
+    checks,
+    conversion,
+    data,
+    display,
+    records,
+    shard_files,
+    sources,
+    timing,
+    validation,
+)
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -56,14 +66,14 @@ SEED = 42
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 print(source.describe())
-output_dir = OUTPUT_DIR or tfrecords.default_output_dir(
+output_dir = OUTPUT_DIR or conversion.default_output_dir(
     source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
 )
 print("Shards will go to:", output_dir)
 
 # %%
 # Eight images from across the source; a file that does not decode is skipped and listed.
-image_paths = tfrecords.source_paths(source)
+image_paths = conversion.source_paths(source)
 spread = image_paths[:: max(1, len(image_paths) // 8)]
 sample_paths, sample_images, _ = sources.readable_sample(spread + image_paths, 8)
 print(f"Sizes of {len(sample_images)} images (height, width):",
@@ -236,7 +246,7 @@ figure = display.plot_quality_trade_off(
 # `float_list`. The record of one image has these fields:
 
 # %%
-for name, meaning in tfrecords.SCHEMA.items():
+for name, meaning in records.SCHEMA.items():
     print(f"{name:>14}: {meaning}")
 
 # %% [markdown]
@@ -254,7 +264,7 @@ for name, meaning in tfrecords.SCHEMA.items():
 
 # %%
 def to_example(image_jpeg, class_index, original_size, class_names):
-    """Returns the tf.train.Example of one image (fields as in tfrecords.SCHEMA)."""
+    """Returns the tf.train.Example of one image (fields as in records.SCHEMA)."""
     # TODO 3: build the five features and the Example.
     ### BEGIN SOLUTION
     one_hot = [0.0] * len(class_names)
@@ -299,10 +309,10 @@ print(f"Serialized: {len(example.SerializeToString()):,} bytes")
 # final name is then always complete.
 #
 # **TODO 4.** Complete `write_shard(serialized_examples, output_dir, index)`: open a
-# `tf.io.TFRecordWriter` on `tfrecords.temporary_path(output_dir, index)` in a `with`
+# `tf.io.TFRecordWriter` on `shard_files.temporary_path(output_dir, index)` in a `with`
 # block, write each record and count them; then rename the file with
 # `tf.io.gfile.rename(temporary, final_path, overwrite=True)` to
-# `f"{output_dir}/{tfrecords.shard_name(index, num_records)}"`, and return that path.
+# `f"{output_dir}/{shard_files.shard_name(index, num_records)}"`, and return that path.
 # (`tf.io` works the same on local disk and on `gs://`.)
 
 
@@ -311,13 +321,13 @@ def write_shard(serialized_examples, output_dir, index):
     """Writes the records to shard `index` in `output_dir`; returns the shard's path."""
     # TODO 4: write under the temporary name, then rename to the final name.
     ### BEGIN SOLUTION
-    temporary = tfrecords.temporary_path(output_dir, index)
+    temporary = shard_files.temporary_path(output_dir, index)
     num_records = 0
     with tf.io.TFRecordWriter(temporary) as writer:
         for record in serialized_examples:
             writer.write(record)
             num_records += 1
-    final_path = f"{output_dir}/{tfrecords.shard_name(index, num_records)}"
+    final_path = f"{output_dir}/{shard_files.shard_name(index, num_records)}"
     tf.io.gfile.rename(temporary, final_path, overwrite=True)
     ### END SOLUTION
     return final_path
@@ -330,7 +340,7 @@ checks.check_write_shard(write_shard, todo=4)
 # %% [markdown]
 # ## Write every shard
 #
-# `tfrecords.convert()` runs your four functions over every image. It shuffles the file
+# `conversion.convert()` runs your four functions over every image. It shuffles the file
 # list once (so each shard mixes the classes) and splits it into `NUM_SHARDS` nearly
 # equal parts. One `tf.data` pipeline reads each image, decodes it to 3 channels and calls
 # `resize_and_crop` and `recompress` in a parallel `map()`, on all cores; the records then
@@ -340,8 +350,8 @@ checks.check_write_shard(write_shard, todo=4)
 # file describing the set (classes, size, counts, schema) is written last.
 
 # %%
-steps = tfrecords.ConversionSteps(resize_and_crop, recompress, to_example, write_shard)
-report = tfrecords.convert(
+steps = conversion.ConversionSteps(resize_and_crop, recompress, to_example, write_shard)
+report = conversion.convert(
     source,
     output_dir,
     target_size=TARGET_SIZE,
@@ -352,7 +362,7 @@ report = tfrecords.convert(
 )
 
 # %%
-for path in tfrecords.list_shards(output_dir):
+for path in shard_files.list_shards(output_dir):
     print(f"{Path(path).name:<24} {tf.io.gfile.stat(path).length / 1e6:6.2f} MB")
 
 # %% [markdown]
@@ -390,7 +400,7 @@ validation_report = validation.validate(output_dir)
 # The images as stored, read back from the first shard:
 
 # %%
-stored = tf.data.TFRecordDataset(first_shard).map(tfrecords.parse_record)
+stored = tf.data.TFRecordDataset(first_shard).map(records.parse_record)
 stored = stored.map(lambda r: (tf.io.decode_jpeg(r["image"], channels=3), r["class"]))
 figure = display.show_images(stored, class_names=source.class_names, num_images=8,
                              num_columns=4)  # fmt: skip
@@ -414,7 +424,7 @@ with tempfile.TemporaryDirectory() as scratch:
     damaged_source = sources.resolve_source(str(damaged_root))
     print(damaged_source.describe(), "\n")
     damaged_output = Path(scratch) / "damaged-tfrecords"
-    damaged_report = tfrecords.convert(
+    damaged_report = conversion.convert(
         damaged_source, damaged_output, target_size=TARGET_SIZE, num_shards=2, steps=steps
     )
     print()

@@ -35,7 +35,7 @@ import statistics
 
 import tensorflow as tf
 
-from utils import checks, display, pipeline, sources, storage, tfrecords, timeline, timing
+from utils import checks, conversion, display, pipeline, sources, storage, timeline, timing
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -61,18 +61,18 @@ SEED = 42
 # %% [markdown]
 # ## The shards
 #
-# `tfrecords.ensure_shards()` finds the shards lab 2 wrote for this source and these
+# `conversion.ensure_shards()` finds the shards lab 2 wrote for this source and these
 # settings, or writes them now (the same conversion, with the course's own functions).
 # The sidecar JSON lab 2 wrote says what they hold.
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shards = tfrecords.ensure_shards(
+shard_set = conversion.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
-shard_paths = shards["shard_paths"]  # Checked against the sidecar: none missing or extra.
-class_names = shards["class_names"]
-num_records = shards["num_records"]
+shard_paths = shard_set.paths  # Checked against the sidecar: none missing or extra.
+class_names = shard_set.class_names
+num_records = shard_set.num_records
 shard_megabytes = sum(tf.io.gfile.stat(p).length for p in shard_paths) / 1e6 / len(shard_paths)
 print(f"{len(shard_paths)} shards, {num_records} records, {shard_megabytes:.1f} MB per shard")
 print("Classes:", class_names)
@@ -323,7 +323,7 @@ checks.check_fast_dataset(fast, todo=4, batch_size=BATCH_SIZE)
 # bytes are counted when it is opened, which the warm-up can include.)
 
 # %%
-image_paths = list(tfrecords.source_paths(source))
+image_paths = list(conversion.source_paths(source))
 image_files = tf.data.Dataset.from_tensor_slices(image_paths).shuffle(len(image_paths), seed=SEED)
 
 
@@ -492,10 +492,9 @@ for reads in [*ABLATION_PARALLEL_READS, tf.data.AUTOTUNE]:
     label = "AUTOTUNE" if reads == tf.data.AUTOTUNE else str(reads)
     ablation["num_parallel_reads"].append(measure_pipeline(label, num_parallel_reads=reads))
 for count in ABLATION_SHARD_COUNTS:
-    count_shards = tfrecords.ensure_shards(
+    count_paths = conversion.ensure_shards(
         source, target_size=TARGET_SIZE, num_shards=count, seed=SEED
-    )
-    count_paths = count_shards["shard_paths"]
+    ).paths
     ablation["shards"].append(measure_pipeline(str(len(count_paths)), paths=count_paths))
 for knob, course_value in [("deterministic", False), ("prefetch", True), ("cache", False)]:
     for value in (course_value, not course_value):

@@ -67,7 +67,17 @@ import ml_dtypes  # NumPy's bfloat16; TensorFlow and JAX both install it.
 import numpy as np
 import tensorflow as tf
 
-from utils import checks, decode_less, display, models, sources, strategy, tfrecords, timing
+from utils import (
+    checks,
+    conversion,
+    decode_less,
+    display,
+    models,
+    records,
+    sources,
+    strategy,
+    timing,
+)
 
 # %% [markdown]
 # ## The device
@@ -97,15 +107,14 @@ choice = strategy.find_strategy(DEVICE)
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shards = tfrecords.ensure_shards(
+shard_set = conversion.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
-class_names = shards["class_names"]
-shard_paths = tfrecords.find_shards(shards["output_dir"])
+class_names = shard_set.class_names
+shard_paths = shard_set.paths
 train_paths, validation_paths = shard_paths[:-VALIDATION_SHARDS], shard_paths[-VALIDATION_SHARDS:]
-counts = shards["shards"]
-num_train = sum(counts[Path(path).name] for path in train_paths)
-num_validation = sum(counts[Path(path).name] for path in validation_paths)
+num_train = sum(shard_set.record_counts[path] for path in train_paths)
+num_validation = sum(shard_set.record_counts[path] for path in validation_paths)
 print(f"Training: {len(train_paths)} shards, {num_train} images; "
       f"validation: {len(validation_paths)} shards, {num_validation} images")  # fmt: skip
 
@@ -200,7 +209,7 @@ print(f"Precision policy: {policy}; global batch {global_batch_size}; learning r
 # %%
 def read_example(serialized):
     """Parses one record; returns (uint8 image at IMAGE_SIZE, float32 one-hot label)."""
-    record = tfrecords.parse_record(serialized)
+    record = records.parse_record(serialized)
     image = tf.io.decode_jpeg(record["image"], channels=3)
     image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
     image = tf.image.resize(image, [IMAGE_SIZE, IMAGE_SIZE], antialias=True)
@@ -612,8 +621,8 @@ for name in ["lab's model", "tiny model"]:
 # resizing are timed.
 
 # %%
-records = tf.data.TFRecordDataset(train_paths).take(NUM_DECODE_IMAGES)
-encoded_images = [tfrecords.parse_record(record)["image"].numpy() for record in records]
+serialized_records = tf.data.TFRecordDataset(train_paths).take(NUM_DECODE_IMAGES)
+encoded_images = [records.parse_record(r)["image"].numpy() for r in serialized_records]
 average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
 print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
 smallest, largest = decode_less.AREA_RANGE

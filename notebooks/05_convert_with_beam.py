@@ -40,10 +40,12 @@ from apache_beam.io import fileio
 from utils import (
     beam_conversion,
     checks,
+    conversion,
     data,
     display,
+    records,
+    shard_files,
     sources,
-    tfrecords,
     timing,
     validation,
 )
@@ -77,7 +79,7 @@ print("Beam's shards will go to:", output_dir)
 # aside, counted and listed, instead of crashing a job of a million images or vanishing.
 #
 # `beam_conversion.convert_image(path, ...)` does lab 2's work for one file with lab 2's
-# own functions (`tfrecords.resize_and_crop`, `recompress`, `to_example`): it returns
+# own functions (`records.resize_and_crop`, `recompress`, `to_example`): it returns
 # `(serialized record, None)`, or `(None, error)` for a file that cannot be decoded.
 #
 # **TODO 1.** Complete `ConvertImage.process(path)`: call `beam_conversion.convert_image`
@@ -179,11 +181,11 @@ beam_validation = validation.validate(output_dir)  # Beam spreads records over s
 # %% [markdown]
 # ## Beam against lab 2's loop, on this machine
 #
-# The same images, converted by lab 2's `tfrecords.convert()` (one `tf.data` pipeline,
+# The same images, converted by lab 2's `conversion.convert()` (one `tf.data` pipeline,
 # all cores) into another folder.
 
 # %%
-loop_report = tfrecords.convert(
+loop_report = conversion.convert(
     source,
     f"{scratch.name}/flowers-loop",
     target_size=TARGET_SIZE,
@@ -196,10 +198,10 @@ loop_report = tfrecords.convert(
 # %%
 def image_set(folder):
     """The set of (label, SHA-256 of the image's JPEG bytes) in a folder of shards."""
-    records = tf.data.TFRecordDataset(tfrecords.find_shards(folder)).map(tfrecords.parse_record)
+    parsed = tf.data.TFRecordDataset(shard_files.find_shards(folder)).map(records.parse_record)
     return {
         (record["label"].decode(), hashlib.sha256(record["image"]).hexdigest())
-        for record in records.as_numpy_iterator()
+        for record in parsed.as_numpy_iterator()
     }
 
 

@@ -35,13 +35,14 @@ import tensorflow as tf
 
 from utils import (
     checks,
+    conversion,
     data_service,
     display,
     pipeline,
     processes,
+    records,
     sharding,
     sources,
-    tfrecords,
     timing,
 )
 
@@ -59,12 +60,12 @@ SEED = 42
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shards = tfrecords.ensure_shards(
+shard_set = conversion.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
-shard_paths = tfrecords.find_shards(shards["output_dir"])
-class_names = shards["class_names"]
-num_records = shards["num_records"]
+shard_paths = shard_set.paths
+class_names = shard_set.class_names
+num_records = shard_set.num_records
 print(f"{len(shard_paths)} shards, {num_records} records; this machine has {os.cpu_count()} cores.")
 
 # %% [markdown]
@@ -76,7 +77,7 @@ print(f"{len(shard_paths)} shards, {num_records} records; this machine has {os.c
 
 # %%
 stored_jpegs = [
-    tf.io.parse_single_example(record, tfrecords.FEATURES)["image"].numpy()
+    tf.io.parse_single_example(record, records.FEATURES)["image"].numpy()
     for record in tf.data.TFRecordDataset(shard_paths).take(1000)
 ]
 ceiling = timing.measure_throughput(

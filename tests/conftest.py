@@ -8,13 +8,15 @@ import os
 import tempfile
 from pathlib import Path
 
-os.environ["TPU_SPEED_PIPELINES_NO_PROGRESS"] = "1"
+import pytest
+
+from utils import data, progress  # Neither imports TensorFlow.
+
+os.environ[progress.DISABLE_ENV_VAR] = "1"
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 os.environ.setdefault(
-    "TPU_SPEED_PIPELINES_CACHE", str(Path(tempfile.gettempdir()) / "tpu_speed_pipelines_tests")
+    data.CACHE_ENV_VAR, str(Path(tempfile.gettempdir()) / "tpu_speed_pipelines_tests")
 )
-
-import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +32,7 @@ def small_flowers():
 @pytest.fixture(scope="session")
 def write_small_shards(small_flowers, tmp_path_factory):
     """Returns `write(num_shards, target_size=32)`: shard paths of the 60 images, made once."""
-    from utils import sources, tfrecords
+    from utils import conversion, shard_files, sources
 
     made = {}
 
@@ -38,22 +40,39 @@ def write_small_shards(small_flowers, tmp_path_factory):
         if (num_shards, target_size) not in made:
             source = sources.resolve_source(str(small_flowers))
             output_dir = tmp_path_factory.mktemp("shards")
-            tfrecords.convert(source, output_dir, target_size=target_size, num_shards=num_shards)
-            made[num_shards, target_size] = tfrecords.find_shards(str(output_dir))
+            conversion.convert(source, output_dir, target_size=target_size, num_shards=num_shards)
+            made[num_shards, target_size] = shard_files.find_shards(str(output_dir))
         return made[num_shards, target_size]
 
     return write
 
 
 @pytest.fixture(scope="session")
+def small_source(small_flowers):
+    """The 60-image embedded dataset as an image source."""
+    from utils import sources
+
+    return sources.resolve_source(str(small_flowers))
+
+
+@pytest.fixture(scope="session")
+def converted(small_source, tmp_path_factory):
+    """`(output_dir, report)`: the 60 images converted once into 4 shards of 64 px (seed 3)."""
+    from utils import conversion
+
+    output_dir = tmp_path_factory.mktemp("shards")
+    report = conversion.convert(small_source, output_dir, target_size=64, num_shards=4, seed=3)
+    return output_dir, report
+
+
+@pytest.fixture(scope="session")
 def flowers_400(tmp_path_factory):
     """Shard paths of a 400-image embedded dataset at 48 px, in 5 shards; made once."""
-    from utils import sources, tfrecords
+    from utils import conversion, sources
 
     source = sources.resolve_source("embedded", num_images=400)
     folder = tmp_path_factory.mktemp("flowers_400")
-    metadata = tfrecords.ensure_shards(source, folder, target_size=48, num_shards=5)
-    return tfrecords.find_shards(metadata["output_dir"])
+    return conversion.ensure_shards(source, folder, target_size=48, num_shards=5).paths
 
 
 PHOTOS = REPO_ROOT / "tests" / "data" / "photos"

@@ -5,7 +5,7 @@ import hashlib
 import pytest
 import tensorflow as tf
 
-from utils import data, sources, tfrecords, validation
+from utils import conversion, data, records, shard_files, sources, validation
 
 pytest.importorskip(
     "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"
@@ -15,12 +15,10 @@ from utils import beam_conversion  # noqa: E402
 
 
 def _image_set(folder):
-    records = tf.data.TFRecordDataset(tfrecords.find_shards(str(folder))).map(
-        tfrecords.parse_record
-    )
+    parsed = tf.data.TFRecordDataset(shard_files.find_shards(str(folder))).map(records.parse_record)
     return {
         (r["label"].decode(), hashlib.sha256(r["image"]).hexdigest(), tuple(r["size"]))
-        for r in records.as_numpy_iterator()
+        for r in parsed.as_numpy_iterator()
     }
 
 
@@ -33,7 +31,7 @@ def test_beam_and_lab_2_write_the_same_images(source, tmp_path):
     run = beam_conversion.convert_with_beam(
         source, tmp_path / "beam", target_size=48, num_shards=3, verbose=False
     )
-    tfrecords.convert(source, tmp_path / "loop", target_size=48, num_shards=4)
+    conversion.convert(source, tmp_path / "loop", target_size=48, num_shards=4)
     beam_images = _image_set(tmp_path / "beam")
     assert len(beam_images) == 60 and beam_images == _image_set(tmp_path / "loop")
     names = [path.rsplit("/", 1)[-1] for path in run.report.shards]
@@ -47,11 +45,11 @@ def test_beam_output_validates_and_labs_3_and_4_find_it(source, tmp_path, capsys
     )
     assert validation.validate(str(tmp_path), verbose=False).ok
     capsys.readouterr()
-    metadata = tfrecords.ensure_shards(
+    shard_set = conversion.ensure_shards(
         source, str(tmp_path), target_size=48, num_shards=2, jpeg_quality=80
     )
     assert capsys.readouterr().out == f"Found 2 shards in {tmp_path}.\n"
-    assert metadata["num_records"] == 60
+    assert shard_set.num_records == 60
 
 
 def test_bad_images_go_to_the_skipped_list_not_away(tmp_path):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from utils import data, sources, tfrecords
+from utils import data, records, sources
 
 pytest.importorskip(
     "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"
@@ -148,8 +148,8 @@ def test_check_build_conversion_uses_the_learners_class_names(capsys):
             learners,
             output_dir,
             num_shards,
-            target_size=tfrecords.DEFAULT_TARGET_SIZE,
-            quality=tfrecords.DEFAULT_JPEG_QUALITY,
+            target_size=records.DEFAULT_TARGET_SIZE,
+            quality=records.DEFAULT_JPEG_QUALITY,
         )
 
     checks.check_build_conversion(build, todo=2, class_names=class_names)

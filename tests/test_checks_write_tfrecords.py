@@ -3,7 +3,7 @@
 import pytest
 import tensorflow as tf
 
-from utils import checks, data, tfrecords
+from utils import checks, data, records, shard_files
 
 
 @pytest.fixture
@@ -14,7 +14,7 @@ def sample_images(small_flowers):
 
 def test_check_resize_and_crop_passes_on_reference_and_other_methods(sample_images, capsys):
     checks.check_resize_and_crop(
-        tfrecords.resize_and_crop, todo=1, sample_images=sample_images, target_size=64
+        records.resize_and_crop, todo=1, sample_images=sample_images, target_size=64
     )
     assert capsys.readouterr().out == (
         "TODO 1 passed: 5 images resized and cropped to uint8 image of shape (64, 64, 3).\n"
@@ -57,7 +57,7 @@ def test_check_resize_and_crop_scale_from_the_height_fails_on_a_tall_copy(sample
         checks.check_resize_and_crop(by_height, todo=1, sample_images=wide, target_size=64)
 
     def plain_cast(image, size):  # tf.cast instead of saturate_cast(round()): right too.
-        return tf.cast(tfrecords.resize_and_crop(image, size), tf.float32) + 0.4
+        return tf.cast(records.resize_and_crop(image, size), tf.float32) + 0.4
 
     checks.check_resize_and_crop(
         lambda image, size: tf.cast(plain_cast(image, size), tf.uint8),
@@ -69,8 +69,8 @@ def test_check_resize_and_crop_scale_from_the_height_fails_on_a_tall_copy(sample
 
 
 def test_check_recompress_passes_and_fails(sample_images, capsys):
-    resized = [tfrecords.resize_and_crop(tf.constant(i), 64).numpy() for i in sample_images]
-    checks.check_recompress(tfrecords.recompress, todo=2, sample_images=resized, quality=90)
+    resized = [records.resize_and_crop(tf.constant(i), 64).numpy() for i in sample_images]
+    checks.check_recompress(records.recompress, todo=2, sample_images=resized, quality=90)
     assert capsys.readouterr().out.startswith("TODO 2 passed: 5 images recompressed to JPEG")
     checks.check_recompress(
         lambda image, quality: tf.io.encode_jpeg(image, quality=quality),
@@ -93,14 +93,14 @@ def test_check_recompress_passes_and_fails(sample_images, capsys):
 
 
 def test_check_to_example_passes_and_names_the_wrong_feature(capsys):
-    checks.check_to_example(tfrecords.to_example, todo=3, class_names=data.CLASSES)
+    checks.check_to_example(records.to_example, todo=3, class_names=data.CLASSES)
     assert capsys.readouterr().out == (
         "TODO 3 passed: the record parses with the schema and holds the right values.\n"
     )
 
     def with_feature(name, feature):
         def to_example(image_jpeg, class_index, original_size, class_names):
-            example = tfrecords.to_example(image_jpeg, class_index, original_size, class_names)
+            example = records.to_example(image_jpeg, class_index, original_size, class_names)
             if feature is None:
                 del example.features.feature[name]
             else:
@@ -128,7 +128,7 @@ def test_check_to_example_passes_and_names_the_wrong_feature(capsys):
 
 def _write_to_final_name(serialized_examples, output_dir, index):
     records = list(serialized_examples)
-    path = f"{output_dir}/{tfrecords.shard_name(index, len(records))}"
+    path = f"{output_dir}/{shard_files.shard_name(index, len(records))}"
     with tf.io.TFRecordWriter(path) as writer:
         for record in records:
             writer.write(record)
@@ -136,7 +136,7 @@ def _write_to_final_name(serialized_examples, output_dir, index):
 
 
 def _write_streaming_to_final_name(serialized_examples, output_dir, index):
-    path = f"{output_dir}/{tfrecords.shard_name(index, 5)}"
+    path = f"{output_dir}/{shard_files.shard_name(index, 5)}"
     with tf.io.TFRecordWriter(path) as writer:
         for record in serialized_examples:
             writer.write(record)
@@ -144,7 +144,7 @@ def _write_streaming_to_final_name(serialized_examples, output_dir, index):
 
 
 def test_check_write_shard_passes_on_the_safe_writer(capsys):
-    checks.check_write_shard(tfrecords.write_shard, todo=4)
+    checks.check_write_shard(shard_files.write_shard, todo=4)
     assert capsys.readouterr().out == (
         "TODO 4 passed: flowers03-5.tfrec holds its 5 records, written twice over; an "
         "interrupted write leaves no finished-looking shard.\n"
@@ -153,13 +153,13 @@ def test_check_write_shard_passes_on_the_safe_writer(capsys):
 
 def _safe_writer(rename):
     def write_shard(serialized_examples, output_dir, index):
-        temporary = tfrecords.temporary_path(output_dir, index)
+        temporary = shard_files.temporary_path(output_dir, index)
         num_records = 0
         with tf.io.TFRecordWriter(temporary) as writer:
             for record in serialized_examples:
                 writer.write(record)
                 num_records += 1
-        final_path = f"{output_dir}/{tfrecords.shard_name(index, num_records)}"
+        final_path = f"{output_dir}/{shard_files.shard_name(index, num_records)}"
         rename(temporary, final_path)
         return final_path
 
@@ -204,11 +204,11 @@ def test_check_write_shard_without_overwrite_fails_on_the_second_run():
 
 def test_check_write_shard_count_and_len_mistakes():
     def off_by_one(serialized_examples, output_dir, index):  # The last index, not the count.
-        temporary = tfrecords.temporary_path(output_dir, index)
+        temporary = shard_files.temporary_path(output_dir, index)
         with tf.io.TFRecordWriter(temporary) as writer:
             for count, record in enumerate(serialized_examples):  # noqa: B007
                 writer.write(record)
-        final_path = f"{output_dir}/{tfrecords.shard_name(index, count)}"
+        final_path = f"{output_dir}/{shard_files.shard_name(index, count)}"
         tf.io.gfile.rename(temporary, final_path, overwrite=True)
         return final_path
 
@@ -220,7 +220,7 @@ def test_check_write_shard_count_and_len_mistakes():
         checks.check_write_shard(off_by_one, todo=4)
 
     def with_len(serialized_examples, output_dir, index):
-        final_path = f"{output_dir}/{tfrecords.shard_name(index, len(serialized_examples))}"
+        final_path = f"{output_dir}/{shard_files.shard_name(index, len(serialized_examples))}"
         return final_path
 
     with pytest.raises(checks.CheckFailed, match=r"read once and without len\(\) \(a generator\)"):
@@ -236,7 +236,7 @@ def test_check_write_shard_failures():
         checks.check_write_shard(_write_streaming_to_final_name, todo=4)
 
     def no_rename(serialized_examples, output_dir, index):
-        path = tfrecords.temporary_path(output_dir, index)
+        path = shard_files.temporary_path(output_dir, index)
         with tf.io.TFRecordWriter(path) as writer:
             for record in serialized_examples:
                 writer.write(record)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import pipeline, sources, storage, tfrecords
+from utils import pipeline, records, sources, storage
 from utils.checks._base import dataset_ops
 
 
@@ -14,7 +14,7 @@ def shards(write_small_shards, small_flowers):
 
 
 def _records(paths):
-    return list(tf.data.TFRecordDataset(paths).map(tfrecords.parse_record).as_numpy_iterator())
+    return list(tf.data.TFRecordDataset(paths).map(records.parse_record).as_numpy_iterator())
 
 
 def test_parse_batch_matches_records_one_by_one(shards):

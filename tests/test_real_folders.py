@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import checks, pipeline, sources, tfrecords, validation
+from utils import checks, conversion, pipeline, records, shard_files, sources, validation
 
 LOOK_ALIKES = {
     "name-00000-of-00010": b"a user's file named like a Beam shard",
@@ -36,7 +36,7 @@ def real_source(real_photo_folder):
 def real_shards(real_source, tmp_path_factory):
     """The real folder converted once: (output_dir, report)."""
     output_dir = tmp_path_factory.mktemp("real-shards")
-    report = tfrecords.convert(real_source, output_dir, target_size=48, num_shards=4)
+    report = conversion.convert(real_source, output_dir, target_size=48, num_shards=4)
     return str(output_dir), report
 
 
@@ -73,7 +73,7 @@ def test_convert_real_folder_writes_readable_and_lists_unreadable(real_photo_fol
     errors = {Path(image.path).name: image.error for image in report.skipped}
     assert errors["empty.jpg"] == "Input is empty."
     assert "Unknown image file format" in errors["not_an_image.jpg"]
-    metadata = tfrecords.read_metadata(output_dir)
+    metadata = shard_files.read_metadata(output_dir)
     assert metadata["not_images"] == folder["not_images"]
     assert metadata["empty_class_folders"] == ["drafts", "lilies"]
     result = validation.validate(output_dir, verbose=False)
@@ -86,12 +86,12 @@ def test_convert_keeps_look_alike_user_files_byte_for_byte(real_source, tmp_path
     for name, content in LOOK_ALIKES.items():
         (tmp_path / name).write_bytes(content)
     before = _digests(tmp_path)
-    tfrecords.convert(real_source, tmp_path, target_size=32, num_shards=4)
-    report = tfrecords.convert(real_source, tmp_path, target_size=32, num_shards=2)  # Fewer.
+    conversion.convert(real_source, tmp_path, target_size=32, num_shards=4)
+    report = conversion.convert(real_source, tmp_path, target_size=32, num_shards=2)  # Fewer.
     after = _digests(tmp_path)
     assert {name: after[name] for name in before} == before
     shards = [Path(p).name for p in report.shards]
-    assert sorted(set(after) - set(before)) == sorted([*shards, tfrecords.METADATA_FILE])
+    assert sorted(set(after) - set(before)) == sorted([*shards, shard_files.METADATA_FILE])
     result = validation.validate(str(tmp_path), verbose=False)
     assert result.ok, result.problems
 
@@ -100,7 +100,7 @@ def test_convert_refuses_to_overwrite_a_file_it_did_not_write(real_source, tmp_p
     (tmp_path / "flowers00-20.tfrec").write_bytes(b"mine")
     (tmp_path / "notes.tmp").write_bytes(b"mine too")
     with pytest.raises(ValueError, match=r"holds flowers00-20\.tfrec, which no sidecar or"):
-        tfrecords.convert(real_source, tmp_path, target_size=32, num_shards=2)
+        conversion.convert(real_source, tmp_path, target_size=32, num_shards=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flowers00-20.tfrec", "notes.tmp"]
     assert (tmp_path / "flowers00-20.tfrec").read_bytes() == b"mine"
 
@@ -111,15 +111,15 @@ def test_interrupted_conversion_is_cleaned_up_from_its_manifest_only(real_source
     def failing_to_example(*args):
         raise KeyboardInterrupt
 
-    steps = tfrecords.ConversionSteps(to_example=failing_to_example)
+    steps = conversion.ConversionSteps(to_example=failing_to_example)
     with pytest.raises(KeyboardInterrupt):
-        tfrecords.convert(real_source, tmp_path, target_size=32, num_shards=2, steps=steps)
-    manifest = json.loads((tmp_path / tfrecords.MANIFEST_FILE).read_text())
+        conversion.convert(real_source, tmp_path, target_size=32, num_shards=2, steps=steps)
+    manifest = json.loads((tmp_path / shard_files.MANIFEST_FILE).read_text())
     assert manifest == {"files": ["flowers00.tfrec.tmp", "flowers01.tfrec.tmp"]}
-    report = tfrecords.convert(real_source, tmp_path, target_size=32, num_shards=2)
+    report = conversion.convert(real_source, tmp_path, target_size=32, num_shards=2)
     shards = [Path(p).name for p in report.shards]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [*shards, tfrecords.METADATA_FILE, "notes.tmp"]
+        [*shards, shard_files.METADATA_FILE, "notes.tmp"]
     )
 
 
@@ -139,19 +139,19 @@ def test_convert_bad_parameter_touches_no_file(real_source, real_shards, argumen
     before = _digests(output_dir)
     parameters = {"target_size": 48, "num_shards": 4, **arguments}
     with pytest.raises(ValueError, match=message):
-        tfrecords.convert(real_source, output_dir, **parameters)
+        conversion.convert(real_source, output_dir, **parameters)
     with pytest.raises(ValueError, match=message):
-        tfrecords.ensure_shards(real_source, output_dir, **parameters)
+        conversion.ensure_shards(real_source, output_dir, **parameters)
     assert _digests(output_dir) == before
 
 
 def test_check_resize_and_crop_with_target_size_0_names_the_parameter():
     image = np.zeros((40, 60, 3), np.uint8)
     with pytest.raises(ValueError, match=r"`TARGET_SIZE` must be a positive integer\. Rec"):
-        checks.check_resize_and_crop(tfrecords.resize_and_crop, todo=1, sample_images=[image],
+        checks.check_resize_and_crop(records.resize_and_crop, todo=1, sample_images=[image],
                                      target_size=0)  # fmt: skip
     with pytest.raises(ValueError, match=r"`JPEG_QUALITY` must be an integer from 0 to 100"):
-        checks.check_recompress(tfrecords.recompress, todo=2, sample_images=[image], quality=101)
+        checks.check_recompress(records.recompress, todo=2, sample_images=[image], quality=101)
 
 
 # Item 5: nothing to learn from is refused.
@@ -170,7 +170,7 @@ def test_convert_folder_of_only_corrupt_images_is_refused(tmp_path):
     (tmp_path / "out" / "x.tfrecord").write_bytes(b"mine")
     source = sources.resolve_source(str(tmp_path / "in"))
     with pytest.raises(ValueError, match=r"No image of .* could be read: all 3 were skipped"):
-        tfrecords.convert(source, tmp_path / "out", target_size=32, num_shards=7)
+        conversion.convert(source, tmp_path / "out", target_size=32, num_shards=7)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["x.tfrecord"]
     assert not validation.validate(str(tmp_path / "out"), verbose=False).ok
 
@@ -179,9 +179,9 @@ def test_convert_folder_of_only_corrupt_images_is_refused(tmp_path):
 def test_convert_same_input_gives_byte_identical_files(real_source, real_shards, tmp_path):
     output_dir, _ = real_shards
     script = (
-        "import sys; from utils import sources, tfrecords; "
+        "import sys; from utils import conversion, sources; "
         "source = sources.resolve_source(sys.argv[1]); "
-        "tfrecords.convert(source, sys.argv[2], target_size=48, num_shards=4)"
+        "conversion.convert(source, sys.argv[2], target_size=48, num_shards=4)"
     )
     environment = {**os.environ, "PYTHONHASHSEED": "random"}
     command = [sys.executable, "-c", script, real_source.name, str(tmp_path)]
@@ -194,18 +194,19 @@ def test_ensure_shards_rebuilds_when_an_image_changes(real_photo_folder, tmp_pat
     folder = tmp_path / "photos"
     shutil.copytree(real_photo_folder["root"], folder)
     source = sources.resolve_source(str(folder))
-    first = tfrecords.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
-    again = tfrecords.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
+    first = conversion.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
+    again = conversion.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
     assert again == first
+    shard_bytes = shard_files.read_metadata(first.output_dir)["shard_bytes"]
     cat = folder / "cats" / "cats_00.jpg"
     cat.write_bytes((folder / "coffee" / "coffee_00.jpg").read_bytes())  # Same count.
     capsys.readouterr()
-    changed = tfrecords.ensure_shards(sources.resolve_source(str(folder)), tmp_path / "out",
+    changed = conversion.ensure_shards(sources.resolve_source(str(folder)), tmp_path / "out",
                                       target_size=32, num_shards=2)  # fmt: skip
     out = capsys.readouterr().out
     assert "(the images or the parameters changed)" in out
-    assert changed["fingerprint"] != first["fingerprint"]
-    assert changed["shard_bytes"] != first["shard_bytes"]
+    assert changed.fingerprint != first.fingerprint
+    assert shard_files.read_metadata(changed.output_dir)["shard_bytes"] != shard_bytes
 
 
 # Item 8: missing, extra, truncated and corrupted shards are errors that name the shard.
@@ -221,7 +222,7 @@ def test_list_shards_missing_shard_is_an_error(copied_shards):
     folder, shards = copied_shards
     shards[2].unlink()
     with pytest.raises(ValueError, match=rf"{shards[2].name}: listed in the sidecar, but missing"):
-        tfrecords.list_shards(str(folder))
+        shard_files.list_shards(str(folder))
     problems = validation.validate(str(folder), verbose=False).problems
     assert f"{shards[2].name}: listed in the sidecar, but missing." in problems
 
@@ -230,7 +231,7 @@ def test_list_shards_extra_shard_is_an_error(copied_shards):
     folder, shards = copied_shards
     shutil.copy(shards[0], folder / "flowers09-10.tfrec")
     with pytest.raises(ValueError, match=r"flowers09-10\.tfrec: a shard not listed in the sidec"):
-        tfrecords.list_shards(str(folder))
+        shard_files.list_shards(str(folder))
 
 
 def _truncate(path):
@@ -258,7 +259,7 @@ def test_reading_a_damaged_shard_names_it(copied_shards, damage):
     with pytest.raises(tf.errors.DataLossError):
         for _ in fast:
             pass
-    damaged = tfrecords.find_damaged_shards([str(p) for p in shards])
+    damaged = shard_files.find_damaged_shards([str(p) for p in shards])
     assert len(damaged) == 1 and damaged[0].startswith(f"{shards[1]}: ")
     problems = validation.validate(str(folder), verbose=False).problems
     assert any(p.startswith(f"{shards[1].name}: ") for p in problems)
@@ -272,7 +273,7 @@ def test_check_parallel_records_on_a_damaged_shard_blames_the_shard_not_the_todo
     dataset = tf.data.TFRecordDataset([str(p) for p in shards], num_parallel_reads=4)
 
     def image_and_label(serialized):
-        record = tfrecords.parse_record(serialized)
+        record = records.parse_record(serialized)
         return tf.io.decode_jpeg(record["image"], channels=3), record["one_hot_class"]
 
     dataset = dataset.with_options(options).map(
@@ -291,7 +292,7 @@ def test_check_parallel_records_on_a_damaged_shard_blames_the_shard_not_the_todo
 # Item 9: validation without the sidecar says so in a few lines, not one per record.
 def test_validate_without_sidecar_prints_the_problem_not_every_record(copied_shards, capsys):
     folder, _ = copied_shards
-    (folder / tfrecords.METADATA_FILE).unlink()
+    (folder / shard_files.METADATA_FILE).unlink()
     result = validation.validate(str(folder))
     assert len(result.problems) == 2
     assert result.problems[1] == (

@@ -191,3 +191,25 @@ def test_tfrecord_dataset_parallel_streams_share_the_total_cap(shard_paths):
     _, shared_seconds = _read_all(shared.tfrecord_dataset(shard_paths, num_parallel_reads=6))
     assert free_seconds < 0.9  # Six streams in parallel: about 1/6 s each.
     assert shared_seconds >= 1.9  # All the bytes through half the bandwidth: 2 s.
+
+
+def test_read_bytes_is_the_hook_that_reads_after_the_wait(paths):
+    def read_bytes(path):
+        return tf.strings.join(["read: ", path])
+
+    hooked = storage.SimulatedStorage(latency_ms=0, read_bytes=read_bytes)
+    values, _ = _read_all(tf.data.Dataset.from_tensor_slices(paths[:2]).map(hooked.read_file))
+    assert values == [f"read: {p}".encode() for p in paths[:2]]
+    assert hooked.num_requests == 2
+
+
+def test_routing_tf_read_file_sends_library_reads_through_the_storage(paths):
+    original = tf.io.read_file
+    simulated = storage.SimulatedStorage(latency_ms=0)
+    with simulated.routing_tf_read_file() as routed:
+        # Looked up while the map is traced, as a library's own call to it is.
+        dataset = tf.data.Dataset.from_tensor_slices(paths[:3]).map(lambda p: tf.io.read_file(p))
+    assert routed is simulated and tf.io.read_file is original
+    values, _ = _read_all(dataset)
+    assert values == [open(p, "rb").read() for p in paths[:3]]
+    assert simulated.num_requests == 3

@@ -40,7 +40,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from unittest import mock
+
+from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LATENCIES_MS = (0, 50)
@@ -88,14 +89,14 @@ def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
     import keras
     import tensorflow as tf
 
-    from utils import pipeline, tfrecords
+    from utils import conversion, pipeline
 
     slow = storage.latency_ms > 0
     image_root = source.pattern.rsplit("/", 2)[0]
 
     def files(parallel: bool):
         # The source's own list: a local folder's path is never used as a glob.
-        image_paths = tfrecords.source_paths(source)
+        image_paths = conversion.source_paths(source)
         paths = tf.data.Dataset.from_tensor_slices(image_paths).shuffle(len(image_paths), seed=0)
 
         def decode(path):
@@ -110,7 +111,7 @@ def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
     def from_directory():
         # Keras reads each file with tf.io.read_file while it builds the dataset's map:
         # route those reads through the (simulated) storage.
-        with mock.patch.object(tf.io, "read_file", storage.read_file):
+        with storage.routing_tf_read_file():
             dataset = _quietly(
                 keras.utils.image_dataset_from_directory,
                 image_root,
@@ -173,13 +174,13 @@ def compare_pipelines(settings: dict) -> dict:
     """
     import tensorflow as tf
 
-    from utils import pipeline, sources, storage, tfrecords, timing
+    from utils import conversion, pipeline, records, sources, storage, timing
 
     source = sources.resolve_source("embedded", num_images=settings["num_images"])
-    shards = _quietly(tfrecords.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
-    shard_paths = tfrecords.find_shards(shards["output_dir"])
+    shard_set = _quietly(conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
+    shard_paths = shard_set.paths
     stored_jpegs = [
-        tfrecords.parse_record(record)["image"].numpy()
+        records.parse_record(record)["image"].numpy()
         for record in tf.data.TFRecordDataset(shard_paths).take(1000)
     ]
     ceiling = lambda: pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)  # noqa: E731
@@ -189,7 +190,7 @@ def compare_pipelines(settings: dict) -> dict:
     others = {}
     for latency in LATENCIES_MS:
         simulated = storage.SimulatedStorage(latency_ms=latency)
-        named = pipelines(source, shard_paths, shards["class_names"], simulated, settings)
+        named = pipelines(source, shard_paths, shard_set.class_names, simulated, settings)
         for name, (make_dataset, num_images) in named.items():
             label = f"{name} @ {latency} ms"
             if name in HEADLINE:
@@ -211,55 +212,69 @@ def compare_pipelines(settings: dict) -> dict:
     return results
 
 
-_READ_ONE_EPOCH = """
-import json, resource, sys, time
-from utils import pipeline, tfrecords
-paths = tfrecords.find_shards(sys.argv[1])
-dataset = pipeline.tfrecord_images(paths, target_size=int(sys.argv[2]), num_classes=5,
-                                   batch_size=64, num_parallel_reads=16)
-count, start = 0, None
-for images, _ in dataset:
-    if start is None:
-        start = time.perf_counter()  # The first batch is the warm-up.
-    else:
-        count += int(images.shape[0])
-seconds = time.perf_counter() - start
-print(json.dumps({"images_per_second": count / seconds,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+def read_one_epoch(shards_dir: str) -> dict:
+    """Reads every shard in `shards_dir` once with the course pipeline; returns its figures.
+
+    Run it in a process of its own (`read_in_own_process`), so that each reading starts
+    from the same state: no warm caches or threads of an earlier reading.
+
+    Args:
+        shards_dir: a folder of shards of `TARGET_SIZE` px images.
+
+    Returns:
+        `{"images_per_second": ..., "peak_rss_mb": ...}`; the first batch is the warm-up
+        and is not timed; the peak memory is the whole process's.
+    """
+    import resource
+
+    from utils import pipeline, shard_files
+
+    paths = shard_files.find_shards(shards_dir)
+    dataset = pipeline.tfrecord_images(
+        paths, target_size=TARGET_SIZE, num_classes=5, batch_size=64, num_parallel_reads=16
+    )
+    count, start = 0, None
+    for images, _ in dataset:
+        if start is None:
+            start = time.perf_counter()  # The first batch is the warm-up.
+        else:
+            count += int(images.shape[0])
+    seconds = time.perf_counter() - start
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"images_per_second": count / seconds, "peak_rss_mb": peak_rss_mb}
 
 
 def read_in_own_process(shards_dir: str) -> dict:
-    """Reads every shard once with the course pipeline in a new process; returns its figures."""
+    """Runs `read_one_epoch` in a new process (`--read-one-epoch`); returns its figures."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO_ROOT)}
+    command = [sys.executable, "-m", "tools.benchmark", "--read-one-epoch", str(shards_dir)]
     result = subprocess.run(
-        [sys.executable, "-c", _READ_ONE_EPOCH, shards_dir, str(TARGET_SIZE)],
-        capture_output=True, text=True, env=env, check=True, timeout=600,
-    )  # fmt: skip
+        command, capture_output=True, text=True, env=env, check=True, timeout=600, cwd=REPO_ROOT
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def scaling(settings: dict) -> dict:
     """Measures reading and writing as the dataset grows, and reading as shards change."""
-    from utils import sources, tfrecords, timing
+    from utils import conversion, sources, timing
 
     by_size = {}
     for size in settings["sizes"]:
         print(f"  {size} images ...", flush=True)
         source = sources.resolve_source("embedded", num_images=size)
-        output_dir = tfrecords.default_output_dir(source, target_size=TARGET_SIZE, num_shards=16)
+        output_dir = conversion.default_output_dir(source, target_size=TARGET_SIZE, num_shards=16)
         report = _quietly(
-            tfrecords.convert, source, output_dir, target_size=TARGET_SIZE, num_shards=16
+            conversion.convert, source, output_dir, target_size=TARGET_SIZE, num_shards=16
         )
         by_size[size] = {"write_seconds": report.seconds, **read_in_own_process(output_dir)}
     largest = sources.resolve_source("embedded", num_images=settings["sizes"][-1])
     shard_dirs = {}
     for count in settings["shard_counts"]:
         print(f"  {count} shards ...", flush=True)
-        shards = _quietly(
-            tfrecords.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
+        shard_set = _quietly(
+            conversion.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
         )
-        shard_dirs[count] = shards["output_dir"]
+        shard_dirs[count] = shard_set.output_dir
     # Every shard count is read once per round, in turns, each in a process of its own:
     # a count read right after its shards were written is not alone in paying for it.
     readings = {count: [] for count in shard_dirs}
@@ -438,9 +453,18 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="small sizes, 2 rounds for the headline"
     )
     parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "benchmark")
+    parser.add_argument(
+        "--read-one-epoch",
+        metavar="SHARDS_DIR",
+        help="only read the shards there once and print the figures as JSON (one process "
+        "per reading: the benchmark runs itself so)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
+    if args.read_one_epoch:
+        print(json.dumps(read_one_epoch(args.read_one_epoch)))
+        return 0
     settings = QUICK if args.quick else FULL
     from utils import timing
 

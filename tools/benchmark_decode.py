@@ -78,18 +78,18 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
     """Returns the JPEG bytes of the first `num_images` records of the shards."""
     import tensorflow as tf
 
-    from utils import sources, tfrecords
+    from utils import conversion, records, shard_files, sources
 
     if shards_dir is None:
         source = sources.resolve_source("embedded", num_images=DATASET_SIZE, seed=42)
-        shards_dir = tfrecords.ensure_shards(
+        shards_dir = conversion.ensure_shards(
             source, None, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=42
-        )["output_dir"]
-    paths = tfrecords.find_shards(shards_dir)
+        ).output_dir
+    paths = shard_files.find_shards(shards_dir)
     if not paths:
         raise FileNotFoundError(f"No TFRecord shards in {shards_dir}. Write them with lab 2.")
-    records = tf.data.TFRecordDataset(paths).take(num_images)
-    return [tfrecords.parse_record(record)["image"].numpy() for record in records]
+    serialized = tf.data.TFRecordDataset(paths).take(num_images)
+    return [records.parse_record(record)["image"].numpy() for record in serialized]
 
 
 def main(argv=None) -> int:

@@ -95,15 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.timed < 1:
         parser.error(f"--repeats and --timed must be >= 1 (got {args.repeats}, {args.timed})")
 
-    from utils import data_service, sources, tfrecords
+    from utils import conversion, data_service, sources
 
     source = sources.resolve_source("embedded", num_images=args.num_images, seed=42)
     with contextlib.redirect_stdout(io.StringIO()):
-        shards = tfrecords.ensure_shards(
+        shard_set = conversion.ensure_shards(
             source, None, target_size=args.target_size, num_shards=args.num_shards, seed=42
         )
-    shard_paths = tfrecords.find_shards(shards["output_dir"])
-    num_records = shards["num_records"]
+    shard_paths = shard_set.paths
+    num_records = shard_set.num_records
     # Enough whole epochs for the warm-up and the timed images; each job then ends by itself.
     epochs = math.ceil((args.timed + 2 * args.batch_size) / num_records) + 1
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             latency_ms=args.latency_ms,
             batch_size=args.batch_size,
             target_size=args.target_size,
-            num_classes=len(shards["class_names"]),
+            num_classes=len(shard_set.class_names),
             epochs=epochs,
         )
 

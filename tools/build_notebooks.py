@@ -42,6 +42,7 @@ import nbformat
 from tools import setup_cell
 from tools.lesson_parameters import KERNEL_OPTIONS
 from tools.setup_cell import GITHUB_REPO
+from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -349,7 +350,7 @@ def execute_solution(
     """
     import papermill
 
-    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
     with tempfile.TemporaryDirectory() as scratch:
         unexecuted, executed = Path(scratch) / "in.ipynb", Path(scratch) / "out.ipynb"
         nbformat.write(notebook, unexecuted)

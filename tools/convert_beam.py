@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from utils import beam_conversion, sources, tfrecords, validation
+from utils import beam_conversion, conversion, records, sources, validation
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,9 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", default="embedded", help="as the labs' DATA_SOURCE")
     parser.add_argument("--num-images", type=int, default=3670, help="embedded source only")
     parser.add_argument("--output-dir", required=True, help="a local or gs:// folder of yours")
-    parser.add_argument("--num-shards", type=int, default=tfrecords.DEFAULT_NUM_SHARDS)
-    parser.add_argument("--target-size", type=int, default=tfrecords.DEFAULT_TARGET_SIZE)
-    parser.add_argument("--jpeg-quality", type=int, default=tfrecords.DEFAULT_JPEG_QUALITY)
+    parser.add_argument("--num-shards", type=int, default=conversion.DEFAULT_NUM_SHARDS)
+    parser.add_argument("--target-size", type=int, default=records.DEFAULT_TARGET_SIZE)
+    parser.add_argument("--jpeg-quality", type=int, default=records.DEFAULT_JPEG_QUALITY)
     args = parser.parse_args(own_args)
     source = sources.resolve_source(args.source, num_images=args.num_images)
     beam_conversion.convert_with_beam(

@@ -46,6 +46,7 @@ import nbformat
 from tools import build_notebooks as build
 from tools import sandbox
 from tools.lesson_parameters import SMALL_PARAMETERS
+from utils import data, progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KEY = build.METADATA_KEY
@@ -73,8 +74,9 @@ import utils.checks as checks
 _TITLE = re.compile(r"^#\s*(?:Lab|Lesson)\s+(\d+)\b", re.MULTILINE)
 # What a learner's code has no reason to touch: each pattern, and the flag it raises.
 FLAGS = {
-    "course modules": r"\b(?:utils|checks|sources|storage|data|display|timing|pipeline|tfrecords"
-    r"|validation|training|models|strategy)\.[\w.]+\s*=[^=]|\bsetattr\(|\bdelattr\(",
+    "course modules": r"\b(?:utils|checks|sources|storage|data|display|timing|pipeline|records"
+    r"|shard_files|conversion|errors|validation|training|models|strategy)\.[\w.]+\s*=[^=]"
+    r"|\bsetattr\(|\bdelattr\(",
     "sys.modules": r"\bsys\.modules\b",
     "importlib": r"\bimportlib\b|\b__import__\b|\bbuiltins\b|\b__builtins__\b",
     "IPython hooks": r"\bget_ipython\b|\bIPython\b|^\s*[%!]",
@@ -255,8 +257,8 @@ def prepare_work(work: Path, cache: Path | None) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "HOME": str(work / "home"),
         "TMPDIR": "/tmp",
-        "TPU_SPEED_PIPELINES_CACHE": str(work / "cache"),
-        "TPU_SPEED_PIPELINES_NO_PROGRESS": "1",
+        data.CACHE_ENV_VAR: str(work / "cache"),
+        progress.DISABLE_ENV_VAR: "1",
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "PYTHONPATH": str(REPO_ROOT),
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -468,8 +470,6 @@ def load_labs(root: Path = REPO_ROOT) -> dict[str, nbformat.NotebookNode]:
 
 def warm_cache(lessons: set[str]) -> Path:
     """Makes, outside any sandbox, the embedded datasets the lessons read; returns the cache."""
-    from utils import data
-
     for lesson in sorted(lessons):
         parameters = SMALL_PARAMETERS.get(lesson, {})
         data.make_flowers_dataset(parameters.get("NUM_IMAGES", data.DEFAULT_NUM_IMAGES))

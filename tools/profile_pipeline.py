@@ -36,6 +36,9 @@ import textwrap
 import time
 from pathlib import Path
 
+from tools import benchmark
+from utils import progress
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGET_SIZE = 192
 BATCH_SIZE = 64
@@ -55,18 +58,18 @@ def load_shards(num_images: int = NUM_IMAGES, num_shards: int = 16):
     """Returns the benchmark's shard paths, the number of classes and 1000 stored JPEGs."""
     import tensorflow as tf
 
-    from utils import sources, tfrecords
+    from utils import conversion, records, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
-    shards = _quietly(
-        tfrecords.ensure_shards, source, target_size=TARGET_SIZE, num_shards=num_shards
+    shard_set = _quietly(
+        conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=num_shards
     )
-    paths = tfrecords.find_shards(shards["output_dir"])
+    paths = shard_set.paths
     jpegs = [
-        tfrecords.parse_record(record)["image"].numpy()
+        records.parse_record(record)["image"].numpy()
         for record in tf.data.TFRecordDataset(paths).take(1000)
     ]
-    return paths, len(shards["class_names"]), jpegs
+    return paths, len(shard_set.class_names), jpegs
 
 
 def build(
@@ -96,15 +99,15 @@ def build(
     """
     import tensorflow as tf
 
-    from utils import tfrecords
+    from utils import records
 
     autotune = tf.data.AUTOTUNE
     if block_length is None:
-        records = tf.data.TFRecordDataset(
+        serialized = tf.data.TFRecordDataset(
             paths, num_parallel_reads=cycle_length, buffer_size=buffer_size
         )
     else:
-        records = tf.data.Dataset.from_tensor_slices(paths).interleave(
+        serialized = tf.data.Dataset.from_tensor_slices(paths).interleave(
             lambda path: tf.data.TFRecordDataset(path, buffer_size=buffer_size),
             cycle_length=cycle_length,
             block_length=block_length,
@@ -119,24 +122,24 @@ def build(
         options.threading.max_intra_op_parallelism = intra_op
     for name, value in (optimization or {}).items():
         setattr(options.experimental_optimization, name, value)
-    batches = records.with_options(options).batch(parse_batch)
+    batches = serialized.with_options(options).batch(parse_batch)
     if stage == STAGES[0]:
         return batches.repeat()
 
     def parse(batch):
-        return tf.io.parse_example(batch, tfrecords.FEATURES)
+        return tf.io.parse_example(batch, records.FEATURES)
 
     def parse_and_decode(batch):
-        records = parse(batch)
+        parsed = parse(batch)
         images = tf.map_fn(
             lambda jpeg: tf.reshape(
                 tf.io.decode_jpeg(jpeg, channels=3, dct_method=dct_method),
                 [target_size, target_size, 3],
             ),
-            records["image"],
+            parsed["image"],
             fn_output_signature=tf.uint8,
         )
-        labels = tf.reshape(tf.sparse.to_dense(records["one_hot_class"]), [-1, num_classes])
+        labels = tf.reshape(tf.sparse.to_dense(parsed["one_hot_class"]), [-1, num_classes])
         return images, labels
 
     if stage == STAGES[1]:
@@ -385,21 +388,6 @@ def _verdict(low: float, high: float) -> str:
     return "helps" if low > 1 else "hurts" if high < 1 else "within the spread"
 
 
-_READ_EPOCH = """
-import sys, time, json
-from utils import pipeline, tfrecords
-paths = tfrecords.find_shards(sys.argv[1])
-dataset = pipeline.tfrecord_images(paths, target_size=192, num_classes=5, batch_size=64)
-count, start = 0, None
-for images, _ in dataset:
-    if start is None:
-        start = time.perf_counter()
-    else:
-        count += int(images.shape[0])
-print(json.dumps(count / (time.perf_counter() - start)))
-"""
-
-
 def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> dict:
     """Reads the images in each shard count right after writing them, and again once settled.
 
@@ -411,18 +399,14 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
     """
     import shutil
     import statistics
-    import subprocess
     import tempfile
 
-    from utils import sources, tfrecords, timing
+    from utils import conversion, sources, timing
 
     source = sources.resolve_source("embedded", num_images=num_images)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO_ROOT)}
 
-    def read(directory):
-        command = [sys.executable, "-c", _READ_EPOCH, str(directory)]
-        output = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-        return json.loads(output.stdout.strip().splitlines()[-1])
+    def read(directory):  # In a process of its own, as the benchmark reads.
+        return benchmark.read_in_own_process(str(directory))["images_per_second"]
 
     runs = {count: {"just written": [], "settled": []} for count in counts}
     sizes = {}
@@ -430,7 +414,7 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
         for round_index in range(repeats):
             for count in counts if round_index % 2 == 0 else counts[::-1]:
                 directory = Path(scratch) / f"{count}-shards"
-                _quietly(tfrecords.convert, source, directory, target_size=TARGET_SIZE,
+                _quietly(conversion.convert, source, directory, target_size=TARGET_SIZE,
                          num_shards=count)  # fmt: skip
                 runs[count]["just written"].append(read(directory))
                 os.sync()
@@ -469,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "profile")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
     unknown = sorted(set(args.only or []) - set(SWEEP))
     if unknown:
         parser.error(f"--only: unknown change(s) {unknown}; choose from {list(SWEEP)}")

@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 
 from tools.lesson_parameters import KERNEL_OPTIONS, beam_install_command, missing_modules
+from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "course")
     args = parser.parse_args(argv)
-    os.environ.setdefault("TPU_SPEED_PIPELINES_NO_PROGRESS", "1")
+    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
     args.output_dir.mkdir(parents=True, exist_ok=True)
     solutions = sorted((REPO_ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
     solutions = [s for s in solutions if args.only is None or s.name.startswith(args.only)]

@@ -1,7 +1,7 @@
 """Lab 2's conversion on Apache Beam: the same functions, on an engine that scales out.
 
 Each image is converted by `ConvertImage`, which calls lab 2's reference functions
-(`tfrecords.resize_and_crop`, `recompress`, `to_example`); an image that cannot be read or
+(`records.resize_and_crop`, `recompress`, `to_example`); an image that cannot be read or
 decoded goes to the `skipped` side output, which is written as a list, never dropped.
 Beam writes the shards with its own names (`flowers-00000-of-00016.tfrec`); after the run,
 `finish` counts the records of each shard and writes lab 2's sidecar, so that
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import data, sources, tfrecords
+from utils import conversion, data, errors, records, shard_files, sources
 
 if TYPE_CHECKING:
     import apache_beam
@@ -39,7 +39,6 @@ warnings.filterwarnings(
 
 SKIPPED = "skipped"
 SKIPPED_FILE = "skipped.jsonl"
-SHARD_PREFIX = "flowers"
 
 
 @contextlib.contextmanager
@@ -85,12 +84,12 @@ def convert_image(
     try:
         image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
     except tf.errors.OpError as error:
-        return None, tfrecords.error_message(error)
+        return None, errors.error_message(error)
     original_size = [int(side) for side in image.shape[:2]]
-    resized = tfrecords.resize_and_crop(image, target_size)
-    jpeg = tfrecords.recompress(resized, quality).numpy()
+    resized = records.resize_and_crop(image, target_size)
+    jpeg = records.recompress(resized, quality).numpy()
     class_index = list(class_names).index(path.replace("\\", "/").rsplit("/", 2)[-2])
-    example = tfrecords.to_example(jpeg, class_index, original_size, class_names)
+    example = records.to_example(jpeg, class_index, original_size, class_names)
     return example.SerializeToString(), None
 
 
@@ -161,8 +160,8 @@ def build_pipeline(
         make_convert_dofn(source.class_names, target_size, quality)
     ).with_outputs(SKIPPED, main="records")
     converted.records | "Write shards" >> beam.io.WriteToTFRecord(
-        f"{output_dir}/{SHARD_PREFIX}",
-        file_name_suffix=tfrecords.SHARD_SUFFIX,
+        f"{output_dir}/{shard_files.SHARD_PREFIX}",
+        file_name_suffix=shard_files.SHARD_SUFFIX,
         num_shards=num_shards,
     )
     converted[SKIPPED] | "Write skipped" >> beam.io.WriteToText(
@@ -174,7 +173,7 @@ def build_pipeline(
 class BeamRun:
     """What `convert_with_beam` did: the lab 2 report, and Beam's own time."""
 
-    report: tfrecords.ConversionReport
+    report: conversion.ConversionReport
     pipeline_seconds: float
 
 
@@ -182,9 +181,9 @@ def convert_with_beam(
     source: sources.ImageSource,
     output_dir: str,
     *,
-    target_size: int = tfrecords.DEFAULT_TARGET_SIZE,
-    num_shards: int = tfrecords.DEFAULT_NUM_SHARDS,
-    jpeg_quality: int = tfrecords.DEFAULT_JPEG_QUALITY,
+    target_size: int = records.DEFAULT_TARGET_SIZE,
+    num_shards: int = conversion.DEFAULT_NUM_SHARDS,
+    jpeg_quality: int = records.DEFAULT_JPEG_QUALITY,
     pipeline_args: Sequence[str] = ("--runner=DirectRunner",),
     build: Callable | None = None,
     verbose: bool = True,
@@ -194,7 +193,7 @@ def convert_with_beam(
     Args:
         source: a `sources.ImageSource`.
         output_dir: a local folder, or `gs://` on Dataflow.
-        target_size: side of the stored images, as in `tfrecords.convert`.
+        target_size: side of the stored images, as in `conversion.convert`.
         num_shards: the number of shards Beam writes.
         jpeg_quality: the JPEG quality the images are recompressed at.
         pipeline_args: Beam pipeline options, e.g. `["--runner=DataflowRunner",
@@ -217,7 +216,7 @@ def convert_with_beam(
 
     output_dir = str(output_dir).rstrip("/")
     # Only the previous set's own files (as its sidecar lists them) are deleted.
-    for name in tfrecords.start_new_set(output_dir):
+    for name in conversion.start_new_set(output_dir):
         tf.io.gfile.remove(f"{output_dir}/{name}")
     start = time.perf_counter()
     if build is None:
@@ -235,7 +234,7 @@ def convert_with_beam(
 
 def finish(
     source: sources.ImageSource, output_dir: str, *, target_size: int, jpeg_quality: int
-) -> tfrecords.ConversionReport:
+) -> conversion.ConversionReport:
     """Counts the records Beam wrote, reads its skipped list, and writes lab 2's sidecar.
 
     Args:
@@ -247,10 +246,10 @@ def finish(
     Returns:
         The conversion's report, as lab 2's conversion gives it (its `seconds` is 0).
     """
-    shards = tfrecords.find_shards(output_dir)
+    shards = shard_files.find_shards(output_dir)
     counts, output_bytes = [], 0
     for path in shards:
-        images = tf.data.TFRecordDataset(path).map(lambda r: tfrecords.parse_record(r)["image"])
+        images = tf.data.TFRecordDataset(path).map(lambda r: records.parse_record(r)["image"])
         lengths = [len(image) for image in images.as_numpy_iterator()]
         counts.append(len(lengths))
         output_bytes += sum(lengths)
@@ -259,11 +258,11 @@ def finish(
     if tf.io.gfile.exists(skipped_path):
         with tf.io.gfile.GFile(skipped_path) as file:
             entries = [json.loads(line) for line in file if line.strip()]
-        skipped = [tfrecords.SkippedImage(e["path"], e["error"]) for e in entries]
+        skipped = [conversion.SkippedImage(e["path"], e["error"]) for e in entries]
         tf.io.gfile.remove(skipped_path)  # Its content goes into the sidecar.
     skipped_paths = {image.path for image in skipped}
-    inputs = tfrecords.source_paths(source)
-    report = tfrecords.ConversionReport(
+    inputs = conversion.source_paths(source)
+    report = conversion.ConversionReport(
         output_dir=output_dir,
         shards=shards,
         shard_counts=counts,
@@ -275,14 +274,14 @@ def finish(
         seconds=0.0,
     )
     # Beam's order is its own; the seed is the course's default, so ensure_shards finds it.
-    fingerprint = tfrecords.input_fingerprint(
+    fingerprint = conversion.input_fingerprint(
         source, target_size=target_size, num_shards=len(shards), jpeg_quality=jpeg_quality,
         seed=data.DEFAULT_SEED,
     )  # fmt: skip
-    tfrecords.write_metadata(
+    shard_files.write_metadata(
         output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint
     )
-    manifest = f"{output_dir}/{tfrecords.MANIFEST_FILE}"
+    manifest = f"{output_dir}/{shard_files.MANIFEST_FILE}"
     if tf.io.gfile.exists(manifest):  # The set is finished.
         tf.io.gfile.remove(manifest)
     return report

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import tfrecords
+from utils import records, shard_files
 
 if TYPE_CHECKING:
     from utils.storage import SimulatedStorage
@@ -24,21 +24,21 @@ def parse_batch(
 
     Args:
         serialized_batch: a string tensor of shape (batch,): serialized `tf.train.Example`s
-            of `tfrecords.FEATURES`.
+            of `records.FEATURES`.
         target_size: side of the stored images (the sidecar's `target_size`).
         num_classes: number of classes (length of the one-hot label).
 
     Returns:
         (uint8 images (batch, size, size, 3), float32 one-hot labels (batch, num_classes)).
     """
-    records = tf.io.parse_example(serialized_batch, tfrecords.FEATURES)
+    parsed = tf.io.parse_example(serialized_batch, records.FEATURES)
 
     def decode(image_jpeg):
         image = tf.io.decode_jpeg(image_jpeg, channels=3)
         return tf.reshape(image, [target_size, target_size, 3])
 
-    images = tf.map_fn(decode, records["image"], fn_output_signature=tf.uint8)
-    one_hots = tf.reshape(tf.sparse.to_dense(records["one_hot_class"]), [-1, num_classes])
+    images = tf.map_fn(decode, parsed["image"], fn_output_signature=tf.uint8)
+    one_hots = tf.reshape(tf.sparse.to_dense(parsed["one_hot_class"]), [-1, num_classes])
     return images, one_hots
 
 
@@ -67,9 +67,9 @@ def tfrecord_images(
         batch_size: images per batch (the last batch may be smaller).
         storage: a `storage.SimulatedStorage` to read through; None reads directly. A
             truncated, missing or extra shard is caught by name before reading
-            (`tfrecords.list_shards` against the sidecar); a shard corrupted in place
+            (`shard_files.list_shards` against the sidecar); a shard corrupted in place
             raises TensorFlow's `DataLossError`, which `checked_records` and
-            `tfrecords.find_damaged_shards` turn into the shard's name.
+            `shard_files.find_damaged_shards` turn into the shard's name.
         num_parallel_reads: files read at once: None (one after another), an integer, or
             `tf.data.AUTOTUNE`.
         deterministic: keep the records' order (slower when files are read in parallel).
@@ -127,7 +127,7 @@ def checked_records(
         records = pipeline.checked_records(shard_paths, num_parallel_reads=16)
     """
     paths = [str(path) for path in filenames]
-    counts = [-1 if n is None else n for n in tfrecords.expected_record_counts(paths)]
+    counts = [-1 if n is None else n for n in shard_files.expected_record_counts(paths)]
 
     def records_of(path, expected):
         records = tf.data.TFRecordDataset(path).ignore_errors().map(lambda r: (r, False))
@@ -140,7 +140,7 @@ def checked_records(
             )
             message = ["Damaged shard", path, "records read:", num_read, "expected:", expected,
                        "(truncated or corrupted). Write the shards again: lab 2 or "
-                       "tfrecords.convert()."]  # fmt: skip
+                       "conversion.convert()."]  # fmt: skip
             with tf.control_dependencies([tf.debugging.Assert(intact, message, summarize=8)]):
                 return num_read + 1, (tf.identity(record), is_end)
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from utils import data
+from utils import data, errors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -259,8 +259,6 @@ def readable_sample(
     """
     import tensorflow as tf  # Imported here: the other functions do not need TensorFlow.
 
-    from utils import tfrecords
-
     readable, images, skipped = [], [], []
     for path in paths:
         if len(readable) == count:
@@ -269,7 +267,7 @@ def readable_sample(
         try:
             image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3).numpy()
         except tf.errors.OpError as error:
-            skipped.append((path, tfrecords.error_message(error)))
+            skipped.append((path, errors.error_message(error)))
             continue
         readable.append(path)
         images.append(image)

@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from utils import errors
+
 DEVICE_ENV_VAR = "TPU_SPEED_PIPELINES_DEVICE"
 DEVICES = ("auto", "tpu", "gpu", "cpu")
 # Images per replica per step: the usual rule of thumb is 128 per TPU core; GPUs and
@@ -171,7 +173,9 @@ def find_strategy(
             try:
                 tpu_strategy = connect_tpu(tpu)
             except _TPU_ERRORS as error:
-                attempts.append(f"TPU {tpu!r}: {type(error).__name__}: {_first_line(error)}")
+                attempts.append(
+                    f"TPU {tpu!r}: {type(error).__name__}: {errors.first_line(error)[:160]}"
+                )
                 continue
             devices = tuple(d.name for d in tf.config.list_logical_devices("TPU"))
             return _report(StrategyChoice(tpu_strategy, "TPU", devices, tuple(attempts)))
@@ -233,7 +237,7 @@ def find_jax_strategy(device: str = "auto") -> StrategyChoice:
             devices = jax.devices(device)
         except RuntimeError as error:
             raise ValueError(
-                f"No {device.upper()} found (device={device!r}): {_first_line(error)}. "
+                f"No {device.upper()} found (device={device!r}): {errors.first_line(error)[:160]}. "
                 f"JAX sees {len(devices)} {platform.upper()} device(s); device='auto' takes "
                 "them."
             ) from None
@@ -242,11 +246,6 @@ def find_jax_strategy(device: str = "auto") -> StrategyChoice:
     names = tuple(f"{d.platform}:{d.id}" for d in devices)
     kind = devices[0].platform.upper()
     return _report(StrategyChoice(None, kind, names, tuple(attempts), distribution))
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:160] if text else ""
 
 
 def _report(choice: StrategyChoice) -> StrategyChoice:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import tfrecords
+from utils import errors, records, shard_files
 
 _MAX_RECORD_PROBLEMS = 5  # Problems listed per shard; one bad schema would repeat per record.
 
@@ -89,7 +89,7 @@ class ValidationReport:
 def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     """Reads every shard in `output_dir` back and checks it against its name and the sidecar.
 
-    Checks: the sidecar exists; every record parses with `tfrecords.FEATURES`; its image
+    Checks: the sidecar exists; every record parses with `records.FEATURES`; its image
     decodes to the sidecar's size with 3 channels; its class, label and one-hot agree; its
     original size is positive; each shard holds the count in its name and in the sidecar,
     at the size written; the shards are those the sidecar lists, none missing and no
@@ -111,27 +111,27 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     output_dir = str(output_dir).rstrip("/")
     problems = []
     try:
-        metadata = tfrecords.read_metadata(output_dir)
+        metadata = shard_files.read_metadata(output_dir)
     except FileNotFoundError as error:
         metadata = {}
         problems.append(str(error))
-    manifest = f"{output_dir}/{tfrecords.MANIFEST_FILE}"
+    manifest = f"{output_dir}/{shard_files.MANIFEST_FILE}"
     if tf.io.gfile.exists(manifest):
         problems.append(
-            f"{tfrecords.MANIFEST_FILE}: a conversion into this folder did not finish. "
+            f"{shard_files.MANIFEST_FILE}: a conversion into this folder did not finish. "
             "Run it again: it deletes the files it had written."
         )
     shards = []
     if not metadata:
         # Without the sidecar there are no classes or sizes to check the records against.
-        found = tfrecords.find_shards(output_dir)
+        found = shard_files.find_shards(output_dir)
         problems.append(
             f"{len(found)} shard-like file(s) in {output_dir}; their records are not checked "
             "without the sidecar."
         )
     else:
         class_names = list(metadata.get("class_names", []))
-        problems += [f"{line}." for line in tfrecords.shard_set_problems(output_dir, metadata)]
+        problems += [f"{line}." for line in shard_files.shard_set_problems(output_dir, metadata)]
         for name in sorted(metadata.get("shards", {})):
             path = f"{output_dir}/{name}"
             if not tf.io.gfile.exists(path):
@@ -165,7 +165,7 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
 
 
 def _record_facts(serialized):
-    record = tfrecords.parse_record(serialized)
+    record = records.parse_record(serialized)
     image = tf.io.decode_jpeg(record["image"], channels=3)
     return (
         record["class"],
@@ -193,9 +193,9 @@ def _read_shard(path: str, class_names: list[str], target_size: int | None):
             counts[label.decode(errors="replace")] += 1
             num_records += 1
     except tf.errors.OpError as error:
-        message = tfrecords.error_message(error)
+        message = errors.error_message(error)
         problems.append(f"{name}: record {num_records} does not parse: {message}")
-    count_in_name = tfrecords.shard_record_count(path)
+    count_in_name = shard_files.shard_record_count(path)
     if count_in_name is not None and count_in_name != num_records:
         problems.append(f"{name}: its name says {count_in_name} records; it holds {num_records}.")
     return ShardReport(name, count_in_name, num_records, dict(counts)), problems

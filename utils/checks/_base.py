@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from utils.errors import first_line as _first_line  # Defined once, in utils.errors.
+
 # What a learner's code raises when it is unfinished or wrong; a check turns it into a message.
 CHECK_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
 
@@ -29,13 +31,13 @@ def _raise_if_data_problem(error: Exception, todo: int, shard_paths=()) -> None:
     __tracebackhide__ = True
     if not (isinstance(error, tf.errors.DataLossError) or "Damaged shard" in str(error)):
         return
-    from utils import tfrecords  # Imported here: only the reading checks need it.
+    from utils import shard_files  # Imported here: only the reading checks need it.
 
-    damaged = tfrecords.find_damaged_shards(list(shard_paths)) if shard_paths else []
+    damaged = shard_files.find_damaged_shards(list(shard_paths)) if shard_paths else []
     where = "; ".join(damaged) if damaged else _first_line(error)
     raise DataProblem(
         f"Not a problem of TODO {todo}: a shard is damaged (truncated or corrupted): {where}. "
-        "Write the shards again (lab 2, or tfrecords.convert()), then run this cell again."
+        "Write the shards again (lab 2, or conversion.convert()), then run this cell again."
     ) from None
 
 
@@ -93,11 +95,6 @@ def _require_dataset(value, todo: int, name: str, expected: str) -> None:
     _require_done(value, todo, name, expected)
     if not isinstance(value, tf.data.Dataset):
         _fail(todo, name, f"expected {expected}; found a {type(value).__name__}.")
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _passed(todo: int, message: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from utils import data, sources, tfrecords, validation
+from utils import data, records, shard_files, sources, validation
 from utils.checks import _samples
 from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed
 
@@ -143,7 +143,7 @@ def check_convert_dofn(dofn_class: type, *, todo: int, class_names: Sequence[str
                     name,
                     f"expected the record's bytes for {what}; found {type(output).__name__}.",
                 )
-            record = tfrecords.parse_record(tf.constant(output))
+            record = records.parse_record(tf.constant(output))
             folder_name = Path(path).parent.name
             if record["label"].numpy().decode() != folder_name:
                 _fail(todo, name, f"expected label {folder_name} for {what}.")
@@ -204,7 +204,7 @@ def check_build_conversion(
             )
         except (*CHECK_ERRORS, RuntimeError) as error:
             _fail(todo, name, f"running the pipeline fails: {_first_line(error)}")
-        shards = [Path(path).name for path in tfrecords.find_shards(output_dir)]
+        shards = [Path(path).name for path in shard_files.find_shards(output_dir)]
         if not shards:
             _fail(
                 todo,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tensorflow as tf
 
-from utils import tfrecords
+from utils import records
 from utils.checks._base import (
     CHECK_ERRORS,
     OPTIONS_ONLY_OPS,
@@ -36,8 +36,8 @@ def _sample_records(shard_paths: Sequence[str], count: int, todo: int) -> list[b
         raise
 
 
-def _expected_pairs(records: Sequence[bytes]):
-    parsed = [tfrecords.parse_record(tf.constant(r)) for r in records]
+def _expected_pairs(serialized: Sequence[bytes]):
+    parsed = [records.parse_record(tf.constant(r)) for r in serialized]
     images = [tf.io.decode_jpeg(p["image"], channels=3).numpy() for p in parsed]
     return images, [int(p["class"]) for p in parsed]
 
@@ -93,19 +93,19 @@ def check_read_tfrecord(
             "expected features['size'] to have a default_value (such as [0, 0]), so that "
             "records written without it still parse.",
         )
-    without_size = tfrecords.to_example(b"", 0, [1, 1], ["a"])
+    without_size = records.to_example(b"", 0, [1, 1], ["a"])
     del without_size.features.feature["size"]
     try:
         tf.io.parse_single_example(without_size.SerializeToString(), features)
     except CHECK_ERRORS as error:
         _fail(todo, name, f"a record without 'size' does not parse: {_first_line(error)}")
 
-    records = _sample_records(shard_paths, 8, todo)
+    serialized = _sample_records(shard_paths, 8, todo)
     expected = f"(uint8 image of shape ({target_size}, {target_size}, 3), one-hot label)"
     try:
-        result = read_tfrecord(tf.constant(records[0]))
+        result = read_tfrecord(tf.constant(serialized[0]))
         _require_result(result, todo, name, expected)
-        pairs = tf.data.Dataset.from_tensor_slices(records).map(read_tfrecord)
+        pairs = tf.data.Dataset.from_tensor_slices(serialized).map(read_tfrecord)
         found = list(pairs.as_numpy_iterator())
     except CHECK_ERRORS as error:
         _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
@@ -125,7 +125,7 @@ def check_read_tfrecord(
             f"expected one-hot labels of static shape ({num_classes},), float32; found "
             f"{label_spec}. Use tf.sparse.to_dense, then tf.reshape to [{num_classes}].",
         )
-    images, classes = _expected_pairs(records)
+    images, classes = _expected_pairs(serialized)
     for (image, label), right_image, right_class in zip(found, images, classes, strict=True):
         if not np.array_equal(image, right_image) or int(np.argmax(label)) != right_class:
             _fail(todo, name, "the images or labels differ from what the records hold.")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import tfrecords
+from utils import conversion, records, shard_files
 from utils.checks._base import (
     CHECK_ERRORS,
     _call_eagerly,
@@ -31,7 +31,7 @@ def check_resize_and_crop(
     """Checks `resize_and_crop(image, target_size)`: an aspect-preserving resize, centre crop.
 
     It runs the function inside `Dataset.map` (as the conversion does) and compares its
-    images with the reference `tfrecords.resize_and_crop`.
+    images with the reference `records.resize_and_crop`.
 
     Args:
         resize_and_crop: the learner's function, run eagerly once, then in `Dataset.map`.
@@ -50,7 +50,7 @@ def check_resize_and_crop(
                                      target_size=192)
     """
     __tracebackhide__ = True
-    tfrecords.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
+    conversion.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
     name = "resize_and_crop"
     expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
     _call_eagerly(
@@ -85,7 +85,7 @@ def check_resize_and_crop(
                 f"expected {expected}; found {image.dtype.name} of shape {tuple(image.shape)} "
                 f"for an image of shape {original.shape}. Cast back to uint8 after resizing.",
             )
-        reference = tfrecords.resize_and_crop(tf.constant(original), target_size)
+        reference = records.resize_and_crop(tf.constant(original), target_size)
         differences.append(np.abs(image.numpy().astype(float) - reference.numpy()).mean())
     if np.mean(differences) > _MAX_RESIZE_DIFFERENCE:
         _fail(
@@ -119,7 +119,7 @@ def check_recompress(
         checks.check_recompress(recompress, todo=2, sample_images=resized, quality=90)
     """
     __tracebackhide__ = True
-    tfrecords.check_integer("JPEG_QUALITY", quality, 0, 100)  # A parameter, not TODO 2.
+    conversion.check_integer("JPEG_QUALITY", quality, 0, 100)  # A parameter, not TODO 2.
     name = "recompress"
     expected = "a scalar string tensor of JPEG bytes"
     num_bytes, reference_bytes = 0, 0
@@ -136,7 +136,7 @@ def check_recompress(
         if decoded.shape != image.shape or np.abs(decoded.astype(float) - image).mean() > 20:
             _fail(todo, name, "expected JPEG bytes of the same image; they decode to another.")
         num_bytes += len(encoded.numpy())
-        reference_bytes += len(tfrecords.recompress(tf.constant(image), quality).numpy())
+        reference_bytes += len(records.recompress(tf.constant(image), quality).numpy())
     ratio = num_bytes / reference_bytes
     if not 0.8 <= ratio <= 1.25:
         _fail(
@@ -195,7 +195,7 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
         if features[feature].WhichOneof("kind") != kind:
             found = features[feature].WhichOneof("kind")
             _fail(todo, name, f"expected {feature!r} to be a {kind}; found a {found}.")
-    record = tfrecords.parse_record(tf.constant(example.SerializeToString()))
+    record = records.parse_record(tf.constant(example.SerializeToString()))
     one_hot = [0.0] * len(class_names)
     one_hot[class_index] = 1.0
     wanted = {
@@ -286,7 +286,7 @@ def check_write_shard(write_shard: Callable, *, todo: int) -> None:
     __tracebackhide__ = True
     name = "write_shard"
     records = [f"record {i}".encode() for i in range(5)]
-    wanted = tfrecords.shard_name(3, len(records))
+    wanted = shard_files.shard_name(3, len(records))
     with tempfile.TemporaryDirectory() as folder:
         _write_and_read(write_shard, records, folder, wanted, todo=todo, name=name)
         # The lab run a second time: the same shard, new records, into the same folder.
@@ -315,21 +315,21 @@ def check_write_shard(write_shard: Callable, *, todo: int) -> None:
             write_shard(interrupted(), folder, 0)
         except KeyboardInterrupt:
             pass
-        finished = [Path(p).name for p in tfrecords.find_shards(folder)]
+        finished = [Path(p).name for p in shard_files.find_shards(folder)]
         if not files_while_writing:
             _fail(
                 todo,
                 name,
                 "expected the records to go into a file as they come (a shard can be larger "
                 "than memory); no file existed while they came. Open a tf.io.TFRecordWriter "
-                "on tfrecords.temporary_path(output_dir, index) and write each record.",
+                "on shard_files.temporary_path(output_dir, index) and write each record.",
             )
         if finished:
             _fail(
                 todo,
                 name,
                 f"a write interrupted after 3 records left {finished}, which looks finished. "
-                "Write to tfrecords.temporary_path(output_dir, index) first, and rename the "
+                "Write to shard_files.temporary_path(output_dir, index) first, and rename the "
                 "file to its final name only when every record is written.",
             )
     _passed(

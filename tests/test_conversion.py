@@ -1,0 +1,149 @@
+"""Tests of utils/conversion.py: the round trip, safe writing, bad input, find-or-build."""
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from utils import conversion, data, records, shard_files, sources, validation
+
+
+def _records(output_dir):
+    shards = shard_files.find_shards(str(output_dir))
+    return list(tf.data.TFRecordDataset(shards).map(records.parse_record).as_numpy_iterator())
+
+
+def test_convert_writes_every_image_once_into_named_shards(converted, small_source):
+    output_dir, report = converted
+    assert report.shard_counts == [15, 15, 15, 15]
+    assert [Path(p).name for p in report.shards] == [f"flowers{i:02d}-15.tfrec" for i in range(4)]
+    assert report.num_written == small_source.num_images == 60 and report.skipped == []
+    assert 0 < report.output_image_bytes < report.input_bytes
+    assert sorted(p.name for p in Path(output_dir).iterdir()) == sorted(
+        [Path(p).name for p in report.shards] + [shard_files.METADATA_FILE]
+    )
+
+
+def test_shards_round_trip_images_labels_and_original_sizes(converted, small_source):
+    output_dir, _ = converted
+    expected = {}
+    for path in Path(small_source.pattern).parent.parent.glob("*/*.jpg"):
+        image = tf.io.decode_jpeg(tf.io.read_file(str(path)), channels=3)
+        reference = records.resize_and_crop(image, 64).numpy()
+        expected.setdefault((path.parent.name, tuple(image.shape[:2])), []).append(reference)
+    parsed = _records(output_dir)
+    assert len(parsed) == 60
+    for record in parsed:
+        label = record["label"].decode()
+        assert record["class"] == small_source.class_names.index(label)
+        image = tf.io.decode_jpeg(record["image"]).numpy()
+        assert image.shape == (64, 64, 3)
+        candidates = expected[(label, tuple(record["size"]))]  # The ORIGINAL size.
+        # JPEG at quality 90 of 64 px noisy images: ~6 levels; another image: 26 or more.
+        assert min(np.abs(image.astype(float) - c).mean() for c in candidates) < 10
+
+
+def test_rerun_with_fewer_shards_replaces_the_old_ones(small_source, tmp_path):
+    conversion.convert(small_source, tmp_path, target_size=32, num_shards=4)
+    conversion.convert(small_source, tmp_path, target_size=32, num_shards=3)
+    names = [Path(p).name for p in shard_files.find_shards(str(tmp_path))]
+    assert names == ["flowers00-20.tfrec", "flowers01-20.tfrec", "flowers02-20.tfrec"]
+    assert validation.validate(str(tmp_path), verbose=False).ok
+
+
+def test_interrupted_conversion_leaves_no_finished_looking_set(small_source, tmp_path):
+    def failing_to_example(*args):
+        raise KeyboardInterrupt
+
+    steps = conversion.ConversionSteps(to_example=failing_to_example)
+    with pytest.raises(KeyboardInterrupt):
+        conversion.convert(small_source, tmp_path, target_size=32, num_shards=2, steps=steps)
+    assert shard_files.find_shards(str(tmp_path)) == []
+    with pytest.raises(FileNotFoundError, match="missing or unfinished"):
+        shard_files.read_metadata(str(tmp_path))
+    report = validation.validate(str(tmp_path), verbose=False)
+    assert not report.ok
+    assert any("a conversion into this folder did not finish" in p for p in report.problems)
+    conversion.convert(small_source, tmp_path, target_size=32, num_shards=2)  # A re-run cleans up.
+    assert validation.validate(str(tmp_path), verbose=False).ok
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_bad_inputs_are_converted_or_counted_and_listed(tmp_path, capsys):
+    root = data.make_damaged_dataset(tmp_path / "damaged", images_per_class=2)
+    source = sources.resolve_source(str(root))
+    assert source.num_images == 16 and source.empty_class_folders == ("lilies",)
+    assert "empty class folder(s), not used as classes: lilies" in source.describe()
+    report = conversion.convert(source, tmp_path / "out", target_size=32, num_shards=2)
+    skipped = {
+        Path(image.path).relative_to(root).as_posix(): image.error for image in report.skipped
+    }
+    unreadable = {name for name, why in data.DAMAGED_FILES.items() if why.startswith("unreadable")}
+    assert set(skipped) == unreadable
+    assert skipped["daisy/empty.jpg"] == "Input is empty."
+    assert "Unknown image file format" in skipped["roses/not_an_image.jpg"]
+    assert report.num_written == 13 and report.num_input_images == 16
+    assert "Empty class folder(s), not used as classes: lilies" in capsys.readouterr().out
+    written = {record["label"].decode() for record in _records(tmp_path / "out")}
+    assert written == set(data.CLASSES)  # grayscale, CMYK and PNG inputs were written
+    check = validation.validate(str(tmp_path / "out"))
+    assert check.ok and check.num_records + len(check.skipped) == check.num_input_images == 16
+    assert "Input images: 16 = 13 written + 3 skipped." in capsys.readouterr().out
+
+
+def test_readable_odd_formats_become_rgb_records(tmp_path):
+    root = data.make_damaged_dataset(tmp_path / "damaged", images_per_class=0)
+    source = sources.resolve_source(str(root))
+    conversion.convert(source, tmp_path / "out", target_size=32, num_shards=1)
+    records = _records(tmp_path / "out")
+    assert sorted(r["label"].decode() for r in records) == ["dandelion", "sunflowers", "tulips"]
+    for record in records:
+        assert tf.io.decode_jpeg(record["image"]).shape == (32, 32, 3)
+
+
+def test_convert_rejects_bad_arguments(small_source, small_flowers):
+    with pytest.raises(ValueError, match="`num_shards` must be a positive integer"):
+        conversion.convert(small_source, "/tmp/x", num_shards=0)
+    with pytest.raises(ValueError, match="inside the source's image folder"):
+        conversion.convert(small_source, small_flowers / "shards")
+
+
+def test_ensure_shards_reuses_a_finished_set_and_rewrites_a_changed_one(
+    small_source, tmp_path, capsys
+):
+    first = conversion.ensure_shards(small_source, tmp_path, target_size=32, num_shards=2)
+    assert first == conversion.ShardSet(
+        output_dir=str(tmp_path),
+        paths=[f"{tmp_path}/flowers00-30.tfrec", f"{tmp_path}/flowers01-30.tfrec"],
+        class_names=list(small_source.class_names),
+        num_records=60,
+        record_counts={f"{tmp_path}/flowers00-30.tfrec": 30, f"{tmp_path}/flowers01-30.tfrec": 30},
+        target_size=32,
+        jpeg_quality=records.DEFAULT_JPEG_QUALITY,
+        fingerprint=first.fingerprint,
+    )
+    stamp = hashlib.sha256((tmp_path / "flowers00-30.tfrec").read_bytes()).hexdigest()
+    capsys.readouterr()
+    again = conversion.ensure_shards(small_source, tmp_path, target_size=32, num_shards=2)
+    assert capsys.readouterr().out == f"Found 2 shards in {tmp_path}.\n"
+    assert again == first
+    assert hashlib.sha256((tmp_path / "flowers00-30.tfrec").read_bytes()).hexdigest() == stamp
+    changed = conversion.ensure_shards(small_source, tmp_path, target_size=48, num_shards=2)
+    assert changed.target_size == 48 and changed.fingerprint != first.fingerprint
+
+
+def test_default_output_dir_depends_on_source_and_settings(small_source):
+    one = conversion.default_output_dir(small_source, target_size=192, num_shards=16)
+    assert one.endswith("-192px-16shards")
+    assert one != conversion.default_output_dir(small_source, target_size=192, num_shards=4)
+
+
+def test_images_per_shard_gives_an_empty_run_to_a_shard_whose_images_all_failed():
+    def image(path):
+        return conversion._LoadedImage(path, 1, b"", 0, [1, 1])
+
+    shard_of = {"a": 0, "b": 0, "c": 1, "d": 2}  # "c" failed to load: shard 1 has none.
+    runs = conversion._images_per_shard(iter([image("a"), image("b"), image("d")]), shard_of, 3)
+    assert [[i.path for i in run] for run in runs] == [["a", "b"], [], ["d"]]

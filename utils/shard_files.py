@@ -1,0 +1,334 @@
+"""Shard files on disk: their names, writing and finding them, and the sidecar that lists them.
+
+A shard is named with its index and its record count, `flowers00-230.tfrec` (Beam's
+`-00000-of-00016` names are found too). It is written under a temporary name and renamed
+when complete. A sidecar JSON file (`METADATA_FILE`) is written last, next to the shards:
+while it is missing, the set is not finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import tensorflow as tf
+
+from utils import errors, records
+
+if TYPE_CHECKING:
+    from utils.conversion import ConversionReport
+    from utils.sources import ImageSource
+
+SHARD_PREFIX = "flowers"
+SHARD_SUFFIX = ".tfrec"
+TEMPORARY_SUFFIX = ".tmp"
+METADATA_FILE = "flowers_tfrecords.json"
+MANIFEST_FILE = "flowers_tfrecords.writing.json"
+
+_COURSE_SHARD = re.compile(rf"^{SHARD_PREFIX}(\d+)-(\d+){re.escape(SHARD_SUFFIX)}$")
+_BEAM_SHARD = re.compile(r"^.+-(\d{5})-of-(\d{5})(\.tfrec|\.tfrecord)?$")
+
+
+def shard_name(index: int, num_records: int) -> str:
+    """Returns the file name of a finished shard.
+
+    Args:
+        index: the shard's index.
+        num_records: the records it holds.
+
+    Returns:
+        The name, e.g. `flowers00-230.tfrec` for shard 0 holding 230 records.
+    """
+    return f"{SHARD_PREFIX}{index:02d}-{num_records}{SHARD_SUFFIX}"
+
+
+def temporary_path(output_dir: str, index: int) -> str:
+    """Returns where a shard is written before it is complete.
+
+    Args:
+        output_dir: the shards' folder.
+        index: the shard's index.
+
+    Returns:
+        The path, e.g. `<output_dir>/flowers00.tfrec.tmp`.
+    """
+    return f"{output_dir}/{SHARD_PREFIX}{index:02d}{SHARD_SUFFIX}{TEMPORARY_SUFFIX}"
+
+
+def write_shard(serialized_examples: Iterable[bytes], output_dir: str, index: int) -> str:
+    """Writes one shard safely: under a temporary name, renamed when complete.
+
+    Args:
+        serialized_examples: the records, each a serialized `tf.train.Example`.
+        output_dir: the shards' folder (local or `gs://`).
+        index: the shard's index, in its name.
+
+    Returns:
+        The shard's final path, named with its record count.
+    """
+    temporary = temporary_path(output_dir, index)
+    num_records = 0
+    with tf.io.TFRecordWriter(temporary) as writer:
+        for record in serialized_examples:
+            writer.write(record)
+            num_records += 1
+    final = f"{output_dir}/{shard_name(index, num_records)}"
+    tf.io.gfile.rename(temporary, final, overwrite=True)
+    return final
+
+
+def shard_record_count(path: str) -> int | None:
+    """Returns the record count written in a course shard's name.
+
+    Args:
+        path: a shard's path or name.
+
+    Returns:
+        The count, e.g. 230 for `flowers00-230.tfrec`; None for any other name (Beam's).
+    """
+    match = _COURSE_SHARD.match(Path(path).name)
+    return int(match.group(2)) if match else None
+
+
+def find_shards(output_dir: str) -> list[str]:
+    """Returns the shard files in a folder, by their names alone (no sidecar is read).
+
+    Args:
+        output_dir: a local or `gs://` folder.
+
+    Returns:
+        The paths of the files named like a course shard (`flowers00-230.tfrec`) or a
+        Beam shard (`...-00000-of-00016`), sorted; [] when the folder does not exist.
+    """
+    if not tf.io.gfile.isdir(output_dir):
+        return []
+    names = tf.io.gfile.listdir(output_dir)
+    return sorted(
+        f"{output_dir}/{name}"
+        for name in names
+        if _COURSE_SHARD.match(name) or _BEAM_SHARD.match(name)
+    )
+
+
+def list_folder(folder: str) -> list[str]:
+    """Returns the names of the entries in a folder.
+
+    Args:
+        folder: a local or `gs://` folder.
+
+    Returns:
+        The names, in the order listed; [] when `folder` is not a folder.
+    """
+    return tf.io.gfile.listdir(folder) if tf.io.gfile.isdir(folder) else []
+
+
+def read_json(path: str) -> dict | None:
+    """Reads a course JSON file (a sidecar or a manifest), tolerating anything else there.
+
+    Args:
+        path: the file's path.
+
+    Returns:
+        The file's JSON object; None when the file is missing, not JSON, or not an object.
+    """
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as file:
+            content = json.load(file)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return content if isinstance(content, dict) else None
+
+
+def write_json(path: str, content: dict) -> None:
+    """Writes a JSON file safely: under a temporary name, renamed when complete.
+
+    Args:
+        path: the file's final path.
+        content: the JSON object to write.
+    """
+    temporary = f"{path}{TEMPORARY_SUFFIX}"
+    with tf.io.gfile.GFile(temporary, "w") as file:
+        json.dump(content, file, indent=2)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+def write_metadata(
+    output_dir: str,
+    source: ImageSource,
+    report: ConversionReport,
+    target_size: int,
+    jpeg_quality: int,
+    *,
+    fingerprint: str | None = None,
+) -> None:
+    """Writes the sidecar JSON of a finished set of shards (temporary name, then rename).
+
+    It holds no time stamp: the same input and parameters give the same bytes.
+
+    Args:
+        output_dir: the shards' folder; the sidecar is `<output_dir>/METADATA_FILE`.
+        source: the images converted (its name, pattern, class names, files not images).
+        report: what the conversion wrote (shards, counts, skipped images).
+        target_size: side of the square images, in pixels.
+        jpeg_quality: JPEG quality of the recompressed images, 0-100.
+        fingerprint: the hash of the input and parameters (`conversion.input_fingerprint`).
+    """
+    metadata = {
+        "source": source.name,
+        "source_pattern": source.pattern,
+        "fingerprint": fingerprint,
+        "class_names": list(source.class_names),
+        "target_size": target_size,
+        "jpeg_quality": jpeg_quality,
+        "num_input_images": report.num_input_images,
+        "num_records": report.num_written,
+        "shards": {
+            Path(p).name: n for p, n in zip(report.shards, report.shard_counts, strict=True)
+        },
+        "shard_bytes": {Path(p).name: tf.io.gfile.stat(p).length for p in report.shards},
+        "skipped": [dataclasses.asdict(image) for image in report.skipped],
+        "empty_class_folders": report.empty_class_folders,
+        "not_images": list(getattr(source, "not_images", ())),
+        "schema": records.SCHEMA,
+    }
+    write_json(f"{output_dir}/{METADATA_FILE}", metadata)
+
+
+def read_metadata(output_dir: str) -> dict:
+    """Returns the sidecar JSON of a finished set of shards.
+
+    Args:
+        output_dir: the shards' folder.
+
+    Returns:
+        The sidecar's object, as `write_metadata` wrote it.
+
+    Raises:
+        FileNotFoundError: if `output_dir` has no sidecar (the set was never finished).
+    """
+    path = f"{str(output_dir).rstrip('/')}/{METADATA_FILE}"
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(
+            f"No {METADATA_FILE} in {output_dir}: the shards there are missing or unfinished. "
+            "Run lab 2, or conversion.ensure_shards(), to write them."
+        )
+    with tf.io.gfile.GFile(path) as file:
+        return json.load(file)
+
+
+def list_shards(output_dir: str, metadata: dict | None = None) -> list[str]:
+    """Returns the paths of the shards the sidecar lists, after checking they are all there.
+
+    Args:
+        output_dir: the shards' folder.
+        metadata: its sidecar, if already read.
+
+    Returns:
+        The shard paths, sorted.
+
+    Raises:
+        FileNotFoundError: if there is no sidecar.
+        ValueError: naming each shard that is listed but missing, of another size than
+            written, or course-named but not listed (an extra shard).
+
+    Example:
+        shard_paths = shard_files.list_shards("/tmp/flowers-tfrec")
+    """
+    output_dir = str(output_dir).rstrip("/")
+    metadata = metadata or read_metadata(output_dir)
+    problems = shard_set_problems(output_dir, metadata)
+    if problems:
+        raise ValueError(
+            f"The shards in {output_dir} do not match their sidecar {METADATA_FILE}: "
+            + "; ".join(problems)
+            + ". Write them again: run lab 2, or conversion.convert()."
+        )
+    return [f"{output_dir}/{name}" for name in sorted(metadata["shards"])]
+
+
+def shard_set_problems(output_dir: str, metadata: dict) -> list[str]:
+    """Compares the shard files in a folder with its sidecar.
+
+    Args:
+        output_dir: the shards' folder.
+        metadata: its sidecar.
+
+    Returns:
+        One line per problem, naming the shard: listed but missing, of another size than
+        written, or course-named but not listed; [] when the set matches.
+    """
+    names = set(list_folder(output_dir))
+    listed = metadata.get("shards", {})
+    sizes = metadata.get("shard_bytes", {})
+    problems = [
+        f"{name}: listed in the sidecar, but missing"
+        for name in sorted(listed)
+        if name not in names
+    ]
+    for name in sorted(set(listed) & names & set(sizes)):
+        size = tf.io.gfile.stat(f"{output_dir}/{name}").length
+        if size != sizes[name]:
+            problems.append(
+                f"{name}: {size:,} bytes, but {sizes[name]:,} were written: truncated or changed"
+            )
+    extra = [n for n in sorted(names) if _COURSE_SHARD.match(n) and n not in listed]
+    problems += [f"{name}: a shard not listed in the sidecar (an extra shard)" for name in extra]
+    return problems
+
+
+def expected_record_counts(paths: Sequence[str]) -> list[int | None]:
+    """Returns how many records each shard should hold.
+
+    Args:
+        paths: shard paths.
+
+    Returns:
+        One count per path: from the shard's name, else from the sidecar in its folder,
+        else None (unknown).
+    """
+    sidecars = {}
+    counts = []
+    for path in paths:
+        count = shard_record_count(path)
+        if count is None:
+            folder, name = str(path).rsplit("/", 1) if "/" in str(path) else (".", str(path))
+            if folder not in sidecars:
+                sidecars[folder] = read_json(f"{folder}/{METADATA_FILE}") or {}
+            count = sidecars[folder].get("shards", {}).get(name)
+        counts.append(count)
+    return counts
+
+
+def find_damaged_shards(paths: Sequence[str]) -> list[str]:
+    """Reads each shard to its end; returns `"<path>: <error>"` for each that does not read.
+
+    A shard whose record count differs from its name's (or its sidecar's) counts too.
+
+    Args:
+        paths: shard paths.
+
+    Returns:
+        One line per damaged shard: its path, then the error or the counts; [] when
+        every shard reads to its end with the records expected.
+
+    Example:
+        print(shard_files.find_damaged_shards(shard_paths))  # [] when every shard reads
+    """
+    damaged = []
+    for path, expected in zip(paths, expected_record_counts(paths), strict=True):
+        count = 0
+        try:
+            for _ in tf.data.TFRecordDataset(path):
+                count += 1
+        except tf.errors.OpError as error:
+            damaged.append(f"{path}: record {count}: {errors.error_message(error)}")
+            continue
+        if expected is not None and count != expected:
+            damaged.append(f"{path}: {count} records; {expected} were written")
+    return damaged
