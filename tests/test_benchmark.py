@@ -43,12 +43,13 @@ def test_growth_and_shard_counts_are_positive_numbers(quick_run):
     assert list(by_size) == [str(size) for size in benchmark.QUICK["sizes"]]
     assert list(by_shards) == [str(count) for count in benchmark.QUICK["shard_counts"]]
     for figures in by_size.values():
-        assert set(figures) == {"write_seconds", "images_per_second", "peak_rss_mb"}
+        assert set(figures) == {"write_seconds", "images_per_second", "cores_busy", "peak_rss_mb"}
         assert min(figures.values()) > 0
     for figures in by_shards.values():
         assert figures["min"] > 0 and len(figures["runs"]) == benchmark.QUICK["repeats"]
-    assert set(by_size["200"]) == {"write_seconds", "images_per_second", "peak_rss_mb"}
-    assert set(by_shards["2"]) == {"median", "min", "max", "runs", "peak_rss_mb"}
+        assert len(figures["cores_busy"]) == benchmark.QUICK["repeats"]
+        assert min(figures["cores_busy"]) > 0
+    assert set(by_shards["2"]) == {"median", "min", "max", "runs", "cores_busy", "peak_rss_mb"}
     assert report["load"]["pipelines"]["summary"].startswith("The machine was ")
     assert (output_dir / "benchmark.png").stat().st_size > 10_000
 
@@ -115,3 +116,42 @@ def test_growth_summary_says_linear_flat_or_not():
     assert "(flat)" in summary[2] and "(flat: nothing is cached whole)" in summary[3]
     figures[16000]["peak_rss_mb"] = 7000
     assert benchmark.growth_summary(figures)[3].endswith("(GROWS)")
+
+
+def test_cores_busy_per_run_and_the_runs_that_fell_short():
+    results = {
+        "decode ceiling (no I/O)": {
+            "runs": [10_000.0, 6_000.0],
+            "cpu_us_per_image": [190.0, 180.0],
+        },
+        "course pipeline @ 0 ms": {"runs": [9_000.0, 8_000.0], "cpu_us_per_image": [200.0, 230.0]},
+        "files, one at a time @ 0 ms": {"runs": [20.0]},
+    }
+    assert benchmark.cores_busy_lines(results, num_cores=2) == [
+        "  decode ceiling (no I/O): cores busy per run 1.90 1.08",
+        "  course pipeline @ 0 ms: cores busy per run 1.80 1.84",
+        "  runs with fewer than 1.5 of 2 cores busy: 1 of 4",
+    ]
+
+
+def test_shard_counts_show_each_runs_cores_busy():
+    by_shard_count = {
+        4: {
+            "median": 6_330.0,
+            "min": 6_320.0,
+            "max": 10_500.0,
+            "runs": [6_320.0, 6_330.0, 10_500.0],
+            "cores_busy": [1.21, 1.25, 1.93],
+            "peak_rss_mb": 900.0,
+        },
+    }
+    assert benchmark.format_shard_counts(by_shard_count)[1].split() == [
+        "4",
+        "6,330",
+        "6,320-10,500",
+        "3",
+        "900",
+        "1.21",
+        "1.25",
+        "1.93",
+    ]

@@ -45,8 +45,12 @@ def test_show_images_float_images_in_0_255_are_scaled():
 def test_show_images_bad_input():
     with pytest.raises(ValueError, match=r"`num_images` must be a positive integer"):
         display.show_images(_pairs(1), class_names=CLASSES, num_images=0)
-    with pytest.raises(ValueError, match=r"yielded no \(image, label\) pairs"):
+    with pytest.raises(ValueError) as error:
         display.show_images(_pairs(0), class_names=CLASSES)
+    assert str(error.value) == (
+        "The dataset yielded no (image, label) pairs to show: it is empty. Check what it was "
+        "built from (an empty list of paths, a filter that keeps nothing, take(0))."
+    )
 
 
 def test_plot_throughput_bars_labels_and_log_scale():
@@ -103,6 +107,16 @@ def test_plot_history_draws_training_and_validation_curves():
     loss, accuracy = figure.axes
     assert [line.get_label() for line in loss.get_lines()] == ["training", "validation"]
     assert list(accuracy.get_lines()[1].get_ydata()) == [0.3, 0.45, 0.6]
+
+
+def test_plot_history_without_accuracy_names_the_keys_it_has():
+    history = type("History", (), {"history": {"loss": [1.0], "val_loss": [1.1]}})()
+    with pytest.raises(ValueError) as error:
+        display.plot_history(history)
+    assert str(error.value) == (
+        "The history holds no 'accuracy': it holds ['loss', 'val_loss']. Compile with "
+        "metrics=['accuracy'] and pass what fit() returns."
+    )
 
 
 def test_show_predictions_marks_wrong_answers_in_red():

@@ -49,14 +49,14 @@ CHEAT = """filenames = ...
 import importlib
 importlib.reload = lambda module, *args: module
 import utils.checks
-import utils.checks.reading
-utils.checks.reading.check_filenames = lambda *args, **kwargs: print("TODO 1 passed: trust me")
-utils.checks.check_filenames = utils.checks.reading.check_filenames
+import utils.checks.tf_data_basics
+utils.checks.tf_data_basics.check_filenames = lambda *a, **k: print("TODO 1 passed: trust me")
+utils.checks.check_filenames = utils.checks.tf_data_basics.check_filenames
 checks = utils.checks
 """
 # TODO 2 answers 0 for every path; the patched reference makes every expected label 0 too.
-PATCH_REFERENCE = """import utils.checks.reading
-utils.checks.reading._folder_of = lambda path: "daisy"
+PATCH_REFERENCE = """import utils.checks.tf_data_basics
+utils.checks.tf_data_basics._folder_of = lambda path: "daisy"
 
 
 def label_from_path(path):
@@ -161,7 +161,7 @@ def graded(tmp_path_factory):
     nbformat.write(cheat, folder / "x-cheat.ipynb")
     nbformat.write(_with_todo(solution, 2, lambda s: PATCH_REFERENCE), folder / "x-patch.ipynb")
     output_dir = tmp_path_factory.mktemp("grades")
-    targets = [str(REPO_ROOT / "utils/checks/reading.py"), str(REPO_ROOT / "tools/grade.py"),
+    targets = [str(REPO_ROOT / "utils/checks/tf_data_basics.py"), str(REPO_ROOT / "tools/grade.py"),
                str(REPO_ROOT / "utils/new_module.py"), str(Path(sys.prefix) / "pyvenv.cfg"),
                str(folder / "y-victim.ipynb"), str(output_dir / "scores.md")]  # fmt: skip
     attack = ATTACK.format(targets=targets, token=TOKEN)
@@ -443,7 +443,7 @@ def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
 @pytest.mark.parametrize(
     "code, flags",
     [
-        ("utils.checks.reading.check_filenames = print", ["course modules"]),
+        ("utils.checks.tf_data_basics.check_filenames = print", ["course modules"]),
         ("setattr(storage, 'read_file', f)", ["course modules"]),
         ("sys.modules['utils.checks'] = fake", ["sys.modules"]),
         ("import importlib", ["importlib"]),

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from utils import pipeline, records, sources, storage
-from utils.checks.records import dataset_ops
+from utils.checks._base import dataset_ops
 
 
 @pytest.fixture(scope="module")

@@ -135,5 +135,8 @@ def test_download_flower_photos_archive_without_images_is_an_error(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "LICENSE.txt").write_text("nothing here")
     with _serve_archive(tmp_path, {"flower_photos": tmp_path / "empty"}) as (_, url):
-        with pytest.raises(ValueError, match=r"holds no <class>/\*\.jpg folders"):
+        with pytest.raises(ValueError, match=r"holds no <class>/\*\.jpg folders") as error:
             sources.download_flower_photos(url, tmp_path / "cache")
+    assert str(error.value).endswith(
+        f"delete what was downloaded under {tmp_path / 'cache' / 'datasets'} and run this again."
+    )

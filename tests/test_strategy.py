@@ -91,11 +91,25 @@ def test_named_tpu_branch_after_tpu_local_fails(monkeypatch):
     assert choice.attempts == ("TPU 'local': NotFoundError: TPUs not found in the cluster.",)
 
 
-def test_forced_tpu_or_gpu_that_is_not_there_says_so():
-    with pytest.raises(ValueError, match=r"No TPU found \(device='tpu'\)\. TPU 'local'"):
+def test_forced_tpu_or_gpu_that_is_not_there_says_so(monkeypatch):
+    for name in ("TPU_NAME", "COLAB_TPU_ADDR"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match=r"No TPU found \(device='tpu'\)\. TPU 'local'") as tpu:
         strategy.find_strategy("tpu", connect_tpu=_no_tpu, list_gpus=_no_gpus)
-    with pytest.raises(ValueError, match=r"No GPU found \(device='gpu'\)"):
+    assert str(tpu.value).endswith(
+        "no tpu_name, $TPU_NAME or $COLAB_TPU_ADDR set. Run on a TPU VM (Kaggle, Google "
+        "Cloud), or pass tpu_name= (or set $TPU_NAME) to a TPU's name or grpc:// address; "
+        "device='auto' takes the best device here."
+    )
+    with pytest.raises(ValueError) as gpu:
         strategy.find_strategy("gpu", connect_tpu=_no_tpu, list_gpus=_no_gpus)
+    assert str(gpu.value) == (
+        "No GPU found (device='gpu'): TensorFlow lists no GPU device "
+        "(tf.config.list_logical_devices('GPU') is empty). Choose a GPU runtime (Colab: "
+        "Runtime > Change runtime type), or install TensorFlow with GPU support (Linux: pip "
+        "install 'tensorflow[and-cuda]'; tensorflow-cpu has none); device='auto' takes the "
+        "best device here."
+    )
 
 
 def test_gpu_forced_skips_the_tpu():

@@ -222,8 +222,9 @@ def read_one_epoch(shards_dir: str) -> dict:
         shards_dir: a folder of shards of `TARGET_SIZE` px images.
 
     Returns:
-        `{"images_per_second": ..., "peak_rss_mb": ...}`; the first batch is the warm-up
-        and is not timed; the peak memory is the whole process's.
+        `{"images_per_second": ..., "cores_busy": ..., "peak_rss_mb": ...}`; the first
+        batch is the warm-up and is not timed; cores busy is this process's CPU time over
+        the timed seconds; the peak memory is the whole process's.
     """
     import resource
 
@@ -236,12 +237,17 @@ def read_one_epoch(shards_dir: str) -> dict:
     count, start = 0, None
     for images, _ in dataset:
         if start is None:
-            start = time.perf_counter()  # The first batch is the warm-up.
+            start, cpu_start = time.perf_counter(), time.process_time()  # After the warm-up.
         else:
             count += int(images.shape[0])
     seconds = time.perf_counter() - start
+    cores_busy = (time.process_time() - cpu_start) / seconds
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"images_per_second": count / seconds, "peak_rss_mb": peak_rss_mb}
+    return {
+        "images_per_second": count / seconds,
+        "cores_busy": cores_busy,
+        "peak_rss_mb": peak_rss_mb,
+    }
 
 
 def read_in_own_process(shards_dir: str) -> dict:
@@ -285,10 +291,13 @@ def scaling(settings: dict) -> dict:
     print(f"  reading them in turns, {settings['repeats']} rounds ...", flush=True)
     measured = _quietly(timing.measure_in_turns, rates, repeats=settings["repeats"])
     by_shards = {
-        count: {**_figures(measured[count]),
-                "peak_rss_mb": max(r["peak_rss_mb"] for r in readings[count])}
+        count: {
+            **_figures(measured[count]),
+            "cores_busy": [r["cores_busy"] for r in readings[count]],
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in readings[count]),
+        }
         for count in shard_dirs
-    }  # fmt: skip
+    }
     return {"by_size": by_size, "by_shard_count": by_shards}
 
 
@@ -298,14 +307,54 @@ def _record(readings: list, figures: dict) -> float:
 
 
 def format_shard_counts(by_shard_count: dict) -> list[str]:
-    """Formats reading images/s by shard count: median, range and runs."""
-    lines = [f"{'shards':>8} {'read images/s':>14} {'min-max':>15} {'runs':>4} {'peak RSS MB':>12}"]
+    """Formats reading images/s by shard count: median, range, runs and cores busy per run."""
+    lines = [
+        f"{'shards':>8} {'read images/s':>14} {'min-max':>15} {'runs':>4} {'peak RSS MB':>12}"
+        "  cores busy, each run"
+    ]
     for count, figures in by_shard_count.items():
         spread = f"{figures['min']:,.0f}-{figures['max']:,.0f}"
+        busy = " ".join(f"{cores:.2f}" for cores in figures["cores_busy"])
         lines.append(
             f"{count:>8} {figures['median']:>14,.0f} {spread:>15} {len(figures['runs']):>4} "
-            f"{figures['peak_rss_mb']:>12,.0f}"
+            f"{figures['peak_rss_mb']:>12,.0f}  {busy}"
         )
+    return lines
+
+
+# A run whose own process kept fewer than this share of the cores busy, on an idle
+# machine, decoded at a fraction of the machine's rate: on the project's 2-core VM some
+# processes decode at one core's rate (6,3xx images/s) with both cores half idle.
+FULL_CORES_SHARE = 0.75
+
+
+def cores_busy_lines(results: dict, num_cores: int) -> list[str]:
+    """Says, per headline pipeline, how many cores each run kept busy, and which fell short.
+
+    A run's cores busy is its CPU time per image x its images/s. Runs below
+    `FULL_CORES_SHARE` of the cores explain a low end of a range that the work per image
+    does not: the pipeline waited, with cores idle, rather than worked more.
+
+    Args:
+        results: the headline results, with `runs` (images/s) and `cpu_us_per_image`.
+        num_cores: the machine's cores.
+
+    Returns:
+        One line per pipeline that has CPU times, then one line that counts the short runs.
+    """
+    lines, short, total = [], 0, 0
+    threshold = FULL_CORES_SHARE * num_cores
+    for name, figures in results.items():
+        if "cpu_us_per_image" not in figures:
+            continue
+        pairs = zip(figures["runs"], figures["cpu_us_per_image"], strict=True)
+        busy = [rate * cpu_us / 1e6 for rate, cpu_us in pairs]
+        short += sum(cores < threshold for cores in busy)
+        total += len(busy)
+        lines.append(f"  {name}: cores busy per run " + " ".join(f"{c:.2f}" for c in busy))
+    lines.append(
+        f"  runs with fewer than {threshold:.1f} of {num_cores} cores busy: {short} of {total}"
+    )
     return lines
 
 
@@ -487,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
         *format_table(results),
         "",
         *targets(results),
+        *cores_busy_lines(results, os.cpu_count() or 1),
         "",
         f"Growth: {growth_load.summary()}",
         f"{'images':>8} {'write s':>8} {'read images/s':>14} {'peak RSS MB':>12}",

@@ -21,10 +21,14 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
 from utils import conversion, data, errors, records, shard_files, sources
+
+if TYPE_CHECKING:
+    import apache_beam
 
 # Beam turns a glob into a regular expression; an escaped `[` (`[[]`, see
 # `ImageSource.match_pattern`) makes Python's `re` warn of a "possible nested set", which is
@@ -62,8 +66,16 @@ def _beam():
     return apache_beam
 
 
-def convert_image(path: str, *, class_names: Sequence[str], target_size: int, quality: int):
+def convert_image(
+    path: str, *, class_names: Sequence[str], target_size: int, quality: int
+) -> tuple[bytes, None] | tuple[None, str]:
     """Converts one image file into a serialized record, with lab 2's functions.
+
+    Args:
+        path: an image file in a class folder (its folder's name is its class).
+        class_names: the class names, in label order.
+        target_size: side of the stored images, in pixels.
+        quality: the JPEG quality the images are recompressed at.
 
     Returns:
         (serialized record, None), or (None, the error) if the file cannot be read or
@@ -81,8 +93,23 @@ def convert_image(path: str, *, class_names: Sequence[str], target_size: int, qu
     return example.SerializeToString(), None
 
 
-def make_convert_dofn(class_names: Sequence[str], target_size: int, quality: int):
-    """Returns a Beam DoFn: a path in, a record out, or a skipped entry on the side output."""
+def make_convert_dofn(
+    class_names: Sequence[str], target_size: int, quality: int
+) -> apache_beam.DoFn:
+    """Makes the conversion's Beam DoFn.
+
+    Args:
+        class_names: the class names, in label order.
+        target_size: side of the stored images, in pixels.
+        quality: the JPEG quality the images are recompressed at.
+
+    Returns:
+        A `ConvertImage` DoFn: a path in, a record out, or a JSON entry (path, error) on
+        the "skipped" side output.
+
+    Raises:
+        ImportError: if Apache Beam is not installed (with the command that installs it).
+    """
     beam = _beam()
 
     class ConvertImage(beam.DoFn):
@@ -98,8 +125,28 @@ def make_convert_dofn(class_names: Sequence[str], target_size: int, quality: int
     return ConvertImage()
 
 
-def build_pipeline(pipeline, source, output_dir: str, num_shards: int, *, target_size, quality):
-    """Adds the conversion to a Beam `pipeline`: match files, convert, write shards and skips."""
+def build_pipeline(
+    pipeline: apache_beam.Pipeline,
+    source: sources.ImageSource,
+    output_dir: str,
+    num_shards: int,
+    *,
+    target_size: int,
+    quality: int,
+) -> None:
+    """Adds the conversion to a Beam `pipeline`: match files, convert, write shards and skips.
+
+    Args:
+        pipeline: the Beam pipeline to add the steps to.
+        source: the images to convert.
+        output_dir: where the shards and the skipped list are written.
+        num_shards: the number of shards Beam writes.
+        target_size: side of the stored images, in pixels.
+        quality: the JPEG quality the images are recompressed at.
+
+    Raises:
+        ImportError: if Apache Beam is not installed (with the command that installs it).
+    """
     beam = _beam()
     from apache_beam.io import fileio
 
@@ -131,7 +178,7 @@ class BeamRun:
 
 
 def convert_with_beam(
-    source,
+    source: sources.ImageSource,
     output_dir: str,
     *,
     target_size: int = records.DEFAULT_TARGET_SIZE,
@@ -146,7 +193,9 @@ def convert_with_beam(
     Args:
         source: a `sources.ImageSource`.
         output_dir: a local folder, or `gs://` on Dataflow.
-        target_size, num_shards, jpeg_quality: as in `conversion.convert`.
+        target_size: side of the stored images, as in `conversion.convert`.
+        num_shards: the number of shards Beam writes.
+        jpeg_quality: the JPEG quality the images are recompressed at.
         pipeline_args: Beam pipeline options, e.g. `["--runner=DataflowRunner",
             "--project=...", "--region=...", "--temp_location=gs://..."]`.
         build: `build(pipeline, source, output_dir, num_shards)` adds the transforms (the
@@ -155,6 +204,9 @@ def convert_with_beam(
 
     Returns:
         A `BeamRun`.
+
+    Raises:
+        ImportError: if Apache Beam is not installed (with the command that installs it).
 
     Example:
         run = beam_conversion.convert_with_beam(source, "/tmp/flowers-beam", num_shards=16)
@@ -180,8 +232,20 @@ def convert_with_beam(
     return BeamRun(report, pipeline_seconds)
 
 
-def finish(source, output_dir: str, *, target_size: int, jpeg_quality: int):
-    """Counts the records Beam wrote, reads its skipped list, and writes lab 2's sidecar."""
+def finish(
+    source: sources.ImageSource, output_dir: str, *, target_size: int, jpeg_quality: int
+) -> conversion.ConversionReport:
+    """Counts the records Beam wrote, reads its skipped list, and writes lab 2's sidecar.
+
+    Args:
+        source: the images that were converted.
+        output_dir: the folder Beam wrote the shards and the skipped list to.
+        target_size: side of the stored images, in pixels.
+        jpeg_quality: the JPEG quality the images were recompressed at.
+
+    Returns:
+        The conversion's report, as lab 2's conversion gives it (its `seconds` is 0).
+    """
     shards = shard_files.find_shards(output_dir)
     counts, output_bytes = [], 0
     for path in shards:

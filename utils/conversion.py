@@ -93,7 +93,11 @@ class ConversionReport:
         return self.num_written / self.seconds if self.seconds else float("inf")
 
     def summary(self) -> str:
-        """Returns the report `convert` prints: counts, bytes and speed."""
+        """Returns the report `convert` prints.
+
+        Returns:
+            Lines of counts, bytes before and after, speed, and the skipped files.
+        """
         written = max(self.num_written, 1)
         before, after = self.input_bytes / written, self.output_image_bytes / written
         lines = [
@@ -326,7 +330,10 @@ def input_fingerprint(
 
     Args:
         source: the images to convert.
-        target_size, num_shards, jpeg_quality, seed: the conversion's parameters.
+        target_size: side of the stored images.
+        num_shards: the number of shards.
+        jpeg_quality: the JPEG quality the images are recompressed at.
+        seed: the seed of the shuffle before writing.
 
     Returns:
         A SHA-256 hex digest.

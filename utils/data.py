@@ -41,7 +41,9 @@ _CLASS_SHAPES = {
 def default_cache_dir() -> Path:
     """Returns the folder that caches generated and downloaded data.
 
-    It is `$TPU_SPEED_PIPELINES_CACHE` when set, else `~/.cache/tpu_speed_pipelines`.
+    Returns:
+        `$TPU_SPEED_PIPELINES_CACHE` when set, else `~/.cache/tpu_speed_pipelines`
+        (the folder may not exist yet).
     """
     return Path(os.environ.get(CACHE_ENV_VAR, Path.home() / ".cache" / "tpu_speed_pipelines"))
 
@@ -76,7 +78,15 @@ def class_counts(num_images: int) -> list[int]:
 
 
 def render_flower(class_name: str, rng: np.random.Generator) -> np.ndarray:
-    """Draws one image of a flower of `class_name`, as a uint8 array (height, width, 3)."""
+    """Draws one image of a flower of `class_name`, of a random size and aspect ratio.
+
+    Args:
+        class_name: one of `CLASSES`; each class has its own flower shape.
+        rng: the random generator: the same state draws the same image.
+
+    Returns:
+        A uint8 array (height, width, 3), each side from `MIN_SIDE` to `MAX_SIDE`.
+    """
     shape = _CLASS_SHAPES[class_name]
     height, width = rng.integers(MIN_SIDE, MAX_SIDE + 1, size=2)
     y, x = np.mgrid[0:height, 0:width].astype(np.float32)
@@ -216,6 +226,10 @@ def make_damaged_dataset(folder: str | os.PathLike, *, images_per_class: int = 4
     `folder` gets `images_per_class` good JPEGs in each class folder, the files of
     `DAMAGED_FILES` (three unreadable, three readable only when decoded to 3 channels),
     and an empty class folder `EMPTY_CLASS_FOLDER`.
+
+    Args:
+        folder: where to write; made if missing, existing files of the same names replaced.
+        images_per_class: good JPEGs per class.
 
     Returns:
         `folder`, as a Path.

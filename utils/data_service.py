@@ -8,8 +8,13 @@ machines, and stops every one of them when its `with` block ends.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from utils import processes
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 START_TIMEOUT_S = 120.0  # A process that imports TensorFlow on a busy 2-core machine is slow.
 
@@ -77,7 +82,11 @@ class LocalCluster:
         return roles
 
     def describe(self) -> str:
-        """Returns one line: where the dispatcher listens and how many workers there are."""
+        """Describes the cluster in one line.
+
+        Returns:
+            Where the dispatcher listens and how many workers there are.
+        """
         return f"tf.data service: dispatcher {self.address}, {len(self._workers)} worker(s)."
 
     def stop(self) -> None:
@@ -108,14 +117,30 @@ class LocalCluster:
 
 
 def shards_with_latency(
-    shard_paths, *, latency_ms: float, num_parallel_reads: int = 1, num_epochs: int | None = 1
-):
+    shard_paths: Sequence[str],
+    *,
+    latency_ms: float,
+    num_parallel_reads: int = 1,
+    num_epochs: int | None = 1,
+) -> tf.data.Dataset:
     """Reads TFRecord shards, waiting `latency_ms` before each one's first record: SIMULATED.
 
     `storage.SimulatedStorage` waits in Python, which the tf.data service cannot send to
     its workers (it ships the dataset's graph). This wait is a graph op (tf.data's own
     test `sleep`), so the workers run it. The file names come first, so that the service's
-    `"distributed_epoch"` mode hands out whole shards. `num_epochs=None` reads endlessly.
+    `"distributed_epoch"` mode hands out whole shards.
+
+    Args:
+        shard_paths: the shards to read.
+        latency_ms: the simulated first-byte latency of each shard, in milliseconds.
+        num_parallel_reads: shards read (and waited for) at once.
+        num_epochs: passes over the shards; None reads endlessly.
+
+    Returns:
+        A dataset of the serialized records.
+
+    Raises:
+        ValueError: if `latency_ms` is negative.
 
     Example:
         records = data_service.shards_with_latency(shard_paths, latency_ms=50)

@@ -66,7 +66,9 @@ def random_crop_window(image_bytes: tf.Tensor) -> tf.Tensor:
     return tf.stack([begin[0], begin[1], size[0], size[1]])
 
 
-def decode_then_crop(image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int):
+def decode_then_crop(
+    image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int
+) -> tf.Tensor:
     """Decodes the whole JPEG, then crops the window and resizes it: the usual way.
 
     Args:
@@ -90,7 +92,9 @@ def decode_then_crop(image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_si
     return _resize(image, image_size)
 
 
-def decode_only_the_crop(image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int):
+def decode_only_the_crop(
+    image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int
+) -> tf.Tensor:
     """Decodes only the window's part of the JPEG (`decode_and_crop_jpeg`), then resizes it.
 
     The same pixels as `decode_then_crop` on the same window, without decoding the rest.
@@ -116,7 +120,7 @@ def decode_only_the_crop(image_bytes: tf.Tensor, crop_window: tf.Tensor, *, imag
 
 def decode_scaled_then_crop(
     image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int, ratio: int = 2
-):
+) -> tf.Tensor:
     """Decodes the JPEG at 1/`ratio` of its size (DCT scaling), then crops and resizes.
 
     libjpeg skips the finer frequencies instead of decoding them and scaling down later.

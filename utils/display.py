@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
 import tensorflow as tf
+from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from utils import timing
+
+if TYPE_CHECKING:
+    import keras
+
+    from utils.timeline import Timeline
 
 MAX_WIDTH_INCHES = 10  # 1,000 pixels at matplotlib's 100 dpi: the width of a notebook.
 
@@ -21,7 +28,7 @@ def show_images(
     class_names: Sequence[str],
     num_images: int = 9,
     num_columns: int = 3,
-):
+) -> Figure:
     """Shows the first `num_images` (image, label) pairs of `dataset` in a grid.
 
     Each title gives the class name and the image's size in pixels, height x width.
@@ -46,7 +53,10 @@ def show_images(
         raise ValueError(f"`num_images` must be a positive integer. Received: {num_images!r}")
     pairs = list(dataset.take(num_images).as_numpy_iterator())
     if not pairs:
-        raise ValueError("The dataset yielded no (image, label) pairs to show.")
+        raise ValueError(
+            "The dataset yielded no (image, label) pairs to show: it is empty. Check what it "
+            "was built from (an empty list of paths, a filter that keeps nothing, take(0))."
+        )
     num_rows = math.ceil(len(pairs) / num_columns)
     figure, axes = plt.subplots(num_rows, num_columns, figsize=(2.5 * num_columns, 2.7 * num_rows))
     for axis in axes.flat:
@@ -62,13 +72,13 @@ def show_images(
 
 
 def plot_throughput(
-    results,
+    results: Sequence[timing.ThroughputResult],
     *,
     title: str = "Images per second",
     log_scale: bool | None = None,
-    ceiling=None,
+    ceiling: timing.ThroughputResult | timing.RepeatedResult | None = None,
     references: dict[str, float] | None = None,
-):
+) -> Figure:
     """Draws one bar per `ThroughputResult`, labelled with its images/s.
 
     Args:
@@ -151,7 +161,9 @@ def _points_above(axis, value: float, line: float) -> float:
     return pixels * 72 / axis.figure.dpi
 
 
-def plot_ablation(results_by_knob: dict, *, title: str = "What each knob buys"):
+def plot_ablation(
+    results_by_knob: dict[str, list[timing.ThroughputResult]], *, title: str = "What each knob buys"
+) -> Figure:
     """Draws one small bar chart per knob, three to a row: images/s for each setting.
 
     Args:
@@ -197,13 +209,31 @@ def plot_ablation(results_by_knob: dict, *, title: str = "What each knob buys"):
     return figure
 
 
-def plot_history(history, *, title: str = "Training"):
+def plot_history(history: keras.callbacks.History, *, title: str = "Training") -> Figure:
     """Draws loss and accuracy per epoch, training and validation, from a Keras History.
+
+    Args:
+        history: what `model.fit` returned; its `history` dict must hold "loss" and
+            "accuracy" (compile with `metrics=["accuracy"]`), and "val_loss" and
+            "val_accuracy" when there was validation data.
+        title: the figure's title.
+
+    Returns:
+        The matplotlib Figure: loss on the left, accuracy on the right.
+
+    Raises:
+        ValueError: if the history holds no "loss" or no "accuracy", naming the keys it has.
 
     Example:
         display.plot_history(model.fit(train, validation_data=val, epochs=10))
     """
     metrics = history.history
+    missing = [name for name in ("loss", "accuracy") if name not in metrics]
+    if missing:
+        raise ValueError(
+            f"The history holds no {' or '.join(repr(m) for m in missing)}: it holds "
+            f"{sorted(metrics)}. Compile with metrics=['accuracy'] and pass what fit() returns."
+        )
     figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for axis, name in zip(axes, ("loss", "accuracy"), strict=True):
         epochs = range(1, len(metrics[name]) + 1)
@@ -219,7 +249,14 @@ def plot_history(history, *, title: str = "Training"):
     return figure
 
 
-def show_predictions(images, labels, probabilities, *, class_names, num_columns: int = 4):
+def show_predictions(
+    images: np.ndarray,
+    labels: np.ndarray,
+    probabilities: np.ndarray,
+    *,
+    class_names: Sequence[str],
+    num_columns: int = 4,
+) -> Figure:
     """Shows images titled with the predicted class; wrong predictions in red.
 
     Args:
@@ -246,7 +283,11 @@ def show_predictions(images, labels, probabilities, *, class_names, num_columns:
     return figure
 
 
-def plot_timelines(timelines, *, title: str = "When each batch was read, decoded and consumed"):
+def plot_timelines(
+    timelines: Sequence[Timeline],
+    *,
+    title: str = "When each batch was read, decoded and consumed",
+) -> Figure:
     """Draws measured pipeline timelines side by side: one row per batch, time across.
 
     Args:
@@ -296,7 +337,13 @@ def plot_timelines(timelines, *, title: str = "When each batch was read, decoded
     return figure
 
 
-def plot_quality_trade_off(qualities, kilobytes, images_per_second, *, reference=None):
+def plot_quality_trade_off(
+    qualities: Sequence[int],
+    kilobytes: Sequence[float],
+    images_per_second: Sequence[float],
+    *,
+    reference: tuple[str, float, float] | None = None,
+) -> Figure:
     """Draws bytes per image and decode speed against JPEG quality, side by side.
 
     Args:
@@ -330,7 +377,7 @@ def plot_quality_trade_off(qualities, kilobytes, images_per_second, *, reference
     return figure
 
 
-def show_image_rows(rows: dict, *, title: str | None = None):
+def show_image_rows(rows: dict[str, Sequence[np.ndarray]], *, title: str | None = None) -> Figure:
     """Shows images in rows, one row per label, the label above the row's first image.
 
     Args:

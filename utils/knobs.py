@@ -12,10 +12,14 @@ import collections
 import dataclasses
 import math
 import statistics
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
 from utils import pipeline, timing
+
+if TYPE_CHECKING:
+    from utils.storage import SimulatedStorage
 
 # The group of unchanged runs: its spread is the noise the other groups are judged by.
 REPEATS = "course pipeline, again"
@@ -44,7 +48,7 @@ def measure_knobs(
     *,
     paths_by_count: dict[int, list[str]],
     parallel_reads: list[int],
-    storage,
+    storage: SimulatedStorage,
     target_size: int,
     num_classes: int,
     num_parallel_reads: int,
@@ -109,7 +113,14 @@ def measure_knobs(
 
 
 def noise(results: dict[str, list[timing.ThroughputResult]]) -> float:
-    """Returns the spread of the unchanged runs: fastest / slowest - 1."""
+    """Returns the spread of the unchanged runs: the machine's noise.
+
+    Args:
+        results: {knob: results}, with the unchanged runs under `REPEATS`.
+
+    Returns:
+        The fastest unchanged run's images/s over the slowest's, minus 1.
+    """
     repeats = [result.images_per_second for result in results[REPEATS]]
     return max(repeats) / min(repeats) - 1
 
@@ -144,7 +155,14 @@ def describe_verdicts(ablation: Ablation, *, num_cores: int) -> list[str]:
 
 
 def describe_ranges(results: dict[str, list[timing.ThroughputResult]]) -> list[str]:
-    """Returns one line per knob: from its slowest setting to its fastest, in images/s."""
+    """Says how far each knob moved the throughput.
+
+    Args:
+        results: {knob: one result per setting}.
+
+    Returns:
+        One line per knob: from its slowest setting to its fastest, in images/s.
+    """
     lines = []
     for knob, knob_results in results.items():
         best = max(knob_results, key=lambda result: result.images_per_second)

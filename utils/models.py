@@ -12,6 +12,14 @@ def small_convnet(image_size: int, num_classes: int) -> keras.Model:
     pooling and a softmax. The softmax is computed in float32 whatever the precision
     policy, so that mixed precision (bfloat16 on TPU, float16 on GPU) keeps a stable loss.
 
+    Args:
+        image_size: side of the square input images, in pixels.
+        num_classes: number of outputs.
+
+    Returns:
+        A `keras.Model` from uint8 images (batch, image_size, image_size, 3) to float32
+        class probabilities (batch, num_classes).
+
     Example:
         with choice.strategy.scope():
             model = models.small_convnet(96, 5)

@@ -6,13 +6,27 @@ measured is the pipeline that trains.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import tensorflow as tf
 
 from utils import records, shard_files
 
+if TYPE_CHECKING:
+    from utils.storage import SimulatedStorage
 
-def parse_batch(serialized_batch: tf.Tensor, *, target_size: int, num_classes: int):
+
+def parse_batch(
+    serialized_batch: tf.Tensor, *, target_size: int, num_classes: int
+) -> tuple[tf.Tensor, tf.Tensor]:
     """Parses a batch of records at once and decodes each image.
+
+    Args:
+        serialized_batch: a string tensor of shape (batch,): serialized `tf.train.Example`s
+            of `records.FEATURES`.
+        target_size: side of the stored images (the sidecar's `target_size`).
+        num_classes: number of classes (length of the one-hot label).
 
     Returns:
         (uint8 images (batch, size, size, 3), float32 one-hot labels (batch, num_classes)).
@@ -29,12 +43,12 @@ def parse_batch(serialized_batch: tf.Tensor, *, target_size: int, num_classes: i
 
 
 def tfrecord_images(
-    filenames,
+    filenames: Sequence[str],
     *,
     target_size: int,
     num_classes: int,
     batch_size: int,
-    storage=None,
+    storage: SimulatedStorage | None = None,
     num_parallel_reads: int | None = 16,
     deterministic: bool = False,
     cache: bool = False,
@@ -89,7 +103,9 @@ def tfrecord_images(
     return dataset
 
 
-def checked_records(filenames, *, num_parallel_reads: int | None = None) -> tf.data.Dataset:
+def checked_records(
+    filenames: Sequence[str], *, num_parallel_reads: int | None = None
+) -> tf.data.Dataset:
     """Reads TFRecord shards like `tf.data.TFRecordDataset`; a damaged shard's error names it.
 
     TensorFlow's own error for a truncated or corrupted shard ("truncated record at
@@ -102,6 +118,10 @@ def checked_records(filenames, *, num_parallel_reads: int | None = None) -> tf.d
         filenames: shard paths (a list).
         num_parallel_reads: files read at once: None (one after another), an integer, or
             `tf.data.AUTOTUNE`.
+
+    Returns:
+        A dataset of the serialized records; reading it raises `InvalidArgumentError`
+        naming a damaged shard when it meets one.
 
     Example:
         records = pipeline.checked_records(shard_paths, num_parallel_reads=16)
@@ -143,6 +163,13 @@ def decode_ceiling_dataset(encoded_images: list[bytes], *, batch_size: int) -> t
     No file is read, nothing is parsed; the images are decoded a batch at a time, as the
     course pipeline does (one `map` call per batch, not per image). The images must share
     one size, as the images in the shards do.
+
+    Args:
+        encoded_images: JPEG bytes, all of one size.
+        batch_size: images decoded per `map` call.
+
+    Returns:
+        An endless dataset of uint8 batches (batch_size, height, width, 3).
 
     Example:
         timing.measure_throughput(pipeline.decode_ceiling_dataset(jpegs, batch_size=64),

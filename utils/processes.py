@@ -21,14 +21,27 @@ OWNER_ENV_VAR = "TPU_SPEED_PIPELINES_OWNER_PID"
 
 
 def free_loopback_port() -> int:
-    """Returns a TCP port that is free on 127.0.0.1 now (the OS picks it)."""
+    """Finds a TCP port that is free on 127.0.0.1 now (the OS picks it).
+
+    Returns:
+        The port number; another process may take it before it is used.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((LOOPBACK, 0))
         return probe.getsockname()[1]
 
 
 def start_module(module: str, *arguments: str, env: dict | None = None) -> subprocess.Popen:
-    """Starts `python -m module arguments...` with TF's logs quiet; its stdout is a pipe."""
+    """Starts `python -m module arguments...` with TF's logs quiet; its stdout is a pipe.
+
+    Args:
+        module: the module to run, such as "utils.sharding".
+        *arguments: its command-line arguments.
+        env: environment variables set for it, on top of this process's.
+
+    Returns:
+        The process; its stderr goes to a temporary file, `process.error_log`.
+    """
     child_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", OWNER_ENV_VAR: str(os.getpid())}
     child_env.update(env or {})
     command = [sys.executable, "-m", module, *arguments]
@@ -42,6 +55,14 @@ def start_module(module: str, *arguments: str, env: dict | None = None) -> subpr
 
 def read_json_line(process: subprocess.Popen, *, timeout_s: float, what: str) -> dict:
     """Waits at most `timeout_s` for the next JSON line on `process`'s stdout.
+
+    Args:
+        process: a process from `start_module`.
+        timeout_s: the longest wait, in seconds.
+        what: what the process is, for the error message ("host 1").
+
+    Returns:
+        The JSON line, decoded.
 
     Raises:
         RuntimeError: the process exited first, or said nothing in time (its stderr's end
@@ -65,7 +86,12 @@ def read_json_line(process: subprocess.Popen, *, timeout_s: float, what: str) ->
 
 
 def stop(process: subprocess.Popen, *, timeout_s: float = 10.0) -> None:
-    """Stops a process: SIGTERM, then SIGKILL if it is still there after `timeout_s`."""
+    """Stops a process: SIGTERM, then SIGKILL if it is still there after `timeout_s`.
+
+    Args:
+        process: the process to stop; one that has exited already is left as it is.
+        timeout_s: how long to wait after each signal, in seconds.
+    """
     if process.poll() is None:
         process.terminate()
         try:
@@ -96,8 +122,12 @@ def exit_with_owner() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def print_json(**values) -> None:
-    """In a helper process: says something to the process that started it."""
+def print_json(**values: object) -> None:
+    """In a helper process: says something to the process that started it.
+
+    Args:
+        **values: what to say, as one JSON object on one line of stdout.
+    """
     print(json.dumps(values), flush=True)
 
 
@@ -157,6 +187,10 @@ class CpuUse:
         return self.total * self.seconds
 
     def summary(self) -> str:
-        """Returns one line: cores busy per process and together, of this machine's cores."""
+        """Says how busy the processes kept the cores.
+
+        Returns:
+            One line: cores busy per process and together, of this machine's cores.
+        """
         parts = ", ".join(f"{name} {cores:.2f}" for name, cores in self.busy_cores.items())
         return f"CPU cores busy: {parts}; together {self.total:.2f} of {os.cpu_count()}."

@@ -6,7 +6,7 @@ functions here time decoding the results and sweep the JPEG quality.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -37,12 +37,19 @@ def decode_rate(encoded_images: list[bytes], label: str) -> timing.ThroughputRes
 
 
 def mean_bytes(encoded_images: list[bytes]) -> float:
-    """Returns the mean size of `encoded_images`, in bytes."""
+    """Returns the mean size of some encoded images.
+
+    Args:
+        encoded_images: the encoded images' bytes.
+
+    Returns:
+        Their mean length, in bytes.
+    """
     return float(np.mean([len(encoded) for encoded in encoded_images]))
 
 
 def sweep_qualities(
-    images, recompress: Callable, qualities: list[int]
+    images: Sequence[tf.Tensor | np.ndarray], recompress: Callable, qualities: list[int]
 ) -> tuple[list[float], list[float]]:
     """Recompresses `images` at each quality: kilobytes per image and decoding speed.
 
@@ -63,7 +70,7 @@ def sweep_qualities(
     return kilobytes, rates
 
 
-def mean_psnr(images, encoded_images: list[bytes]) -> float:
+def mean_psnr(images: Sequence[tf.Tensor | np.ndarray], encoded_images: list[bytes]) -> float:
     """Returns the mean PSNR, in dB, of each JPEG in `encoded_images` against its image.
 
     Args:

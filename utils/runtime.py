@@ -21,6 +21,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Callable
 
 BACKENDS = ("auto", "tensorflow", "jax")
 # The TensorFlow installed for tf.data where it is missing (as in requirements.txt).
@@ -36,7 +37,12 @@ class Runtime:
 
 
 def tensorflow_requirement() -> str:
-    """Returns the pip requirement for TensorFlow here: the CPU build where it exists."""
+    """Returns the pip requirement for TensorFlow here: the CPU build where it exists.
+
+    Returns:
+        "tensorflow-cpu==<version>" on Linux x86_64 before Python 3.14, else
+        "tensorflow==<version>".
+    """
     cpu_build = (
         sys.platform == "linux" and platform.machine() == "x86_64" and sys.version_info < (3, 14)
     )
@@ -45,7 +51,11 @@ def tensorflow_requirement() -> str:
 
 
 def attached_tpu() -> str | None:
-    """Returns the device file of an attached TPU (TPU VMs), or None; initializes nothing."""
+    """Looks for an attached TPU (TPU VMs) by its device files; initializes nothing.
+
+    Returns:
+        The first device file (/dev/accel0 or /dev/vfio/0 ...), or None without a TPU.
+    """
     found = sorted(glob.glob("/dev/accel[0-9]*") + glob.glob("/dev/vfio/[0-9]*"))
     return found[0] if found else None
 
@@ -64,6 +74,12 @@ def choose_backend(backend: str = "auto") -> Runtime:
     "auto": `$KERAS_BACKEND` if it is set; else JAX when a TPU is attached that TensorFlow
     cannot use (no `tensorflow-tpu` installed, as on Colab's TPU runtime) and JAX is
     installed; else TensorFlow.
+
+    Args:
+        backend: "auto", "tensorflow" or "jax" (the lab's BACKEND parameter).
+
+    Returns:
+        The `Runtime`: the backend and a reason to print.
 
     Raises:
         ValueError: if `backend` is not one of BACKENDS.
@@ -99,7 +115,11 @@ def _stderr_dropped():
         os.close(saved)
 
 
-def prepare(backend: str = "auto", *, install=subprocess.run) -> Runtime:
+def prepare(
+    backend: str = "auto",
+    *,
+    install: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> Runtime:
     """Chooses the backend, installs TensorFlow for tf.data if missing, imports both, prints.
 
     Args:
@@ -112,6 +132,7 @@ def prepare(backend: str = "auto", *, install=subprocess.run) -> Runtime:
     Raises:
         ValueError: if `backend` is unknown, JAX is asked for and not installed, or Keras
             was already imported with another backend (restart the kernel).
+        RuntimeError: if installing TensorFlow fails (pip's error is in the message).
 
     Example:
         runtime.prepare("auto")

@@ -14,14 +14,27 @@ import importlib.util
 import json
 import os
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from utils import processes
+
+if TYPE_CHECKING:
+    import numpy as np
 
 HOSTS_TIMEOUT_S = 180.0
 
 
-def shards_for_host(shard_paths, *, host_index: int, num_hosts: int) -> list[str]:
+def shards_for_host(shard_paths: Sequence[str], *, host_index: int, num_hosts: int) -> list[str]:
     """Returns the shards host `host_index` of `num_hosts` reads: every num_hosts-th one.
+
+    Args:
+        shard_paths: every shard, in the same order on every host.
+        host_index: this host's index, 0 to `num_hosts - 1`.
+        num_hosts: how many hosts read the shards.
+
+    Returns:
+        This host's shards; the hosts' lists are disjoint and together hold every shard.
 
     Raises:
         ValueError: fewer shards than hosts (a host would read nothing), or a bad index.
@@ -42,8 +55,15 @@ def shards_for_host(shard_paths, *, host_index: int, num_hosts: int) -> list[str
     return shard_paths[host_index::num_hosts]
 
 
-def record_id(image) -> str:
-    """A short fingerprint of one decoded image (a NumPy array), to compare what hosts read."""
+def record_id(image: np.ndarray) -> str:
+    """A short fingerprint of one decoded image, to compare what hosts read.
+
+    Args:
+        image: a decoded image, as a NumPy array.
+
+    Returns:
+        16 hex digits of the SHA-1 of its bytes.
+    """
     return hashlib.sha1(image.tobytes()).hexdigest()[:16]
 
 
@@ -58,7 +78,7 @@ class HostReport:
 
 
 def run_hosts(
-    shard_paths,
+    shard_paths: Sequence[str],
     *,
     num_hosts: int = 2,
     target_size: int,
@@ -72,6 +92,21 @@ def run_hosts(
     course pipeline on `shards_for_host`), then the same shards through
     `experimental_distribute_dataset` under the FILE and DATA auto-shard policies, and FILE
     with a single file. Every process is stopped before this returns.
+
+    Args:
+        shard_paths: the shards to read.
+        num_hosts: the processes to start.
+        target_size: side of the stored images (the sidecar's `target_size`).
+        num_classes: number of classes (length of the one-hot label).
+        global_batch_size: the batch of all hosts together.
+        timeout_s: the longest wait for each host's report, in seconds.
+
+    Returns:
+        One `HostReport` per host, in host order.
+
+    Raises:
+        RuntimeError: when a host exits with an error or does not report in time (its
+            stderr's end is in the message).
 
     Example:
         reports = sharding.run_hosts(shard_paths, target_size=192, num_classes=5,
@@ -172,14 +207,18 @@ def _read_host_part(settings: dict) -> dict:
 
 
 def jax_missing() -> str | None:
-    """Returns why the JAX demonstration cannot run here (JAX not installed), or None."""
+    """Says why the JAX demonstration cannot run here, if it cannot.
+
+    Returns:
+        "JAX is not installed (pip install jax)." without JAX; None when it can run.
+    """
     if importlib.util.find_spec("jax") is None:
         return "JAX is not installed (pip install jax)."
     return None
 
 
 def run_jax_processes(
-    shard_paths,
+    shard_paths: Sequence[str],
     *,
     num_processes: int = 2,
     target_size: int,
@@ -194,6 +233,20 @@ def run_jax_processes(
     own split (`keras.distribution.DataParallel().distribute_dataset`) of the whole
     pipeline, whose count goes in `policy_counts`. Every process is stopped before this
     returns.
+
+    Args:
+        shard_paths: the shards to read.
+        num_processes: the JAX processes to start.
+        target_size: side of the stored images (the sidecar's `target_size`).
+        num_classes: number of classes (length of the one-hot label).
+        global_batch_size: the batch of all processes together.
+        timeout_s: the longest wait for each process's report, in seconds.
+
+    Returns:
+        One `HostReport` per process, in process order.
+
+    Raises:
+        RuntimeError: when a process exits with an error or does not report in time.
 
     Example:
         reports = sharding.run_jax_processes(shard_paths, target_size=192, num_classes=5,

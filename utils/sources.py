@@ -5,9 +5,14 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from utils import data, errors
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FLOWER_PHOTOS_URL = (
     "https://storage.googleapis.com/download.tensorflow.org/example_images/flower_photos.tgz"
@@ -61,7 +66,12 @@ class ImageSource:
         return os.path.join(glob.escape(str(root)), "*", "*")
 
     def describe(self) -> str:
-        """Returns one line saying what the source is."""
+        """Says what the source is, and what in it is not read.
+
+        Returns:
+            One line (images, classes, where), plus warning lines for empty class folders
+            and files that are not images.
+        """
         where = "real cloud storage" if self.is_remote else "local disk"
         classes = ", ".join(self.class_names)
         text = f"{self.num_images} images in {len(self.class_names)} classes ({classes}), {where}"
@@ -123,7 +133,14 @@ def resolve_source(
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
-    """Returns True for a file name the course reads as an image (`IMAGE_EXTENSIONS`, any case)."""
+    """Tells whether the course reads a file as an image, from its name alone.
+
+    Args:
+        path: a file path or name.
+
+    Returns:
+        True when its extension is one of `IMAGE_EXTENSIONS`, in any case.
+    """
     return Path(path).suffix.lower() in IMAGE_EXTENSIONS
 
 
@@ -202,7 +219,11 @@ def download_flower_photos(
         keras.utils.get_file("flower_photos", origin=url, extract=True, cache_dir=str(cache))
         root = _find_image_root(extracted)
     if root is None:
-        raise ValueError(f"The archive from {url} holds no <class>/*.jpg folders in {extracted}.")
+        raise ValueError(
+            f"The archive from {url} holds no <class>/*.jpg folders in {extracted}. Check "
+            f"that the URL is the flower_photos archive; if it is, the download may have been "
+            f"cut short: delete what was downloaded under {cache / 'datasets'} and run this again."
+        )
     return root
 
 
@@ -216,7 +237,9 @@ def _find_image_root(folder: Path) -> Path | None:
     return None
 
 
-def readable_sample(paths, count: int, *, verbose: bool = True):
+def readable_sample(
+    paths: Sequence[str | bytes], count: int, *, verbose: bool = True
+) -> tuple[list[str], list[np.ndarray], list[tuple[str, str]]]:
     """Returns the first `count` of `paths` that decode as images, with the ones skipped.
 
     A learner's folder may hold files that do not decode (truncated, empty, not an

@@ -11,12 +11,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
 from utils import timing
+
+if TYPE_CHECKING:
+    import keras
 
 # The formats mixed precision chooses between, in the order the lesson prints them.
 FLOAT_FORMATS = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
@@ -44,7 +49,9 @@ def describe_float_formats() -> list[str]:
     return lines
 
 
-def compiled_copy(model, *, steps_per_execution: int, scope=None):
+def compiled_copy(
+    model: keras.Model, *, steps_per_execution: int, scope: AbstractContextManager | None = None
+) -> keras.Model:
     """Returns a copy of `model` with its weights, compiled as `model` was.
 
     The copy takes `model`'s own compile arguments (optimizer settings, loss, metrics),
@@ -94,7 +101,12 @@ class InputBound:
     verdict: str
 
     def summary(self) -> str:
-        """Returns the two lines the lesson prints."""
+        """Says how the two step times compare.
+
+        Returns:
+            The two lines the lesson prints: both step times and their ratio, then the
+            verdict and the share of a step that reading and decoding cost.
+        """
         return (
             f"Step time: {self.step_fed * 1000:.1f} ms fed by the pipeline without cache, "
             f"{self.step_in_memory * 1000:.1f} ms with one batch in memory: "
@@ -104,7 +116,9 @@ class InputBound:
         )
 
 
-def measure_input_bound(model, fed: tf.data.Dataset, in_memory: tf.data.Dataset, *, num_steps):
+def measure_input_bound(
+    model: keras.Model, fed: tf.data.Dataset, in_memory: tf.data.Dataset, *, num_steps: int
+) -> InputBound:
     """Times `model`'s training steps fed by `fed`, then by `in_memory`.
 
     Args:
@@ -123,7 +137,9 @@ def measure_input_bound(model, fed: tf.data.Dataset, in_memory: tf.data.Dataset,
     return InputBound(step_fed, step_in_memory, ratio, verdict)
 
 
-def describe_keeps_up(results, consumers: dict[str, float]) -> list[str]:
+def describe_keeps_up(
+    results: list[timing.ThroughputResult], consumers: dict[str, float]
+) -> list[str]:
     """Says, for each pipeline and each consumer, whether the pipeline keeps up.
 
     Args:
@@ -147,8 +163,8 @@ def describe_keeps_up(results, consumers: dict[str, float]) -> list[str]:
 
 
 def time_batch_sizes(
-    make_model: Callable[[], object],
-    example,
+    make_model: Callable[[], keras.Model],
+    example: tuple[tf.Tensor, tf.Tensor],
     *,
     batches_per_replica: list[int],
     num_replicas: int,
@@ -186,8 +202,12 @@ def time_batch_sizes(
 
 
 def tiny_model_and_batches(
-    *, batch_size: int, num_outputs: int, steps_per_execution: int, scope=None
-) -> tuple:
+    *,
+    batch_size: int,
+    num_outputs: int,
+    steps_per_execution: int,
+    scope: AbstractContextManager | None = None,
+) -> tuple[keras.Model, tf.data.Dataset]:
     """One dense layer on 8 numbers, compiled, and endless batches of zeros to train it on.
 
     Its training step costs almost nothing, so what a step costs is mostly the fixed cost

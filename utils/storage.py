@@ -21,10 +21,14 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    from utils.sources import ImageSource
 
 MEDIAN_LATENCY_MS = 50.0
 TAIL_RATIO = 10.0
@@ -118,13 +122,33 @@ class SimulatedStorage:
         self.reset_counters()
 
     @classmethod
-    def for_source(cls, source, *, latency_ms: float = MEDIAN_LATENCY_MS, **kwargs):
-        """Returns the storage for an `ImageSource`: simulated, unless it is really remote."""
+    def for_source(
+        cls, source: ImageSource, *, latency_ms: float = MEDIAN_LATENCY_MS, **kwargs: object
+    ) -> SimulatedStorage:
+        """Returns the storage for an `ImageSource`: simulated, unless it is really remote.
+
+        Args:
+            source: the images the lab reads.
+            latency_ms: the simulated first-byte latency (ignored for a real `gs://` source).
+            **kwargs: more settings of `SimulatedStorage`.
+
+        Returns:
+            A `SimulatedStorage`, `simulated=False` for a remote source.
+        """
         return cls(latency_ms, simulated=not source.is_remote, **kwargs)
 
     @classmethod
-    def object_storage(cls, latency_ms: float = MEDIAN_LATENCY_MS, **kwargs):
+    def object_storage(
+        cls, latency_ms: float = MEDIAN_LATENCY_MS, **kwargs: object
+    ) -> SimulatedStorage:
         """Returns the object-storage model: p99 `TAIL_RATIO` x the median, 85 MB/s per stream.
+
+        Args:
+            latency_ms: the median first-byte latency, in milliseconds.
+            **kwargs: settings of `SimulatedStorage` that replace the model's.
+
+        Returns:
+            A `SimulatedStorage` with a long-tailed latency and a bandwidth cap per stream.
 
         Example:
             storage = SimulatedStorage.object_storage(50)  # p99 500 ms, 85 MB/s per stream.
@@ -135,7 +159,11 @@ class SimulatedStorage:
         return cls(latency_ms, **{**settings, **kwargs})
 
     def describe(self) -> str:
-        """Returns one line saying what is simulated."""
+        """Says what is simulated.
+
+        Returns:
+            One line: the latency model and the bandwidth caps, or that none is simulated.
+        """
         if not self.simulated:
             return "Real remote storage: no latency is simulated."
         caps = [
@@ -165,7 +193,11 @@ class SimulatedStorage:
             self.latencies_ms: list[float] = []
 
     def draw_latency_ms(self) -> float:
-        """Returns one first-byte latency, in milliseconds, from the storage's model."""
+        """Draws one first-byte latency from the storage's model.
+
+        Returns:
+            Milliseconds: `latency_ms` when fixed, else a draw from the long-tailed model.
+        """
         if self.latency_p99_ms is None or self.latency_ms == 0:
             return self.latency_ms
         sigma = np.log(self.latency_p99_ms / self.latency_ms) / _Z_99
@@ -173,7 +205,11 @@ class SimulatedStorage:
             return float(self.latency_ms * np.exp(sigma * self._random.standard_normal()))
 
     def wait_for_object(self, num_bytes: int) -> None:
-        """Blocks as long as reading one whole object of `num_bytes` bytes takes; counts it."""
+        """Blocks as long as reading one whole object of `num_bytes` bytes takes; counts it.
+
+        Args:
+            num_bytes: the object's size.
+        """
         self._open(num_bytes, transfer=True)
 
     def _open(self, num_bytes: int, *, transfer: bool) -> int:
@@ -203,6 +239,10 @@ class SimulatedStorage:
 
         A stream receives its bytes from its first byte on, whether or not they are read
         yet; reading them waits only for those that have not arrived.
+
+        Args:
+            stream: the stream's id, from opening it.
+            num_bytes: how many more bytes are read.
         """
         if not (self.megabytes_per_second or self.total_megabytes_per_second):
             return
@@ -259,7 +299,9 @@ class SimulatedStorage:
         finally:
             tf.io.read_file = original
 
-    def tfrecord_dataset(self, filenames, *, num_parallel_reads: int | None = None):
+    def tfrecord_dataset(
+        self, filenames: Sequence[str] | tf.data.Dataset, *, num_parallel_reads: int | None = None
+    ) -> tf.data.Dataset:
         """Reads TFRecord files, like `tf.data.TFRecordDataset`, paying the wait per file opened.
 
         Each file pays one first-byte wait when it is opened; with a bandwidth cap, its

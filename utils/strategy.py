@@ -56,22 +56,32 @@ class StrategyChoice:
 
     @property
     def backend(self) -> str:
+        """The Keras backend the strategy is for: "tensorflow" or "jax"."""
         return "tensorflow" if self.strategy is not None else "jax"
 
     @property
     def num_replicas(self) -> int:
+        """The replicas that train in sync: one batch is split over them."""
         if self.strategy is None:
             return len(self.devices)
         return self.strategy.num_replicas_in_sync
 
-    def scope(self):
-        """The scope to build the model in: the strategy's on TensorFlow; none needed on JAX."""
+    def scope(self) -> contextlib.AbstractContextManager:
+        """The scope to build the model in: the strategy's on TensorFlow; none needed on JAX.
+
+        Returns:
+            A context manager: `with choice.scope(): model = ...`.
+        """
         if self.strategy is None:
             return contextlib.nullcontext()
         return self.strategy.scope()
 
     def describe(self) -> str:
-        """Returns the report `find_strategy` prints."""
+        """Returns the report `find_strategy` prints.
+
+        Returns:
+            One line per branch tried, the device kind, backend and replicas, the devices.
+        """
         lines = [f"  tried {attempt}" for attempt in self.attempts]
         how = type(self.strategy if self.strategy is not None else self.distribution).__name__
         backend = "TensorFlow" if self.strategy is not None else "JAX"
@@ -83,7 +93,18 @@ class StrategyChoice:
 
 
 def connect_tpu(tpu: str) -> tf.distribute.Strategy:
-    """Connects to the TPU `tpu` ("local" on a TPU VM, else a name or grpc:// address)."""
+    """Connects to a TPU and initializes it.
+
+    Args:
+        tpu: "local" on a TPU VM, else the TPU's name or grpc:// address.
+
+    Returns:
+        A `tf.distribute.TPUStrategy` over its cores.
+
+    Raises:
+        ValueError, RuntimeError or tf.errors.OpError: from TensorFlow when there is no
+            such TPU (`find_strategy` catches them and tries the next device).
+    """
     logger = tf.get_logger()
     level = logger.level
     logger.setLevel("WARNING")  # Initializing logs INFO lines even when it fails.
@@ -97,7 +118,11 @@ def connect_tpu(tpu: str) -> tf.distribute.Strategy:
 
 
 def list_gpus() -> list[str]:
-    """Returns the names of the logical GPU devices."""
+    """Returns the names of the GPUs TensorFlow sees.
+
+    Returns:
+        The logical GPU devices' names ("/device:GPU:0", ...); empty without a GPU.
+    """
     return [device.name for device in tf.config.list_logical_devices("GPU")]
 
 
@@ -157,7 +182,13 @@ def find_strategy(
         if not name:
             attempts.append("TPU by name: no tpu_name, $TPU_NAME or $COLAB_TPU_ADDR set")
         if device == "tpu":
-            raise ValueError("No TPU found (device='tpu'). " + "; ".join(attempts))
+            raise ValueError(
+                "No TPU found (device='tpu'). "
+                + "; ".join(attempts)
+                + ". Run on a TPU VM (Kaggle, Google Cloud), or pass tpu_name= (or set "
+                "$TPU_NAME) to a TPU's name or grpc:// address; device='auto' takes the best "
+                "device here."
+            )
     if device in ("auto", "gpu"):
         gpus = list_gpus()
         if len(gpus) > 1:
@@ -168,7 +199,13 @@ def find_strategy(
             return _report(StrategyChoice(found, "GPU", tuple(gpus), tuple(attempts)))
         attempts.append("GPU: none found")
         if device == "gpu":
-            raise ValueError("No GPU found (device='gpu').")
+            raise ValueError(
+                "No GPU found (device='gpu'): TensorFlow lists no GPU device "
+                "(tf.config.list_logical_devices('GPU') is empty). Choose a GPU runtime "
+                "(Colab: Runtime > Change runtime type), or install TensorFlow with GPU "
+                "support (Linux: pip install 'tensorflow[and-cuda]'; tensorflow-cpu has "
+                "none); device='auto' takes the best device here."
+            )
     cpus = tuple(d.name for d in tf.config.list_logical_devices("CPU"))
     found = tf.distribute.MirroredStrategy(cpus) if len(cpus) > 1 else tf.distribute.get_strategy()
     return _report(StrategyChoice(found, "CPU", cpus, tuple(attempts)))
@@ -178,6 +215,13 @@ def find_jax_strategy(device: str = "auto") -> StrategyChoice:
     """On the JAX backend: sets `keras.distribution.DataParallel` over the devices JAX sees.
 
     JAX picks its best platform itself (TPU, else GPU, else CPU); `device` forces one.
+
+    Args:
+        device: "auto" (JAX's choice), or "tpu", "gpu" or "cpu" to force one.
+
+    Returns:
+        A `StrategyChoice` with no TensorFlow strategy and the distribution set; its
+        description is printed.
 
     Raises:
         ValueError: if a forced device is not there.
@@ -193,7 +237,9 @@ def find_jax_strategy(device: str = "auto") -> StrategyChoice:
             devices = jax.devices(device)
         except RuntimeError as error:
             raise ValueError(
-                f"No {device.upper()} found (device={device!r}): {errors.first_line(error)[:160]}"
+                f"No {device.upper()} found (device={device!r}): {errors.first_line(error)[:160]}. "
+                f"JAX sees {len(devices)} {platform.upper()} device(s); device='auto' takes "
+                "them."
             ) from None
     distribution = keras.distribution.DataParallel(devices=devices)
     keras.distribution.set_distribution(distribution)
@@ -215,6 +261,15 @@ def cap_batch_size(
     A batch larger than the data would give no batch at all (`drop_remainder=True`); a
     batch that is not a multiple of the replicas cannot be split evenly over them. Prints a
     line when it caps.
+
+    Args:
+        global_batch_size: the batch size asked for, over all replicas.
+        num_images: the images the batches are taken from.
+        num_replicas: the replicas a batch is split over.
+        purpose: what the batches are for ("training", "validation"), for the messages.
+
+    Returns:
+        `global_batch_size`, or the largest multiple of `num_replicas` up to `num_images`.
 
     Raises:
         ValueError: if there are fewer images than replicas (not one image per replica).
@@ -245,6 +300,13 @@ def supported_steps_per_execution(choice: StrategyChoice, steps_per_execution: i
     CPUs) with `steps_per_execution` > 1: "You must feed a value for placeholder tensor"
     (keras-team/keras#19246, still open; seen here with Keras 3.15.1 and TF 2.21).
 
+    Args:
+        choice: the strategy the model trains under.
+        steps_per_execution: the steps per execution asked for.
+
+    Returns:
+        `steps_per_execution`, or 1 under a `MirroredStrategy`.
+
     Example:
         steps = strategy.supported_steps_per_execution(choice, 16)
     """
@@ -261,6 +323,14 @@ def even_batch_size(num_images: int, *, max_batch_size: int, num_replicas: int) 
     """Returns the validation batch size that leaves the fewest images out of full batches.
 
     The size is at most `max_batch_size` and a multiple of `num_replicas`.
+
+    Args:
+        num_images: the validation images.
+        max_batch_size: the largest batch allowed.
+        num_replicas: the replicas a batch is split over.
+
+    Returns:
+        The batch size, at least `num_replicas`.
 
     Raises:
         ValueError: if there are fewer images than replicas.

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -65,7 +66,7 @@ class _Stamps:
 
 def trace_pipeline(
     records: tf.data.Dataset,
-    parse_batch,
+    parse_batch: Callable[[tf.Tensor], tuple[tf.Tensor, tf.Tensor]],
     *,
     batch_size: int,
     num_batches: int,

@@ -11,8 +11,14 @@ import platform
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    import keras
+
+    from utils.storage import SimulatedStorage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +47,12 @@ class ThroughputResult:
     cpu_seconds: float | None = None
 
     def summary(self) -> str:
-        """Returns the one-line summary that `measure_throughput` prints."""
+        """Returns the one-line summary that `measure_throughput` prints.
+
+        Returns:
+            The label, images/s (and MB/s when measured), the images timed and the
+            warm-up.
+        """
         rate = f"{self.images_per_second:.1f} images/s"
         if self.megabytes_per_second is not None:
             rate += f", {self.megabytes_per_second:.1f} MB/s"
@@ -68,7 +79,7 @@ def measure_throughput(
     *,
     num_images: int,
     num_warmup_elements: int = 1,
-    storage=None,
+    storage: SimulatedStorage | None = None,
     label: str = "",
 ) -> ThroughputResult:
     """Times how fast `dataset` yields images, after a warm-up that is not counted.
@@ -172,12 +183,23 @@ def compare_throughput(results: list[ThroughputResult], *, baseline: str) -> dic
     return speedups
 
 
-def time_training_steps(model, dataset: tf.data.Dataset, *, num_steps: int) -> float:
+def time_training_steps(model: keras.Model, dataset: tf.data.Dataset, *, num_steps: int) -> float:
     """Returns the seconds per training step of `model.fit` on `dataset`, warm-up excluded.
 
     Fits two epochs of `num_steps` steps and times the second (the first includes tracing
     and compiling the step function). The model's weights change: time a copy if that
     matters.
+
+    Args:
+        model: a compiled Keras model.
+        dataset: batches to train on, at least `2 * num_steps` of them (or endless).
+        num_steps: steps per epoch.
+
+    Returns:
+        Seconds per step of the second epoch.
+
+    Raises:
+        ValueError: if `num_steps` is not a positive integer.
 
     Example:
         seconds = timing.time_training_steps(model, train_dataset, num_steps=40)
@@ -220,22 +242,33 @@ class RepeatedResult:
 
     @property
     def median(self) -> float:
+        """The median of the runs."""
         return statistics.median(self.values)
 
     @property
     def minimum(self) -> float:
+        """The smallest run."""
         return min(self.values)
 
     @property
     def maximum(self) -> float:
+        """The largest run."""
         return max(self.values)
 
     @property
     def num_runs(self) -> int:
+        """How many runs were taken."""
         return len(self.values)
 
     def summary(self, number_format: str = ",.0f") -> str:
-        """Returns `label: median (min-max, N runs)` with `number_format` for the numbers."""
+        """Returns the median, range and run count in one line.
+
+        Args:
+            number_format: a format spec for the numbers, such as ",.0f" or ".0%".
+
+        Returns:
+            `label: median (min-max, N runs)`.
+        """
         return (
             f"{self.label}: {self.median:{number_format}} ({self.minimum:{number_format}}-"
             f"{self.maximum:{number_format}}, {self.num_runs} runs)"
@@ -259,6 +292,10 @@ def measure_in_turns(
 
     Returns:
         label -> `RepeatedResult` of images/s, its values in round order.
+
+    Raises:
+        ValueError: if `repeats` is not a positive integer, `candidates` is empty, or a
+            dataset is given without `num_images`.
 
     Example:
         runs = timing.measure_in_turns({"ceiling": ceiling, "pipeline": fast},
@@ -293,6 +330,17 @@ def ratio_in_turns(
 ) -> RepeatedResult:
     """Divides two results of `measure_in_turns` round by round: the ratio's own spread.
 
+    Args:
+        numerator: the runs divided.
+        denominator: the runs divided by, taken in the same rounds.
+        label: the result's label; by default "numerator / denominator".
+
+    Returns:
+        A `RepeatedResult` of the ratios, one per round.
+
+    Raises:
+        ValueError: if the two results have different numbers of runs.
+
     Example:
         share = timing.ratio_in_turns(runs["pipeline"], runs["ceiling"])
     """
@@ -310,6 +358,13 @@ def describe_share_of_ceiling(share: RepeatedResult, *, name: str = "The pipelin
 
     A median above 100% is called noise, with the reason: a pipeline that reads, parses and
     decodes the same JPEGs cannot outrun decoding them alone.
+
+    Args:
+        share: the pipeline's images/s divided by the ceiling's, in turns.
+        name: what the sentence calls the pipeline.
+
+    Returns:
+        One or two sentences.
 
     Example:
         print(timing.describe_share_of_ceiling(share, name="The course pipeline"))
@@ -332,7 +387,11 @@ def describe_share_of_ceiling(share: RepeatedResult, *, name: str = "The pipelin
 
 
 def describe_machine() -> str:
-    """Returns the CPU model, the number of cores this process may use, and the Python."""
+    """Describes this machine in one line.
+
+    Returns:
+        The CPU model, the number of cores this process may use, and the Python version.
+    """
     model = platform.processor() or platform.machine()
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -360,6 +419,9 @@ def describe_load(
         other_cores: cores that other processes kept busy on average during it; None
             when unknown (no /proc/stat), then `load_before` is judged instead.
         num_cores: the machine's cores.
+
+    Returns:
+        "The machine was idle: ..." or "The machine was NOT idle: ...", with the loads.
     """
     loads = f"load average {load_before:.2f} before, {load_after:.2f} after"
     if other_cores is None and math.isnan(load_before):
@@ -434,7 +496,11 @@ class LoadWatch:
         return False
 
     def summary(self) -> str:
-        """The `describe_load` line for this measurement."""
+        """The `describe_load` line for this measurement.
+
+        Returns:
+            Whether the machine was idle while the `with` block ran, in one line.
+        """
         return describe_load(
             load_before=self.load_before,
             load_after=self.load_after,

@@ -46,14 +46,20 @@ class ValidationReport:
 
     @property
     def num_records(self) -> int:
+        """The records read from all the shards together."""
         return sum(shard.num_records for shard in self.shards)
 
     @property
     def ok(self) -> bool:
+        """True when validation found no problem."""
         return not self.problems
 
     def summary(self) -> str:
-        """Returns the report `validate` prints: a table of shards, the totals, the problems."""
+        """Returns the report `validate` prints.
+
+        Returns:
+            A table of shards by class, the totals, the skipped files and the problems.
+        """
         width = max([len(s.name) for s in self.shards] + [5])
         header = f"{'shard':<{width}}  {'records':>7}  " + "  ".join(
             f"{name[:10]:>10}" for name in self.class_names

@@ -1,4 +1,4 @@
-"""What every check shares: the error it raises and how it words a failure."""
+"""What every check shares: the error it raises, how it words a failure, the dataset graph."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from utils.errors import first_line as _first_line  # Defined once, in utils.err
 
 # What a learner's code raises when it is unfinished or wrong; a check turns it into a message.
 CHECK_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
+
+
+# Steps `with_options()` adds to a dataset's graph; they change no element.
+OPTIONS_ONLY_OPS = {"OptionsDataset", "PrivateThreadPoolDataset", "MaxIntraOpParallelismDataset"}
 
 
 class CheckFailed(AssertionError):
@@ -95,3 +99,26 @@ def _require_dataset(value, todo: int, name: str, expected: str) -> None:
 
 def _passed(todo: int, message: str) -> None:
     print(f"TODO {todo} passed: {message}")
+
+
+def dataset_ops(dataset: tf.data.Dataset) -> list[str] | None:
+    """Returns the names of the dataset ops in `dataset`'s graph, from source to output.
+
+    The one place a check reads a dataset's graph: only the order of steps (parse after
+    batch, prefetch last, cache before repeat) and a parallel map cannot be seen in the
+    elements. Tolerant: should a TensorFlow version change how the graph is read, it
+    returns None and the check skips those steps rather than fail a right answer.
+
+    Args:
+        dataset: the dataset to read the graph of.
+
+    Returns:
+        The op names (e.g. `"ParallelMapDatasetV2"`, `"PrefetchDataset"`), source first;
+        None when the graph cannot be read.
+    """
+    try:
+        graph = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor)
+        graph_def = tf.compat.v1.GraphDef.FromString(graph.numpy())
+    except (AttributeError, TypeError, ValueError, tf.errors.OpError):
+        return None
+    return [node.op for node in graph_def.node if "Dataset" in node.op]

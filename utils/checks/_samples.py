@@ -20,7 +20,15 @@ CHANNEL_TRAPS = [
 
 
 def sample_picture(height: int = 48, width: int = 64) -> Image.Image:
-    """A smooth RGB picture (gradients), the same on every call."""
+    """A smooth RGB picture (gradients), the same on every call.
+
+    Args:
+        height: its height in pixels.
+        width: its width in pixels.
+
+    Returns:
+        The picture, in PIL's RGB mode.
+    """
     rows, columns = np.mgrid[0:height, 0:width]
     pixels = np.stack([255 * rows / height, 255 * columns / width, 128 + 0 * rows], axis=-1).astype(
         np.uint8
@@ -29,7 +37,16 @@ def sample_picture(height: int = 48, width: int = 64) -> Image.Image:
 
 
 def encode(image: Image.Image, mode: str, file_format: str) -> bytes:
-    """`image` converted to `mode` and saved as `file_format`, as bytes."""
+    """`image` converted to `mode` and saved as `file_format`, as bytes.
+
+    Args:
+        image: the picture.
+        mode: a PIL mode, such as "L", "RGB", "RGBA" or "CMYK".
+        file_format: a PIL format, such as "JPEG" or "PNG".
+
+    Returns:
+        The encoded file's bytes.
+    """
     buffer = io.BytesIO()
     image.convert(mode).save(buffer, format=file_format)
     return buffer.getvalue()
@@ -37,6 +54,10 @@ def encode(image: Image.Image, mode: str, file_format: str) -> bytes:
 
 def write_channel_traps(folder: str | Path, class_names: Sequence[str]) -> list[tuple[str, str]]:
     """Writes one file of each kind in `CHANNEL_TRAPS`, in the class folders in turn.
+
+    Args:
+        folder: where the class folders are made.
+        class_names: the class folders' names, used in turn.
 
     Returns:
         A list of `(path, description)`, one per file written.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import tensorflow as tf
@@ -59,9 +59,13 @@ def _outputs_of(dofn_class, path: str, what: str, *, todo: int, name: str) -> li
     try:
         return list(returned)
     except TypeError:
-        _fail(todo, name, f"expected process() to yield its output; for {what} it returns a "
-                          f"{type(returned).__name__}, which Beam cannot iterate over. Use "
-                          "`yield`.")  # fmt: skip
+        _fail(
+            todo,
+            name,
+            f"expected process() to yield its output; for {what} it returns a "
+            f"{type(returned).__name__}, which Beam cannot iterate over. Use "
+            "`yield`.",
+        )
 
 
 def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) -> None:
@@ -95,11 +99,22 @@ def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) 
         )
 
 
-def check_convert_dofn(dofn_class, *, todo: int, class_names: Sequence[str]):
-    """Checks `dofn_class().process(path)`: one record for a readable image, one
-    `TaggedOutput("skipped", ...)` naming the path and the error for an unreadable one.
+def check_convert_dofn(dofn_class: type, *, todo: int, class_names: Sequence[str]) -> None:
+    """Checks `dofn_class().process(path)`: a record, or a "skipped" entry, per file.
 
-    The files it converts are written into folders named after `class_names`.
+    One record for a readable image; one `TaggedOutput("skipped", ...)` naming the path
+    and the error for an unreadable one. The files it converts are written into temporary
+    folders named after `class_names`.
+
+    Args:
+        dofn_class: the learner's `beam.DoFn` subclass.
+        todo: the TODO's number, named in every message.
+        class_names: the class names the learner's DoFn labels with.
+
+    Raises:
+        CheckFailed: naming the TODO and the file, when `process` returns instead of
+            yielding, yields nothing or more than one output, a wrong record, or a skipped
+            entry that is not the JSON of the path and the error.
 
     Example:
         checks.check_convert_dofn(ConvertImage, todo=1, class_names=source.class_names)
@@ -112,19 +127,22 @@ def check_convert_dofn(dofn_class, *, todo: int, class_names: Sequence[str]):
         for path, what in files.items():
             outputs = _outputs_of(dofn_class, path, what, todo=todo, name=name)
             if not outputs:
-                _fail(todo, name, f"not done yet: it yields nothing for {what}. Expected "
-                                  f"{expected}.")  # fmt: skip
+                _fail(
+                    todo, name, f"not done yet: it yields nothing for {what}. Expected {expected}."
+                )
             if len(outputs) != 1:
                 kinds = ", ".join(type(output).__name__ for output in outputs[:4])
-                _fail(todo, name, f"expected one output for {what}; found {len(outputs)}: "
-                                  f"{kinds}.")  # fmt: skip
+                _fail(todo, name, f"expected one output for {what}; found {len(outputs)}: {kinds}.")
             output = outputs[0]
             if what.startswith("an empty file"):
                 _check_skipped_entry(output, path, what, todo=todo, name=name)
                 continue
             if not isinstance(output, bytes):
-                _fail(todo, name, f"expected the record's bytes for {what}; found "
-                                  f"{type(output).__name__}.")  # fmt: skip
+                _fail(
+                    todo,
+                    name,
+                    f"expected the record's bytes for {what}; found {type(output).__name__}.",
+                )
             record = records.parse_record(tf.constant(output))
             folder_name = Path(path).parent.name
             if record["label"].numpy().decode() != folder_name:
@@ -146,12 +164,24 @@ def _damaged_folder(folder: Path, class_names: Sequence[str] | None) -> Path:
     return root
 
 
-def check_build_conversion(build_conversion, *, todo: int, class_names: Sequence[str] = ()):
-    """Runs `build_conversion` on a small folder with bad files, on Beam's DirectRunner,
-    and validates its output like lab 2's.
+def check_build_conversion(
+    build_conversion: Callable, *, todo: int, class_names: Sequence[str] = ()
+) -> None:
+    """Runs `build_conversion` on a small folder with bad files and validates its output.
 
-    The folder's classes are named after `class_names` (the learner's DoFn knows only
-    those); the embedded dataset's by default.
+    It runs on Beam's DirectRunner in a temporary folder, and validates the shards and
+    the skipped list like lab 2's. The folder's classes are named after `class_names`
+    (the learner's DoFn knows only those); the embedded dataset's by default.
+
+    Args:
+        build_conversion: the learner's function, `(pipeline, source, output_dir,
+            num_shards)`, that adds the conversion's steps to a Beam pipeline.
+        todo: the TODO's number, named in every message.
+        class_names: the class names the learner's DoFn labels with.
+
+    Raises:
+        CheckFailed: naming the TODO, when the pipeline fails, writes other shards, reads
+            no file, converts non-images, or its output does not validate.
 
     Example:
         checks.check_build_conversion(build_conversion, todo=2)
@@ -176,26 +206,45 @@ def check_build_conversion(build_conversion, *, todo: int, class_names: Sequence
             _fail(todo, name, f"running the pipeline fails: {_first_line(error)}")
         shards = [Path(path).name for path in shard_files.find_shards(output_dir)]
         if not shards:
-            _fail(todo, name, "not done yet: the pipeline wrote no shards. Expected 2, named "
-                              "flowers-0000N-of-00002.tfrec.")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                "not done yet: the pipeline wrote no shards. Expected 2, named "
+                "flowers-0000N-of-00002.tfrec.",
+            )
         wanted = ["flowers-00000-of-00002.tfrec", "flowers-00001-of-00002.tfrec"]
         if shards != wanted:
             _fail(todo, name, f"expected shards {wanted}; found {shards}.")
         report = validation.validate(output_dir, verbose=False)
         if report.num_records == 0 and not report.skipped:
-            _fail(todo, name, f"the pipeline read no file of {root}. Match "
-                              "`source.match_pattern` (the folder's path escaped: a `[` in a "
-                              "folder name is not a glob's `[...]`).")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"the pipeline read no file of {root}. Match "
+                "`source.match_pattern` (the folder's path escaped: a `[` in a "
+                "folder name is not a glob's `[...]`).",
+            )
         skipped_paths = [path for path, _ in report.skipped]
         not_images = [Path(p).name for p in skipped_paths if not sources.is_image_file(p)]
         if not_images:
-            _fail(todo, name, f"{', '.join(not_images)} went to the conversion: keep only the "
-                              "images with beam.Filter(sources.is_image_file).")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"{', '.join(not_images)} went to the conversion: keep only the "
+                "images with beam.Filter(sources.is_image_file).",
+            )
         if len(report.skipped) != 3:
-            _fail(todo, name, f"expected the 3 unreadable files in the skipped list; found "
-                              f"{len(report.skipped)}. Write converted.skipped with WriteToText "
-                              f"to {beam_conversion.SKIPPED_FILE}.")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected the 3 unreadable files in the skipped list; found "
+                f"{len(report.skipped)}. Write converted.skipped with WriteToText "
+                f"to {beam_conversion.SKIPPED_FILE}.",
+            )
         if not report.ok:
             _fail(todo, name, f"the output does not validate: {report.problems[0]}")
-    _passed(todo, f"{report.num_input_images} images = {report.num_records} records in 2 "
-                  f"shards + {len(report.skipped)} skipped.")  # fmt: skip
+    _passed(
+        todo,
+        f"{report.num_input_images} images = {report.num_records} records in 2 "
+        f"shards + {len(report.skipped)} skipped.",
+    )

@@ -27,11 +27,23 @@ _MAX_RESIZE_DIFFERENCE = 6.0
 
 def check_resize_and_crop(
     resize_and_crop: Callable, *, todo: int, sample_images: Sequence[np.ndarray], target_size: int
-):
+) -> None:
     """Checks `resize_and_crop(image, target_size)`: an aspect-preserving resize, centre crop.
 
     It runs the function inside `Dataset.map` (as the conversion does) and compares its
     images with the reference `records.resize_and_crop`.
+
+    Args:
+        resize_and_crop: the learner's function, run eagerly once, then in `Dataset.map`.
+        todo: the TODO's number, named in every message.
+        sample_images: uint8 images (height, width, 3); a tall and a wide copy of the
+            first are added.
+        target_size: the side of the square output, in pixels.
+
+    Raises:
+        ValueError: when `target_size` is not a positive integer (the lab's parameter).
+        CheckFailed: naming the TODO, when an output is not uint8 of the target shape or
+            differs from the reference by more than other resize methods do.
 
     Example:
         checks.check_resize_and_crop(resize_and_crop, todo=1, sample_images=images,
@@ -41,8 +53,13 @@ def check_resize_and_crop(
     conversion.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
     name = "resize_and_crop"
     expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
-    _call_eagerly(resize_and_crop, (tf.constant(sample_images[0]), target_size), todo=todo,
-               name=name, expected=expected)  # fmt: skip
+    _call_eagerly(
+        resize_and_crop,
+        (tf.constant(sample_images[0]), target_size),
+        todo=todo,
+        name=name,
+        expected=expected,
+    )
     # The sample may be all landscape: a tall and a wide copy show a scale taken from one
     # side (the height, say) instead of the shorter one.
     first, num_sample = np.asarray(sample_images[0]), len(sample_images)
@@ -84,8 +101,19 @@ def check_resize_and_crop(
 
 def check_recompress(
     recompress: Callable, *, todo: int, sample_images: Sequence[np.ndarray], quality: int
-):
+) -> None:
     """Checks `recompress(image, quality)`: JPEG bytes that decode back to the same image.
+
+    Args:
+        recompress: the learner's function, called eagerly on each sample image.
+        todo: the TODO's number, named in every message.
+        sample_images: uint8 images (height, width, 3).
+        quality: the JPEG quality asked for, 0 to 100.
+
+    Raises:
+        ValueError: when `quality` is not an integer from 0 to 100 (the lab's parameter).
+        CheckFailed: naming the TODO, when the result is not a string tensor, does not
+            decode to the same image, or its size is not that of JPEG at `quality`.
 
     Example:
         checks.check_recompress(recompress, todo=2, sample_images=resized, quality=90)
@@ -96,8 +124,9 @@ def check_recompress(
     expected = "a scalar string tensor of JPEG bytes"
     num_bytes, reference_bytes = 0, 0
     for image in sample_images:
-        encoded = _call_eagerly(recompress, (tf.constant(image), quality), todo=todo, name=name,
-                             expected=expected)  # fmt: skip
+        encoded = _call_eagerly(
+            recompress, (tf.constant(image), quality), todo=todo, name=name, expected=expected
+        )
         if not isinstance(encoded, tf.Tensor) or encoded.dtype != tf.string or encoded.shape.rank:
             _fail(todo, name, f"expected {expected}; found {encoded!r:.80}.")
         try:
@@ -130,8 +159,17 @@ _FEATURE_KINDS = {
 }
 
 
-def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[str]):
+def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[str]) -> None:
     """Checks `to_example(image_jpeg, class_index, original_size, class_names)` against `SCHEMA`.
+
+    Args:
+        to_example: the learner's function, called eagerly on a small JPEG.
+        todo: the TODO's number, named in every message.
+        class_names: the class names, in label order.
+
+    Raises:
+        CheckFailed: naming the TODO and the feature, when the result is not a
+            `tf.train.Example`, a feature is missing or of another kind, or a value is wrong.
 
     Example:
         checks.check_to_example(to_example, todo=3, class_names=source.class_names)
@@ -141,8 +179,13 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
     expected = "a tf.train.Example with the features " + ", ".join(_FEATURE_KINDS)
     image_jpeg = tf.io.encode_jpeg(tf.zeros((8, 8, 3), tf.uint8)).numpy()
     class_index = len(class_names) // 2
-    example = _call_eagerly(to_example, (image_jpeg, class_index, [300, 400], list(class_names)),
-                         todo=todo, name=name, expected=expected)  # fmt: skip
+    example = _call_eagerly(
+        to_example,
+        (image_jpeg, class_index, [300, 400], list(class_names)),
+        todo=todo,
+        name=name,
+        expected=expected,
+    )
     if not isinstance(example, tf.train.Example):
         _fail(todo, name, f"expected {expected}; found a {type(example).__name__}.")
     features = example.features.feature
@@ -191,29 +234,51 @@ def _write_and_read(write_shard: Callable, records, folder: str, wanted: str, *,
                 "generator): count the records as you write them.",
             )
         except CHECK_ERRORS as error:
-            _fail(todo, name, f"expected the path of the shard written; found an error: "
-                              f"{_first_line(error)}")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected the path of the shard written; found an error: {_first_line(error)}",
+            )
     _require_result(path, todo, name, "the path of the shard written")
     if Path(str(path)).name != wanted:
-        _fail(todo, name, f"expected a shard named {wanted}; found {Path(str(path)).name}. Its "
-                          "name holds the number of records written.")  # fmt: skip
+        _fail(
+            todo,
+            name,
+            f"expected a shard named {wanted}; found {Path(str(path)).name}. Its "
+            "name holds the number of records written.",
+        )
     if not Path(path).exists():
         _fail(todo, name, f"it returned {path}, but there is no such file.")
     written = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
     if written != records:
         if already_there:
-            _fail(todo, name, f"expected the {len(records)} new records of a second run of the "
-                              f"lab; found {written}. Replace the old shard: tf.io.gfile.rename("
-                              "temporary, final_path, overwrite=True).")  # fmt: skip
+            _fail(
+                todo,
+                name,
+                f"expected the {len(records)} new records of a second run of the "
+                f"lab; found {written}. Replace the old shard: tf.io.gfile.rename("
+                "temporary, final_path, overwrite=True).",
+            )
         _fail(todo, name, f"expected the {len(records)} records in order; found {written}.")
     left = sorted(p.name for p in Path(folder).iterdir() if p.name != wanted)
     if left:
         _fail(todo, name, f"expected only {wanted} in the folder; also found {left}.")
 
 
-def check_write_shard(write_shard: Callable, *, todo: int):
-    """Checks `write_shard(serialized_examples, output_dir, index)`: named with its count,
-    every record written, and nothing that looks finished left by an interrupted write.
+def check_write_shard(write_shard: Callable, *, todo: int) -> None:
+    """Checks `write_shard(serialized_examples, output_dir, index)`: a shard written safely.
+
+    The shard is named with its count and holds every record; written again into the same
+    folder it is replaced; a write interrupted part-way leaves nothing that looks finished.
+    It writes into temporary folders of its own.
+
+    Args:
+        write_shard: the learner's function.
+        todo: the TODO's number, named in every message.
+
+    Raises:
+        CheckFailed: naming the TODO, when the shard's name, records or folder are wrong,
+            a second write fails, or an interrupted write leaves a finished-looking shard.
 
     Example:
         checks.check_write_shard(write_shard, todo=4)
@@ -267,5 +332,8 @@ def check_write_shard(write_shard: Callable, *, todo: int):
                 "Write to shard_files.temporary_path(output_dir, index) first, and rename the "
                 "file to its final name only when every record is written.",
             )
-    _passed(todo, f"{wanted} holds its {len(records)} records, written twice over; an "
-                  "interrupted write leaves no finished-looking shard.")  # fmt: skip
+    _passed(
+        todo,
+        f"{wanted} holds its {len(records)} records, written twice over; an "
+        "interrupted write leaves no finished-looking shard.",
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -18,14 +19,29 @@ from utils.checks._base import (
     _require_dataset,
 )
 
+if TYPE_CHECKING:
+    from utils.storage import SimulatedStorage
+
 
 def _folder_of(path: bytes | str) -> str:
     text = path.decode() if isinstance(path, bytes) else path
     return text.replace("\\", "/").rsplit("/", 2)[-2]
 
 
-def check_filenames(filenames, *, todo: int, expected_count: int, class_names: Sequence[str]):
+def check_filenames(
+    filenames: Any, *, todo: int, expected_count: int, class_names: Sequence[str]
+) -> None:
     """Checks a dataset of image paths: `expected_count` .jpg paths under the class folders.
+
+    Args:
+        filenames: what the TODO built; expected a `tf.data.Dataset` of string paths.
+        todo: the TODO's number, named in every message.
+        expected_count: how many paths the dataset must hold.
+        class_names: the class folders the paths must be in.
+
+    Raises:
+        CheckFailed: naming the TODO, when it is not done, not a dataset of string
+            scalars, has another count, paths outside the class folders, or is sorted.
 
     Example:
         checks.check_filenames(filenames, todo=1, expected_count=500, class_names=CLASSES)
@@ -64,12 +80,26 @@ def _paths_of_every_class(sample_paths: Sequence[str], class_names: Sequence[str
 
 
 def check_label_from_path(
-    label_from_path: Callable, *, todo: int, sample_paths: Sequence[str], class_names: Sequence[str]
-):
+    label_from_path: Callable,
+    *,
+    todo: int,
+    sample_paths: Sequence[str],
+    class_names: Sequence[str],
+) -> None:
     """Checks that `label_from_path(path)` gives the index of the parent folder's name.
 
     Besides `sample_paths`, it labels one path per class (the sample may miss some
     classes), so that a label off by one or a constant label shows.
+
+    Args:
+        label_from_path: the learner's function, run eagerly once, then in `Dataset.map`.
+        todo: the TODO's number, named in every message.
+        sample_paths: image paths to label (files need not exist).
+        class_names: the class names, in label order.
+
+    Raises:
+        CheckFailed: naming the TODO and the path, when a label is missing, not one
+            integer, or not the index of the path's folder.
 
     Example:
         checks.check_label_from_path(label_from_path, todo=2, sample_paths=paths,
@@ -79,8 +109,9 @@ def check_label_from_path(
     name = "label_from_path"
     expected = "an integer tensor: the index of the parent folder's name in the class names"
     paths = _paths_of_every_class(list(sample_paths), class_names)
-    _call_eagerly(label_from_path, (tf.constant(paths[0]),), todo=todo, name=name,
-                  expected=expected)  # fmt: skip
+    _call_eagerly(
+        label_from_path, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected
+    )
     try:
         labels = tf.data.Dataset.from_tensor_slices(paths).map(label_from_path)
         found = list(labels.as_numpy_iterator())
@@ -128,8 +159,9 @@ def check_label_from_path(
     _passed(todo, f"{len(sample_paths)} labels match their folders.")
 
 
-def _map_one(function: Callable, path: str, what: str, hint: str, *, todo: int, name: str,
-             expected: str):  # fmt: skip
+def _map_one(
+    function: Callable, path: str, what: str, hint: str, *, todo: int, name: str, expected: str
+):
     """`function` mapped over a dataset of one path; an error names the file, `what`."""
     __tracebackhide__ = True
     try:
@@ -144,13 +176,30 @@ def _map_one(function: Callable, path: str, what: str, hint: str, *, todo: int, 
 
 
 def check_read_and_decode(
-    read_and_decode: Callable, *, todo: int, sample_paths: Sequence[str], storage, class_names
-):
+    read_and_decode: Callable,
+    *,
+    todo: int,
+    sample_paths: Sequence[str],
+    storage: SimulatedStorage,
+    class_names: Sequence[str],
+) -> None:
     """Checks `read_and_decode(path) -> (image, label)`: uint8 RGB images read from `storage`.
 
     Besides `sample_paths`, it decodes files it writes itself: a grayscale and a CMYK JPEG
     and two PNGs (one with transparency), which decode to 1 or 4 channels without
     `channels=3`, whatever the learner's own images are.
+
+    Args:
+        read_and_decode: the learner's function, run eagerly once, then in `Dataset.map`.
+        todo: the TODO's number, named in every message.
+        sample_paths: image files to decode, in class folders.
+        storage: the storage the lab reads through; its request count shows whether
+            the function read through it.
+        class_names: the class names, in label order.
+
+    Raises:
+        CheckFailed: naming the TODO and the file, when an image is not uint8
+            (height, width, 3), a label is wrong, or the files bypass `storage`.
 
     Example:
         checks.check_read_and_decode(read_and_decode, todo=3, sample_paths=paths,
@@ -165,16 +214,22 @@ def check_read_and_decode(
     with tempfile.TemporaryDirectory() as folder:
         traps = _samples.write_channel_traps(folder, class_names)
         described = {path: (path, "") for path in sample_paths}
-        described.update({path: (f"{what} the check wrote ({path})", " " + channels_hint)
-                          for path, what in traps})  # fmt: skip
+        described.update(
+            {
+                path: (f"{what} the check wrote ({path})", " " + channels_hint)
+                for path, what in traps
+            }
+        )
         paths = list(described)
         storage.reset_counters()
-        _call_eagerly(read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name,
-                      expected=expected)  # fmt: skip
+        _call_eagerly(
+            read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected
+        )
         found = []
         for path, (what, hint) in described.items():
-            pair = _map_one(read_and_decode, path, what, hint, todo=todo, name=name,
-                            expected=expected)  # fmt: skip
+            pair = _map_one(
+                read_and_decode, path, what, hint, todo=todo, name=name, expected=expected
+            )
             if not isinstance(pair, tuple) or len(pair) != 2:
                 _fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {what}.")
             image, label = pair
@@ -206,11 +261,23 @@ def check_read_and_decode(
     )
 
 
-def check_parallel_reading(dataset, *, todo: int, storage, num_parallel_reads: int):
+def check_parallel_reading(
+    dataset: Any, *, todo: int, storage: SimulatedStorage, num_parallel_reads: int
+) -> None:
     """Checks that reading `dataset` really keeps about `num_parallel_reads` reads in flight.
 
     It reads `3 * num_parallel_reads` elements and asks the storage for the most
-    requests it saw at once; at least half of `num_parallel_reads` passes.
+    requests it saw at once; at least half of `num_parallel_reads` passes. Without a
+    simulated latency there is nothing to overlap, and only the type is checked.
+
+    Args:
+        dataset: what the TODO built; expected a `tf.data.Dataset` of (image, label).
+        todo: the TODO's number, named in every message.
+        storage: the storage the dataset reads through.
+        num_parallel_reads: the reads the lab asks to keep in flight.
+
+    Raises:
+        CheckFailed: naming the TODO, when it is not a dataset or fewer reads overlap.
 
     Example:
         checks.check_parallel_reading(parallel, todo=4, storage=storage, num_parallel_reads=16)

@@ -12,8 +12,9 @@ import math
 import numbers
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import keras
 import numpy as np
@@ -29,6 +30,9 @@ from utils.checks._base import (
     _require_result,
 )
 
+if TYPE_CHECKING:
+    from utils.strategy import StrategyChoice
+
 # The replica counts TODO 1 is probed with: one (this laptop), two, and a TPU's eight cores.
 PROBED_REPLICAS = (1, 2, 8)
 
@@ -40,8 +44,19 @@ def check_scaling(
     batch_per_replica: int,
     base_learning_rate: float,
     max_learning_rate: float,
-):
+) -> None:
     """Checks `scale_for_replicas(n)` -> (global batch, learning rate) at 1, 2 and 8 replicas.
+
+    Args:
+        scale_for_replicas: the learner's function, called eagerly.
+        todo: the TODO's number, named in every message.
+        batch_per_replica: the batch each replica gets.
+        base_learning_rate: the learning rate for one replica.
+        max_learning_rate: the cap of the scaled learning rate.
+
+    Raises:
+        CheckFailed: naming the TODO and the replica count, when the global batch is not
+            `batch_per_replica` x replicas or the rate is not the base x replicas, capped.
 
     Example:
         checks.check_scaling(scale_for_replicas, todo=1, batch_per_replica=32,
@@ -84,8 +99,17 @@ def check_scaling(
     _passed(todo, f"batch size and learning rate scale with {probed} replicas, capped.")
 
 
-def check_augment(augment: Callable, *, todo: int, image_size: int):
+def check_augment(augment: Callable, *, todo: int, image_size: int) -> None:
     """Checks `augment(images, labels)`: same shapes and labels, images changed at random.
+
+    Args:
+        augment: the learner's function, run eagerly once, then in `Dataset.map`.
+        todo: the TODO's number, named in every message.
+        image_size: the side of the square images, in pixels.
+
+    Raises:
+        CheckFailed: naming the TODO, when shapes, dtype or labels change, or the images
+            are flipped always or never.
 
     Example:
         checks.check_augment(augment, todo=2, image_size=96)
@@ -152,20 +176,34 @@ def _read_elements(iterator, count: int, keys: list | None) -> None:
 
 def check_training_dataset(
     make_training_dataset: Callable,
-    paths,
+    paths: Sequence[str],
     *,
     todo: int,
     batch_size: int,
     image_size: int,
     num_classes: int,
     num_images: int,
-):
+) -> None:
     """Checks `make_training_dataset(paths)` by reading two epochs and more from a copy.
 
     The shards are copied to a scratch folder; the dataset is built on the copies, read
     for one epoch, and the copies are deleted: the next epochs must come from `cache()`.
     Then: each epoch in a new order (shuffled after the cache), and each image flipped
     anew in each epoch (augmented after the cache). The learner's shards are not touched.
+
+    Args:
+        make_training_dataset: the learner's function, called on the copies' paths.
+        paths: the training shards.
+        todo: the TODO's number, named in every message.
+        batch_size: the batch size the lab asks for.
+        image_size: the side of the images in the shards, in pixels.
+        num_classes: the length of the one-hot labels.
+        num_images: the images the shards hold together (one epoch).
+
+    Raises:
+        CheckFailed: naming the TODO, when the batches are not of static shape, the
+            dataset ends, later epochs read the shards again, repeat the first epoch's
+            order, or are not flipped anew.
 
     Example:
         checks.check_training_dataset(make_training_dataset, train_paths, todo=3,
@@ -199,8 +237,9 @@ def check_training_dataset(
         try:
             _read_elements(iterator, num_images + batch_size, keys)  # Past the first epoch.
         except CHECK_ERRORS as error:
-            _fail(todo, name, f"expected it to read the shards; found an error: "
-                  f"{_first_line(error)}")  # fmt: skip
+            _fail(
+                todo, name, f"expected it to read the shards; found an error: {_first_line(error)}"
+            )
         shutil.rmtree(scratch)  # Later epochs must come from the cache.
         try:
             _read_elements(iterator, num_images, keys)
@@ -285,17 +324,31 @@ def check_compiled_model(
     build_model: Callable,
     *,
     todo: int,
-    choice,
+    choice: StrategyChoice,
     learning_rate: float,
     steps_per_execution: int,
     image_size: int,
     num_classes: int,
-):
+) -> None:
     """Checks `build_model(choice)`: variables made under `choice.scope()`, compiled as asked.
 
     On TensorFlow, `build_model` is also called with a stand-in strategy (a one-device
     `MirroredStrategy`), and every variable of that model must have been made in its scope:
     the default strategy of one CPU would accept a model built outside any scope.
+
+    Args:
+        build_model: the learner's function, called eagerly.
+        todo: the TODO's number, named in every message.
+        choice: the lab's strategy (`strategy.find_strategy`).
+        learning_rate: the learning rate the optimizer must have.
+        steps_per_execution: the value `compile()` must be given.
+        image_size: the side of the input images, in pixels.
+        num_classes: the number of outputs.
+
+    Raises:
+        CheckFailed: naming the TODO, when the result is not a compiled `keras.Model` of
+            the right shapes, rate, steps and loss, or its variables were made outside
+            the strategy's scope.
 
     Example:
         checks.check_compiled_model(build_model, todo=4, choice=choice,
@@ -333,8 +386,9 @@ def check_compiled_model(
         found_loss = _loss_value(model.loss, labels, probabilities)
     except CHECK_ERRORS as error:
         found_loss = f"an error: {_first_line(error)}"
-    if not isinstance(found_loss, float) or not math.isclose(found_loss, expected_loss,
-                                                             rel_tol=1e-3):  # fmt: skip
+    if not isinstance(found_loss, float) or not math.isclose(
+        found_loss, expected_loss, rel_tol=1e-3
+    ):
         found = found_loss if isinstance(found_loss, str) else f"{found_loss:.3f}"
         _fail(
             todo,
@@ -349,9 +403,10 @@ def check_compiled_model(
             build_model, (stand_in,), todo=todo, name=name, expected="a compiled keras.Model"
         )
         outside = [
-            weight for weight in other.weights
+            weight
+            for weight in other.weights
             if not stand_in.strategy.extended.variable_created_in_scope(weight.value)
-        ]  # fmt: skip
+        ]
         if outside:
             _fail(
                 todo,

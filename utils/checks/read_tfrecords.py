@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -10,31 +11,18 @@ import tensorflow as tf
 from utils import records
 from utils.checks._base import (
     CHECK_ERRORS,
+    OPTIONS_ONLY_OPS,
     _fail,
     _first_line,
     _passed,
     _raise_if_data_problem,
     _require_dataset,
     _require_result,
+    dataset_ops,
 )
 
-_OPTIONS_ONLY_OPS = {"OptionsDataset", "PrivateThreadPoolDataset", "MaxIntraOpParallelismDataset"}
-
-
-def dataset_ops(dataset: tf.data.Dataset) -> list[str] | None:
-    """Returns the names of the dataset ops in `dataset`'s graph, from source to output.
-
-    Only the order of steps (parse after batch, prefetch last) and a parallel map cannot be
-    seen in the elements; for those alone a check reads the graph. Should a TensorFlow
-    version change how it is read, this returns None and the check skips those steps
-    rather than fail a right answer.
-    """
-    try:
-        graph = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor)
-        graph_def = tf.compat.v1.GraphDef.FromString(graph.numpy())
-    except (AttributeError, TypeError, ValueError, tf.errors.OpError):
-        return None
-    return [node.op for node in graph_def.node if "Dataset" in node.op]
+if TYPE_CHECKING:
+    from utils.storage import SimulatedStorage
 
 
 def _sample_records(shard_paths: Sequence[str], count: int, todo: int) -> list[bytes]:
@@ -56,14 +44,27 @@ def _expected_pairs(serialized: Sequence[bytes]):
 
 def check_read_tfrecord(
     read_tfrecord: Callable,
-    features,
+    features: Any,
     *,
     todo: int,
     shard_paths: Sequence[str],
     target_size: int,
     num_classes: int,
-):
+) -> None:
     """Checks `features` (the parsing spec) and `read_tfrecord(serialized) -> (image, one_hot)`.
+
+    Args:
+        read_tfrecord: the learner's function, run eagerly once, then in `Dataset.map`.
+        features: the learner's parsing spec; expected a dict of `tf.io` features.
+        todo: the TODO's number, named in every message.
+        shard_paths: the shards; the first records of the first one are parsed.
+        target_size: the side of the images in the shards, in pixels.
+        num_classes: the length of the one-hot labels.
+
+    Raises:
+        CheckFailed: naming the TODO, when the spec misses a feature or a default, the
+            shapes are not static, or the images or labels differ from the records'.
+        DataProblem: when the first shard is damaged (not the TODO's fault).
 
     Example:
         checks.check_read_tfrecord(read_tfrecord, features, todo=1, shard_paths=shards,
@@ -132,19 +133,33 @@ def check_read_tfrecord(
 
 
 def check_parallel_records(
-    dataset,
+    dataset: Any,
     *,
     todo: int,
-    storage,
+    storage: SimulatedStorage,
     num_parallel_reads: int,
     num_shards: int,
     num_records: int,
     shard_paths: Sequence[str] = (),
-):
+) -> None:
     """Checks the dataset of TODO 2: every record, read from many shards at once, any order.
 
     A damaged shard (TensorFlow's `DataLossError`) raises `DataProblem` naming it (found
     among `shard_paths`), not a failure of the TODO.
+
+    Args:
+        dataset: what the TODO built; expected a `tf.data.Dataset` of (image, label).
+        todo: the TODO's number, named in every message.
+        storage: the storage the shards are read through.
+        num_parallel_reads: the shards the lab asks to read at once.
+        num_shards: how many shards there are.
+        num_records: how many records they hold together.
+        shard_paths: the shards, to name a damaged one.
+
+    Raises:
+        CheckFailed: naming the TODO, when the dataset is ordered, batched, mapped
+            sequentially, holds another count, or bypasses or does not overlap the storage.
+        DataProblem: naming the damaged shards, when reading meets one.
 
     Example:
         checks.check_parallel_records(dataset, todo=2, storage=storage, num_parallel_reads=16,
@@ -206,8 +221,19 @@ def check_parallel_records(
 
 def check_parse_batch(
     parse_batch: Callable, *, todo: int, read_tfrecord: Callable, shard_paths: Sequence[str]
-):
+) -> None:
     """Checks `parse_batch(serialized_batch)` gives what `read_tfrecord` gives, batched.
+
+    Args:
+        parse_batch: the learner's function, run eagerly once, then in `Dataset.map`.
+        todo: the TODO's number, named in every message.
+        read_tfrecord: the reference, one record at a time (TODO 1's).
+        shard_paths: the shards; the first records of the first one are parsed.
+
+    Raises:
+        CheckFailed: naming the TODO, when the batch's shapes are not static or a record
+            of the batch differs from `read_tfrecord`'s.
+        DataProblem: when the first shard is damaged (not the TODO's fault).
 
     Example:
         checks.check_parse_batch(parse_batch, todo=3, read_tfrecord=read_tfrecord,
@@ -247,8 +273,21 @@ def check_parse_batch(
     _passed(todo, f"{len(records)} records in batches of 3 match read_tfrecord, one by one.")
 
 
-def check_fast_dataset(dataset, *, todo: int, batch_size: int):
+def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
     """Checks the training pipeline: records batched, parsed a batch at a time, prefetched.
+
+    The order of the steps is read from the dataset's graph (`dataset_ops`); where the
+    graph cannot be read, only the elements and options are checked.
+
+    Args:
+        dataset: what the TODO built; expected a `tf.data.Dataset` of batches.
+        todo: the TODO's number, named in every message.
+        batch_size: the batch size the lab asks for.
+
+    Raises:
+        CheckFailed: naming the TODO, when the batches are not rank 4 or of `batch_size`,
+            prefetch is not last, the parse is not a parallel map after batch, or the
+            records are read in order.
 
     Example:
         checks.check_fast_dataset(fast, todo=4, batch_size=64)
@@ -262,7 +301,7 @@ def check_fast_dataset(dataset, *, todo: int, batch_size: int):
         _fail(todo, name, f"expected batches of images (rank 4); found {image_spec}.")
     ops = dataset_ops(dataset) or []
     # `with_options()` after `prefetch()` adds steps that change no element: skip them.
-    while len(ops) > 1 and ops[-1] in _OPTIONS_ONLY_OPS:
+    while len(ops) > 1 and ops[-1] in OPTIONS_ONLY_OPS:
         ops.pop()
     if ops and ops[-1] != "PrefetchDataset":
         _fail(

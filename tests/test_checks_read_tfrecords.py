@@ -1,0 +1,216 @@
+"""utils/checks/read_tfrecords.py (lab 3): right answers pass, mistakes name the TODO."""
+
+import pytest
+import tensorflow as tf
+
+from utils import checks, storage
+
+
+@pytest.fixture(scope="module")
+def shard_paths(write_small_shards):
+    return write_small_shards(4)
+
+
+FEATURES = {
+    "image": tf.io.FixedLenFeature([], tf.string),
+    "class": tf.io.FixedLenFeature([], tf.int64),
+    "one_hot_class": tf.io.VarLenFeature(tf.float32),
+    "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
+}
+
+
+def _read_tfrecord(serialized, features=FEATURES, size=32):
+    record = tf.io.parse_single_example(serialized, features)
+    image = tf.reshape(tf.io.decode_jpeg(record["image"], channels=3), [size, size, 3])
+    return image, tf.reshape(tf.sparse.to_dense(record["one_hot_class"]), [5])
+
+
+def _parse_batch(serialized_batch):
+    from utils import pipeline
+
+    return pipeline.parse_batch(serialized_batch, target_size=32, num_classes=5)
+
+
+def _check_read(function, features=FEATURES, shard_paths=None):
+    checks.check_read_tfrecord(
+        function, features, todo=1, shard_paths=shard_paths, target_size=32, num_classes=5
+    )
+
+
+def test_check_read_tfrecord_passes(shard_paths, capsys):
+    _check_read(_read_tfrecord, shard_paths=shard_paths)
+    assert capsys.readouterr().out == (
+        "TODO 1 passed: 8 records parsed to (uint8 image of shape (32, 32, 3), one-hot label).\n"
+    )
+
+
+def test_check_read_tfrecord_failures(shard_paths):
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 1 \(read_tfrecord\): not done yet"):
+        _check_read(_read_tfrecord, features=..., shard_paths=shard_paths)
+    with pytest.raises(
+        checks.CheckFailed, match=r"not done yet: it returns \(Ellipsis, Ellipsis\)"
+    ):
+        _check_read(lambda serialized: (..., ...), shard_paths=shard_paths)
+    dense = {**FEATURES, "one_hot_class": tf.io.FixedLenFeature([5], tf.float32)}
+    with pytest.raises(checks.CheckFailed, match=r"features\['one_hot_class'\] to be a VarLen"):
+        _check_read(_read_tfrecord, features=dense, shard_paths=shard_paths)
+    no_default = {**FEATURES, "size": tf.io.FixedLenFeature([2], tf.int64)}
+    with pytest.raises(checks.CheckFailed, match=r"to have a default_value"):
+        _check_read(_read_tfrecord, features=no_default, shard_paths=shard_paths)
+
+    def no_reshape(serialized):
+        record = tf.io.parse_single_example(serialized, FEATURES)
+        one_hot = tf.reshape(tf.sparse.to_dense(record["one_hot_class"]), [5])
+        return tf.io.decode_jpeg(record["image"], channels=3), one_hot
+
+    with pytest.raises(checks.CheckFailed, match=r"static shape \(32, 32, 3\).*tf.reshape"):
+        _check_read(no_reshape, shard_paths=shard_paths)
+
+    def sparse_label(serialized):
+        record = tf.io.parse_single_example(serialized, FEATURES)
+        image = tf.reshape(tf.io.decode_jpeg(record["image"], channels=3), [32, 32, 3])
+        return image, tf.sparse.to_dense(record["one_hot_class"])
+
+    with pytest.raises(checks.CheckFailed, match=r"one-hot labels of static shape \(5,\)"):
+        _check_read(sparse_label, shard_paths=shard_paths)
+
+
+def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
+    simulated = storage.SimulatedStorage(latency_ms=30)
+    options = tf.data.Options()
+    options.deterministic = False
+    records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4).with_options(options)
+    dataset = records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
+
+    def run(candidate):
+        checks.check_parallel_records(
+            candidate,
+            todo=2,
+            storage=simulated,
+            num_parallel_reads=4,
+            num_shards=4,
+            num_records=60,
+        )
+
+    run(dataset)
+    assert (
+        capsys.readouterr().out
+        == "TODO 2 passed: all 60 records, read in parallel, in any order.\n"
+    )
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 2 \(dataset\): not done yet"):
+        run(...)
+    discarded = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4)
+    discarded.with_options(options)  # Fast-and-lean 07's mistake: options thrown away.
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"deterministic = False on the dataset itself; found None\. .*options set on one "
+        r"you then throw away never apply\.$",
+    ):
+        run(discarded.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+    with pytest.raises(checks.CheckFailed, match=r"expected a parallel map"):
+        run(records.map(_read_tfrecord))
+    one_reader = simulated.tfrecord_dataset(shard_paths).with_options(options)
+    with pytest.raises(checks.CheckFailed, match=r"found at most 1\. Pass num_parallel_reads"):
+        run(one_reader.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected all 60 records, once each; found more than that \(does it repeat\?\)\.$",
+    ):
+        run(dataset.repeat())  # Forever: the check ends all the same.
+    with pytest.raises(checks.CheckFailed, match=r"expected all 60 records, once each; found 30\."):
+        run(dataset.take(30))
+    with pytest.raises(
+        checks.CheckFailed, match=r"images of rank 3; found .*batching comes in TODO 4\.$"
+    ):
+        run(dataset.batch(8))
+    direct = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).with_options(options)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"it saw no request\. Read them with simulated_storage\.tfrecord_dataset",
+    ):
+        run(direct.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+
+
+def test_check_parallel_records_accepts_options_after_the_map_and_the_old_option_name(
+    shard_paths, capsys
+):
+    simulated = storage.SimulatedStorage(latency_ms=30)
+    records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4)
+    options = tf.data.Options()
+    options.experimental_deterministic = False  # The older name of the same option.
+    after_map = records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
+    checks.check_parallel_records(
+        after_map.with_options(options),
+        todo=2,
+        storage=simulated,
+        num_parallel_reads=4,
+        num_shards=4,
+        num_records=60,
+    )
+    assert capsys.readouterr().out.startswith("TODO 2 passed")
+
+
+def test_check_parse_batch_passes_and_fails(shard_paths, capsys):
+    def run(function):
+        checks.check_parse_batch(
+            function, todo=3, read_tfrecord=_read_tfrecord, shard_paths=shard_paths
+        )
+
+    run(_parse_batch)
+    assert capsys.readouterr().out.startswith("TODO 3 passed: 6 records in batches of 3")
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(parse_batch\): not done yet"):
+        run(lambda batch: (..., ...))
+    with pytest.raises(checks.CheckFailed, match=r"parsed with tf.io.parse_example; found an"):
+        run(lambda batch: _read_tfrecord(batch))
+    with pytest.raises(checks.CheckFailed, match=r"record 0 of the batch differs"):
+        run(lambda batch: (_parse_batch(batch)[0][::-1], _parse_batch(batch)[1]))
+
+
+def test_check_fast_dataset_passes_and_fails(shard_paths, capsys):
+    options = tf.data.Options()
+    options.deterministic = False
+    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).with_options(options)
+    fast = records.batch(16).map(_parse_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(-1)
+    checks.check_fast_dataset(fast, todo=4, batch_size=16)
+    assert capsys.readouterr().out == (
+        "TODO 4 passed: batches of 16 images of (32, 32, 3), prefetched.\n"
+    )
+    threads = tf.data.Options()
+    threads.threading.private_threadpool_size = 4
+    checks.check_fast_dataset(fast.with_options(threads), todo=4, batch_size=16)  # Also right.
+    assert capsys.readouterr().out.startswith("TODO 4 passed")
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 4 \(fast\): not done yet"):
+        checks.check_fast_dataset(..., todo=4, batch_size=16)
+    with pytest.raises(checks.CheckFailed, match=r"prefetch\(tf.data.AUTOTUNE\) as the last step"):
+        checks.check_fast_dataset(fast.unbatch().batch(16), todo=4, batch_size=16)
+    per_record = records.map(_read_tfrecord, num_parallel_calls=-1).batch(16).prefetch(-1)
+    with pytest.raises(checks.CheckFailed, match=r"batched first, then parsed"):
+        checks.check_fast_dataset(per_record, todo=4, batch_size=16)
+    ordered = tf.data.TFRecordDataset(shard_paths).batch(16).map(_parse_batch, -1).prefetch(-1)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected records read in any order \(options.deterministic = False\); found "
+        r"None\. Build on TODO 2's `records`",
+    ):
+        checks.check_fast_dataset(ordered, todo=4, batch_size=16)
+    sequential = records.batch(16).map(_parse_batch).prefetch(-1)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected parse_batch in a parallel map; .* Pass num_parallel_calls=",
+    ):
+        checks.check_fast_dataset(sequential, todo=4, batch_size=16)
+    with pytest.raises(checks.CheckFailed, match=r"the last is BatchDataset"):
+        checks.check_fast_dataset(fast.unbatch().batch(16), todo=4, batch_size=16)
+
+
+def test_check_fast_dataset_accepts_prefetch_1_drop_remainder_and_options_here(shard_paths, capsys):
+    options = tf.data.Options()
+    options.deterministic = False
+    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4)
+    parsed = records.batch(16, drop_remainder=True).map(_parse_batch, num_parallel_calls=-1)
+    for fast in (
+        parsed.with_options(options).prefetch(1),
+        parsed.prefetch(-1).with_options(options),
+    ):
+        checks.check_fast_dataset(fast, todo=4, batch_size=16)
+        assert capsys.readouterr().out.startswith("TODO 4 passed: batches of 16")

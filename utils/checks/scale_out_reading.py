@@ -1,0 +1,196 @@
+"""Checks for lesson 6: host cores needed, per-host sharding, the tf.data service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from utils import sharding
+from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed, _require_result
+
+
+def check_host_cores(host_cores_needed: Callable, *, todo: int) -> None:
+    """Checks `host_cores_needed(images_per_second, images_per_second_per_core)`.
+
+    The answer is a whole number of cores, rounded up, on a few rates.
+
+    Args:
+        host_cores_needed: the learner's function, called eagerly.
+        todo: the TODO's number, named in every message.
+
+    Raises:
+        CheckFailed: naming the TODO and the rate, when an answer is not the cores
+            needed, rounded up to a whole number.
+
+    Example:
+        checks.check_host_cores(host_cores_needed, todo=1)
+    """
+    __tracebackhide__ = True
+    name = "host_cores_needed"
+    cases = [(1000.0, 300.0, 4), (600.0, 300.0, 2), (10.0, 300.0, 1), (5000.0, 1250.0, 4)]
+    for rate, per_core, expected in cases:
+        try:
+            result = host_cores_needed(rate, per_core)
+        except CHECK_ERRORS as error:
+            _fail(
+                todo,
+                name,
+                f"expected a whole number of cores; found an error: {_first_line(error)}",
+            )
+        _require_result(result, todo, name, "a whole number of cores")
+        if result != expected or not float(result).is_integer():
+            _fail(
+                todo,
+                name,
+                f"expected {expected} cores for {rate:g} images/s at {per_core:g} "
+                f"images/s per core; found {result!r}. A part of a core is a whole "
+                f"core to book: round up (math.ceil).",
+            )
+    _passed(todo, f"{len(cases)} rates give the whole cores they need, rounded up.")
+
+
+def _host_records(dataset_fn, num_hosts: int, host_index: int, todo: int, name: str):
+    """Runs the learner's dataset_fn as host `host_index` of `num_hosts`; returns (ids, batch)."""
+    __tracebackhide__ = True
+    context = tf.distribute.InputContext(
+        num_input_pipelines=num_hosts,
+        input_pipeline_id=host_index,
+        num_replicas_in_sync=num_hosts,
+    )
+    try:
+        dataset = dataset_fn(context)
+        _require_result(dataset, todo, name, "a tf.data.Dataset of this host's batches")
+        if not isinstance(dataset, tf.data.Dataset):
+            _fail(todo, name, f"expected a tf.data.Dataset; found a {type(dataset).__name__}.")
+        ids, first_batch = [], None
+        for images, _ in dataset.as_numpy_iterator():
+            first_batch = first_batch or len(images)
+            ids += [sharding.record_id(image) for image in images]
+    except CHECK_ERRORS as error:
+        _fail(
+            todo,
+            name,
+            f"expected this host's batches; found an error as host {host_index} "
+            f"of {num_hosts}: {_first_line(error)}",
+        )
+    return ids, first_batch
+
+
+def check_dataset_fn(
+    dataset_fn: Callable, *, todo: int, num_records: int, global_batch_size: int
+) -> None:
+    """Runs `dataset_fn(input_context)` as each host of 1 and of 2 hosts.
+
+    The hosts must read disjoint parts that together hold every record once, in
+    per-replica batches.
+
+    Args:
+        dataset_fn: the learner's function of a `tf.distribute.InputContext`.
+        todo: the TODO's number, named in every message.
+        num_records: the records the hosts must read together.
+        global_batch_size: the batch of all replicas together.
+
+    Raises:
+        CheckFailed: naming the TODO, when a host's batches are not per replica, a
+            record is read twice, or the hosts miss records.
+
+    Example:
+        checks.check_dataset_fn(dataset_fn, todo=2, num_records=3670, global_batch_size=64)
+    """
+    __tracebackhide__ = True
+    name = "dataset_fn"
+    for num_hosts in (1, 2):
+        seen = {}
+        for host_index in range(num_hosts):
+            ids, first_batch = _host_records(dataset_fn, num_hosts, host_index, todo, name)
+            expected_batch = global_batch_size // num_hosts
+            if first_batch != expected_batch:
+                _fail(
+                    todo,
+                    name,
+                    f"expected batches of {expected_batch} on each of {num_hosts} hosts "
+                    f"(global batch {global_batch_size}); found {first_batch}. Use "
+                    "input_context.get_per_replica_batch_size().",
+                )
+            for record in ids:
+                seen[record] = seen.get(record, 0) + 1
+        repeated = sum(1 for count in seen.values() if count > 1)
+        if repeated:
+            _fail(
+                todo,
+                name,
+                f"expected each record read by one host only; found {repeated} of "
+                f"{num_records} read more than once with {num_hosts} hosts. Give each host "
+                "its own shards with sharding.shards_for_host().",
+            )
+        if len(seen) != num_records:
+            _fail(
+                todo,
+                name,
+                f"expected the {num_hosts} host(s) to read all {num_records} records "
+                f"together; found {len(seen)}.",
+            )
+    half = global_batch_size // 2
+    _passed(
+        todo,
+        f"1 host reads all {num_records} records; 2 hosts read disjoint halves, "
+        f"together every record once, in batches of {half}.",
+    )
+
+
+def check_through_service(through_service: Callable, *, todo: int, num_elements: int = 100) -> None:
+    """Runs `through_service(dataset, processing_mode, service)` on 2 local workers.
+
+    `OFF` must give each element once per worker, `"distributed_epoch"` once.
+
+    Args:
+        through_service: the learner's function.
+        todo: the TODO's number, named in every message.
+        num_elements: the size of the dataset sent through the service.
+
+    Raises:
+        CheckFailed: naming the TODO and the mode, when the service gives another number
+            of copies of each element.
+
+    Example:
+        checks.check_through_service(through_service, todo=3)
+    """
+    __tracebackhide__ = True
+    from utils import data_service
+
+    name = "through_service"
+    off = tf.data.experimental.service.ShardingPolicy.OFF
+    expected = {off: 2, "distributed_epoch": 1}
+    with data_service.LocalCluster(num_workers=2) as cluster:
+        for mode, copies in expected.items():
+            numbers = tf.data.Dataset.range(num_elements)
+            try:
+                result = through_service(numbers, mode, cluster.address)
+                _require_result(result, todo, name, "the dataset, run by the tf.data service")
+                elements = list(result.as_numpy_iterator())
+            except CHECK_ERRORS as error:
+                _fail(
+                    todo,
+                    name,
+                    "expected the dataset run by the service; found an error: "
+                    f"{_first_line(error)}",
+                )
+            label = "OFF" if mode is off else repr(mode)
+            counts = {element: elements.count(element) for element in set(elements)}
+            if len(elements) != copies * num_elements or set(counts.values()) != {copies}:
+                hint = (
+                    "Pass processing_mode and service on to "
+                    "tf.data.experimental.service.distribute() and apply it to the dataset."
+                )
+                _fail(
+                    todo,
+                    name,
+                    f"expected each of {num_elements} elements {copies} time(s) in mode "
+                    f"{label} with 2 workers; found {len(elements)} elements. {hint}",
+                )
+    _passed(
+        todo,
+        f"with 2 workers, OFF gave each of {num_elements} elements twice, 'distributed_epoch' "
+        "once.",
+    )
