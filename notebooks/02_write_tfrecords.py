@@ -38,10 +38,10 @@ from utils import (
     conversion,
     data,
     display,
+    recompression,
     records,
     shard_files,
     sources,
-    timing,
     validation,
 )
 
@@ -76,8 +76,10 @@ print("Shards will go to:", output_dir)
 image_paths = conversion.source_paths(source)
 spread = image_paths[:: max(1, len(image_paths) // 8)]
 sample_paths, sample_images, _ = sources.readable_sample(spread + image_paths, 8)
-print(f"Sizes of {len(sample_images)} images (height, width):",
-      [image.shape[:2] for image in sample_images])  # fmt: skip
+print(
+    f"Sizes of {len(sample_images)} images (height, width):",
+    [image.shape[:2] for image in sample_images],
+)
 
 # %% [markdown]
 # ## 1. One size for every image (TODO 1)
@@ -171,30 +173,16 @@ trade_off_paths, _, _ = sources.readable_sample(image_paths, NUM_SAMPLE)
 original_bytes = [tf.io.read_file(path).numpy() for path in trade_off_paths]
 resized = [resize_and_crop(tf.io.decode_jpeg(b, channels=3), TARGET_SIZE) for b in original_bytes]
 recompressed_bytes = [recompress(image, JPEG_QUALITY).numpy() for image in resized]
-psnr = np.mean(
-    [
-        tf.image.psnr(image, tf.io.decode_jpeg(jpeg, channels=3), max_val=255).numpy()
-        for image, jpeg in zip(resized, recompressed_bytes, strict=True)
-    ]
-)
-
-
-def decode_rate(encoded_images, label):
-    """Times decoding these in-memory JPEGs with all cores."""
-    decoded = tf.data.Dataset.from_tensor_slices(encoded_images).repeat()
-    decoded = decoded.map(
-        lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3), num_parallel_calls=tf.data.AUTOTUNE
-    )
-    return timing.measure_throughput(decoded, num_images=4 * len(encoded_images), label=label)
-
-
-before = np.mean([len(b) for b in original_bytes])
-after = np.mean([len(b) for b in recompressed_bytes])
-decode_before = decode_rate(original_bytes, "decode the originals")
-decode_after = decode_rate(recompressed_bytes, "decode the recompressed")
+psnr = recompression.mean_psnr(resized, recompressed_bytes)
+before = recompression.mean_bytes(original_bytes)
+after = recompression.mean_bytes(recompressed_bytes)
+decode_before = recompression.decode_rate(original_bytes, "decode the originals")
+decode_after = recompression.decode_rate(recompressed_bytes, "decode the recompressed")
 print(f"\nBytes per image: {before:,.0f} -> {after:,.0f} ({1 - after / before:.0%} saved)")
-print(f"Decoding is {decode_after.images_per_second / decode_before.images_per_second:.1f}x "
-      f"faster after; quality: PSNR {psnr:.1f} dB at JPEG quality {JPEG_QUALITY}.")  # fmt: skip
+print(
+    f"Decoding is {decode_after.images_per_second / decode_before.images_per_second:.1f}x "
+    f"faster after; quality: PSNR {psnr:.1f} dB at JPEG quality {JPEG_QUALITY}."
+)
 
 # %% [markdown]
 # ### Resize or recompress: which saves what
@@ -208,19 +196,19 @@ QUALITIES = [50, 70, 80, 90, 95]
 same_size_bytes = [
     recompress(tf.io.decode_jpeg(b, channels=3), JPEG_QUALITY).numpy() for b in original_bytes
 ]
-same_size = np.mean([len(b) for b in same_size_bytes])
-decode_same_size = decode_rate(same_size_bytes, "decode, original size recompressed")
-by_quality = {q: [recompress(image, q).numpy() for image in resized] for q in QUALITIES}
-kilobytes = [np.mean([len(b) for b in by_quality[q]]) / 1e3 for q in QUALITIES]
-quality_rates = [
-    decode_rate(by_quality[q], f"decode, resized, quality {q}").images_per_second for q in QUALITIES
-]
-print(f"\nBytes per image: originals {before:,.0f}; recompressed at quality {JPEG_QUALITY} "
-      f"without resizing {same_size:,.0f} ({1 - same_size / before:.0%} saved); resized and "
-      f"recompressed {after:,.0f} ({1 - after / before:.0%} saved).")  # fmt: skip
-print(f"Decoding: originals {decode_before.images_per_second:,.0f} images/s; recompressed "
-      f"without resizing {decode_same_size.images_per_second:,.0f}; resized and recompressed "
-      f"{decode_after.images_per_second:,.0f}.")  # fmt: skip
+same_size = recompression.mean_bytes(same_size_bytes)
+decode_same_size = recompression.decode_rate(same_size_bytes, "decode, original size recompressed")
+kilobytes, quality_rates = recompression.sweep_qualities(resized, recompress, QUALITIES)
+print(
+    f"\nBytes per image: originals {before:,.0f}; recompressed at quality {JPEG_QUALITY} "
+    f"without resizing {same_size:,.0f} ({1 - same_size / before:.0%} saved); resized and "
+    f"recompressed {after:,.0f} ({1 - after / before:.0%} saved)."
+)
+print(
+    f"Decoding: originals {decode_before.images_per_second:,.0f} images/s; recompressed "
+    f"without resizing {decode_same_size.images_per_second:,.0f}; resized and recompressed "
+    f"{decode_after.images_per_second:,.0f}."
+)
 figure = display.plot_quality_trade_off(
     QUALITIES,
     kilobytes,
@@ -381,8 +369,10 @@ print(f"First record: {length:,} bytes (length checksum {length_crc:#010x})")
 print(f"TFRecordDataset reads a first record of {len(first_record):,} bytes")
 record_sizes = [len(r) for r in tf.data.TFRecordDataset(first_shard).as_numpy_iterator()]
 framed = sum(record_sizes) + 16 * len(record_sizes)
-print(f"{len(record_sizes)} records + 16 bytes of framing each = {framed:,} bytes; "
-      f"the file has {tf.io.gfile.stat(first_shard).length:,}.")  # fmt: skip
+print(
+    f"{len(record_sizes)} records + 16 bytes of framing each = {framed:,} bytes; "
+    f"the file has {tf.io.gfile.stat(first_shard).length:,}."
+)
 
 # %% [markdown]
 # ## Check that nothing was lost
@@ -402,8 +392,7 @@ validation_report = validation.validate(output_dir)
 # %%
 stored = tf.data.TFRecordDataset(first_shard).map(records.parse_record)
 stored = stored.map(lambda r: (tf.io.decode_jpeg(r["image"], channels=3), r["class"]))
-figure = display.show_images(stored, class_names=source.class_names, num_images=8,
-                             num_columns=4)  # fmt: skip
+figure = display.show_images(stored, class_names=source.class_names, num_images=8, num_columns=4)
 
 # %% [markdown]
 # ## Bad input (optional)
@@ -434,8 +423,10 @@ with tempfile.TemporaryDirectory() as scratch:
 # ## What you measured
 
 # %% tags=["summary"]
-print(f"Recompressed at quality {JPEG_QUALITY}: {before:,.0f} -> {after:,.0f} bytes per image "
-      f"({1 - after / before:.0%} saved), PSNR {psnr:.1f} dB.")  # fmt: skip
+print(
+    f"Recompressed at quality {JPEG_QUALITY}: {before:,.0f} -> {after:,.0f} bytes per image "
+    f"({1 - after / before:.0%} saved), PSNR {psnr:.1f} dB."
+)
 print(
     f"Decoding: {decode_before.images_per_second:,.0f} images/s for the originals, "
     f"{decode_after.images_per_second:,.0f} images/s for the recompressed images."

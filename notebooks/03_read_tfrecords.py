@@ -29,13 +29,11 @@
 # %%
 import collections
 import hashlib
-import math
 import os
-import statistics
 
 import tensorflow as tf
 
-from utils import checks, conversion, display, pipeline, sources, storage, timeline, timing
+from utils import checks, conversion, display, knobs, pipeline, sources, storage, timeline, timing
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -280,8 +278,10 @@ parse_speedups = timing.compare_throughput(parse_results, baseline="parse, one b
 
 # %%
 with_decoding = parse_speedups["parse+decode, batched"] / parse_speedups["parse+decode, one by one"]
-print(f"Parsing in batches: {parse_speedups['parse, batched']:.1f}x for parsing alone, "
-      f"{with_decoding:.2f}x with decoding.")  # fmt: skip
+print(
+    f"Parsing in batches: {parse_speedups['parse, batched']:.1f}x for parsing alone, "
+    f"{with_decoding:.2f}x with decoding."
+)
 
 # %% [markdown]
 # Every element that passes through a `map()` costs a function call and some
@@ -445,8 +445,10 @@ traced = [
     ),
 ]
 for run in traced:
-    print(f"{run.label}: {TIMELINE_BATCHES} steps in {run.seconds:.2f} s, "
-          f"{run.waiting_seconds:.2f} s of it waiting for data.")  # fmt: skip
+    print(
+        f"{run.label}: {TIMELINE_BATCHES} steps in {run.seconds:.2f} s, "
+        f"{run.waiting_seconds:.2f} s of it waiting for data."
+    )
 figure = display.plot_timelines(traced)
 
 # %% [markdown]
@@ -460,88 +462,46 @@ figure = display.plot_timelines(traced)
 
 
 # %%
-def measure_pipeline(label, paths=shard_paths, **settings):
-    """Times the course pipeline with some settings changed."""
-    course_settings = dict(num_parallel_reads=NUM_PARALLEL_READS, batch_size=BATCH_SIZE)
-    variant = pipeline.tfrecord_images(
-        paths,
-        target_size=TARGET_SIZE,
-        num_classes=len(class_names),
-        storage=simulated_storage,
-        **{**course_settings, **settings},
-    )
-    num_batches = math.ceil(num_records / BATCH_SIZE)
-    warmup = num_batches if settings.get("cache") else 1  # Cache: time the second pass.
-    simulated_storage.reset_counters()
-    result = timing.measure_throughput(
-        variant.repeat(), num_images=NUM_TIMED_IMAGES, num_warmup_elements=warmup, label=label
-    )
-    print(f"    most shards open at once: {simulated_storage.max_in_flight}")
-    most_open[label] = simulated_storage.max_in_flight
-    first_bytes_ms.extend(simulated_storage.latencies_ms)
-    return result
-
-
-most_open, first_bytes_ms = {}, []
-
-
-ablation = collections.defaultdict(list)
-for run in range(1, 4):
-    ablation["course pipeline, again"].append(measure_pipeline(f"run {run}"))
-for reads in [*ABLATION_PARALLEL_READS, tf.data.AUTOTUNE]:
-    label = "AUTOTUNE" if reads == tf.data.AUTOTUNE else str(reads)
-    ablation["num_parallel_reads"].append(measure_pipeline(label, num_parallel_reads=reads))
+paths_by_count = {}
 for count in ABLATION_SHARD_COUNTS:
     count_paths = conversion.ensure_shards(
         source, target_size=TARGET_SIZE, num_shards=count, seed=SEED
     ).paths
-    ablation["shards"].append(measure_pipeline(str(len(count_paths)), paths=count_paths))
-for knob, course_value in [("deterministic", False), ("prefetch", True), ("cache", False)]:
-    for value in (course_value, not course_value):
-        ablation[knob].append(measure_pipeline(str(value).lower(), **{knob: value}))
+    paths_by_count[count] = count_paths
+ablation = knobs.measure_knobs(
+    shard_paths,
+    paths_by_count=paths_by_count,
+    parallel_reads=[*ABLATION_PARALLEL_READS, tf.data.AUTOTUNE],
+    storage=simulated_storage,
+    target_size=TARGET_SIZE,
+    num_classes=len(class_names),
+    num_parallel_reads=NUM_PARALLEL_READS,
+    batch_size=BATCH_SIZE,
+    num_records=num_records,
+    num_timed_images=NUM_TIMED_IMAGES,
+)
 
 # %%
-for knob, results in ablation.items():
+for knob, results in ablation.results.items():
     print(f"\n{knob}")
     slowest = min(results, key=lambda result: result.images_per_second)
     timing.compare_throughput(results, baseline=slowest.label)
 
 # %%
-repeats = [result.images_per_second for result in ablation["course pipeline, again"]]
-noise = max(repeats) / min(repeats) - 1
-print(f"The same pipeline, three times: {min(repeats):,.0f} to {max(repeats):,.0f} images/s, "
-      f"a spread of {noise:.0%}: differences smaller than that are noise.")  # fmt: skip
-print(f"With AUTOTUNE, at most {most_open['AUTOTUNE']} shards were open at once "
-      f"on this machine's {os.cpu_count()} cores.")  # fmt: skip
-for knob, results in ablation.items():
-    if knob == "course pipeline, again":
-        continue
-    rates = [result.images_per_second for result in results]
-    gain = max(rates) / min(rates) - 1
-    verdict = "beyond the noise" if gain > noise else "within the noise"
-    print(f"{knob}: best setting {gain:.0%} above the worst, {verdict}.")
+print("\n".join(knobs.describe_verdicts(ablation, num_cores=os.cpu_count())))
 
 # %% [markdown]
 # What the storage did during those runs, and what the pipeline asks of it: the first-byte
 # waits it drew, and the bandwidth the fast pipeline needs against what one stream gives.
 
 # %%
-bytes_per_record = sum(tf.io.gfile.stat(p).length for p in shard_paths) / num_records
-needed_megabytes = records_parallel.images_per_second * bytes_per_record / 1e6
-print(f"{len(first_bytes_ms)} shard opens; first byte after "
-      f"{statistics.median(first_bytes_ms):.0f} ms (median), "
-      f"{max(first_bytes_ms):.0f} ms (slowest).")  # fmt: skip
-print(f"The fast pipeline reads {needed_megabytes:.1f} MB/s "
-      f"({bytes_per_record / 1e3:.1f} kB per image).")  # fmt: skip
-if STREAM_MEGABYTES_PER_SECOND:
-    streams_needed = math.ceil(needed_megabytes / STREAM_MEGABYTES_PER_SECOND)
-    print(f"One stream gives {STREAM_MEGABYTES_PER_SECOND} MB/s: this pipeline needs "
-          f"{streams_needed} stream(s) at once.")  # fmt: skip
-    # An accelerator host with many cores decodes far more: say 20,000 images/s.
-    host_megabytes = 20_000 * bytes_per_record / 1e6
-    host_streams = math.ceil(host_megabytes / STREAM_MEGABYTES_PER_SECOND)
-    print(f"A host that decodes 20,000 of these images/s needs {host_megabytes:,.0f} MB/s: "
-          f"{host_streams} streams at once.")  # fmt: skip
+storage_demand = knobs.describe_storage_demand(
+    ablation.first_bytes_ms,
+    images_per_second=records_parallel.images_per_second,
+    bytes_per_record=sum(tf.io.gfile.stat(p).length for p in shard_paths) / num_records,
+    stream_megabytes_per_second=STREAM_MEGABYTES_PER_SECOND,
+)
+print("\n".join(storage_demand))
 
 # %% [markdown]
 # ## Order, when you need it
@@ -563,8 +523,10 @@ def fingerprints(records_dataset):
 
 first_pass, second_pass = fingerprints(dataset), fingerprints(dataset)
 same_records = collections.Counter(first_pass) == collections.Counter(second_pass)
-print(f"Non-deterministic: same records in both passes: {same_records}; "
-      f"same order: {first_pass == second_pass}")  # fmt: skip
+print(
+    f"Non-deterministic: same records in both passes: {same_records}; "
+    f"same order: {first_pass == second_pass}"
+)
 keep_order = tf.data.Options()
 keep_order.deterministic = True
 ordered = simulated_storage.tfrecord_dataset(shard_paths, num_parallel_reads=NUM_PARALLEL_READS)
@@ -587,14 +549,8 @@ print(
     f"decodes {ceiling.median:,.0f} (medians of {share.num_runs} runs in turns)."
 )
 print(timing.describe_share_of_ceiling(share, name="The pipeline"))
-for knob, results in ablation.items():
-    best = max(results, key=lambda result: result.images_per_second)
-    worst = min(results, key=lambda result: result.images_per_second)
-    print(
-        f"{knob}: from {worst.images_per_second:,.0f} images/s ({worst.label}) "
-        f"to {best.images_per_second:,.0f} images/s ({best.label})"
-    )
-figure = display.plot_ablation(ablation, title=simulated_storage.describe())
+print("\n".join(knobs.describe_ranges(ablation.results)))
+figure = display.plot_ablation(ablation.results, title=simulated_storage.describe())
 
 # %% [markdown]
 # Reading the table, with the verdicts printed above:

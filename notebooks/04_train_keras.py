@@ -63,7 +63,6 @@ import warnings
 from pathlib import Path
 
 import keras
-import ml_dtypes  # NumPy's bfloat16; TensorFlow and JAX both install it.
 import numpy as np
 import tensorflow as tf
 
@@ -75,6 +74,7 @@ from utils import (
     models,
     records,
     sources,
+    step_timing,
     strategy,
     timing,
 )
@@ -115,8 +115,10 @@ shard_paths = shard_set.paths
 train_paths, validation_paths = shard_paths[:-VALIDATION_SHARDS], shard_paths[-VALIDATION_SHARDS:]
 num_train = sum(shard_set.record_counts[path] for path in train_paths)
 num_validation = sum(shard_set.record_counts[path] for path in validation_paths)
-print(f"Training: {len(train_paths)} shards, {num_train} images; "
-      f"validation: {len(validation_paths)} shards, {num_validation} images")  # fmt: skip
+print(
+    f"Training: {len(train_paths)} shards, {num_train} images; "
+    f"validation: {len(validation_paths)} shards, {num_validation} images"
+)
 
 
 # %% [markdown]
@@ -183,13 +185,7 @@ print(f"Training: {steps_per_epoch} steps of {global_batch_size} images per epoc
 # gradient of 1e-8 (small gradients are common late in training).
 
 # %%
-for name, dtype in [("float32", np.float32), ("float16", np.float16),
-                    ("bfloat16", ml_dtypes.bfloat16)]:  # fmt: skip
-    info = ml_dtypes.finfo(dtype)
-    gradient = float(np.array(1e-8, dtype=dtype))
-    print(f"{name:>8}: largest {float(info.max):.1e}, smallest normal {float(info.tiny):.1e}, "
-          f"{int(info.nmant) + 1} significant bits; "
-          f"a gradient of 1e-8 becomes {gradient:.1e}")  # fmt: skip
+print("\n".join(step_timing.describe_float_formats()))
 
 # %% [markdown]
 # A float16 gradient that becomes 0 stops learning, so float16 training needs *loss
@@ -202,8 +198,9 @@ for name, dtype in [("float32", np.float32), ("float16", np.float16),
 # %%
 policy = strategy.PRECISION_POLICY[choice.kind]
 keras.mixed_precision.set_global_policy(policy)
-print(f"Precision policy: {policy}; global batch {global_batch_size}; learning rate "
-      f"{learning_rate:g}")  # fmt: skip
+print(
+    f"Precision policy: {policy}; global batch {global_batch_size}; learning rate {learning_rate:g}"
+)
 
 
 # %%
@@ -323,8 +320,10 @@ validation_dataset = (
     .prefetch(tf.data.AUTOTUNE)
 )
 left_out = num_validation - validation_batches * validation_batch_size
-print(f"Validation: {validation_batches} batch(es) of {validation_batch_size} images "
-      f"({left_out} left out)")  # fmt: skip
+print(
+    f"Validation: {validation_batches} batch(es) of {validation_batch_size} images "
+    f"({left_out} left out)"
+)
 
 # %% [markdown]
 # ## 4. The model, under the strategy (TODO 4)
@@ -412,8 +411,10 @@ validation_labels = np.concatenate(
 )
 chance = max(collections.Counter(validation_labels).values()) / len(validation_labels)
 _, accuracy = model.evaluate(validation_dataset, verbose=0)
-print(f"Validation accuracy {accuracy:.2f}; chance level {chance:.2f} "
-      f"({len(validation_labels)} images, {len(class_names)} classes)")  # fmt: skip
+print(
+    f"Validation accuracy {accuracy:.2f}; chance level {chance:.2f} "
+    f"({len(validation_labels)} images, {len(class_names)} classes)"
+)
 
 # %% [markdown]
 # Sixteen validation images, titled with the model's answer; wrong answers in red.
@@ -446,22 +447,13 @@ figure = display.show_predictions(
 
 
 # %%
-def compiled_copy(steps_per_execution, original=None):
-    """A copy of `original` (the trained model) with its weights, compiled anew."""
-    original = original or model
-    with choice.scope():
-        copy = keras.models.clone_model(original)
-        copy.set_weights(original.get_weights())
-        copy.compile(
-            optimizer=keras.optimizers.Adam(learning_rate),
-            loss="categorical_crossentropy",
-            metrics=["accuracy"],
-            steps_per_execution=steps_per_execution,
-        )
-    return copy
+def compiled_copy(steps_per_execution):
+    """A copy of the trained model, compiled as TODO 4 compiled it but for `steps_per_execution`."""
+    return step_timing.compiled_copy(
+        model, steps_per_execution=steps_per_execution, scope=choice.scope()
+    )
 
 
-timed_model = compiled_copy(steps_per_execution)
 one_batch = next(iter(train_dataset))
 in_memory = tf.data.Dataset.from_tensors(one_batch).repeat()
 uncached = (
@@ -478,31 +470,25 @@ from_shards = timing.measure_throughput(
 from_cache = timing.measure_throughput(
     train_dataset, num_images=timed_images, label="pipeline, from its cache"
 )
-step_memory = timing.time_training_steps(timed_model, in_memory, num_steps=NUM_TIMED_STEPS)
-step_real = timing.time_training_steps(timed_model, uncached, num_steps=NUM_TIMED_STEPS)
-input_bound_ratio = step_real / step_memory
-print(f"Step time: {step_real * 1000:.1f} ms fed by the pipeline without cache, "
-      f"{step_memory * 1000:.1f} ms with one batch in memory: "
-      f"ratio {input_bound_ratio:.2f}")  # fmt: skip
-verdict = "not input-bound" if input_bound_ratio <= 1.1 else "input-bound"
-print(f"Training here is {verdict}: reading and decoding cost "
-      f"{max(input_bound_ratio - 1, 0):.0%} of a step.")  # fmt: skip
+input_bound = step_timing.measure_input_bound(
+    compiled_copy(steps_per_execution), uncached, in_memory, num_steps=NUM_TIMED_STEPS
+)
+print(input_bound.summary())
 
 # %%
 consumers = {
-    f"{choice.kind} consumes": global_batch_size / step_memory,
+    f"{choice.kind} consumes": global_batch_size / input_bound.step_in_memory,
     "the stand-in consumes": STAND_IN_IMAGES_PER_SECOND,
 }
-for result in [from_shards, from_cache]:
-    for consumer, needed in consumers.items():
-        share = result.images_per_second / needed
-        keeps_up = "keeps up" if share >= 1 else "input-bound"
-        print(f"{result.label}: {result.images_per_second:,.0f} images/s; {consumer} "
-              f"{needed:,.0f}: {share:.2f}x, {keeps_up}")  # fmt: skip
+print("\n".join(step_timing.describe_keeps_up([from_shards, from_cache], consumers)))
 trained = timing.ThroughputResult(
-    "training, fed without cache", timed_images, step_real * NUM_TIMED_STEPS,
-    global_batch_size / step_real, None, 0.0,
-)  # fmt: skip
+    "training, fed without cache",
+    num_images=timed_images,
+    seconds=input_bound.step_fed * NUM_TIMED_STEPS,
+    images_per_second=global_batch_size / input_bound.step_fed,
+    megabytes_per_second=None,
+    warmup_seconds=0.0,
+)
 figure = display.plot_throughput(
     [from_shards, from_cache, trained],
     title="What the pipeline delivers, against what the accelerator consumes",
@@ -539,17 +525,13 @@ figure = display.plot_throughput(
 # (fewer steps for the larger batches, so that each size trains on as many images).
 
 # %%
-batch_timings = {}
-for per_replica in TIMED_BATCHES_PER_REPLICA:
-    size = per_replica * choice.num_replicas
-    images = tf.repeat(one_batch[0][:1], size, axis=0)
-    labels = tf.repeat(one_batch[1][:1], size, axis=0)
-    batches = tf.data.Dataset.from_tensors((images, labels)).repeat()
-    num_steps = max(4, 8 * NUM_TIMED_STEPS // per_replica)
-    seconds = timing.time_training_steps(compiled_copy(1), batches, num_steps=num_steps)
-    batch_timings[per_replica] = seconds
-    print(f"{per_replica:>4} images per replica: {seconds * 1000:7.1f} ms per step, "
-          f"{size / seconds:8,.0f} images/s")  # fmt: skip
+batch_timings = step_timing.time_batch_sizes(
+    lambda: compiled_copy(1),
+    one_batch,
+    batches_per_replica=TIMED_BATCHES_PER_REPLICA,
+    num_replicas=choice.num_replicas,
+    num_timed_steps=NUM_TIMED_STEPS,
+)
 
 # %% [markdown]
 # Read the images/s column above: where it grows with the batch, the smaller batch left
@@ -569,30 +551,21 @@ for per_replica in TIMED_BATCHES_PER_REPLICA:
 
 
 # %%
-def tiny_model(steps_per_execution):
-    """One dense layer on 8 numbers: a step that costs almost nothing."""
-    with choice.scope():
-        tiny = keras.Sequential([keras.Input((8,)), keras.layers.Dense(len(class_names))])
-        tiny.compile(optimizer="sgd", loss="mse", steps_per_execution=steps_per_execution)
-    return tiny
-
-
-tiny_size = 8 * choice.num_replicas
-tiny_batches = tf.data.Dataset.from_tensors(
-    (tf.zeros([tiny_size, 8]), tf.zeros([tiny_size, len(class_names)]))
-).repeat()
 step_times = {}
 for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
+    tiny, tiny_batches = step_timing.tiny_model_and_batches(
+        batch_size=8 * choice.num_replicas,
+        num_outputs=len(class_names),
+        steps_per_execution=n,
+        scope=choice.scope(),
+    )
     step_times[n] = {
-        "lab's model": timing.time_training_steps(compiled_copy(n), in_memory,
-                                                  num_steps=NUM_TIMED_STEPS),
-        "tiny model": timing.time_training_steps(tiny_model(n), tiny_batches,
-                                                 num_steps=4 * NUM_TIMED_STEPS),
-    }  # fmt: skip
-for name in ["lab's model", "tiny model"]:
-    one, many = step_times[1][name], step_times[steps_per_execution][name]
-    print(f"{name:>12}: {one * 1000:7.2f} ms per step one at a time, {many * 1000:7.2f} ms "
-          f"with steps_per_execution={steps_per_execution}: {one / many:.2f}x")  # fmt: skip
+        "lab's model": timing.time_training_steps(
+            compiled_copy(n), in_memory, num_steps=NUM_TIMED_STEPS
+        ),
+        "tiny model": timing.time_training_steps(tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS),
+    }
+print("\n".join(step_timing.describe_steps_per_execution(step_times, steps_per_execution)))
 
 # %% [markdown]
 # Compare the two ratios above: the smaller the step, the more of it is the fixed cost
@@ -627,8 +600,10 @@ average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
 print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
 smallest, largest = decode_less.AREA_RANGE
 narrowest, widest = decode_less.ASPECT_RATIO_RANGE
-print(f"Random windows: {smallest:.0%} to {largest:.0%} of the image's area, "
-      f"width/height {narrowest:.2f} to {widest:.2f}")  # fmt: skip
+print(
+    f"Random windows: {smallest:.0%} to {largest:.0%} of the image's area, "
+    f"width/height {narrowest:.2f} to {widest:.2f}"
+)
 
 # %% [markdown]
 # One random window per image, cut by each of the three ways:
@@ -658,24 +633,11 @@ differences = decode_less.crop_differences(encoded_images[:50])
 # the machine's load touches all three alike.
 
 # %%
-crop_datasets = {
-    label: decode_less.random_crop_batches(
-        encoded_images, decode, image_size=IMAGE_SIZE, batch_size=64
-    )
-    for label, decode in decode_less.VARIANTS.items()
-}
 with timing.LoadWatch() as decode_load:
-    decode_runs = timing.measure_in_turns(
-        crop_datasets, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS
+    speedups = decode_less.time_variants(
+        encoded_images, image_size=IMAGE_SIZE, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS
     )
 print(decode_load.summary())
-speedups = {
-    label: timing.ratio_in_turns(
-        decode_runs[label], decode_runs[decode_less.BASELINE], label=f"{label}, speed-up"
-    )
-    for label in decode_less.VARIANTS
-    if label != decode_less.BASELINE
-}
 for speedup in speedups.values():
     print(speedup.summary(".2f") + " over decoding, then cropping")
 
@@ -724,29 +686,38 @@ with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the bloc
 before = model.predict(images, verbose=0)
 after = reloaded.predict(images, verbose=0)
 print(f"Saved {saved_path.name}: {saved_megabytes:.1f} MB")
-print(f"Reloaded predictions match: {np.allclose(before, after, atol=1e-5)} "
-      f"(largest difference {np.abs(before - after).max():.1e})")  # fmt: skip
+print(
+    f"Reloaded predictions match: {np.allclose(before, after, atol=1e-5)} "
+    f"(largest difference {np.abs(before - after).max():.1e})"
+)
 
 # %% [markdown]
 # ## What you measured
 
 # %% tags=["summary"]
-print(f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); global batch "
-      f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}.")  # fmt: skip
+print(
+    f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); global batch "
+    f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}."
+)
 print(f"Validation accuracy after {EPOCHS} epochs: {accuracy:.2f} (chance {chance:.2f}).")
-print(f"Step time fed by the pipeline without cache / with one batch in memory: "
-      f"{input_bound_ratio:.2f} ({verdict}).")  # fmt: skip
-print(f"The pipeline delivers {from_shards.images_per_second:,.0f} images/s reading and "
-      f"decoding, {from_cache.images_per_second:,.0f} from its cache; {choice.kind} consumes "
-      f"{global_batch_size / step_memory:,.0f}, "
-      f"the stand-in {STAND_IN_IMAGES_PER_SECOND:,}.")  # fmt: skip
+print(
+    f"Step time fed by the pipeline without cache / with one batch in memory: "
+    f"{input_bound.ratio:.2f} ({input_bound.verdict})."
+)
+print(
+    f"The pipeline delivers {from_shards.images_per_second:,.0f} images/s reading and "
+    f"decoding, {from_cache.images_per_second:,.0f} from its cache; {choice.kind} consumes "
+    f"{global_batch_size / input_bound.step_in_memory:,.0f}, "
+    f"the stand-in {STAND_IN_IMAGES_PER_SECOND:,}."
+)
 for name in ["lab's model", "tiny model"]:
-    print(f"steps_per_execution 1 vs {steps_per_execution}, {name}: "
-          f"{step_times[1][name] * 1000:.2f} vs "
-          f"{step_times[steps_per_execution][name] * 1000:.2f} ms per step.")  # fmt: skip
-images_per_second = global_batch_size / step_real
-print(f"Training speed fed without cache: {images_per_second:,.0f} images/s on "
-      f"{choice.kind}.")  # fmt: skip
+    print(
+        f"steps_per_execution 1 vs {steps_per_execution}, {name}: "
+        f"{step_times[1][name] * 1000:.2f} vs "
+        f"{step_times[steps_per_execution][name] * 1000:.2f} ms per step."
+    )
+images_per_second = global_batch_size / input_bound.step_fed
+print(f"Training speed fed without cache: {images_per_second:,.0f} images/s on {choice.kind}.")
 
 # %% [markdown]
 # *What changed from the original course:* it found the TPU with a resolver that no

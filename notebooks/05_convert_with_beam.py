@@ -239,10 +239,11 @@ print(
     f"{loop_rate:.0f} images/s: Beam ran at {beam_rate / loop_rate:.2f}x its speed here."
 )
 speeds = [
-    timing.ThroughputResult(name, report.num_written, report.seconds,
-                            report.records_per_second, None, 0.0)
+    timing.ThroughputResult(
+        name, report.num_written, report.seconds, report.records_per_second, None, 0.0
+    )
     for name, report in [("Beam, DirectRunner", beam_run.report), ("lab 2's loop", loop_report)]
-]  # fmt: skip
+]
 figure = display.plot_throughput(speeds, title="Converting the same images on this machine")
 print(
     f"Validation: {'valid' if beam_validation.ok else 'INVALID'}; "

@@ -125,8 +125,10 @@ print(f"{'accelerator':<30} {'images/s':>9} {'host cores':>11}  source")
 for accelerator, rate, citation in PUBLISHED_RATES:
     cores = host_cores_needed(rate, per_core)
     print(f"{accelerator:<30} {rate:>9,} {cores:>11}  {citation}")
-print(f"(at {per_core:,.0f} images/s per core of {TARGET_SIZE} px, measured above; "
-      f"this machine has {os.cpu_count()} cores)")  # fmt: skip
+print(
+    f"(at {per_core:,.0f} images/s per core of {TARGET_SIZE} px, measured above; "
+    f"this machine has {os.cpu_count()} cores)"
+)
 
 # %% [markdown]
 # ## 2. Each host reads its own shards (TODO 2)
@@ -190,14 +192,13 @@ reports = sharding.run_hosts(
     num_classes=len(class_names),
     global_batch_size=BATCH_SIZE,
 )
+read_lines = sharding.describe_reads(
+    reports, name="host", num_records=num_records, policy_prefix="auto-shard "
+)
+print("\n".join(read_lines))
 read_by_host = [set(report.record_ids) for report in reports]
-for report in reports:
-    print(f"host {report.host_index}: {report.num_files} shards, {len(report.record_ids)} "
-          f"records; auto-shard {report.policy_counts}")  # fmt: skip
 overlap = set.intersection(*read_by_host)
 together = set.union(*read_by_host)
-print(f"Records read by more than one host: {len(overlap)}; together: {len(together)} "
-      f"of {num_records}.")  # fmt: skip
 
 # %% [markdown]
 # ### The same on JAX
@@ -227,11 +228,9 @@ else:
         global_batch_size=BATCH_SIZE,
     )
     jax_read = [set(report.record_ids) for report in jax_reports]
-    for report in jax_reports:
-        print(f"JAX process {report.host_index}: {report.num_files} shards, "
-              f"{len(report.record_ids)} records; {report.policy_counts}")  # fmt: skip
-    print(f"Records read by more than one JAX process: {len(set.intersection(*jax_read))}; "
-          f"together: {len(set.union(*jax_read))} of {num_records}.")  # fmt: skip
+    print(
+        "\n".join(sharding.describe_reads(jax_reports, name="JAX process", num_records=num_records))
+    )
 
 # %% [markdown]
 # ## 3. The tf.data service (TODO 3)
@@ -327,10 +326,12 @@ with data_service.LocalCluster(num_workers=1) as cluster:
         cpu_limit = os.cpu_count() * 1000 / cpu_ms_per_image
         limit = "waiting" if waiting_limit < cpu_limit else "the CPU"
         limits.append((num_workers, waiting_limit, cpu_limit, limit))
-        print(f"  Waiting allows {waiting_limit:,.0f} images/s ({records_per_shard:.0f} records "
-              f"per shard, {LATENCY_MS} ms each); {cpu_ms_per_image:.2f} ms "
-              f"of CPU per image on {os.cpu_count()} cores allow {cpu_limit:,.0f}. "
-              f"The lower limit: {limit}.")  # fmt: skip
+        print(
+            f"  Waiting allows {waiting_limit:,.0f} images/s ({records_per_shard:.0f} records "
+            f"per shard, {LATENCY_MS} ms each); {cpu_ms_per_image:.2f} ms "
+            f"of CPU per image on {os.cpu_count()} cores allow {cpu_limit:,.0f}. "
+            f"The lower limit: {limit}."
+        )
 print(
     "Processes still running after the cell:",
     [p for p in cluster.pids if os.path.exists(f"/proc/{p}")],
@@ -361,24 +362,32 @@ print(
 # ## What you measured
 
 # %% tags=["summary"]
-print(f"Decode ceiling: {ceiling.images_per_second:,.0f} images/s on {os.cpu_count()} cores, "
-      f"{per_core:,.0f} per core.")  # fmt: skip
+print(
+    f"Decode ceiling: {ceiling.images_per_second:,.0f} images/s on {os.cpu_count()} cores, "
+    f"{per_core:,.0f} per core."
+)
 for accelerator, rate, _ in PUBLISHED_RATES:
     cores = host_cores_needed(rate, per_core)
     print(f"  {accelerator}: {rate:,} images/s needs {cores} core{'s' if cores > 1 else ''}.")
-print(f"Per-host sharding, {NUM_HOSTS} processes: {[len(r) for r in read_by_host]} records, "
-      f"{len(overlap)} read twice, {len(together)} of {num_records} together.")  # fmt: skip
+print(
+    f"Per-host sharding, {NUM_HOSTS} processes: {[len(r) for r in read_by_host]} records, "
+    f"{len(overlap)} read twice, {len(together)} of {num_records} together."
+)
 if jax_read is None:
     print(f"JAX processes: skipped ({skip_reason})")
 else:
-    print(f"JAX, {NUM_HOSTS} processes: {[len(r) for r in jax_read]} records, "
-          f"{len(set.intersection(*jax_read))} read twice, "
-          f"{len(set.union(*jax_read))} of {num_records} together.")  # fmt: skip
+    print(
+        f"JAX, {NUM_HOSTS} processes: {[len(r) for r in jax_read]} records, "
+        f"{len(set.intersection(*jax_read))} read twice, "
+        f"{len(set.union(*jax_read))} of {num_records} together."
+    )
 for (num_workers, label), images in counts.items():
     print(f"Service, {num_workers} worker(s), {label}: {images} images per epoch of {num_records}.")
 for num_workers, waiting_limit, cpu_limit, limit in limits:
-    print(f"Service, {num_workers} worker(s): waiting allows {waiting_limit:,.0f} images/s, "
-          f"the CPU {cpu_limit:,.0f}: the limit is {limit}.")  # fmt: skip
+    print(
+        f"Service, {num_workers} worker(s): waiting allows {waiting_limit:,.0f} images/s, "
+        f"the CPU {cpu_limit:,.0f}: the limit is {limit}."
+    )
 print()
 timing.compare_throughput(speeds, baseline=speeds[0].label)
 figure = display.plot_throughput(

@@ -130,3 +130,11 @@ def test_sample_crops_figure_fits_the_notebook_width(tmp_path):
     assert width <= 1000
     titles = [axis.get_title(loc="left") for axis in figure.axes if axis.get_title(loc="left")]
     assert titles == list(rows)
+
+
+def test_time_variants_gives_each_variant_its_speed_up_over_the_baseline():
+    speedups = decode_less.time_variants(JPEGS, image_size=16, num_images=64, repeats=2)
+    assert sorted(speedups) == sorted(set(decode_less.VARIANTS) - {decode_less.BASELINE})
+    for label, speedup in speedups.items():
+        assert speedup.label == f"{label}, speed-up"
+        assert speedup.num_runs == 2 and speedup.median > 0

@@ -224,3 +224,12 @@ def test_lab4_figure_draws_what_each_accelerator_consumes(tmp_path):
     assert texts[-2:] == ["CPU consumes: 310", "the stand-in consumes: 5,000"]
     assert figure.axes[0].get_ylim()[1] > 9000  # The bars' value labels stay in the frame.
     plt.close("all")
+
+
+def test_a_value_label_under_a_dashed_line_moves_inside_its_bar():
+    bars = [_result("pipeline", 2300), _result("cached", 19600), _result("training", 201)]
+    figure = display.plot_throughput(bars, references={"CPU consumes": 255.0})
+    labels = {text.get_text(): text for text in figure.axes[0].texts}
+    assert labels["201"].get_va() == "top" and labels["201"].get_color() == "white"
+    assert labels["2,300"].get_va() == "bottom" and labels["2,300"].get_color() == "black"
+    plt.close("all")

@@ -37,25 +37,32 @@ def _code_above(cells, phrase):
             "Read the two lines above: how much of the saving",
             "{decode_same_size.images_per_second:,.0f}",
         ),
-        ("03_read_tfrecords", "the line above says how many shards", "With AUTOTUNE, at most"),
-        ("03_read_tfrecords", "with the verdicts printed above", "within the noise"),
-        ("03_read_tfrecords", "the bandwidth printed above", "One stream gives"),
-        ("03_read_tfrecords", "the number of streams printed above", "streams at once."),
-        ("03_read_tfrecords", "(see the\n#   count above)", "shard opens; first byte after"),
-        ("03_read_tfrecords", "opens only as many shards as the", "With AUTOTUNE, at most"),
+        ("03_read_tfrecords", "the line above says how many shards", "knobs.describe_verdicts("),
+        ("03_read_tfrecords", "with the verdicts printed above", "knobs.describe_verdicts("),
+        ("03_read_tfrecords", "the bandwidth printed above", "knobs.describe_storage_demand("),
+        (
+            "03_read_tfrecords",
+            "the number of streams printed above",
+            "stream_megabytes_per_second=STREAM_MEGABYTES",
+        ),
+        ("03_read_tfrecords", "(see the\n#   count above)", "ablation.first_bytes_ms"),
+        ("03_read_tfrecords", "opens only as many shards as the", "num_cores=os.cpu_count()"),
         ("03_read_tfrecords", "The dashed line is the decode ceiling", "ceiling=ceiling"),
         (
             "04_train_keras",
             "bfloat16 keeps\n# such a gradient (the end of each",
-            "becomes {gradient",
+            "step_timing.describe_float_formats()",
         ),
-        ("04_train_keras", "bfloat16 keeps\n# such a gradient (the end of each", "info.tiny"),
-        ("04_train_keras", "a bar below a dashed line", "{share:.2f}x, {keeps_up}"),
+        ("04_train_keras", "a bar below a dashed line", "step_timing.describe_keeps_up("),
         ("04_train_keras", "a bar below a dashed line", "references=consumers"),
-        ("04_train_keras", "Read the images/s column above", "{size / seconds:8,.0f} images/s"),
-        ("04_train_keras", "Compare the two ratios above", "{one / many:.2f}x"),
+        ("04_train_keras", "Read the images/s column above", "step_timing.time_batch_sizes("),
+        (
+            "04_train_keras",
+            "Compare the two ratios above",
+            "step_timing.describe_steps_per_execution(",
+        ),
         ("04_train_keras", "says how many lie elsewhere", "decode_less.crop_differences("),
-        ("04_train_keras", "Read the ratios printed above", "timing.ratio_in_turns("),
+        ("04_train_keras", "Read the ratios printed above", "decode_less.time_variants("),
         ("04_train_keras", "the min-max ranges show how much the numbers", 'summary(".2f")'),
         ("04_train_keras", "the min-max ranges show how much the numbers", "decode_load.summary()"),
         ("06_scale_out_reading", "The lines above say which limit held", "The lower limit:"),
@@ -111,10 +118,10 @@ def test_lab4_validation_reads_in_the_fixed_order_its_text_says():
 
 def test_lab4_times_reading_on_a_copy_and_saves_the_trained_model():
     code = "\n".join(text for kind, text in _cells("04_train_keras") if kind == "code")
-    timed = code[code.index("timed_model = compiled_copy") : code.index("model.save(")]
+    timed = code[code.index("def compiled_copy(") : code.index("model.save(")]
     # Every timing trains a copy (or the tiny model), never `model`, which is saved.
     assert "time_training_steps(model," not in timed and "model.fit(" not in timed
-    assert "time_training_steps(timed_model, uncached" in timed
+    assert "measure_input_bound(\n    compiled_copy(steps_per_execution), uncached" in timed
     assert ".cache()" not in timed[timed.index("uncached = (") : timed.index("timed_images")]
 
 

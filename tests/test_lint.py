@@ -18,3 +18,13 @@ def test_ruff_format_check_passes():
     command = [RUFF, "format", "--check", "."]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, f"Run: ruff format .\n{result.stdout}{result.stderr}"
+
+
+def test_lesson_sources_need_no_formatter_or_linter_exceptions():
+    found = [
+        f"{path.name}:{number}"
+        for path in sorted((REPO_ROOT / "notebooks").glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if "# fmt:" in line or "# noqa" in line
+    ]
+    assert found == [], f"Lesson lines that switch off ruff: {found}"

@@ -43,3 +43,20 @@ def test_run_jax_processes_read_disjoint_parts_that_together_are_complete(write_
 def test_jax_missing_gives_the_reason_and_the_install_command(monkeypatch):
     monkeypatch.setattr(sharding.importlib.util, "find_spec", lambda name: None)
     assert sharding.jax_missing() == "JAX is not installed (pip install jax)."
+
+
+def test_describe_reads_names_each_process_and_the_overlap():
+    reports = [
+        sharding.HostReport(0, 2, ["a", "b", "c"], {"FILE": 3}),
+        sharding.HostReport(1, 2, ["c", "d"], {"FILE": 2}),
+    ]
+    lines = sharding.describe_reads(
+        reports, name="host", num_records=5, policy_prefix="auto-shard "
+    )
+    assert lines == [
+        "host 0: 2 shards, 3 records; auto-shard {'FILE': 3}",
+        "host 1: 2 shards, 2 records; auto-shard {'FILE': 2}",
+        "Records read by more than one host: 1; together: 4 of 5.",
+    ]
+    with pytest.raises(ValueError, match=r"at least one HostReport. Received: \[\]"):
+        sharding.describe_reads([], name="host", num_records=5)

@@ -273,3 +273,36 @@ def crop_differences(encoded_images: Sequence[bytes], *, num_windows: int = 4) -
           f"({counts['num_different_inside']:,} away from the crop's left and right edges), "
           f"by at most {counts['max_difference']} of 255.")  # fmt: skip
     return counts
+
+
+def time_variants(
+    encoded_images: Sequence[bytes], *, image_size: int, num_images: int, repeats: int
+) -> dict:
+    """Times each of `VARIANTS` in turns on the same JPEGs; returns its speed-up over `BASELINE`.
+
+    Each variant makes endless batches of 64 random crops (`random_crop_batches`); the
+    variants are timed `repeats` times each, in turns (`timing.measure_in_turns`), so that a
+    change in the machine's load touches all of them alike.
+
+    Args:
+        encoded_images: JPEG bytes, in memory.
+        image_size: side of the output images, in pixels.
+        num_images: images timed per run.
+        repeats: runs of each variant.
+
+    Returns:
+        {variant label: `timing.RepeatedResult` of its speed-up over `BASELINE`, run by
+        run}, for every variant but `BASELINE`.
+    """
+    from utils import timing  # Imported here: the decoding functions do not need it.
+
+    crop_datasets = {
+        label: random_crop_batches(encoded_images, decode, image_size=image_size, batch_size=64)
+        for label, decode in VARIANTS.items()
+    }
+    runs = timing.measure_in_turns(crop_datasets, num_images=num_images, repeats=repeats)
+    return {
+        label: timing.ratio_in_turns(runs[label], runs[BASELINE], label=f"{label}, speed-up")
+        for label in VARIANTS
+        if label != BASELINE
+    }

@@ -115,7 +115,6 @@ def plot_throughput(
         log_scale = top / min(rates) >= 30
     figure, axis = plt.subplots(figsize=(min(MAX_WIDTH_INCHES, 1.6 + 1.9 * len(results)), 4))
     bars = axis.bar([result.label for result in results], rates, color="tab:blue")
-    axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in rates], padding=2)
     axis.set_ylabel("images/s" + (" (log scale)" if log_scale else ""))
     if log_scale:
         axis.set_yscale("log")
@@ -123,6 +122,18 @@ def plot_throughput(
         axis.set_ylim(bottom / 3, top * 3)
     else:
         axis.set_ylim(0, top * 1.15)
+    for bar, rate in zip(bars, rates, strict=True):
+        # Above the bar, unless a dashed line runs where the label would be: then inside.
+        inside = any(0 <= _points_above(axis, rate, line) < 16 for _, line in lines)
+        axis.annotate(
+            f"{rate:,.0f}",
+            (bar.get_x() + bar.get_width() / 2, rate),
+            xytext=(0, -3 if inside else 2),
+            textcoords="offset points",
+            ha="center",
+            va="top" if inside else "bottom",
+            color="white" if inside else "black",
+        )
     colors = ["tab:red", "tab:purple", "tab:green", "tab:orange"]
     for index, (text, rate) in enumerate(lines):
         color = colors[index % len(colors)]
@@ -141,6 +152,13 @@ def plot_throughput(
     axis.tick_params(axis="x", labelrotation=15)
     figure.tight_layout()
     return figure
+
+
+def _points_above(axis, value: float, line: float) -> float:
+    """How far `line` runs above `value` on `axis`, in points (negative: below it)."""
+    to_pixels = axis.transData.transform
+    pixels = to_pixels((0, line))[1] - to_pixels((0, value))[1]
+    return pixels * 72 / axis.figure.dpi
 
 
 def plot_ablation(

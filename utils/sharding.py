@@ -314,6 +314,39 @@ def _read_jax_part(settings: dict) -> dict:
     return report
 
 
+def describe_reads(
+    reports: list[HostReport], *, name: str, num_records: int, policy_prefix: str = ""
+) -> list[str]:
+    """Says what each process read, and how the processes' reads overlap.
+
+    Args:
+        reports: one `HostReport` per process (from `run_hosts` or `run_jax_processes`).
+        name: what a process is called in the lines ("host", "JAX process").
+        num_records: the records in all the shards.
+        policy_prefix: written before each report's `policy_counts` ("auto-shard ").
+
+    Returns:
+        One line per process (shards, records, counts by way of reading), then one line
+        with the records read by more than one process and by all of them together.
+
+    Raises:
+        ValueError: if `reports` is empty.
+    """
+    if not reports:
+        raise ValueError(f"`reports` must hold at least one HostReport. Received: {reports!r}")
+    lines = [
+        f"{name} {report.host_index}: {report.num_files} shards, {len(report.record_ids)} "
+        f"records; {policy_prefix}{report.policy_counts}"
+        for report in reports
+    ]
+    read = [set(report.record_ids) for report in reports]
+    lines.append(
+        f"Records read by more than one {name}: {len(set.intersection(*read))}; "
+        f"together: {len(set.union(*read))} of {num_records}."
+    )
+    return lines
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m utils.sharding")
     parser.add_argument("--jax", action="store_true", help="a JAX process, not a TF worker")

@@ -1,0 +1,49 @@
+"""Tests of utils/recompression.py, on a few tiny images."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from utils import recompression
+
+
+def _images(count=3, size=32):
+    rng = np.random.default_rng(0)
+    smooth = np.linspace(0, 255, size, dtype=np.float32)[None, :, None]
+    return [
+        tf.constant(np.clip(smooth + rng.normal(0, 4, (size, size, 3)), 0, 255).astype(np.uint8))
+        for _ in range(count)
+    ]
+
+
+def _recompress(image, quality):
+    return tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
+
+
+def test_decode_rate_decodes_each_jpeg_four_times(capsys):
+    encoded = [_recompress(image, 90).numpy() for image in _images()]
+    result = recompression.decode_rate(encoded, "decode")
+    assert result.label == "decode" and result.images_per_second > 0
+    assert capsys.readouterr().out.startswith("decode: Throughput: ")
+    with pytest.raises(ValueError, match=r"at least one JPEG. Received: \[\]"):
+        recompression.decode_rate([], "decode")
+
+
+def test_mean_bytes():
+    assert recompression.mean_bytes([b"ab", b"abcd"]) == 3.0
+
+
+def test_sweep_qualities_gives_fewer_kilobytes_at_lower_quality():
+    kilobytes, rates = recompression.sweep_qualities(_images(), _recompress, [50, 95])
+    assert len(kilobytes) == len(rates) == 2
+    assert kilobytes[0] < kilobytes[1]
+    assert all(rate > 0 for rate in rates)
+
+
+def test_mean_psnr_is_higher_at_higher_quality_and_checks_lengths():
+    images = _images()
+    low = recompression.mean_psnr(images, [_recompress(i, 30).numpy() for i in images])
+    high = recompression.mean_psnr(images, [_recompress(i, 95).numpy() for i in images])
+    assert 20 < low < high
+    with pytest.raises(ValueError, match="must be as long. Received: 3 and 1"):
+        recompression.mean_psnr(images, [_recompress(images[0], 90).numpy()])
