@@ -549,6 +549,7 @@ print(
     f"decodes {ceiling.median:,.0f} (medians of {share.num_runs} runs in turns)."
 )
 print(timing.describe_share_of_ceiling(share, name="The pipeline"))
+print(f"With AUTOTUNE, at most {ablation.most_open['AUTOTUNE']} shards were open at once.")
 print("\n".join(knobs.describe_ranges(ablation.results)))
 figure = display.plot_ablation(ablation.results, title=simulated_storage.describe())
 

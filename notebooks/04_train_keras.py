@@ -718,6 +718,16 @@ for name in ["lab's model", "tiny model"]:
     )
 images_per_second = global_batch_size / input_bound.step_fed
 print(f"Training speed fed without cache: {images_per_second:,.0f} images/s on {choice.kind}.")
+print(
+    "Images/s against batch per replica: "
+    + ", ".join(
+        f"{size}: {size * choice.num_replicas / seconds:,.0f}"
+        for size, seconds in batch_timings.items()
+    )
+    + "."
+)
+for speedup in speedups.values():
+    print(speedup.summary(".2f") + " over decoding, then cropping")
 
 # %% [markdown]
 # *What changed from the original course:* it found the TPU with a resolver that no
