@@ -125,12 +125,14 @@ def test_cores_busy_per_run_and_the_runs_that_fell_short():
             "cpu_us_per_image": [190.0, 180.0],
         },
         "course pipeline @ 0 ms": {"runs": [9_000.0, 8_000.0], "cpu_us_per_image": [200.0, 230.0]},
+        "course pipeline @ 50 ms": {"runs": [6_000.0], "cpu_us_per_image": [200.0]},
         "files, one at a time @ 0 ms": {"runs": [20.0]},
     }
     assert benchmark.cores_busy_lines(results, num_cores=2) == [
         "  decode ceiling (no I/O): cores busy per run 1.90 1.08",
         "  course pipeline @ 0 ms: cores busy per run 1.80 1.84",
-        "  runs with fewer than 1.5 of 2 cores busy: 1 of 4",
+        "  course pipeline @ 50 ms: cores busy per run 1.20",
+        "  runs without simulated latency that kept fewer than 1.5 of 2 cores busy: 1 of 4",
     ]
 
 
