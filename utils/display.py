@@ -331,7 +331,8 @@ def plot_timelines(
         axis.set_xlabel("seconds from the start", fontsize=9)
         axis.set_title(f"{timeline.label}: {timeline.seconds:.2f} s", fontsize=10)
         axis.tick_params(labelsize=8)
-    axes.flat[0].legend(loc="lower right", fontsize=8)
+    # Batches run from the top left to the bottom right: the top right is empty.
+    axes.flat[0].legend(loc="upper right", fontsize=8)
     figure.suptitle(title, fontsize=11)
     figure.tight_layout()
     return figure
