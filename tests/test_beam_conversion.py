@@ -1,4 +1,4 @@
-"""Tests of the Beam conversion (lesson 5): skipped, with the reason, without Apache Beam."""
+"""Tests of the Beam conversion (lesson 6): skipped, with the reason, without Apache Beam."""
 
 import hashlib
 

@@ -1,4 +1,4 @@
-"""utils/checks/convert_with_beam.py (lesson 5): right answers pass, mistakes name the TODO.
+"""utils/checks/convert_with_beam.py (lesson 6): right answers pass, mistakes name the TODO.
 
 Skipped, with the reason, without Apache Beam.
 """
@@ -15,7 +15,7 @@ pytest.importorskip(
 from utils import beam_conversion  # noqa: E402
 
 
-# The checks of lesson 5, TODO 1: right answers pass, usual mistakes say what is wrong.
+# The checks of lesson 6, TODO 1: right answers pass, usual mistakes say what is wrong.
 def _dofn(process):
     import apache_beam as beam
 

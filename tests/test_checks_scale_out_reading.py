@@ -1,4 +1,4 @@
-"""utils/checks/scale_out_reading.py (lesson 6): right answers pass, mistakes name the TODO."""
+"""utils/checks/scale_out_reading.py (lesson 7): right answers pass, mistakes name the TODO."""
 
 import pytest
 import tensorflow as tf

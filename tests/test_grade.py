@@ -17,7 +17,7 @@ from tools import grade, sandbox
 from tools.lesson_parameters import missing_modules
 
 KEY = build.METADATA_KEY
-# An optional lesson whose modules are not installed (Beam for lesson 5) is not graded here.
+# An optional lesson whose modules are not installed (Beam for lesson 6) is not graded here.
 LESSONS = [
     path.stem
     for path in sorted((REPO_ROOT / "labs").glob("*.ipynb"))

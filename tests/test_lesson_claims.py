@@ -65,8 +65,8 @@ def _code_above(cells, phrase):
         ("04_train_keras", "Read the ratios printed above", "decode_less.time_variants("),
         ("04_train_keras", "the min-max ranges show how much the numbers", 'summary(".2f")'),
         ("04_train_keras", "the min-max ranges show how much the numbers", "decode_load.summary()"),
-        ("06_scale_out_reading", "The lines above say which limit held", "The lower limit:"),
-        ("06_scale_out_reading", "the lower of the two limits", "cpu_limit = os.cpu_count()"),
+        ("07_scale_out_reading", "The lines above say which limit held", "The lower limit:"),
+        ("07_scale_out_reading", "the lower of the two limits", "cpu_limit = os.cpu_count()"),
     ],
 )
 def test_sentence_relies_on_a_number_printed_above(stem, phrase, printed):

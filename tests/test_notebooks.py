@@ -140,7 +140,7 @@ def test_solution_summary_and_plots_are_produced(executed_solution):
     pngs = [
         o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
     ]
-    assert len(pngs) >= (1 if lesson.startswith(("05", "06")) else 2)  # Optional: one plot.
+    assert len(pngs) >= (1 if lesson.startswith(("06", "07")) else 2)  # Optional: one plot.
 
 
 def _nbval(notebook_path):
@@ -248,8 +248,8 @@ PARAMETER_DEPENDENT = {
         "of ({IMAGE_SIZE}, {IMAGE_SIZE}, 3)",
         "{STEPS_PER_EXECUTION} steps per execution",
     ],
-    "05_convert_with_beam": [],
-    "06_scale_out_reading": ["all {NUM_IMAGES} records", "in batches of {BATCH_PER_HOST}."],
+    "06_convert_with_beam": [],
+    "07_scale_out_reading": ["all {NUM_IMAGES} records", "in batches of {BATCH_PER_HOST}."],
 }
 DERIVED = {  # As the checks compute them.
     "HALF_THE_PARALLEL_READS": lambda p: max(2, p.get("NUM_PARALLEL_READS", 0) // 2),

@@ -43,11 +43,11 @@ def test_main_help(argv, capsys):
 
 def test_main_skips_an_optional_lesson_whose_modules_are_missing(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(
-        lesson_parameters.OPTIONAL_MODULES, "05_convert_with_beam", ("no_such_module",)
+        lesson_parameters.OPTIONAL_MODULES, "06_convert_with_beam", ("no_such_module",)
     )
-    assert run_course.main(["--only", "05", "--output-dir", str(tmp_path)]) == 0
+    assert run_course.main(["--only", "06", "--output-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Skipping 05_convert_with_beam: it needs no_such_module" in out
+    assert "Skipping 06_convert_with_beam: it needs no_such_module" in out
     assert list(tmp_path.iterdir()) == []
 
 

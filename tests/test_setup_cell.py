@@ -40,7 +40,7 @@ def test_every_lesson_gets_the_one_template(lesson):
 
 
 def test_lesson_5_installs_beam_pinned_as_requirements_beam_txt():
-    code = setup_cell.render("05_convert_with_beam", has_backend_parameter=False)
+    code = setup_cell.render("06_convert_with_beam", has_backend_parameter=False)
     pins = setup_cell.pinned_requirements(REPO_ROOT / "requirements-beam.txt")
     assert pins == ["apache-beam[tfrecord]==2.77.0", "pandas<3"]
     assert f"packages = {pins!r}".replace("'", '"') in code

@@ -1,7 +1,7 @@
-"""Benchmarks lesson 6's pipeline through the tf.data service: 1 and 2 workers against none.
+"""Benchmarks lesson 7's pipeline through the tf.data service: 1 and 2 workers against none.
 
 Steps:
-1. Finds (or writes) the shards of the embedded dataset, as lesson 6 does.
+1. Finds (or writes) the shards of the embedded dataset, as lesson 7 does.
 2. Starts two local clusters on loopback ports (`utils.data_service.LocalCluster`): a
    dispatcher with 1 worker, and a dispatcher with 2 workers. Both are stopped at the end,
    also after an error.
@@ -33,7 +33,7 @@ NO_SERVICE = "no service (this process)"
 
 
 def service_pipeline(shard_paths, *, latency_ms, batch_size, target_size, num_classes, epochs):
-    """Lesson 6's pipeline: shards read after a simulated latency, batched, parsed, decoded."""
+    """Lesson 7's pipeline: shards read after a simulated latency, batched, parsed, decoded."""
     import tensorflow as tf
 
     from utils import data_service, pipeline

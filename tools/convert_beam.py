@@ -1,7 +1,7 @@
 """Converts images to TFRecord shards with Apache Beam: lab 2's conversion, scaled out.
 
 Everything after `--` is passed to Beam as pipeline options. Without them it runs on the
-local DirectRunner. See lesson 5 and the README for the Dataflow command.
+local DirectRunner. See lesson 6 and the README for the Dataflow command.
 
 Usage:
     python -m tools.convert_beam --source embedded --output-dir /tmp/flowers-beam

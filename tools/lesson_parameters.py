@@ -10,7 +10,7 @@ import os
 import sys
 from importlib.util import find_spec
 
-OPTIONAL_MODULES = {"05_convert_with_beam": ("apache_beam",)}  # Lesson 6 needs only TF.
+OPTIONAL_MODULES = {"06_convert_with_beam": ("apache_beam",)}  # Lesson 7 needs only TF.
 
 
 def missing_modules(lesson: str) -> list[str]:
@@ -19,7 +19,7 @@ def missing_modules(lesson: str) -> list[str]:
 
 
 def beam_install_command() -> str:
-    """Returns the command that installs lesson 5's packages into this Python's environment."""
+    """Returns the command that installs lesson 6's packages into this Python's environment."""
     return f"{os.path.relpath(sys.executable)} -m pip install -r requirements-beam.txt"
 
 
@@ -55,8 +55,8 @@ SMALL_PARAMETERS = {
         "NUM_DECODE_IMAGES": 64,
         "DECODE_REPEATS": 2,
     },
-    "05_convert_with_beam": {"NUM_IMAGES": 100, "NUM_SHARDS": 4},
-    "06_scale_out_reading": {
+    "06_convert_with_beam": {"NUM_IMAGES": 100, "NUM_SHARDS": 4},
+    "07_scale_out_reading": {
         "NUM_IMAGES": 100,
         "NUM_SHARDS": 4,
         "BATCH_SIZE": 16,

@@ -77,7 +77,7 @@ if importlib.util.find_spec("{module}") is None:
 
 # Optional packages a lesson installs where they are missing: its module, and the file
 # whose pinned requirements it installs.
-EXTRA_PACKAGES = {"05_convert_with_beam": ("apache_beam", "requirements-beam.txt")}
+EXTRA_PACKAGES = {"06_convert_with_beam": ("apache_beam", "requirements-beam.txt")}
 
 
 def course_version(root: Path = REPO_ROOT) -> str:

@@ -199,7 +199,7 @@ def convert_with_beam(
         pipeline_args: Beam pipeline options, e.g. `["--runner=DataflowRunner",
             "--project=...", "--region=...", "--temp_location=gs://..."]`.
         build: `build(pipeline, source, output_dir, num_shards)` adds the transforms (the
-            learner's, in lesson 5); `build_pipeline` by default.
+            learner's, in lesson 6); `build_pipeline` by default.
         verbose: print the report's summary.
 
     Returns:

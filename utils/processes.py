@@ -1,4 +1,4 @@
-"""Helper processes for lesson 6: on loopback, waited for with a bound, always stopped.
+"""Helper processes for lesson 7: on loopback, waited for with a bound, always stopped.
 
 The processes run `python -m utils.<module> ...`; each prints one JSON line when it is
 ready (or done), and exits by itself if the process that started it goes away.

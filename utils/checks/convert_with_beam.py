@@ -1,4 +1,4 @@
-"""Checks for lesson 5: the conversion as a Beam DoFn and as a Beam pipeline."""
+"""Checks for lesson 6: the conversion as a Beam DoFn and as a Beam pipeline."""
 
 from __future__ import annotations
 

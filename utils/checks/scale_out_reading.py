@@ -1,4 +1,4 @@
-"""Checks for lesson 6: host cores needed, per-host sharding, the tf.data service."""
+"""Checks for lesson 7: host cores needed, per-host sharding, the tf.data service."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Lesson 5 (optional) · Convert at scale with Apache Beam
+# # Lesson 6 (optional) · Convert at scale with Apache Beam
 #
 # Lab 2 converted the images with a loop on one machine. With millions of images, the
 # conversion belongs on a distributed engine. Apache Beam runs the same pipeline on your

@@ -1,7 +1,7 @@
 # %% [markdown]
-# # Lesson 6 (optional) · Beyond one host's CPUs: per-host sharding and the tf.data service
+# # Lesson 7 (optional) · Beyond one host's CPUs: per-host sharding and the tf.data service
 #
-# Lesson 5 scaled the conversion out. Reading has the same problem at the other end: a
+# Lesson 6 scaled the conversion out. Reading has the same problem at the other end: a
 # TPU pod has one host per few chips, each host must read only its part of the data, and
 # when a host's CPUs cannot decode as fast as its chips consume, the preprocessing moves
 # to other machines with the tf.data service (`tf.data.experimental.service`; see the
