@@ -203,14 +203,36 @@ def test_check_fast_dataset_passes_and_fails(shard_paths, capsys):
         checks.check_fast_dataset(fast.unbatch().batch(16), todo=4, batch_size=16)
 
 
-def test_check_fast_dataset_accepts_prefetch_1_drop_remainder_and_options_here(shard_paths, capsys):
+def test_check_fast_dataset_accepts_drop_remainder_options_here_and_a_fixed_buffer(
+    shard_paths, capsys
+):
     options = tf.data.Options()
     options.deterministic = False
     records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4)
     parsed = records.batch(16, drop_remainder=True).map(_parse_batch, num_parallel_calls=-1)
     for fast in (
-        parsed.with_options(options).prefetch(1),
+        parsed.with_options(options).prefetch(tf.data.AUTOTUNE),
         parsed.prefetch(-1).with_options(options),
     ):
         checks.check_fast_dataset(fast, todo=4, batch_size=16)
         assert capsys.readouterr().out.startswith("TODO 4 passed: batches of 16")
+        assert "fixed buffer" not in capsys.readouterr().out
+    checks.check_fast_dataset(parsed.with_options(options).prefetch(4), todo=4, batch_size=16)
+    assert capsys.readouterr().out.endswith(
+        "prefetched (a fixed buffer of 4: AUTOTUNE would size it).\n"
+    )
+
+
+def test_check_fast_dataset_prefetch_of_one_batch_is_caught(shard_paths):
+    options = tf.data.Options()
+    options.deterministic = False
+    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).with_options(options)
+    parsed = records.batch(16).map(_parse_batch, num_parallel_calls=tf.data.AUTOTUNE)
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_fast_dataset(parsed.prefetch(1), todo=4, batch_size=16)
+    assert str(failure.value) == (
+        "TODO 4 (fast): expected prefetch(tf.data.AUTOTUNE); found prefetch(1). A buffer of 1 "
+        "batch absorbs no slow batch: when one shard answers late (this lab's storage has a "
+        "long tail), the accelerator waits for it, step after step. AUTOTUNE grows the buffer "
+        "while the consumer waits."
+    )

@@ -50,6 +50,21 @@ def test_check_filenames_sorted_is_not_shuffled(paths):
         checks.check_filenames(ordered, todo=1, expected_count=60, class_names=data.CLASSES)
 
 
+def test_check_filenames_shuffled_without_a_seed_says_why_the_seed_matters(paths, capsys):
+    unseeded = tf.data.Dataset.from_tensor_slices(paths).shuffle(len(paths))
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_filenames(unseeded, todo=1, expected_count=60, class_names=data.CLASSES)
+    assert str(failure.value) == (
+        "TODO 1 (filenames): expected the order drawn from a seed; found shuffle() without "
+        "one. Each run of the notebook then reads the files in another order, so a number or "
+        "a mistake you saw once cannot be seen again. Pass the seed: "
+        ".shuffle(len(source.paths), seed=SEED)."
+    )
+    seeded = tf.data.Dataset.from_tensor_slices(paths).shuffle(len(paths), seed=7)
+    checks.check_filenames(seeded, todo=1, expected_count=60, class_names=data.CLASSES)
+    assert capsys.readouterr().out.startswith("TODO 1 passed: 60 files")
+
+
 def test_check_filenames_not_string_elements():
     numbers = tf.data.Dataset.range(60)
     with pytest.raises(checks.CheckFailed, match=r"expected elements that are string scalars"):

@@ -21,7 +21,8 @@ def test_check_resize_and_crop_passes_on_reference_and_other_methods(sample_imag
     )
 
     def keras_crop(image, size):  # Crop to a square, then resize: the same picture.
-        resized = tf.keras.layers.Resizing(size, size, crop_to_aspect_ratio=True)(image)
+        resizing = tf.keras.layers.Resizing(size, size, crop_to_aspect_ratio=True, antialias=True)
+        resized = resizing(image)
         return tf.saturate_cast(tf.round(resized), tf.uint8)
 
     checks.check_resize_and_crop(keras_crop, todo=1, sample_images=sample_images, target_size=64)
@@ -68,12 +69,50 @@ def test_check_resize_and_crop_scale_from_the_height_fails_on_a_tall_copy(sample
     assert capsys.readouterr().out.startswith("TODO 1 passed: 5 images resized")
 
 
+def test_check_resize_and_crop_without_antialias_is_caught(sample_images):
+    def without_antialias(image, size):  # The lab's solution but for antialias=True.
+        height_width = tf.cast(tf.shape(image)[:2], tf.float32)
+        new_size = tf.cast(tf.round(height_width * size / tf.reduce_min(height_width)), tf.int32)
+        cropped = tf.image.resize_with_crop_or_pad(tf.image.resize(image, new_size), size, size)
+        return tf.saturate_cast(tf.round(cropped), tf.uint8)
+
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_resize_and_crop(
+            without_antialias, todo=1, sample_images=sample_images, target_size=64
+        )
+    assert str(failure.value) == (
+        "TODO 1 (resize_and_crop): expected a resize with antialias=True; found one without. "
+        "Shrinking a 256-px image to 64 px then reads 1 pixel in 4 and turns fine detail into "
+        "noise (aliasing): the model trains on artefacts that the photos do not have. Pass "
+        "antialias=True to tf.image.resize."
+    )
+
+
+def test_check_recompress_without_optimize_size_is_caught(sample_images):
+    resized = [records.resize_and_crop(tf.constant(i), 64).numpy() for i in sample_images]
+
+    def without_optimize_size(image, quality):
+        return tf.io.encode_jpeg(image, quality=quality)
+
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_recompress(without_optimize_size, todo=2, sample_images=resized, quality=90)
+    plain = sum(len(without_optimize_size(i, 90).numpy()) for i in resized)
+    optimized = sum(len(records.recompress(tf.constant(i), 90).numpy()) for i in resized)
+    assert plain > optimized  # What the check is about: the same pixels in more bytes.
+    assert str(failure.value) == (
+        f"TODO 2 (recompress): expected optimize_size=True; without it the same pixels take "
+        f"{plain / optimized - 1:.0%} more bytes ({plain / 5:,.0f} instead of "
+        f"{optimized / 5:,.0f} per image), which storage sends again on every epoch. Pass "
+        "optimize_size=True to tf.io.encode_jpeg."
+    )
+
+
 def test_check_recompress_passes_and_fails(sample_images, capsys):
     resized = [records.resize_and_crop(tf.constant(i), 64).numpy() for i in sample_images]
     checks.check_recompress(records.recompress, todo=2, sample_images=resized, quality=90)
     assert capsys.readouterr().out.startswith("TODO 2 passed: 5 images recompressed to JPEG")
-    checks.check_recompress(
-        lambda image, quality: tf.io.encode_jpeg(image, quality=quality),
+    checks.check_recompress(  # Another right answer: the same op under its other name.
+        lambda image, quality: tf.image.encode_jpeg(image, "rgb", quality, optimize_size=True),
         todo=2,
         sample_images=resized,
         quality=90,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import tensorflow as tf
 
 from utils.errors import first_line as _first_line  # Defined once, in utils.errors.
@@ -101,24 +103,63 @@ def _passed(todo: int, message: str) -> None:
     print(f"TODO {todo} passed: {message}")
 
 
-def dataset_ops(dataset: tf.data.Dataset) -> list[str] | None:
-    """Returns the names of the dataset ops in `dataset`'s graph, from source to output.
+class DatasetStep(NamedTuple):
+    """One step of a dataset's graph: its op, and the values of its constant inputs."""
+
+    op: str  # e.g. "ShuffleDatasetV3", "PrefetchDataset".
+    constants: tuple  # Each input's value where it is a numeric constant, else None.
+
+
+def dataset_steps(dataset: tf.data.Dataset) -> list[DatasetStep] | None:
+    """Returns the steps of `dataset`'s graph, from source to output, with constant inputs.
 
     The one place a check reads a dataset's graph: only the order of steps (parse after
-    batch, prefetch last, cache before repeat) and a parallel map cannot be seen in the
-    elements. Tolerant: should a TensorFlow version change how the graph is read, it
-    returns None and the check skips those steps rather than fail a right answer.
+    batch, prefetch last, cache before repeat), a parallel map and a step's settings (a
+    prefetch buffer of 1, a shuffle without a seed) cannot be seen in the elements.
+    Tolerant: should a TensorFlow version change how the graph is read, it returns None
+    and the check skips those steps rather than fail a right answer.
 
     Args:
         dataset: the dataset to read the graph of.
 
     Returns:
-        The op names (e.g. `"ParallelMapDatasetV2"`, `"PrefetchDataset"`), source first;
-        None when the graph cannot be read.
+        The steps, source first: e.g. `DatasetStep("PrefetchDataset", (None, -1))` for
+        `prefetch(tf.data.AUTOTUNE)` (its input dataset, then its buffer size); None when
+        the graph cannot be read.
     """
     try:
         graph = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor)
         graph_def = tf.compat.v1.GraphDef.FromString(graph.numpy())
     except (AttributeError, TypeError, ValueError, tf.errors.OpError):
         return None
-    return [node.op for node in graph_def.node if "Dataset" in node.op]
+    nodes = {node.name: node for node in graph_def.node}
+
+    def constant(name: str):
+        node = nodes.get(name.split(":")[0].lstrip("^"))
+        if node is None or node.op != "Const":
+            return None
+        try:  # A resource (a shuffle's seed generator) has no numpy value.
+            value = tf.make_ndarray(node.attr["value"].tensor)
+        except (KeyError, TypeError, ValueError):
+            return None
+        return value.item() if value.size == 1 else None
+
+    return [
+        DatasetStep(node.op, tuple(constant(name) for name in node.input))
+        for node in graph_def.node
+        if "Dataset" in node.op
+    ]
+
+
+def dataset_ops(dataset: tf.data.Dataset) -> list[str] | None:
+    """Returns the names of the dataset ops in `dataset`'s graph, from source to output.
+
+    Args:
+        dataset: the dataset to read the graph of.
+
+    Returns:
+        The op names (e.g. `"ParallelMapDatasetV2"`, `"PrefetchDataset"`), source first;
+        None when the graph cannot be read (see `dataset_steps`).
+    """
+    steps = dataset_steps(dataset)
+    return None if steps is None else [step.op for step in steps]

@@ -19,6 +19,7 @@ from utils.checks._base import (
     _require_dataset,
     _require_result,
     dataset_ops,
+    dataset_steps,
 )
 
 if TYPE_CHECKING:
@@ -299,15 +300,26 @@ def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
     image_spec = tf.nest.flatten(dataset.element_spec)[0]
     if image_spec.shape.rank != 4 or image_spec.shape[0] not in (None, batch_size):
         _fail(todo, name, f"expected batches of images (rank 4); found {image_spec}.")
-    ops = dataset_ops(dataset) or []
+    steps = dataset_steps(dataset) or []
     # `with_options()` after `prefetch()` adds steps that change no element: skip them.
-    while len(ops) > 1 and ops[-1] in OPTIONS_ONLY_OPS:
-        ops.pop()
+    while len(steps) > 1 and steps[-1].op in OPTIONS_ONLY_OPS:
+        steps.pop()
+    ops = [step.op for step in steps]
     if ops and ops[-1] != "PrefetchDataset":
         _fail(
             todo,
             name,
             f"expected prefetch(tf.data.AUTOTUNE) as the last step; the last is {ops[-1]}.",
+        )
+    buffer = steps[-1].constants[1] if ops and len(steps[-1].constants) > 1 else None
+    if ops and buffer is not None and 0 <= buffer < 2:
+        _fail(
+            todo,
+            name,
+            f"expected prefetch(tf.data.AUTOTUNE); found prefetch({buffer}). A buffer of "
+            f"{buffer} batch{'es' if buffer != 1 else ''} absorbs no slow batch: when one "
+            "shard answers late (this lab's storage has a long tail), the accelerator waits "
+            "for it, step after step. AUTOTUNE grows the buffer while the consumer waits.",
         )
     batch = max((i for i, op in enumerate(ops) if op.startswith("BatchDataset")), default=-1)
     maps = [i for i, op in enumerate(ops) if "MapDataset" in op and i > batch >= 0]
@@ -336,4 +348,9 @@ def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
     images, _ = next(iter(dataset))
     if images.shape[0] != batch_size:
         _fail(todo, name, f"expected batches of {batch_size}; found {images.shape[0]}.")
-    _passed(todo, f"batches of {batch_size} images of {tuple(images.shape[1:])}, prefetched.")
+    fixed = ""
+    if buffer is not None and buffer > 1:
+        fixed = f" (a fixed buffer of {buffer}: AUTOTUNE would size it)"
+    _passed(
+        todo, f"batches of {batch_size} images of {tuple(images.shape[1:])}, prefetched{fixed}."
+    )

@@ -17,6 +17,7 @@ from utils.checks._base import (
     _first_line,
     _passed,
     _require_dataset,
+    dataset_steps,
 )
 
 if TYPE_CHECKING:
@@ -70,7 +71,30 @@ def check_filenames(
             "expected the files in shuffled order; found them sorted. "
             "Shuffle them: .shuffle(len(source.paths), seed=SEED).",
         )
+    if _shuffled_without_seed(filenames):
+        _fail(
+            todo,
+            "filenames",
+            "expected the order drawn from a seed; found shuffle() without one. Each run of "
+            "the notebook then reads the files in another order, so a number or a mistake "
+            "you saw once cannot be seen again. Pass the seed: "
+            ".shuffle(len(source.paths), seed=SEED).",
+        )
     _passed(todo, f"{len(paths)} files in {len(folders)} class folders.")
+
+
+def _shuffled_without_seed(dataset: tf.data.Dataset) -> bool:
+    """True when every shuffle in `dataset`'s graph draws its seeds at random.
+
+    `shuffle(seed=None)` with no global seed stores the seeds (0, 0), which TensorFlow
+    replaces with random ones; a seed (or `tf.random.set_seed`) stores others.
+    """
+    shuffles = [
+        step
+        for step in dataset_steps(dataset) or []
+        if step.op.startswith("ShuffleDataset") and len(step.constants) >= 4
+    ]
+    return bool(shuffles) and all(step.constants[2:4] == (0, 0) for step in shuffles)
 
 
 def _paths_of_every_class(sample_paths: Sequence[str], class_names: Sequence[str]) -> list[str]:

@@ -96,7 +96,35 @@ def check_resize_and_crop(
             f"(at most {_MAX_RESIZE_DIFFERENCE:g} expected). Scale so the SHORTER side is "
             "target_size, then crop the centre square.",
         )
+    _require_antialiased(resize_and_crop, todo, name, target_size)
     _passed(todo, f"{num_sample} images resized and cropped to {expected[2:]}.")
+
+
+def _require_antialiased(resize_and_crop: Callable, todo: int, name: str, target_size: int):
+    """Fails when a square of fine detail, shrunk 4x, matches a resize without antialiasing.
+
+    The square needs no crop, so both references are one `tf.image.resize` whatever order
+    the learner crops and resizes in. Noise is the detail a plain resize aliases most: it
+    samples 1 pixel in 4 (a noisy result), an antialiased one averages them (a smooth one).
+    """
+    __tracebackhide__ = True
+    side = 4 * target_size
+    noise = np.random.default_rng(0).integers(0, 256, (side, side, 3), dtype=np.uint8)
+    found = tf.cast(resize_and_crop(tf.constant(noise), target_size), tf.float32)
+
+    def distance(antialias: bool) -> float:
+        reference = tf.image.resize(noise, (target_size, target_size), antialias=antialias)
+        return float(tf.reduce_mean(tf.abs(found - reference)))
+
+    if distance(antialias=False) < distance(antialias=True):
+        _fail(
+            todo,
+            name,
+            f"expected a resize with antialias=True; found one without. Shrinking a "
+            f"{side}-px image to {target_size} px then reads 1 pixel in 4 and turns fine "
+            "detail into noise (aliasing): the model trains on artefacts that the photos do "
+            "not have. Pass antialias=True to tf.image.resize.",
+        )
 
 
 def check_recompress(
@@ -137,6 +165,7 @@ def check_recompress(
             _fail(todo, name, "expected JPEG bytes of the same image; they decode to another.")
         num_bytes += len(encoded.numpy())
         reference_bytes += len(records.recompress(tf.constant(image), quality).numpy())
+    _require_optimized(recompress, todo, name, sample_images, quality)
     ratio = num_bytes / reference_bytes
     if not 0.8 <= ratio <= 1.25:
         _fail(
@@ -148,6 +177,31 @@ def check_recompress(
     average = num_bytes / len(sample_images)
     _passed(todo, f"{len(sample_images)} images recompressed to JPEG at quality {quality}.")
     print(f"Average: {average:,.0f} bytes per image.")
+
+
+def _require_optimized(
+    recompress: Callable, todo: int, name: str, sample_images: Sequence[np.ndarray], quality: int
+) -> None:
+    """Fails when every image's bytes are those of `encode_jpeg` without `optimize_size`."""
+    __tracebackhide__ = True
+    found, plain, optimized = 0, 0, 0
+    for image in sample_images:
+        learners = recompress(tf.constant(image), quality).numpy()
+        unoptimized = tf.io.encode_jpeg(image, quality=quality).numpy()
+        if learners != unoptimized:
+            return
+        found += len(learners)
+        plain += len(unoptimized)
+        optimized += len(tf.io.encode_jpeg(image, quality=quality, optimize_size=True).numpy())
+    if plain > optimized:
+        _fail(
+            todo,
+            name,
+            f"expected optimize_size=True; without it the same pixels take "
+            f"{plain / optimized - 1:.0%} more bytes ({found / len(sample_images):,.0f} "
+            f"instead of {optimized / len(sample_images):,.0f} per image), which storage "
+            "sends again on every epoch. Pass optimize_size=True to tf.io.encode_jpeg.",
+        )
 
 
 _FEATURE_KINDS = {
