@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tools import benchmark
+from tools import benchmark, grain_loader
 
 PIPELINES = [
     "files, one at a time",
@@ -12,7 +12,7 @@ PIPELINES = [
     "image_dataset_from_directory",
     "original course TFRecords",
     "course pipeline",
-]
+] + ([] if grain_loader.missing_reason() else ["Grain + ArrayRecord"])
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +32,13 @@ def test_every_pipeline_is_measured_at_each_latency_and_the_ceiling_once(quick_r
         assert set(figures) - {"cpu_us_per_image"} == {"median", "min", "max", "runs"}
         assert 0 < figures["min"] <= figures["median"] <= figures["max"]
     headline = ["decode ceiling (no I/O)", "course pipeline @ 0 ms", "course pipeline @ 50 ms"]
-    assert [len(report["pipelines"][name]["runs"]) for name in headline] == [2, 2, 2]
-    assert [len(report["pipelines"][n]["cpu_us_per_image"]) for n in headline] == [2, 2, 2]
+    headline += [
+        f"Grain + ArrayRecord @ {ms} ms" for ms in (0, 50) if "Grain + ArrayRecord" in PIPELINES
+    ]
+    assert [len(report["pipelines"][name]["runs"]) for name in headline] == [2] * len(headline)
+    assert [len(report["pipelines"][n]["cpu_us_per_image"]) for n in headline] == [2] * len(
+        headline
+    )
     assert len(report["pipelines"]["files, one at a time @ 0 ms"]["runs"]) == 1
 
 
@@ -157,3 +162,48 @@ def test_shard_counts_show_each_runs_cores_busy():
         "1.25",
         "1.93",
     ]
+
+
+def test_grain_rows_without_grain_are_skipped_with_the_reason(quick_run):
+    report, _ = quick_run
+    if grain_loader.missing_reason():
+        assert report["skipped"] == {"Grain + ArrayRecord": grain_loader.missing_reason()}
+        assert not any(name.startswith("Grain") for name in report["pipelines"])
+    else:
+        assert "skipped" not in report
+        lines = benchmark.latency_and_grain_lines(report["pipelines"])
+        assert [line.split(":")[0] for line in lines] == [
+            "course pipeline at 50 ms / at 0 ms",
+            "Grain + ArrayRecord at 50 ms / at 0 ms",
+            "Grain + ArrayRecord at 0 ms / decode ceiling",
+            "  CPU time per image at 0 ms, microseconds",
+            "Grain + ArrayRecord at 50 ms / decode ceiling",
+            "  CPU time per image at 50 ms, microseconds",
+        ]
+
+
+def test_latency_and_grain_lines_take_ratios_within_each_round():
+    def runs(*values, cpu=(300.0, 320.0)):
+        return {"runs": list(values), "cpu_us_per_image": list(cpu)}
+
+    results = {
+        "decode ceiling (no I/O)": runs(100, 200),
+        "course pipeline @ 0 ms": runs(90, 160),
+        "course pipeline @ 50 ms": runs(81, 160),  # 0.90 and 1.00 of 0 ms.
+        "Grain + ArrayRecord @ 0 ms": runs(50, 60, cpu=(600.0, 700.0)),
+        "Grain + ArrayRecord @ 50 ms": runs(40, 60, cpu=(650.0, 640.0)),
+    }
+    assert benchmark.latency_and_grain_lines(results) == [
+        "course pipeline at 50 ms / at 0 ms: 0.95 (range 0.90-1.00, 2 runs); target >= 0.97",
+        "Grain + ArrayRecord at 50 ms / at 0 ms: 0.90 (range 0.80-1.00, 2 runs)",
+        "Grain + ArrayRecord at 0 ms / decode ceiling: 0.40 (range 0.30-0.50, 2 runs); "
+        "/ course pipeline: 0.47 (range 0.38-0.56, 2 runs)",
+        "  CPU time per image at 0 ms, microseconds: Grain + ArrayRecord 650 (600-700); "
+        "course pipeline 310 (300-320)",
+        "Grain + ArrayRecord at 50 ms / decode ceiling: 0.35 (range 0.30-0.40, 2 runs); "
+        "/ course pipeline: 0.43 (range 0.38-0.49, 2 runs)",
+        "  CPU time per image at 50 ms, microseconds: Grain + ArrayRecord 645 (640-650); "
+        "course pipeline 310 (300-320)",
+    ]
+    del results["Grain + ArrayRecord @ 0 ms"], results["Grain + ArrayRecord @ 50 ms"]
+    assert len(benchmark.latency_and_grain_lines(results)) == 1

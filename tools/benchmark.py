@@ -8,8 +8,13 @@ In one run, on the same embedded images and the same storage setting (local disk
 3. the original course's TFRecord pipeline (per-record `parse_single_example`,
    `num_parallel_reads=AUTOTUNE`, order not kept);
 4. the course pipeline (lab 3's: 16 parallel reads, parse by batch, prefetch);
-5. the ceiling: the same JPEG bytes decoded from memory on all cores, no I/O.
-The ceiling, 3 and 4 are measured in turns (`timing.measure_in_turns`: round 1 in order,
+5. Grain + ArrayRecord, what a JAX user picks instead (`tools.grain_loader`): the same
+   records in ArrayRecord files, a global shuffle, Grain's 16 reading threads, parsed with
+   protobuf and decoded with Pillow (libjpeg-turbo), batched alike; each file pays the
+   same first-byte wait once per epoch. Skipped, with the reason, where `grain` or
+   `array-record` is not installed (`requirements-grain.txt`);
+6. the ceiling: the same JPEG bytes decoded from memory on all cores, no I/O.
+The ceiling, 3, 4 and 5 are measured in turns (`timing.measure_in_turns`: round 1 in order,
 round 2 reversed, ...), 7 rounds; their ratios are taken within each round, and reported
 as median, min-max and number of runs, against the issue's targets. 1 and 2 are
 measured in turns among themselves, 3 rounds. Warm-up is excluded from every run.
@@ -53,9 +58,10 @@ FULL = dict(num_images=3670, headline_repeats=7, repeats=3, sizes=[1000, 4000, 1
 QUICK = dict(num_images=300, headline_repeats=2, repeats=1, sizes=[200, 400], shard_counts=[2, 4],
              timed=600, timed_files=60, timed_sequential=6)  # fmt: skip
 # Measured in turns with the ceiling, `headline_repeats` rounds: the ratios that are quoted.
-HEADLINE = ("original course TFRecords", "course pipeline")
+HEADLINE = ("original course TFRecords", "course pipeline", "Grain + ArrayRecord")
+GRAIN = "Grain + ArrayRecord"
 TARGETS = {"ceiling at 0 ms": 0.95, "ceiling at 50 ms": 0.9, "original at 0 ms": 1.3,
-           "spread": 0.05}  # fmt: skip
+           "spread": 0.05, "latency ratio": 0.97}  # fmt: skip
 
 
 def _quietly(function, *args, **kwargs):
@@ -67,16 +73,50 @@ def _rate(make_dataset, num_images: int, cpu_log: list | None = None):
     """Returns a function that times a fresh `make_dataset()` (warm-up excluded): images/s.
 
     With `cpu_log`, each run also appends this process's CPU seconds per image to it.
+    `make_dataset` may return a `tf.data.Dataset` or any iterable of (images, labels)
+    batches (a Grain dataset).
     """
+    import tensorflow as tf
+
     from utils import timing
 
     def measure() -> float:
-        result = _quietly(timing.measure_throughput, make_dataset(), num_images=num_images)
+        dataset = make_dataset()
+        if not isinstance(dataset, tf.data.Dataset):
+            images_per_second, cpu_per_image = _time_iterable(dataset, num_images)
+        else:
+            result = _quietly(timing.measure_throughput, dataset, num_images=num_images)
+            images_per_second = result.images_per_second
+            cpu_per_image = result.cpu_seconds / result.num_images
         if cpu_log is not None:
-            cpu_log.append(result.cpu_seconds / result.num_images)
-        return result.images_per_second
+            cpu_log.append(cpu_per_image)
+        return images_per_second
 
     return measure
+
+
+def _time_iterable(dataset, num_images: int) -> tuple[float, float]:
+    """Times batches from any iterable (a Grain dataset), as `measure_throughput` does.
+
+    The first batch is the warm-up and is not timed. The iterator is closed at the end,
+    so that its reading threads stop before the next run starts.
+
+    Returns:
+        (images/s, this process's CPU seconds per image).
+    """
+    iterator = iter(dataset)
+    try:
+        next(iterator)
+        counted, start, cpu_start = 0, time.perf_counter(), time.process_time()
+        for images, _ in iterator:
+            counted += len(images)
+            if counted >= num_images:
+                break
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    finally:
+        if hasattr(iterator, "close"):
+            iterator.close()
+    return counted / seconds, cpu_seconds / counted
 
 
 def _figures(result) -> dict:
@@ -84,8 +124,11 @@ def _figures(result) -> dict:
             "runs": list(result.values)}  # fmt: skip
 
 
-def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
-    """Returns the pipelines to compare, by name: (make_dataset, images to time)."""
+def pipelines(source, shard_paths, class_names, storage, settings, array_records=None) -> dict:
+    """Returns the pipelines to compare, by name: (make_dataset, images to time).
+
+    Grain + ArrayRecord is among them when `array_records` (its files) is given.
+    """
     import keras
     import tensorflow as tf
 
@@ -149,7 +192,14 @@ def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
             num_parallel_reads=NUM_PARALLEL_READS,
         ).repeat()
 
-    return {
+    def grain_arrayrecord():
+        from tools import grain_loader
+
+        return grain_loader.grain_images(
+            array_records, num_classes=len(class_names), batch_size=BATCH_SIZE, storage=storage
+        )
+
+    named = {
         "files, one at a time": (
             lambda: files(False).repeat(),
             settings["timed_sequential"] if slow else settings["timed_files"],
@@ -162,6 +212,9 @@ def pipelines(source, shard_paths, class_names, storage, settings) -> dict:
         "original course TFRecords": (original_course, settings["timed"]),
         "course pipeline": (course, settings["timed"]),
     }
+    if array_records:
+        named[GRAIN] = (grain_arrayrecord, settings["timed"])
+    return named
 
 
 def compare_pipelines(settings: dict) -> dict:
@@ -174,11 +227,16 @@ def compare_pipelines(settings: dict) -> dict:
     """
     import tensorflow as tf
 
+    from tools import grain_loader
     from utils import conversion, pipeline, records, sources, storage, timing
 
     source = sources.resolve_source("embedded", num_images=settings["num_images"])
     shard_set = _quietly(conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
     shard_paths = shard_set.paths
+    skipped = grain_loader.missing_reason()
+    array_records = None if skipped else grain_loader.ensure_array_records(shard_paths)
+    if skipped:
+        print(f"  {skipped}", flush=True)
     stored_jpegs = [
         records.parse_record(record)["image"].numpy()
         for record in tf.data.TFRecordDataset(shard_paths).take(1000)
@@ -190,7 +248,9 @@ def compare_pipelines(settings: dict) -> dict:
     others = {}
     for latency in LATENCIES_MS:
         simulated = storage.SimulatedStorage(latency_ms=latency)
-        named = pipelines(source, shard_paths, shard_set.class_names, simulated, settings)
+        named = pipelines(
+            source, shard_paths, shard_set.class_names, simulated, settings, array_records
+        )
         for name, (make_dataset, num_images) in named.items():
             label = f"{name} @ {latency} ms"
             if name in HEADLINE:
@@ -461,6 +521,58 @@ def targets(results: dict) -> list[str]:
     return lines
 
 
+def _ratio_text(ratio) -> str:
+    spread = f"range {ratio.minimum:.2f}-{ratio.maximum:.2f}"
+    return f"{ratio.median:.2f} ({spread}, {ratio.num_runs} runs)"
+
+
+def latency_and_grain_lines(results: dict) -> list[str]:
+    """Says what the latency costs each pipeline, and where Grain + ArrayRecord stands.
+
+    Every ratio is taken within each round of the headline's turns (`timing.ratio_in_turns`)
+    and given as median and range. CPU time per image moves far less with other load than
+    images/s, so it is given too (median and range, microseconds).
+
+    Args:
+        results: the pipeline results; Grain's rows may be missing (not installed).
+
+    Returns:
+        One line for the course pipeline's latency ratio; for Grain, if measured, its
+        latency ratio and, at each latency, its ratio to the ceiling and to the course
+        pipeline and both CPU times per image.
+    """
+    ceiling = "decode ceiling (no I/O)"
+    lines = [
+        f"{name} at {LATENCIES_MS[1]} ms / at {LATENCIES_MS[0]} ms: "
+        + _ratio_text(
+            _in_turns(results, f"{name} @ {LATENCIES_MS[1]} ms", f"{name} @ {LATENCIES_MS[0]} ms")
+        )
+        + (f"; target >= {TARGETS['latency ratio']}" if name == "course pipeline" else "")
+        for name in ("course pipeline", GRAIN)
+        if f"{name} @ {LATENCIES_MS[0]} ms" in results
+    ]
+    for latency in LATENCIES_MS if f"{GRAIN} @ {LATENCIES_MS[0]} ms" in results else ():
+        grain, course = f"{GRAIN} @ {latency} ms", f"course pipeline @ {latency} ms"
+        lines.append(
+            f"{GRAIN} at {latency} ms / decode ceiling: "
+            f"{_ratio_text(_in_turns(results, grain, ceiling))}; / course pipeline: "
+            f"{_ratio_text(_in_turns(results, grain, course))}"
+        )
+        cpu = [timing_summary(results[name]["cpu_us_per_image"]) for name in (grain, course)]
+        lines.append(
+            f"  CPU time per image at {latency} ms, microseconds: {GRAIN} {cpu[0]}; "
+            f"course pipeline {cpu[1]}"
+        )
+    return lines
+
+
+def timing_summary(values: list[float]) -> str:
+    """Returns `median (min-max)` of a list of numbers, rounded to units."""
+    import statistics
+
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
 def plot(results: dict, scale: dict, path: Path) -> None:
     """Saves the pipelines (log scale, with min-max) and the growth curves in one figure."""
     import matplotlib
@@ -475,11 +587,14 @@ def plot(results: dict, scale: dict, path: Path) -> None:
               [results[n]["max"] - m for n, m in zip(names, medians, strict=True)]]  # fmt: skip
     colors = ["black" if "ceiling" in n else "tab:orange" if "50 ms" in n else "tab:blue"
               for n in names]  # fmt: skip
-    bars.barh(names, medians, xerr=errors, color=colors)
+    drawn = bars.barh(names, medians, xerr=errors, color=colors)
+    for bar, name in zip(drawn, names, strict=True):
+        if name.startswith(GRAIN):
+            bar.set_hatch("//")
     bars.set_xscale("log")
     bars.invert_yaxis()
     bars.set_xlabel("images/s (log scale; blue: local disk, orange: 50 ms simulated latency)")
-    bars.set_title("Pipelines on the same data")
+    bars.set_title("Pipelines on the same data (hatched: Grain + ArrayRecord)")
     sizes = sorted(scale["by_size"])
     rates = [scale["by_size"][s]["images_per_second"] for s in sizes]
     memory = [scale["by_size"][s]["peak_rss_mb"] for s in sizes]
@@ -520,8 +635,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(read_one_epoch(args.read_one_epoch)))
         return 0
     settings = QUICK if args.quick else FULL
+    from tools import grain_loader
     from utils import timing
 
+    grain_skipped = grain_loader.missing_reason()
     start = time.perf_counter()
     machine = timing.describe_machine()
     print(f"Machine: {machine}", flush=True)
@@ -541,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
         *format_table(results),
         "",
         *targets(results),
+        *latency_and_grain_lines(results),
+        *([grain_skipped] if grain_skipped else []),
         *cores_busy_lines(results, os.cpu_count() or 1),
         "",
         f"Growth: {growth_load.summary()}",
@@ -566,6 +685,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     report = {"settings": settings, "machine": machine, "load": load, "pipelines": results,
               "scaling": scale, "seconds": time.perf_counter() - start}  # fmt: skip
+    if grain_skipped:
+        report["skipped"] = {GRAIN: grain_skipped}
     (args.output_dir / "benchmark.json").write_text(json.dumps(report, indent=2))
     plot(results, scale, args.output_dir / "benchmark.png")
     print("\n".join(lines))

@@ -212,6 +212,20 @@ class SimulatedStorage:
         """
         self._open(num_bytes, transfer=True)
 
+    def open_object(self, num_bytes: int) -> int:
+        """Blocks until an object's first byte arrives; counts it; returns its stream's id.
+
+        For readers that read an object's records themselves (as Grain reads ArrayRecord
+        files): charge the bytes as they are read with `wait_for_bytes(stream, ...)`.
+
+        Args:
+            num_bytes: the object's size.
+
+        Returns:
+            The stream's id.
+        """
+        return self._open(num_bytes, transfer=False)
+
     def _open(self, num_bytes: int, *, transfer: bool) -> int:
         latency_ms = self.draw_latency_ms()
         with self._lock:
