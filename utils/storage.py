@@ -359,13 +359,15 @@ class SimulatedStorage:
             charged = records.batch(_RECORDS_PER_CHARGE).map(lambda b: charge(b, stream))
             return charged.unbatch()
 
-        def records_of(path):
-            return tf.data.Dataset.from_tensors(path).map(open_file).flat_map(stream_records)
-
         if num_parallel_reads is None:
-            return filenames.flat_map(records_of)
-        records = filenames.interleave(
-            records_of, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
+            return filenames.map(open_file).flat_map(stream_records)
+        # The files are opened (their first-byte waits) in a parallel map, up to
+        # `num_parallel_reads` of them ahead of the reads, as tf.data's interleave opens its
+        # next inputs ahead of time. An open inside each file's own dataset (a `flat_map`
+        # per file) cost 30-40 us of CPU per record in TF 2.21, a tenth of the pipeline's.
+        opened = filenames.map(open_file, num_parallel_calls=num_parallel_reads)
+        records = opened.interleave(
+            stream_records, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
         )
         # A real read blocks one of the interleave's own threads; the simulated wait runs as
         # a function, which also needs a thread of tf.data's pool. Give it one per read, so
