@@ -1,0 +1,30 @@
+"""Tests of tools/benchmark_latency.py: the variants it measures and its table (no timing)."""
+
+from tools import benchmark_latency
+
+
+def test_variants_cover_the_simulations_cost_and_the_knobs_at_50_ms():
+    names = list(benchmark_latency.variants(["a.tfrec"], num_classes=5))
+    assert names[:4] == [
+        "no storage layer",
+        "simulation @ 0 ms",
+        "simulation @ 50 ms",
+        "object storage @ 50 ms (p99 500, 85 MB/s)",
+    ]
+    assert [name for name in names if "repeat before the reads" in name] == names[4:]
+
+
+def test_format_results_gives_median_and_range_of_each_figure():
+    results = {
+        "simulation @ 50 ms": {
+            "images_per_second": [6_000.0, 7_000.0, 6_500.0],
+            "cpu_us_per_image": [280.0, 300.0, 290.0],
+            "cores_busy": [1.68, 2.0, 1.9],
+        }
+    }
+    lines = benchmark_latency.format_results(results)
+    assert lines[0].split() == ["variant", "images/s", "CPU", "us/image", "cores", "busy"]
+    assert lines[1].split() == [
+        "simulation", "@", "50", "ms", "6,500", "(6,000-7,000)", "290", "(280-300)", "1.90",
+        "(1.68-2.00)",
+    ]  # fmt: skip
