@@ -583,3 +583,31 @@ figure = display.plot_ablation(ablation.results, title=simulated_storage.describ
 # use. It read with `num_parallel_reads=AUTOTUNE`, which opens only as many shards as the
 # line above printed; and it did not measure the result against individual files or the
 # decode ceiling.
+
+# %% [markdown]
+# ## tf.data + TFRecord, or Grain + ArrayRecord?
+#
+# On a TPU runtime today, JAX comes first, and Kaggle's TPU image ships Grain, Google's
+# data loader for JAX. It reads ArrayRecord files, which keep an index of their records,
+# so any record can be read by its number. Which one to pick:
+#
+# - **tf.data + TFRecord**, this lab's pipeline, when the data streams from object
+#   storage in large shards read whole, one request per shard, and TensorFlow is there
+#   (Kaggle's TPU image has `tensorflow-cpu`; on Colab's TPU runtime you install it). Its
+#   parsing and decoding run in TensorFlow's own threads, outside Python.
+# - **Grain + ArrayRecord** when you need what an index gives: a global shuffle of every
+#   record, reading any record by its number, and an iteration that is deterministic and
+#   can be checkpointed, so that a resumed run sees exactly the batches it would have seen
+#   (the iterator's state is saved with the model). Also on a JAX-only runtime where you
+#   would rather not install TensorFlow. Its per-record steps run in Python, in Grain's
+#   threads or worker processes.
+#
+# The course measures both on the same images, side by side: `python -m tools.benchmark`
+# writes the 192 px records of these shards into ArrayRecord files, reads them with Grain
+# (16 threads, Pillow's libjpeg-turbo decoder) and charges each file the same simulated
+# first-byte wait per pass as a shard here. On the course's idle 2-core machine, Grain +
+# ArrayRecord read [RATIO AT 0 MS, from the idle benchmark] of this pipeline's images per
+# second from local disk and [RATIO AT 50 MS] at 50 ms, using [CPU RATIO]x its CPU time per
+# image. That wait per file per pass holds for files on local disk or cached near the
+# machine; reading records one at a time straight from object storage costs a request
+# each, which the benchmark does not measure.
