@@ -609,5 +609,6 @@ figure = display.plot_ablation(ablation.results, title=simulated_storage.describ
 # ArrayRecord read [RATIO AT 0 MS, from the idle benchmark] of this pipeline's images per
 # second from local disk and [RATIO AT 50 MS] at 50 ms, using [CPU RATIO]x its CPU time per
 # image. That wait per file per pass holds for files on local disk or cached near the
-# machine; reading records one at a time straight from object storage costs a request
-# each, which the benchmark does not measure.
+# machine. Read one record at a time straight from object storage, each record is a
+# request of its own: the benchmark's row "Grain, a request per record" read
+# [RATIO PER RECORD AT 50 MS] of this pipeline's images per second at 50 ms.

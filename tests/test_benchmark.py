@@ -12,7 +12,9 @@ PIPELINES = [
     "image_dataset_from_directory",
     "original course TFRecords",
     "course pipeline",
-] + ([] if grain_loader.missing_reason() else ["Grain + ArrayRecord"])
+] + (
+    [] if grain_loader.missing_reason() else ["Grain + ArrayRecord", "Grain, a request per record"]
+)
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,17 @@ def test_storage_reads_wait_once_per_file_and_epoch_even_on_many_threads(copies)
     assert simulated.num_bytes_read == 2 * sum(os.path.getsize(path) for path in paths)
 
 
+def test_storage_reads_with_a_request_per_record_wait_for_each_record(copies):
+    from utils import storage
+
+    _, paths = copies
+    simulated = storage.SimulatedStorage(latency_ms=0)
+    reads = grain_loader.StorageReads(paths, simulated, request_per_record=True)
+    records = [reads.read(0, key) for key in (0, 1, 2, 59, 59)]
+    assert simulated.num_requests == 5
+    assert simulated.num_bytes_read == sum(len(record) + 16 for record in records)
+
+
 def test_decode_record_matches_tensorflows_decoder_within_rounding(copies):
     import tensorflow as tf
 

@@ -11,8 +11,10 @@
 3. With a `storage.SimulatedStorage`, each ArrayRecord file pays one first-byte wait the
    first time a record of it is read in an epoch, as a TFRecord shard pays one wait each
    time `tf.data` opens it (once per epoch), and its bytes are charged to its stream
-   when there is a bandwidth cap. The wait holds the reading thread, as a blocking read
-   does.
+   when there is a bandwidth cap: files on local disk or cached near the machine. With
+   `request_per_record`, every record read is a request of its own (random access straight
+   to object storage: one ranged read per record). The wait holds the reading thread, as
+   a blocking read does.
 
 Grain and array-record are optional (`requirements-grain.txt`): `missing_reason()` says
 why these rows cannot run, and nothing here imports them before they are used.
@@ -139,9 +141,17 @@ class StorageReads:
     Args:
         paths: ArrayRecord files.
         storage: the storage; None reads directly.
+        request_per_record: every record read is a request of its own (its own first-byte
+            wait and bytes), as random reads straight from object storage are.
     """
 
-    def __init__(self, paths: Sequence[str], storage: SimulatedStorage | None = None):
+    def __init__(
+        self,
+        paths: Sequence[str],
+        storage: SimulatedStorage | None = None,
+        *,
+        request_per_record: bool = False,
+    ):
         import grain
 
         self.source = grain.sources.ArrayRecordDataSource([str(path) for path in paths])
@@ -152,6 +162,7 @@ class StorageReads:
             self._storage
             and (self._storage.megabytes_per_second or self._storage.total_megabytes_per_second)
         )
+        self._request_per_record = request_per_record
         self._lock = threading.Lock()
         self._opened: dict[tuple[int, int], tuple[threading.Event, list[int]]] = {}
 
@@ -160,6 +171,10 @@ class StorageReads:
 
     def read(self, epoch: int, key: int) -> bytes:
         """Returns the record at `key`, after its file's first-byte wait in `epoch`."""
+        if self._storage is not None and self._request_per_record:
+            record = self.source[key]
+            self._storage.wait_for_object(len(record) + _FRAMING_BYTES)
+            return record
         if self._storage is not None:
             stream = self._open(epoch, bisect.bisect_right(self._ends, key))
         record = self.source[key]
@@ -218,6 +233,7 @@ def grain_images(
     num_threads: int = NUM_THREADS,
     prefetch_buffer_size: int = PREFETCH_BUFFER_SIZE,
     seed: int = 0,
+    request_per_record: bool = False,
 ):
     """Reads endless batches of (image, one-hot label) from ArrayRecord files with Grain.
 
@@ -235,6 +251,8 @@ def grain_images(
         num_threads: Grain's reading threads.
         prefetch_buffer_size: elements read ahead.
         seed: the shuffle's seed.
+        request_per_record: each record read is a storage request of its own
+            (`StorageReads`), not one per file and epoch.
 
     Returns:
         A `grain.IterDataset` of (uint8 images (batch, h, w, 3), float32 labels).
@@ -244,7 +262,7 @@ def grain_images(
     """
     import grain
 
-    reads = StorageReads(paths, storage)
+    reads = StorageReads(paths, storage, request_per_record=request_per_record)
     num_records = len(reads)
     keys = grain.MapDataset.range(num_records).shuffle(seed=seed).repeat()
     # The position in the endless dataset tells the epoch; the element is the record key.
