@@ -11,7 +11,7 @@
 # **You will:**
 #
 # 1. Convert one image in a Beam `DoFn`, sending unreadable images to a side output (TODO 1).
-# 2. Assemble the pipeline: match files, reshuffle, convert, write the shards and skip list (TODO 2).
+# 2. Assemble the pipeline: match, reshuffle, convert, write the shards and skip list (TODO 2).
 #
 # Then you run it, validate its output, and compare its speed with lab 2's loop.
 
