@@ -66,7 +66,8 @@ def _code_above(cells, phrase):
         ("04_train_keras", "Read the ratios printed above", "decode_less.time_variants("),
         ("04_train_keras", "the min-max ranges show how much the numbers", 'summary(".2f")'),
         ("04_train_keras", "the min-max ranges show how much the numbers", "decode_load.summary()"),
-        ("07_scale_out_reading", "The lines above say which limit held", "The lower limit:"),
+        ("07_scale_out_reading", "The\n# verdict lines say whether", "timing.describe_difference("),
+        ("07_scale_out_reading", "the lower of the two limits", "The lower limit:"),
         ("07_scale_out_reading", "the lower of the two limits", "cpu_limit = os.cpu_count()"),
     ],
 )
@@ -221,3 +222,29 @@ def test_lesson6_reshuffles_after_matching_and_says_why():
     assert "`Create([pattern]) | MatchAll()`" in text and "breaks the fusion" in text
     assert "distributed step" not in text
     assert "at random" not in code
+
+
+def test_lesson7_prints_its_caveats_beside_its_numbers():
+    code = _code("07_scale_out_reading")
+    table = code[code.index("PUBLISHED_RATES = [") : code.index("def dataset_fn(")]
+    assert 'f"At least: decoding {TARGET_SIZE} px JPEGs only' in table
+    assert "{machine_load.summary()}" in table and table.rstrip().endswith("print(caveat)")
+    summary = code[code.index('f"Decode ceiling: {ceiling.median') :]
+    assert (
+        'print(f"  {caveat}")' in summary and "needs at least {cores_with_range(rate)}" in summary
+    )
+
+
+def test_lesson7_measures_compression_off_against_auto_in_turns():
+    code = _code("07_scale_out_reading")
+    assert '"1 worker": (one_worker, "AUTO")' in code
+    assert '"1 worker, compression off": (one_worker, None)' in code
+    assert "compression=compression" in code and "timing.measure_in_turns(metered" in code
+    assert 'name="Compression AUTO vs off"' in code
+
+
+def test_lesson7_says_no_more_than_its_run_shows_about_a_second_worker():
+    text = _text("07_scale_out_reading")
+    assert "doubles the rate, even on this small machine" not in text
+    assert 'name="A second worker"' in _code("07_scale_out_reading")
+    assert "Collective ops is aborted\nby: Socket closed" in text

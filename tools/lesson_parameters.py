@@ -70,6 +70,7 @@ SMALL_PARAMETERS = {
         "NUM_SHARDS": 4,
         "BATCH_SIZE": 16,
         "NUM_TIMED_IMAGES": 160,
+        "REPEATS": 2,
     },
 }
 
