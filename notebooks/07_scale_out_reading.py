@@ -133,7 +133,7 @@ PUBLISHED_RATES = [  # (accelerator, images/s, source)
 caveat = (
     f"At least: decoding {TARGET_SIZE} px JPEGs only (ImageNet's are larger, and training "
     f"crops and flips them), at {per_core:,.0f} images/s per core measured on this "
-    f"machine's {os.cpu_count()} cores; {machine_load.summary()}"
+    f"machine's {os.cpu_count()} cores. {machine_load.summary()}"
 )
 
 
