@@ -75,19 +75,28 @@ def _result(label, rate):
     return timing.ThroughputResult(label, 100, 100 / rate, rate, None, 0.0)
 
 
-def test_plot_ablation_one_panel_per_knob_log_only_where_needed():
+def _runs(label, *values):
+    return timing.RepeatedResult(label, tuple(values))
+
+
+def test_plot_ablation_one_panel_per_knob_on_one_y_axis():
     figure = display.plot_ablation(
         {
-            "reads": [_result("1", 100), _result("16", 400)],
-            "cache": [_result("off", 10), _result("on", 1000)],
-        },  # fmt: skip
+            "reads": [_runs("1", 90, 100, 110), _runs("16", 400, 380, 420)],
+            "prefetch": [_runs("on", 390, 400, 410), _runs("off", 380, 400, 420)],
+        },
         title="t",
     )
-    reads, cache = figure.axes
+    reads, prefetch = figure.axes[:2]
     assert reads.get_title() == "reads" and reads.get_yscale() == "linear"
-    assert cache.get_title() == "cache (log scale)" and cache.get_yscale() == "log"
+    assert reads.get_ylim() == prefetch.get_ylim() == (0, pytest.approx(420 * 1.2))
     assert [t.get_text() for t in reads.get_xticklabels()] == ["1", "16"]
-    assert [t.get_text() for t in reads.texts] == ["100", "400"]
+    assert [t.get_text() for t in reads.texts] == ["100", "400"]  # Medians.
+    log = display.plot_ablation(
+        {"reads": [_runs("1", 10, 10)], "cache": [_runs("on", 1000, 1000)]}, title="t"
+    )
+    assert [axis.get_yscale() for axis in log.axes[:2]] == ["log", "log"]
+    assert log.axes[0].get_ylabel() == "images/s (log scale)"
 
 
 def test_plot_ablation_rejects_nothing_to_plot():
@@ -142,13 +151,12 @@ def _result(label, rate):
 
 def test_lab3_figures_fit_the_notebook_width(tmp_path):
     knobs = {
-        "course pipeline, again": [_result(f"run {i}", 1500) for i in (1, 2, 3)],
-        "num_parallel_reads": [_result(str(n), 300 * n) for n in (1, 2, 4, 8, 16)]
-        + [_result("AUTOTUNE", 1400)],
-        "shards": [_result(str(n), 1000 + n) for n in (1, 4, 16, 64)],
-        "deterministic": [_result("false", 1500), _result("true", 1400)],
-        "prefetch": [_result("true", 1500), _result("false", 1450)],
-        "cache": [_result("false", 1500), _result("true", 40000)],
+        "num_parallel_reads": [_runs(str(n), 300 * n, 310 * n) for n in (1, 4, 16)]
+        + [_runs("AUTOTUNE", 1400, 1450)],
+        "shards": [_runs(str(n), 1000 + n, 1010 + n) for n in (1, 4, 16, 64)],
+        "deterministic": [_runs("false", 1500, 1550), _runs("true", 1400, 1450)],
+        "prefetch": [_runs("true", 1500, 1550), _runs("false", 1450, 1500)],
+        "cache": [_runs("false", 1500, 1550), _runs("true", 40000, 41000)],
     }
     assert _saved_width(display.plot_ablation(knobs, title="x" * 90), tmp_path) <= 1000
     speed = [

@@ -29,8 +29,15 @@ SMALL_PARAMETERS = {
         "NUM_PARALLEL_READS": 8,
         "NUM_TIMED_IMAGES": 60,
         "NUM_TIMED_SEQUENTIAL": 5,
+        "SPEED_TEST_REPEATS": 2,
     },
-    "02_write_tfrecords": {"NUM_IMAGES": 100, "NUM_SHARDS": 4, "NUM_SAMPLE": 20},
+    "02_write_tfrecords": {
+        "NUM_IMAGES": 100,
+        "NUM_SHARDS": 4,
+        "NUM_SAMPLE": 20,
+        "DECODE_TIMED_IMAGES": 80,
+        "DECODE_REPEATS": 2,
+    },
     "03_read_tfrecords": {
         "NUM_IMAGES": 100,
         "NUM_SHARDS": 4,
@@ -39,8 +46,10 @@ SMALL_PARAMETERS = {
         "NUM_TIMED_IMAGES": 160,
         "NUM_TIMED_FILES": 40,
         "NUM_TIMED_SEQUENTIAL": 4,
+        "SPEED_TEST_REPEATS": 2,
         "ABLATION_PARALLEL_READS": [1, 4],
         "ABLATION_SHARD_COUNTS": [1, 4],
+        "ABLATION_REPEATS": 2,
         "TIMELINE_BATCHES": 4,
     },
     "04_train_keras": {
@@ -61,6 +70,7 @@ SMALL_PARAMETERS = {
         "NUM_SHARDS": 4,
         "BATCH_SIZE": 16,
         "NUM_TIMED_IMAGES": 160,
+        "REPEATS": 2,
     },
 }
 

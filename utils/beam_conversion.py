@@ -134,7 +134,7 @@ def build_pipeline(
     target_size: int,
     quality: int,
 ) -> None:
-    """Adds the conversion to a Beam `pipeline`: match files, convert, write shards and skips.
+    """Adds the conversion to a Beam `pipeline`: match, reshuffle, convert, write shards, skips.
 
     Args:
         pipeline: the Beam pipeline to add the steps to.
@@ -155,6 +155,10 @@ def build_pipeline(
         | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda metadata: metadata.path)
         | "Images only" >> beam.Filter(sources.is_image_file)
+        # MatchFiles is Create([pattern]) | MatchAll(): one match call. A runner that fuses
+        # steps (Dataflow) would run every step after it on that one worker; a Reshuffle
+        # breaks the fusion and spreads the paths over the workers.
+        | "Spread over workers" >> beam.Reshuffle()
     )
     converted = paths | "Convert" >> beam.ParDo(
         make_convert_dofn(source.class_names, target_size, quality)
