@@ -2,8 +2,7 @@
 # # Lab 4 · Train a Keras model on TPU, GPU or CPU from the TFRecord pipeline
 #
 # The pipeline of lab 3 now feeds a model. The same notebook runs on a TPU, on GPUs or on
-# the CPU: one helper finds the best device here and says which it took. At the end you
-# measure whether the training is waiting for its input.
+# the CPU: one helper finds the best device here and says which it took.
 #
 # **You will:**
 #
@@ -12,9 +11,8 @@
 # 3. Build the training pipeline: cache, shuffle, repeat, batch, prefetch (TODO 3).
 # 4. Build and compile the model under the strategy, with `steps_per_execution` (TODO 4).
 #
-# Then you train, look at the predictions, measure whether training is input-bound (and
-# what a faster accelerator would need), see why a TPU wants about 128 images per core,
-# and save and reload the model.
+# Then you train, look at the predictions, and save and reload the model. Whether the
+# training waits for its input is lesson 5's question.
 
 # %% [markdown]
 # ## Parameters
@@ -37,13 +35,6 @@ BATCH_PER_REPLICA = None  # None: the device's rule of thumb (strategy.BATCH_PER
 BASE_LEARNING_RATE = 0.002  # Learning rate for one replica.
 MAX_LEARNING_RATE = 0.008  # The scaled learning rate's cap (tried at 8 replicas).
 STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
-NUM_TIMED_STEPS = 32  # Steps timed in each step-time measurement.
-# A stand-in for a faster accelerator: the images/s it would consume. A setting, not a
-# measurement: put in what your accelerator trains at, to see whether the pipeline keeps up.
-STAND_IN_IMAGES_PER_SECOND = 5000
-TIMED_BATCHES_PER_REPLICA = [8, 32, 128]  # Batch sizes per replica timed against each other.
-NUM_DECODE_IMAGES = 2000  # Records read into memory for "Decode less", timed per run.
-DECODE_REPEATS = 5  # Alternating runs of each way of decoding.
 SEED = 42
 
 # %% [markdown]
@@ -69,14 +60,12 @@ import tensorflow as tf
 from utils import (
     checks,
     conversion,
-    decode_less,
     display,
     models,
     records,
     sources,
     step_timing,
     strategy,
-    timing,
 )
 
 # %% [markdown]
@@ -126,7 +115,7 @@ print(
 #
 # Each replica takes its own share of every batch. A TPU core takes about 128 images: its
 # matrix unit is a 128 x 128 grid of multipliers, and a batch smaller than that leaves part
-# of the grid idle (you measure why below, in "Why about 128 images per TPU core"). GPUs
+# of the grid idle (lesson 5 says what fills it, and what does not). GPUs
 # and CPUs take fewer (`strategy.BATCH_PER_REPLICA`). With more replicas, the global batch
 # grows, each epoch has fewer steps, and the learning rate grows with it (the "linear
 # scaling rule"). A much larger learning rate can make the first steps diverge, so it is
@@ -426,240 +415,8 @@ figure = display.show_predictions(
 )
 
 # %% [markdown]
-# ## Is training waiting for its input?
-#
-# Training waits for its input when the pipeline delivers fewer images per second than
-# the training step consumes. Measure both sides, on a *copy* of the trained model (its
-# weights change as it trains; the model above stays as trained, to be saved below):
-#
-# - what the device consumes: training steps fed one batch held in memory, an input that
-#   costs nothing;
-# - what the pipeline delivers on its own, with no model: `uncached`, the training
-#   pipeline without `cache()`, so that every image is read from the shards and decoded
-#   (what the first epoch costs, and every epoch of a dataset too large to cache); and
-#   `train_dataset` from its cache, filled during training above;
-# - and training steps fed by `uncached`: if their time is close to the in-memory one,
-#   reading keeps up here.
-#
-# A faster accelerator consumes more. `STAND_IN_IMAGES_PER_SECOND` stands in for one: a
-# setting, not a measurement. Where the pipeline delivers less than an accelerator
-# consumes, that accelerator would wait: training there is input-bound.
-
-
-# %%
-def compiled_copy(steps_per_execution):
-    """A copy of the trained model, compiled as TODO 4 compiled it but for `steps_per_execution`."""
-    return step_timing.compiled_copy(
-        model, steps_per_execution=steps_per_execution, scope=choice.scope()
-    )
-
-
-one_batch = next(iter(train_dataset))
-in_memory = tf.data.Dataset.from_tensors(one_batch).repeat()
-uncached = (
-    read_images(train_paths)
-    .repeat()
-    .batch(global_batch_size, drop_remainder=True)
-    .map(augment, num_parallel_calls=tf.data.AUTOTUNE)
-    .prefetch(tf.data.AUTOTUNE)
-)
-timed_images = NUM_TIMED_STEPS * global_batch_size
-from_shards = timing.measure_throughput(
-    uncached, num_images=timed_images, label="pipeline, reading and decoding"
-)
-from_cache = timing.measure_throughput(
-    train_dataset, num_images=timed_images, label="pipeline, from its cache"
-)
-input_bound = step_timing.measure_input_bound(
-    compiled_copy(steps_per_execution), uncached, in_memory, num_steps=NUM_TIMED_STEPS
-)
-print(input_bound.summary())
-
-# %%
-consumers = {
-    f"{choice.kind} consumes": global_batch_size / input_bound.step_in_memory,
-    "the stand-in consumes": STAND_IN_IMAGES_PER_SECOND,
-}
-print("\n".join(step_timing.describe_keeps_up([from_shards, from_cache], consumers)))
-trained = timing.ThroughputResult(
-    "training, fed without cache",
-    num_images=timed_images,
-    seconds=input_bound.step_fed * NUM_TIMED_STEPS,
-    images_per_second=global_batch_size / input_bound.step_fed,
-    megabytes_per_second=None,
-    warmup_seconds=0.0,
-)
-figure = display.plot_throughput(
-    [from_shards, from_cache, trained],
-    title="What the pipeline delivers, against what the accelerator consumes",
-    references=consumers,
-)
-
-# %% [markdown]
-# Read the lines above: a bar below a dashed line is a pipeline that consumer would wait
-# for. The cache serves the later epochs (the second bar); the first epoch, and every
-# epoch of a dataset too large to cache, run at the speed of reading and decoding (the
-# first bar). On a CPU, the pipeline and the training steps share the same cores, so the
-# step fed by the pipeline can be slower than the one fed from memory even where the
-# pipeline alone keeps up; an accelerator computes on its own chips while the host's
-# cores feed it.
-#
-# On a real TPU, the profiler shows the same thing from the device's side. Capture a few
-# steps (on TensorFlow `keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))`; on
-# JAX `jax.profiler.trace(log_dir)` around some steps) and open TensorBoard's Profile tab:
-# its overview page splits each step's time into compute and waiting for input, and
-# names the TPU's idle time. A large input share there is the ratio above, measured on
-# the device.
-
-# %% [markdown]
-# ## Why about 128 images per TPU core
-#
-# A TPU core multiplies matrices in its matrix unit (MXU): a 128 x 128 grid of
-# multiply-adders, a *systolic array*, through which the numbers flow from one cell to
-# the next, one beat at a time. The images of a batch are the rows that flow through it:
-# with far fewer than 128 per core, the array is mostly idle on each pass, and each step
-# still pays its fixed costs. So a TPU wants about 128 images per core, or a multiple.
-# (The original course stated this; here you measure the shape of it on your device.)
-#
-# The cell times training steps, with data in memory, at several batch sizes per replica
-# (fewer steps for the larger batches, so that each size trains on as many images).
-
-# %%
-batch_timings = step_timing.time_batch_sizes(
-    lambda: compiled_copy(1),
-    one_batch,
-    batches_per_replica=TIMED_BATCHES_PER_REPLICA,
-    num_replicas=choice.num_replicas,
-    num_timed_steps=NUM_TIMED_STEPS,
-)
-
-# %% [markdown]
-# Read the images/s column above: where it grows with the batch, the smaller batch left
-# the device partly idle, each step paying its fixed costs for fewer images; where it stays
-# level or falls, this device was already full at the smaller batch. A TPU core fills at
-# about 128 images, its matrix unit's size.
-
-# %% [markdown]
-# ## `steps_per_execution`: 1 against more
-#
-# Each call from Python into the compiled step function has a fixed cost. On a TPU, where
-# a step takes little time, that cost can be most of the step; `steps_per_execution=N`
-# pays it once per N steps. To see where it matters, time a step so small that the fixed
-# cost dominates, a tiny model on 8 numbers per image and a batch of 8, beside the lab's
-# model. (On JAX, Keras 3.15 calls one compiled step at a time even with N: expect no
-# gain there.)
-
-
-# %%
-step_times = {}
-for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
-    tiny, tiny_batches = step_timing.tiny_model_and_batches(
-        batch_size=8 * choice.num_replicas,
-        num_outputs=len(class_names),
-        steps_per_execution=n,
-        scope=choice.scope(),
-    )
-    step_times[n] = {
-        "lab's model": timing.time_training_steps(
-            compiled_copy(n), in_memory, num_steps=NUM_TIMED_STEPS
-        ),
-        "tiny model": timing.time_training_steps(tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS),
-    }
-print("\n".join(step_timing.describe_steps_per_execution(step_times, steps_per_execution)))
-
-# %% [markdown]
-# Compare the two ratios above: the smaller the step, the more of it is the fixed cost
-# of a call, and the more `steps_per_execution` saves.
-
-# %% [markdown]
-# ## Decode less: crop while decoding
-#
-# The shards hold `TARGET_SIZE` images and the model sees `IMAGE_SIZE`: every pixel is
-# decoded, and the resize then discards much of that work. TPU reference models (the
-# ResNet preprocessing in `tensorflow/tpu`) augment with a random crop, and they pick
-# the crop *before* decoding:
-#
-# - `tf.io.extract_jpeg_shape()` reads the image's size from the JPEG header alone;
-# - `tf.image.sample_distorted_bounding_box()` picks a random window in it, its area and
-#   shape drawn from the reference's ranges (printed below);
-# - `tf.io.decode_and_crop_jpeg()` then decodes only that window's part of the image.
-#
-# A second way to decode less is DCT scaling: `tf.io.decode_jpeg(..., ratio=2)` decodes
-# at half the width and height, computed from the JPEG's coarse frequencies instead of
-# decoding every pixel and scaling down afterwards.
-#
-# Below, the three ways make the same random crops at `IMAGE_SIZE` from the same JPEG
-# bytes: decode, then crop (the usual way); decode only the crop; decode at half size,
-# then crop. The records are read into memory first, so that only decoding, cropping and
-# resizing are timed.
-
-# %%
-serialized_records = tf.data.TFRecordDataset(train_paths).take(NUM_DECODE_IMAGES)
-encoded_images = [records.parse_record(r)["image"].numpy() for r in serialized_records]
-average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
-print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
-smallest, largest = decode_less.AREA_RANGE
-narrowest, widest = decode_less.ASPECT_RATIO_RANGE
-print(
-    f"Random windows: {smallest:.0%} to {largest:.0%} of the image's area, "
-    f"width/height {narrowest:.2f} to {widest:.2f}"
-)
-
-# %% [markdown]
-# One random window per image, cut by each of the three ways:
-
-# %%
-figure = display.show_image_rows(
-    decode_less.sample_crops(encoded_images[:4], image_size=IMAGE_SIZE),
-    title=f"The same windows, three ways, at {IMAGE_SIZE} px",
-)
-
-# %% [markdown]
-# Does decoding only the crop give the same pixels as decoding everything, then
-# cropping? Compared on random windows, before any resizing:
-
-# %%
-differences = decode_less.crop_differences(encoded_images[:50])
-
-# %% [markdown]
-# The pixels that differ, if any, lie on the crop's left and right edges (the line above
-# says how many lie elsewhere): these JPEGs store colour at half the resolution, and the
-# smooth upsampling of colour reads the column beyond the edge, which was not decoded.
-# Decoding at half size gives half the pixels across each window, so a small window is
-# enlarged from fewer pixels and looks softer (the last row of the figure).
-
-# %% [markdown]
-# Now the speed: each way is timed `DECODE_REPEATS` times, in turns, so that a change in
-# the machine's load touches all three alike.
-
-# %%
-with timing.LoadWatch() as decode_load:
-    speedups = decode_less.time_variants(
-        encoded_images, image_size=IMAGE_SIZE, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS
-    )
-print(decode_load.summary())
-for speedup in speedups.values():
-    print(speedup.summary(".2f") + " over decoding, then cropping")
-
-# %% [markdown]
-# Read the ratios printed above: they are what decoding less buys on this machine, for
-# these images. The resize, the random window and `tf.data`'s cost per image are paid
-# the same by all three ways: only the decoding differs, so a ratio near 1 means that
-# decoding is a small part of the work at this size, and a ratio below 1 means that this
-# way of decoding costs more here than it saves. (The line on the machine's load says
-# whether other work ran meanwhile; the min-max ranges show how much the numbers moved.)
-#
-# **When does it matter?** This lab's training pipeline caches the decoded images
-# (`cache()` in TODO 3) and augments after the cache: each image is decoded once, in the
-# first epoch. A crop chosen while decoding would be cached too, and come back the same
-# in every epoch; with a cache, a random crop belongs after it, on decoded images.
-# Decoding less matters when the decoded images do not fit in memory, as with ImageNet
-# on a TPU: every epoch decodes every image again, and the input pipeline must keep up
-# with the accelerator. That is why the reference models crop while decoding.
-#
-# One more place to decode less: `read_example()` above decodes `TARGET_SIZE` images
-# only to resize them to `IMAGE_SIZE`. Where that is half the size,
-# `decode_jpeg(..., ratio=2)` gives it directly, with no resize.
+# Is this training waiting for its input, and what else sets a step's time? Lesson 5,
+# "Is the accelerator waiting?" (`05_accelerator_waiting`), measures it.
 
 # %% [markdown]
 # ## Save and reload
@@ -700,37 +457,9 @@ print(
     f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}."
 )
 print(f"Validation accuracy after {EPOCHS} epochs: {accuracy:.2f} (chance {chance:.2f}).")
-print(
-    f"Step time fed by the pipeline without cache / with one batch in memory: "
-    f"{input_bound.ratio:.2f} ({input_bound.verdict})."
-)
-print(
-    f"The pipeline delivers {from_shards.images_per_second:,.0f} images/s reading and "
-    f"decoding, {from_cache.images_per_second:,.0f} from its cache; {choice.kind} consumes "
-    f"{global_batch_size / input_bound.step_in_memory:,.0f}, "
-    f"the stand-in {STAND_IN_IMAGES_PER_SECOND:,}."
-)
-for name in ["lab's model", "tiny model"]:
-    print(
-        f"steps_per_execution 1 vs {steps_per_execution}, {name}: "
-        f"{step_times[1][name] * 1000:.2f} vs "
-        f"{step_times[steps_per_execution][name] * 1000:.2f} ms per step."
-    )
-images_per_second = global_batch_size / input_bound.step_fed
-print(f"Training speed fed without cache: {images_per_second:,.0f} images/s on {choice.kind}.")
-print(
-    "Images/s against batch per replica: "
-    + ", ".join(
-        f"{size}: {size * choice.num_replicas / seconds:,.0f}"
-        for size, seconds in batch_timings.items()
-    )
-    + "."
-)
-for speedup in speedups.values():
-    print(speedup.summary(".2f") + " over decoding, then cropping")
 
 # %% [markdown]
 # *What changed from the original course:* it found the TPU with a resolver that no
 # longer works on TPU VMs and failed with a `NameError` when there was none; it used
 # `input_shape=` on layers, a learning-rate schedule returning a tensor and the history
-# key `lr`, all of which Keras 3 changed; and it never measured whether the input kept up.
+# key `lr`, all of which Keras 3 changed.

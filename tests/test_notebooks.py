@@ -248,6 +248,7 @@ PARAMETER_DEPENDENT = {
         "of ({IMAGE_SIZE}, {IMAGE_SIZE}, 3)",
         "{STEPS_PER_EXECUTION} steps per execution",
     ],
+    "05_accelerator_waiting": [],
     "06_convert_with_beam": [],
     "07_scale_out_reading": ["all {NUM_IMAGES} records", "in batches of {BATCH_PER_HOST}."],
 }

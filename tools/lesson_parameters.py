@@ -50,6 +50,13 @@ SMALL_PARAMETERS = {
         "IMAGE_SIZE": 32,
         "EPOCHS": 1,
         "STEPS_PER_EXECUTION": 2,
+    },
+    "05_accelerator_waiting": {
+        "NUM_IMAGES": 160,
+        "NUM_SHARDS": 4,
+        "IMAGE_SIZE": 32,
+        "BATCH_PER_REPLICA": 16,
+        "STEPS_PER_EXECUTION": 2,
         "NUM_TIMED_STEPS": 4,
         "TIMED_BATCHES_PER_REPLICA": [4, 16],
         "NUM_DECODE_IMAGES": 64,
