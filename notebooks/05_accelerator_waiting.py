@@ -1,19 +1,18 @@
 # %% [markdown]
 # # Lesson 5 · Is the accelerator waiting?
 #
-# Lab 4 trained a model from the TFRecord pipeline. Here you measure whether a training
-# step waits for its input, and what else sets its time: prefetching, the batch per core,
-# the steps per call into the compiled step, and how much of each JPEG is decoded. Every
-# comparison is taken in turns, several rounds, and judged from its range. The lesson
-# writes its own shards if lab 2 did not, and builds its own model: lab 4 need not have run.
+# Does a training step wait for its input, and what else sets its time: prefetching, the
+# batch per core, the steps per call, how much of each JPEG is decoded? Every comparison
+# is taken in rounds, in turns, and judged from its range. This lesson writes its own
+# shards if lab 2 did not, and builds its own model: lab 4 need not have run.
 #
 # **You will:**
 #
 # 1. Make the input that costs nothing: one batch held in memory (TODO 1).
 # 2. Write the verdict a range allows: faster, the same, or can't tell (TODO 2).
 #
-# Then you measure the training step fed by the pipeline, from memory and without
-# prefetch; see what fills a TPU's matrix unit; and time `steps_per_execution` and
+# Then you time the training step fed by the pipeline, from memory and without
+# prefetch, see what fills a TPU's matrix unit, and time `steps_per_execution` and
 # decoding less.
 
 # %% [markdown]
@@ -357,7 +356,7 @@ call_candidates = {}
 for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
     tiny, tiny_batches = step_timing.tiny_model_and_batches(
         batch_size=8 * choice.num_replicas,
-        num_outputs=len(class_names),
+        num_outputs=5,
         steps_per_execution=n,
         scope=choice.scope(),
     )
@@ -392,13 +391,11 @@ for name in ["lesson's model", "tiny model"]:
 # - DCT scaling: `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and height,
 #   from the JPEG's coarse frequencies, instead of decoding every pixel and scaling down.
 #
-# The windows' ranges (printed below) are those of `tensorflow/tpu`'s ResNet
-# preprocessing. It once cropped its training images while decoding; since its commit
-# 9a3c65a (2023-11-08) the training crop decodes the whole image (`decode_image()`, then
-# crop), which also reads formats other than JPEG, and only its evaluation centre crop
-# still uses `decode_and_crop_jpeg()`. Below, the three ways (decode, then crop; decode
-# only the crop; decode at half size, then crop) cut the same windows from the same
-# JPEG bytes, read into memory first so that only decoding, cropping and resizing count.
+# The windows' ranges (printed below) are `tensorflow/tpu`'s ResNet preprocessing's. It
+# once cropped its training images while decoding; since its commit 9a3c65a (2023-11-08)
+# the training crop decodes the whole image (`decode_image()`, then crop), and only its
+# evaluation centre crop still uses `decode_and_crop_jpeg()`. Below, the three ways cut
+# the same windows from the same JPEG bytes, held in memory: no reading is timed.
 
 # %%
 serialized_records = tf.data.TFRecordDataset(shard_set.paths).take(NUM_DECODE_IMAGES)
