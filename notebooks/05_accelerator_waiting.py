@@ -198,16 +198,6 @@ def verdict(ratio, *, tolerance, above, below):
 checks.check_verdict(verdict, todo=2, tolerance=step_timing.TOLERANCE)
 
 
-verdict_lines = []  # Every comparison's line, printed again in "What you measured".
-
-
-def judge(ratio, above, below):
-    """Prints the ratio, its range and its verdict, and keeps the line."""
-    said = verdict(ratio, tolerance=step_timing.TOLERANCE, above=above, below=below)
-    verdict_lines.append(step_timing.describe_comparison(ratio, said))
-    print(verdict_lines[-1])
-
-
 # %% [markdown]
 # ## Is training waiting for its input?
 #
@@ -221,11 +211,21 @@ def judge(ratio, above, below):
 # - training steps fed by `uncached`, with its `prefetch` and without it.
 #
 # `STAND_IN_IMAGES_PER_SECOND` stands in for a faster accelerator: a setting, not a
-# measurement.
+# measurement. `judge()` prints each ratio with its range and your `verdict()`.
 
 # %%
 timed_model = compiled_model(steps_per_execution)  # Trained by the timing; not kept.
 timed_images = NUM_TIMED_STEPS * global_batch_size
+
+
+verdict_lines = []  # Every comparison's line, printed again in "What you measured".
+
+
+def judge(ratio, above, below):
+    """Prints the ratio, its range and its verdict, and keeps the line."""
+    said = verdict(ratio, tolerance=step_timing.TOLERANCE, above=above, below=below)
+    verdict_lines.append(step_timing.describe_comparison(ratio, said))
+    print(verdict_lines[-1])
 
 
 def training_fed_by(dataset):
