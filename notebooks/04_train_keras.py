@@ -113,10 +113,10 @@ print(
 # %% [markdown]
 # ## 1. Batch size and learning rate (TODO 1)
 #
-# Each replica takes its own share of every batch: 128 images per TPU core here, a
-# multiple of 8 as TPU tiling wants (for a convnet the batch alone does not fill a TPU's
-# matrix unit: lesson 5 says what does). GPUs and CPUs take fewer
-# (`strategy.BATCH_PER_REPLICA`). With more replicas, the global batch
+# Each replica takes its own share of every batch. A TPU core takes about 128 images: its
+# matrix unit is a 128 x 128 grid of multipliers, and a batch smaller than that leaves part
+# of the grid idle (lesson 5 says what fills it, and what does not). GPUs
+# and CPUs take fewer (`strategy.BATCH_PER_REPLICA`). With more replicas, the global batch
 # grows, each epoch has fewer steps, and the learning rate grows with it (the "linear
 # scaling rule"). A much larger learning rate can make the first steps diverge, so it is
 # capped at `MAX_LEARNING_RATE` (or warmed up; not here).
