@@ -9,10 +9,11 @@
 # 1. Scale the batch size and the learning rate with the number of replicas (TODO 1).
 # 2. Augment the images inside the pipeline (TODO 2).
 # 3. Build the training pipeline: cache, shuffle, repeat, batch, prefetch (TODO 3).
-# 4. Build and compile the model under the strategy, with `steps_per_execution` (TODO 4).
+# 4. Compile the model under the strategy, with a learning-rate schedule (TODO 4).
 #
-# Then you train, look at the predictions, and save and reload the model. Whether the
-# training waits for its input is lesson 5's question.
+# Then you train for a set number of images, whatever the number of devices, look at the
+# predictions, and save and reload the model. Whether the training waits for its input
+# is lesson 5's question.
 
 # %% [markdown]
 # ## Parameters
@@ -28,13 +29,17 @@ TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
 NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); written here if lab 2 did not.
 SHARDS_DIR = None  # None: where lab 2 wrote them; or the folder (or gs://) you wrote them to.
 DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
-IMAGE_SIZE = 96  # The model's input size: images are resized in the pipeline.
+IMAGE_SIZE = 96  # The model's input size: decoded at that size from TARGET_SIZE.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
-EPOCHS = 5
-BATCH_PER_REPLICA = None  # None: the device's rule of thumb (strategy.BATCH_PER_REPLICA).
-BASE_LEARNING_RATE = 0.002  # Learning rate for one replica.
-MAX_LEARNING_RATE = 0.008  # The scaled learning rate's cap (tried at 8 replicas).
-STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
+BATCH_PER_REPLICA = 16  # Images per replica per step: a multiple of 8 (see TODO 1).
+TRAINING_IMAGES = 12_000  # How long to train: images seen in all, on any number of devices.
+EPOCHS = 6  # fit()'s epochs: how many times the training stops to evaluate.
+BASE_LEARNING_RATE = 0.002  # Peak learning rate for one replica.
+MAX_LEARNING_RATE = 0.008  # The scaled peak's cap (reached at 4 replicas).
+WARMUP_FRACTION = 0.1  # Share of the steps over which the learning rate rises from 0.
+STEPS_PER_EXECUTION = 16  # Training steps per call into the compiled function, at most.
+NUM_PARALLEL_READS = 16  # Shards read at once (lab 3's NUM_PARALLEL_READS).
+NUM_TIMED_IMAGES = 4000  # Images per timed run of lab 3's and this lab's reading.
 SEED = 42
 
 # %% [markdown]
@@ -62,10 +67,12 @@ from utils import (
     conversion,
     display,
     models,
-    records,
+    pipeline,
     sources,
     step_timing,
     strategy,
+    timing,
+    training,
 )
 
 # %% [markdown]
@@ -82,6 +89,11 @@ from utils import (
 # It prints what it tried and what it took. A model built under `choice.scope()` runs on
 # those devices, one copy (replica) per TPU core or GPU, each taking a share of every
 # batch. (On JAX the scope does nothing: the distribution is already set.)
+#
+# Where learners meet TPUs today, it is JAX on both: Colab's TPU runtime is a v5e-1 (one
+# chip, one device: one replica), Kaggle's a v5e-8 (eight devices: eight replicas). The
+# same defaults must train well on 1 device and on 8; this lab's tests run it on 8
+# simulated CPU devices too.
 
 # %%
 keras.utils.set_random_seed(SEED)
@@ -113,16 +125,19 @@ print(
 # %% [markdown]
 # ## 1. Batch size and learning rate (TODO 1)
 #
-# Each replica takes its own share of every batch. A TPU core takes about 128 images: its
-# matrix unit is a 128 x 128 grid of multipliers, and a batch smaller than that leaves part
-# of the grid idle (lesson 5 says what fills it, and what does not). GPUs
-# and CPUs take fewer (`strategy.BATCH_PER_REPLICA`). With more replicas, the global batch
-# grows, each epoch has fewer steps, and the learning rate grows with it (the "linear
-# scaling rule"). A much larger learning rate can make the first steps diverge, so it is
-# capped at `MAX_LEARNING_RATE` (or warmed up; not here).
+# Each replica takes its own share of every batch. On a TPU, arrays are laid out in tiles
+# of 8 x 128 (Cloud TPU's performance guide), so the batch per core should be a multiple
+# of 8; for a convnet, what fills the matrix unit is the batch times the image's height
+# and width, not the batch alone (lesson 5). This dataset is small: a large batch per
+# replica would leave 8 devices only a few steps to learn in, so the lab takes
+# `BATCH_PER_REPLICA` images per replica on every device.
+#
+# With more replicas the global batch grows, each step sees more images, and the
+# learning rate grows with it (the "linear scaling rule"), capped at `MAX_LEARNING_RATE`:
+# a much larger rate can make training diverge.
 
 # %%
-batch_per_replica = BATCH_PER_REPLICA or strategy.BATCH_PER_REPLICA[choice.kind]
+batch_per_replica = BATCH_PER_REPLICA
 print(f"{choice.num_replicas} replica(s), {batch_per_replica} images per replica")
 
 # %% [markdown]
@@ -158,13 +173,43 @@ global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
 # On a small dataset, or with many replicas, the global batch can be larger than the
 # training set: there would be no full batch to train on. `strategy.cap_batch_size()`
 # then caps it to the data, keeping it a multiple of the replicas, and says so.
+#
+# How long to train? Counted in epochs, one pass over the data, 8 replicas would take 8
+# times fewer optimizer steps than one: too few to learn. So the length is set in images
+# seen, `TRAINING_IMAGES`, and `training.plan_training()` turns it into optimizer steps
+# of the global batch. `fit()` still counts in epochs: here an epoch is a share of the
+# steps, `EPOCHS` of them, after each of which the validation set is evaluated.
+# `steps_per_execution` (TODO 4) is capped to an epoch's steps, and each epoch is a whole
+# number of executions.
 
 # %%
 global_batch_size = strategy.cap_batch_size(
     global_batch_size, num_images=num_train, num_replicas=choice.num_replicas, purpose="training"
 )
-steps_per_epoch = num_train // global_batch_size
-print(f"Training: {steps_per_epoch} steps of {global_batch_size} images per epoch")
+plan = training.plan_training(
+    training_images=TRAINING_IMAGES,
+    global_batch_size=global_batch_size,
+    epochs=EPOCHS,
+    steps_per_execution=strategy.supported_steps_per_execution(choice, STEPS_PER_EXECUTION),
+    warmup_fraction=WARMUP_FRACTION,
+)
+steps_per_epoch, steps_per_execution = plan.steps_per_epoch, plan.steps_per_execution
+print(plan.describe())
+print(f"That is {plan.images_seen / num_train:.1f} passes over the {num_train} training images.")
+
+# %% [markdown]
+# The learning rate changes at every step: it rises from 0 to its peak over the first
+# steps (the warm-up: a freshly initialized model's first gradients are large and
+# unreliable, and a large global batch's rate is large), then falls along half a cosine
+# to 0 at the last step, so that the last steps make small changes and the final model is
+# close to the best one. `training.warmup_cosine()` returns Keras's own schedule object,
+# `keras.optimizers.schedules.CosineDecay` with a warm-up; the optimizer calls it with
+# the step number, and it is saved with the model.
+
+# %%
+learning_rate_schedule = training.warmup_cosine(learning_rate, plan)
+for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_steps - 1}):
+    print(f"Step {step}: learning rate {float(learning_rate_schedule(step)):.2e}")
 
 # %% [markdown]
 # Mixed precision: TPUs compute fast in bfloat16, GPUs in float16; the weights stay in
@@ -192,27 +237,63 @@ print(
 )
 
 
+# %% [markdown]
+# ## Reading the shards: lab 3's pipeline
+#
+# The model reads what lab 3 built: many shards at once, in any order
+# (`deterministic=False`), records parsed and decoded a batch at a time
+# (`pipeline.tfrecord_images`). One thing more: the model wants `IMAGE_SIZE` pixels and
+# the shards hold `TARGET_SIZE`. Rather than decode every pixel, then resize,
+# `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and height directly, from
+# the JPEG's coarse frequencies (`pipeline.decode_ratio()` picks the ratio; an image
+# decoded larger than `IMAGE_SIZE` is resized the rest of the way).
+
+
 # %%
-def read_example(serialized):
-    """Parses one record; returns (uint8 image at IMAGE_SIZE, float32 one-hot label)."""
-    record = records.parse_record(serialized)
-    image = tf.io.decode_jpeg(record["image"], channels=3)
-    image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
-    image = tf.image.resize(image, [IMAGE_SIZE, IMAGE_SIZE], antialias=True)
-    label = tf.reshape(record["one_hot_class"], [len(class_names)])
-    return tf.saturate_cast(tf.round(image), tf.uint8), label
-
-
 def read_images(paths, deterministic=False):
-    """Reads the shards in parallel, into (image, one-hot label) pairs.
+    """Reads the shards as lab 3 does, at IMAGE_SIZE; yields (image, one-hot label) pairs.
 
-    In any order by default (the fastest); with `deterministic=True`, in a fixed order:
-    one record from each shard in turn.
+    In any order by default (the fastest); with `deterministic=True`, in a fixed order.
     """
-    options = tf.data.Options()
-    options.deterministic = deterministic
-    records = tf.data.TFRecordDataset(paths, num_parallel_reads=len(paths))
-    return records.with_options(options).map(read_example, num_parallel_calls=tf.data.AUTOTUNE)
+    batches = pipeline.tfrecord_images(
+        paths,
+        target_size=TARGET_SIZE,
+        image_size=IMAGE_SIZE,
+        num_classes=len(class_names),
+        batch_size=64,  # Records parsed and decoded per map call (lab 3's BATCH_SIZE).
+        num_parallel_reads=NUM_PARALLEL_READS,
+        deterministic=deterministic,
+        prefetch=False,
+    )
+    return batches.unbatch()  # Single images: the training pipeline shuffles them.
+
+
+ratio = pipeline.decode_ratio(TARGET_SIZE, IMAGE_SIZE)
+print(f"Stored at {TARGET_SIZE} px, decoded with ratio={ratio}, trained at {IMAGE_SIZE} px")
+
+# %% [markdown]
+# How fast is that, beside lab 3's pipeline on the same shards (full-size decoding)? The
+# two are timed in turns, five rounds, and their ratio is given with its range.
+
+# %%
+lab3_reading = pipeline.tfrecord_images(
+    train_paths,
+    target_size=TARGET_SIZE,
+    num_classes=len(class_names),
+    batch_size=64,
+    num_parallel_reads=NUM_PARALLEL_READS,
+).repeat()
+lab4_reading = read_images(train_paths).repeat().batch(64).prefetch(tf.data.AUTOTUNE)
+with timing.LoadWatch() as reading_load:
+    reading_runs = timing.measure_in_turns(
+        {"lab 3's pipeline": lab3_reading, "this lab's reading": lab4_reading},
+        num_images=NUM_TIMED_IMAGES,
+        repeats=5,
+    )
+print(reading_load.summary())
+lab3_rate, lab4_rate = reading_runs["lab 3's pipeline"], reading_runs["this lab's reading"]
+reading_ratio = timing.ratio_in_turns(lab4_rate, lab3_rate)
+print(f"This lab's reading / lab 3's pipeline: {reading_ratio.summary('.2f')}")
 
 
 # %% [markdown]
@@ -326,17 +407,13 @@ print(
 # `steps_per_execution=N` in `compile()` runs N training steps per call from Python into
 # the compiled step function: on a TPU, each call has a fixed cost, and this spreads it.
 # (On JAX, Keras 3.15 still calls one compiled step at a time, N times in a loop.)
-# `strategy.supported_steps_per_execution()` says where Keras cannot do it.
-
-# %%
-steps_per_execution = strategy.supported_steps_per_execution(choice, STEPS_PER_EXECUTION)
-print(f"steps_per_execution: {steps_per_execution}")
-
-# %% [markdown]
+# `strategy.supported_steps_per_execution()` said above where Keras cannot do it, and the
+# plan capped it to the steps of an epoch: `steps_per_execution` is what is left.
 #
 # **TODO 4.** Complete `build_model(choice)`: under `choice.scope()`, make `model` with
 # `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
-# `optimizer=keras.optimizers.Adam(learning_rate)`, `loss="categorical_crossentropy"`,
+# `optimizer=keras.optimizers.Adam(learning_rate_schedule)` (the schedule, not the peak
+# rate), `loss="categorical_crossentropy"`,
 # `metrics=["accuracy"]` and `steps_per_execution=steps_per_execution`. The check also
 # calls it with another strategy, to see the variables land in that strategy's scope.
 
@@ -349,7 +426,7 @@ def build_model(choice):
     with choice.scope():
         model = models.small_convnet(IMAGE_SIZE, len(class_names))
         model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate),
+            optimizer=keras.optimizers.Adam(learning_rate_schedule),
             loss="categorical_crossentropy",
             metrics=["accuracy"],
             steps_per_execution=steps_per_execution,
@@ -364,7 +441,7 @@ checks.check_compiled_model(
     build_model,
     todo=4,
     choice=choice,
-    learning_rate=learning_rate,
+    learning_rate=learning_rate_schedule,
     steps_per_execution=steps_per_execution,
     image_size=IMAGE_SIZE,
     num_classes=len(class_names),
@@ -381,9 +458,10 @@ warnings.filterwarnings("ignore", message="Your input ran out of data")
 history = model.fit(
     train_dataset,
     validation_data=validation_dataset,
-    epochs=EPOCHS,
+    epochs=plan.epochs,
     steps_per_epoch=steps_per_epoch,
     shuffle=False,  # The dataset shuffles itself; fit() cannot shuffle a tf.data.Dataset.
+    callbacks=[training.LearningRateLog()],  # Adds "learning_rate" to the history.
     verbose=2,
 )
 
@@ -392,7 +470,9 @@ figure = display.plot_history(history, title=f"Training on {choice.kind}")
 
 # %% [markdown]
 # How good is that? A model that always answers the most common class gets the share of
-# that class right: that is chance level here, computed from the validation labels.
+# that class right: that is chance level here, computed from the validation labels. The
+# final model is the one saved below; the best epoch is printed beside it, to show
+# whether the training ended where it was best or fell off at the end.
 
 # %%
 validation_labels = np.concatenate(
@@ -400,10 +480,15 @@ validation_labels = np.concatenate(
 )
 chance = max(collections.Counter(validation_labels).values()) / len(validation_labels)
 _, accuracy = model.evaluate(validation_dataset, verbose=0)
+per_epoch = history.history["val_accuracy"]
+best_epoch = int(np.argmax(per_epoch)) + 1
 print(
-    f"Validation accuracy {accuracy:.2f}; chance level {chance:.2f} "
+    f"Validation accuracy {accuracy:.2f}; best epoch {best_epoch} of {len(per_epoch)}: "
+    f"{max(per_epoch):.2f}; chance level {chance:.2f} "
     f"({len(validation_labels)} images, {len(class_names)} classes)"
 )
+rates = ", ".join(f"{rate:.1e}" for rate in history.history["learning_rate"])
+print(f"Learning rate at each epoch's end: {rates}")
 
 # %% [markdown]
 # Sixteen validation images, titled with the model's answer; wrong answers in red.
@@ -454,9 +539,21 @@ print(
 # %% tags=["summary"]
 print(
     f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); global batch "
-    f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}."
+    f"{global_batch_size}, peak learning rate {learning_rate:g}, precision {policy}."
 )
-print(f"Validation accuracy after {EPOCHS} epochs: {accuracy:.2f} (chance {chance:.2f}).")
+print(
+    f"{plan.total_steps} steps, {plan.images_seen:,} images seen; warm-up "
+    f"{plan.warmup_steps} steps, then cosine decay."
+)
+print(
+    f"Validation accuracy: final {accuracy:.2f}, best {max(per_epoch):.2f} (epoch "
+    f"{best_epoch} of {len(per_epoch)}); chance {chance:.2f}."
+)
+print(
+    f"Reading the shards: this lab {lab4_rate.median:,.0f} images/s, lab 3's pipeline "
+    f"{lab3_rate.median:,.0f} "
+    f"(ratio {reading_ratio.summary('.2f')})."
+)
 
 # %% [markdown]
 # *What changed from the original course:* it found the TPU with a resolver that no

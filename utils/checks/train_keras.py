@@ -320,12 +320,40 @@ def _loss_value(loss, labels, probabilities) -> float:
     return float(np.mean(keras.ops.convert_to_numpy(function(labels, probabilities))))
 
 
+def _describe_rate(rate) -> str:
+    if isinstance(rate, dict):  # A schedule, as the optimizer's config holds it.
+        return f"the schedule {rate.get('class_name')}({rate.get('config')})"
+    return f"a constant {rate:g}" if isinstance(rate, numbers.Real) else repr(rate)
+
+
+def _check_learning_rate(optimizer, learning_rate, todo: int, name: str) -> None:
+    """Fails unless the optimizer's rate is `learning_rate`: the same schedule, or number."""
+    __tracebackhide__ = True
+    found = optimizer.get_config()["learning_rate"]
+    if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        expected = keras.optimizers.schedules.serialize(learning_rate)
+        if found != expected:
+            _fail(
+                todo,
+                name,
+                f"expected the learning-rate schedule {_describe_rate(expected)}; found "
+                f"{_describe_rate(found)}. Give the optimizer the schedule object, "
+                "keras.optimizers.Adam(learning_rate_schedule), not a number.",
+            )
+    elif not isinstance(found, numbers.Real) or not math.isclose(
+        found, learning_rate, rel_tol=1e-5
+    ):
+        _fail(
+            todo, name, f"expected learning rate {learning_rate:g}; found {_describe_rate(found)}."
+        )
+
+
 def check_compiled_model(
     build_model: Callable,
     *,
     todo: int,
     choice: StrategyChoice,
-    learning_rate: float,
+    learning_rate: float | keras.optimizers.schedules.LearningRateSchedule,
     steps_per_execution: int,
     image_size: int,
     num_classes: int,
@@ -340,7 +368,8 @@ def check_compiled_model(
         build_model: the learner's function, called eagerly.
         todo: the TODO's number, named in every message.
         choice: the lab's strategy (`strategy.find_strategy`).
-        learning_rate: the learning rate the optimizer must have.
+        learning_rate: the learning rate the optimizer must have: a number, or a
+            schedule object (compared by its configuration).
         steps_per_execution: the value `compile()` must be given.
         image_size: the side of the input images, in pixels.
         num_classes: the number of outputs.
@@ -352,7 +381,8 @@ def check_compiled_model(
 
     Example:
         checks.check_compiled_model(build_model, todo=4, choice=choice,
-                                    learning_rate=0.002, steps_per_execution=16,
+                                    learning_rate=learning_rate_schedule,
+                                    steps_per_execution=16,
                                     image_size=96, num_classes=5)
     """
     __tracebackhide__ = True
@@ -368,9 +398,7 @@ def check_compiled_model(
         _fail(todo, name, f"expected float32 outputs of shape (None, {num_classes}).")
     if not model.compiled or model.optimizer is None:
         _fail(todo, name, "expected the model compiled: call model.compile(...).")
-    rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
-    if not math.isclose(rate, learning_rate, rel_tol=1e-5):
-        _fail(todo, name, f"expected learning rate {learning_rate:g}; found {rate:g}.")
+    _check_learning_rate(model.optimizer, learning_rate, todo, name)
     if model.steps_per_execution != steps_per_execution:
         _fail(
             todo,
