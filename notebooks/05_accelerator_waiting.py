@@ -1,19 +1,19 @@
 # %% [markdown]
 # # Lesson 5 · Is the accelerator waiting?
 #
-# Lab 4 trained a model from the TFRecord pipeline. Here you ask whether that training
-# waits for its input, and what else a step's time depends on: the batch per core, the
-# number of steps per call into the compiled step, and how much of each JPEG is decoded.
-# This lesson writes its own shards if lab 2 did not, and builds its own model: it does
-# not need lab 4 to have run.
+# Does a training step wait for its input, and what else sets its time: prefetching, the
+# batch per core, the steps per call, how much of each JPEG is decoded? Every comparison
+# is taken in rounds, in turns, and judged from its range. This lesson writes its own
+# shards if lab 2 did not, and builds its own model: lab 4 need not have run.
 #
 # **You will:**
 #
-# 1. Measure whether training waits for its input: training steps fed by the pipeline
-#    against steps fed from memory (TODO 1).
+# 1. Make the input that costs nothing: one batch held in memory (TODO 1).
+# 2. Write the verdict a range allows: faster, the same, or can't tell (TODO 2).
 #
-# Then you see what fills a TPU's matrix unit, what `steps_per_execution` saves, and what
-# decoding only part of each JPEG buys.
+# Then you time the training step fed by the pipeline, from memory and without
+# prefetch, see what fills a TPU's matrix unit, and time `steps_per_execution` and
+# decoding less.
 
 # %% [markdown]
 # ## Parameters
@@ -32,13 +32,13 @@ DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
 IMAGE_SIZE = 96  # The model's input size: images are resized in the pipeline.
 BATCH_PER_REPLICA = None  # None: the device's rule of thumb (strategy.BATCH_PER_REPLICA).
 STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
-NUM_TIMED_STEPS = 32  # Steps timed in each step-time measurement.
+NUM_TIMED_STEPS = 32  # Training steps timed in each run.
+NUM_ROUNDS = 5  # Rounds of every comparison, its candidates taken in turns.
 # A stand-in for a faster accelerator: the images/s it would consume. A setting, not a
 # measurement: put in what your accelerator trains at, to see whether the pipeline keeps up.
 STAND_IN_IMAGES_PER_SECOND = 5000
 TIMED_BATCHES_PER_REPLICA = [8, 32, 128]  # Batch sizes per replica timed against each other.
 NUM_DECODE_IMAGES = 2000  # Records read into memory for "Decode less", timed per run.
-DECODE_REPEATS = 5  # Alternating runs of each way of decoding.
 SEED = 42
 
 # %% [markdown]
@@ -56,6 +56,7 @@ import keras
 import tensorflow as tf
 
 from utils import (
+    checks,
     conversion,
     decode_less,
     display,
@@ -119,8 +120,8 @@ def resize_batch(images, labels):
     return tf.saturate_cast(tf.round(images), tf.uint8), labels
 
 
-def training_pipeline(*, cache):
-    """Lab 3's pipeline, endless, in batches of the global batch at IMAGE_SIZE."""
+def training_pipeline(*, cache=False, prefetch=True):
+    """Lab 3's pipeline, endless, in full batches of the global batch at IMAGE_SIZE."""
     dataset = pipeline.tfrecord_images(
         shard_set.paths,
         target_size=TARGET_SIZE,
@@ -130,180 +131,283 @@ def training_pipeline(*, cache):
         prefetch=False,
     )
     dataset = dataset.map(resize_batch, num_parallel_calls=tf.data.AUTOTUNE)
+    # A step needs full batches (a TPU needs static shapes): drop the last, smaller one.
     dataset = dataset.filter(lambda images, labels: tf.shape(images)[0] == global_batch_size)
-    return dataset.repeat().prefetch(tf.data.AUTOTUNE)
+    return dataset.repeat().prefetch(tf.data.AUTOTUNE) if prefetch else dataset.repeat()
+
+
+uncached = training_pipeline()
+no_prefetch = training_pipeline(prefetch=False)
+cached = training_pipeline(cache=True)
+for _ in cached.take(num_records // global_batch_size + 1):  # One whole pass fills the cache.
+    pass
+
+# %% [markdown]
+# ## 1. What the device consumes (TODO 1)
+#
+# A training step fed by the pipeline takes the time of the step plus any wait for its
+# batch. To know the step's own time, feed it an input that costs nothing: one batch,
+# already decoded, held in memory and given again at every step.
+#
+# **TODO 1.** Make `in_memory`: take one batch of `uncached` (`next(iter(uncached))`) and
+# make it an endless dataset with `tf.data.Dataset.from_tensors(batch).repeat()`.
+
+# %%
+# TODO 1: one batch of the pipeline, held in memory, repeated without end.
+### BEGIN SOLUTION
+in_memory = tf.data.Dataset.from_tensors(next(iter(uncached))).repeat()
+### END SOLUTION
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_in_memory(in_memory, todo=1, pipeline=uncached)
+one_batch = next(iter(in_memory))
+
+# %% [markdown]
+# ## 2. A verdict from a range (TODO 2)
+#
+# Two timings of the same thing differ from run to run, more so on a shared machine. So
+# each comparison below is taken in `NUM_ROUNDS` rounds, its candidates in turns (a busy
+# moment then touches all of them), and gives a ratio per round: a range, not one number.
+# A difference counts only beyond `step_timing.TOLERANCE` (10%).
+#
+# **TODO 2.** Complete `verdict(ratio, *, tolerance, above, below)`: `ratio` holds one
+# value per round (`ratio.minimum`, `ratio.maximum`). Return `above` when every round's
+# ratio is above `tolerance`, `below` when every one is at or under it, and
+# `step_timing.NOISE_VERDICT` ("within the noise: can't tell") when the range spans it.
+# The median alone is not enough: a range of 1.00 to 1.30 says nothing sure.
+
+
+# %%
+def verdict(ratio, *, tolerance, above, below):
+    """`above`, `below` or NOISE_VERDICT, as the whole range of `ratio` allows."""
+    # TODO 2: judge the range, not the median.
+    ### BEGIN SOLUTION
+    if ratio.minimum > tolerance:
+        answer = above
+    elif ratio.maximum <= tolerance:
+        answer = below
+    else:
+        answer = step_timing.NOISE_VERDICT
+    ### END SOLUTION
+    return answer
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_verdict(verdict, todo=2, tolerance=step_timing.TOLERANCE)
+
+
+verdict_lines = []  # Every comparison's line, printed again in "What you measured".
+
+
+def judge(ratio, above, below):
+    """Prints the ratio, its range and its verdict, and keeps the line."""
+    said = verdict(ratio, tolerance=step_timing.TOLERANCE, above=above, below=below)
+    verdict_lines.append(step_timing.describe_comparison(ratio, said))
+    print(verdict_lines[-1])
 
 
 # %% [markdown]
 # ## Is training waiting for its input?
 #
-# Training waits for its input when the pipeline delivers fewer images per second than
-# the training step consumes. Measure both sides:
+# Training waits when the pipeline delivers fewer images per second than the step
+# consumes. One round times, in turns:
 #
-# - what the device consumes: training steps fed one batch held in memory, an input that
-#   costs nothing;
-# - what the pipeline delivers on its own, with no model: `uncached`, so that every image
-#   is read from the shards and decoded (what the first epoch costs, and every epoch of a
-#   dataset too large to cache); and `cached`, from its cache after one pass;
-# - and training steps fed by `uncached`: if their time is close to the in-memory one,
-#   reading keeps up here.
+# - the pipeline alone, no model: `uncached` reads and decodes every image (the first
+#   epoch, and every epoch of a dataset too large to cache); `cached` serves them from
+#   memory after one pass. That is what the pipeline *delivers*;
+# - training steps fed from memory (TODO 1): what the device *consumes*;
+# - training steps fed by `uncached`, with its `prefetch` and without it.
 #
-# A faster accelerator consumes more. `STAND_IN_IMAGES_PER_SECOND` stands in for one: a
-# setting, not a measurement. Where the pipeline delivers less than an accelerator
-# consumes, that accelerator would wait: training there is input-bound.
+# `STAND_IN_IMAGES_PER_SECOND` stands in for a faster accelerator: a setting, not a
+# measurement.
 
 # %%
-uncached = training_pipeline(cache=False)
-cached = training_pipeline(cache=True)
-one_batch = next(iter(uncached))
-in_memory = tf.data.Dataset.from_tensors(one_batch).repeat()
+timed_model = compiled_model(steps_per_execution)  # Trained by the timing; not kept.
 timed_images = NUM_TIMED_STEPS * global_batch_size
-from_shards = timing.measure_throughput(
-    uncached, num_images=timed_images, label="pipeline, reading and decoding"
-)
-timing.measure_throughput(cached, num_images=num_records, label="filling the cache")
-from_cache = timing.measure_throughput(
-    cached, num_images=timed_images, label="pipeline, from its cache"
-)
-input_bound = step_timing.measure_input_bound(
-    compiled_model(steps_per_execution), uncached, in_memory, num_steps=NUM_TIMED_STEPS
-)
-print(input_bound.summary())
 
-# %%
-consumers = {
-    f"{choice.kind} consumes": global_batch_size / input_bound.step_in_memory,
-    "the stand-in consumes": STAND_IN_IMAGES_PER_SECOND,
-}
-print("\n".join(step_timing.describe_keeps_up([from_shards, from_cache], consumers)))
-trained = timing.ThroughputResult(
-    "training, fed without cache",
+
+def training_fed_by(dataset):
+    return step_timing.training_rate(
+        timed_model, dataset, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
+    )
+
+
+runs = timing.measure_in_turns(
+    {
+        "pipeline alone, reading and decoding": uncached,
+        "pipeline alone, from its cache": cached,
+        "training fed from memory": training_fed_by(in_memory),
+        "training fed by the pipeline": training_fed_by(uncached),
+        "training fed without prefetch": training_fed_by(no_prefetch),
+    },
     num_images=timed_images,
-    seconds=input_bound.step_fed * NUM_TIMED_STEPS,
-    images_per_second=global_batch_size / input_bound.step_fed,
-    megabytes_per_second=None,
-    warmup_seconds=0.0,
+    repeats=NUM_ROUNDS,
 )
-figure = display.plot_throughput(
-    [from_shards, from_cache, trained],
-    title="What the pipeline delivers, against what the accelerator consumes",
-    references=consumers,
-)
-
-# %% [markdown]
-# Read the lines above: a bar below a dashed line is a pipeline that consumer would wait
-# for. The cache serves the later epochs (the second bar); the first epoch, and every
-# epoch of a dataset too large to cache, run at the speed of reading and decoding (the
-# first bar). On a CPU, the pipeline and the training steps share the same cores, so the
-# step fed by the pipeline can be slower than the one fed from memory even where the
-# pipeline alone keeps up; an accelerator computes on its own chips while the host's
-# cores feed it.
-#
-# On a real TPU, the profiler shows the same thing from the device's side. Capture a few
-# steps (on TensorFlow `keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))`; on
-# JAX `jax.profiler.trace(log_dir)` around some steps) and open TensorBoard's Profile tab:
-# its overview page splits each step's time into compute and waiting for input, and
-# names the TPU's idle time. A large input share there is the ratio above, measured on
-# the device.
-
-# %% [markdown]
-# ## Why about 128 images per TPU core
-#
-# A TPU core multiplies matrices in its matrix unit (MXU): a 128 x 128 grid of
-# multiply-adders, a *systolic array*, through which the numbers flow from one cell to
-# the next, one beat at a time. The images of a batch are the rows that flow through it:
-# with far fewer than 128 per core, the array is mostly idle on each pass, and each step
-# still pays its fixed costs. So a TPU wants about 128 images per core, or a multiple.
-# (The original course stated this; here you measure the shape of it on your device.)
-#
-# The cell times training steps, with data in memory, at several batch sizes per replica
-# (fewer steps for the larger batches, so that each size trains on as many images).
 
 # %%
-batch_timings = step_timing.time_batch_sizes(
-    lambda: compiled_model(1),
-    one_batch,
-    batches_per_replica=TIMED_BATCHES_PER_REPLICA,
-    num_replicas=choice.num_replicas,
-    num_timed_steps=NUM_TIMED_STEPS,
+step_ratio = timing.ratio_in_turns(
+    runs["training fed from memory"],
+    runs["training fed by the pipeline"],
+    label="Step time fed by the pipeline / from memory",
+)
+judge(step_ratio, above="input-bound", below="not input-bound")
+delivered = {name: runs[name] for name in list(runs)[:2]}
+consumed = {
+    f"{choice.kind} consumes": runs["training fed from memory"],
+    "the stand-in consumes": timing.RepeatedResult(
+        "stand-in", (STAND_IN_IMAGES_PER_SECOND,) * NUM_ROUNDS
+    ),
+}
+for pipeline_name, rate in delivered.items():
+    for consumer, need in consumed.items():
+        need_ratio = timing.ratio_in_turns(need, rate, label=f"{consumer} / {pipeline_name}")
+        judge(need_ratio, "input-bound", "keeps up")
+figure = display.plot_throughput(
+    step_timing.median_bars(delivered),
+    title="Bars: what the pipeline delivers, alone. Lines: what each consumer takes",
+    references={name: need.median for name, need in consumed.items()},
 )
 
 # %% [markdown]
-# Read the images/s column above: where it grows with the batch, the smaller batch left
-# the device partly idle, each step paying its fixed costs for fewer images; where it stays
-# level or falls, this device was already full at the smaller batch. A TPU core fills at
-# about 128 images, its matrix unit's size.
+# Read the verdicts above, and only those not "within the noise". The first compares the
+# step with its input against the step alone; the others set each consumer's need
+# against what the pipeline alone delivers, as the chart does with the medians. On a
+# CPU the pipeline and the step share the same cores, so the step fed by the pipeline can
+# be slower even where the pipeline alone keeps up; an accelerator computes on its own
+# chips while the host feeds it. On a TPU, the profiler shows this from the device's side
+# (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
+# `jax.profiler.trace(log_dir)` on JAX): its overview page splits each step into compute
+# and waiting for input.
+#
+# ### Prefetch, with the training step as the consumer
+#
+# Lab 3's consumer only counted images, so `prefetch` had nothing to overlap; here the
+# consumer trains. Without `prefetch`, a batch is made only when the step asks for it;
+# with it, the next batches are made while the step runs. Where the cores are all busy
+# (a CPU that both decodes and trains) there is no idle time to fill. (On JAX a step is
+# dispatched asynchronously, so some overlap comes without `prefetch`.)
+
+# %%
+prefetch_ratio = timing.ratio_in_turns(
+    runs["training fed by the pipeline"],
+    runs["training fed without prefetch"],
+    label="Training images/s with prefetch / without",
+)
+judge(prefetch_ratio, "prefetch speeds training", "no gain from prefetch")
+
+# %% [markdown]
+# ## What fills a TPU's matrix unit
+#
+# A TPU core multiplies matrices in its matrix unit (MXU), a grid of multiply-adders: 128
+# x 128 on v5e (Colab's and Kaggle's TPUs), 256 x 256 on v6e. A matrix multiply has rows
+# (what flows through), a depth (what is summed over) and a width (the outputs):
+#
+# - a **dense layer**'s rows are the batch; its depth and width are its input and
+#   output features;
+# - a **convolution**'s rows are batch x height x width, one per output pixel; its depth
+#   is kernel height x width x input channels; its width is its filters.
+#
+# So for a convnet the batch alone is not what fills the MXU: a few images already make
+# thousands of rows (the lines below count them). Cloud TPU's performance guide
+# gives the rule that matters: XLA lays arrays out in tiles of 8 x 128, so keep the batch
+# per core a multiple of 8 and feature sizes (channels, units) multiples of 128; a size of
+# 32 is padded to 128, a quarter of it used. The model's own matrix multiplies, per replica:
+
+# %%
+print(
+    "\n".join(step_timing.describe_matrix_shapes(timed_model, batch_per_replica=batch_per_replica))
+)
+
+# %% [markdown]
+# What this lesson can measure here is the other reason for large batches: a step has
+# fixed costs (a call from Python, the optimizer's update of every weight), paid once per
+# batch. Below, training images/s at several batches per replica, in turns. It cannot
+# measure the MXU: that needs a TPU, and its profiler's utilization figures. On a CPU or
+# GPU, the numbers say nothing about a TPU's shape.
+
+# %%
+batch_runs = timing.measure_in_turns(
+    step_timing.batch_size_rates(
+        lambda: compiled_model(1),
+        one_batch,
+        batches_per_replica=TIMED_BATCHES_PER_REPLICA,
+        num_replicas=choice.num_replicas,
+        num_timed_steps=NUM_TIMED_STEPS,
+    ),
+    repeats=NUM_ROUNDS,
+)
+smallest, largest = list(batch_runs.values())[0], list(batch_runs.values())[-1]
+batch_ratio = timing.ratio_in_turns(largest, smallest, label=f"{largest.label} / {smallest.label}")
+judge(batch_ratio, "the larger batch trains faster", "no faster")
 
 # %% [markdown]
 # ## `steps_per_execution`: 1 against more
 #
-# Each call from Python into the compiled step function has a fixed cost. On a TPU, where
-# a step takes little time, that cost can be most of the step; `steps_per_execution=N`
-# pays it once per N steps. To see where it matters, time a step so small that the fixed
-# cost dominates, a tiny model on 8 numbers per image and a batch of 8, beside the lab's
-# model. (On JAX, Keras 3.15 calls one compiled step at a time even with N: expect no
-# gain there.)
-
+# Each call from Python into the compiled step function has a fixed cost;
+# `steps_per_execution=N` pays it once per N steps. To see where it matters, time a step
+# so small that the fixed cost dominates (a tiny model on 8 numbers, a batch of 8 per
+# replica) beside the lesson's model. (On JAX, Keras 3.15 calls one compiled step at a
+# time even with N: expect no gain there.)
 
 # %%
-step_times = {}
+call_candidates = {}
 for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
     tiny, tiny_batches = step_timing.tiny_model_and_batches(
         batch_size=8 * choice.num_replicas,
-        num_outputs=len(class_names),
+        num_outputs=5,
         steps_per_execution=n,
         scope=choice.scope(),
     )
-    step_times[n] = {
-        "lab's model": timing.time_training_steps(
-            compiled_model(n), in_memory, num_steps=NUM_TIMED_STEPS
-        ),
-        "tiny model": timing.time_training_steps(tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS),
-    }
-print("\n".join(step_timing.describe_steps_per_execution(step_times, steps_per_execution)))
+    call_candidates[f"lesson's model, {n} per call"] = step_timing.training_rate(
+        compiled_model(n), in_memory, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
+    )
+    call_candidates[f"tiny model, {n} per call"] = step_timing.training_rate(
+        tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS, batch_size=8 * choice.num_replicas
+    )
+call_runs = timing.measure_in_turns(call_candidates, repeats=NUM_ROUNDS)
+for name in ["lesson's model", "tiny model"]:
+    ratio = timing.ratio_in_turns(
+        call_runs[f"{name}, {steps_per_execution} per call"],
+        call_runs[f"{name}, 1 per call"],
+        label=f"{name}: images/s at {steps_per_execution} steps per call / 1",
+    )
+    judge(ratio, "fewer calls pay", "no gain")
 
 # %% [markdown]
-# Compare the two ratios above: the smaller the step, the more of it is the fixed cost
-# of a call, and the more `steps_per_execution` saves.
+# Compare the two verdicts above: the smaller the step, the larger the share of it that
+# the fixed cost of a call takes, and the more `steps_per_execution` can save.
 
 # %% [markdown]
 # ## Decode less: crop while decoding
 #
 # The shards hold `TARGET_SIZE` images and the model sees `IMAGE_SIZE`: every pixel is
-# decoded, and the resize then discards much of that work. TPU reference models (the
-# ResNet preprocessing in `tensorflow/tpu`) augment with a random crop, and they pick
-# the crop *before* decoding:
+# decoded, and much of that work is then thrown away. Two ways decode less:
 #
-# - `tf.io.extract_jpeg_shape()` reads the image's size from the JPEG header alone;
-# - `tf.image.sample_distorted_bounding_box()` picks a random window in it, its area and
-#   shape drawn from the reference's ranges (printed below);
-# - `tf.io.decode_and_crop_jpeg()` then decodes only that window's part of the image.
+# - crop while decoding: `tf.io.extract_jpeg_shape()` reads the image's size from the
+#   JPEG header alone, `tf.image.sample_distorted_bounding_box()` picks a random window
+#   in it, and `tf.io.decode_and_crop_jpeg()` decodes only that window;
+# - DCT scaling: `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and height,
+#   from the JPEG's coarse frequencies, instead of decoding every pixel and scaling down.
 #
-# A second way to decode less is DCT scaling: `tf.io.decode_jpeg(..., ratio=2)` decodes
-# at half the width and height, computed from the JPEG's coarse frequencies instead of
-# decoding every pixel and scaling down afterwards.
-#
-# Below, the three ways make the same random crops at `IMAGE_SIZE` from the same JPEG
-# bytes: decode, then crop (the usual way); decode only the crop; decode at half size,
-# then crop. The records are read into memory first, so that only decoding, cropping and
-# resizing are timed.
+# The windows' ranges (printed below) are `tensorflow/tpu`'s ResNet preprocessing's. It
+# once cropped its training images while decoding; since its commit 9a3c65a (2023-11-08)
+# the training crop decodes the whole image (`decode_image()`, then crop), and only its
+# evaluation centre crop still uses `decode_and_crop_jpeg()`. Below, the three ways cut
+# the same windows from the same JPEG bytes, held in memory: no reading is timed.
 
 # %%
 serialized_records = tf.data.TFRecordDataset(shard_set.paths).take(NUM_DECODE_IMAGES)
 encoded_images = [records.parse_record(r)["image"].numpy() for r in serialized_records]
 average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
 print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
-smallest, largest = decode_less.AREA_RANGE
+smallest_area, largest_area = decode_less.AREA_RANGE
 narrowest, widest = decode_less.ASPECT_RATIO_RANGE
 print(
-    f"Random windows: {smallest:.0%} to {largest:.0%} of the image's area, "
+    f"Random windows: {smallest_area:.0%} to {largest_area:.0%} of the image's area, "
     f"width/height {narrowest:.2f} to {widest:.2f}"
 )
-
-# %% [markdown]
-# One random window per image, cut by each of the three ways:
-
-# %%
 figure = display.show_image_rows(
     decode_less.sample_crops(encoded_images[:4], image_size=IMAGE_SIZE),
     title=f"The same windows, three ways, at {IMAGE_SIZE} px",
@@ -322,39 +426,31 @@ differences = decode_less.crop_differences(encoded_images[:50])
 # smooth upsampling of colour reads the column beyond the edge, which was not decoded.
 # Decoding at half size gives half the pixels across each window, so a small window is
 # enlarged from fewer pixels and looks softer (the last row of the figure).
-
-# %% [markdown]
-# Now the speed: each way is timed `DECODE_REPEATS` times, in turns, so that a change in
-# the machine's load touches all three alike.
+#
+# Now the speed, in `NUM_ROUNDS` rounds, the three ways in turns:
 
 # %%
 with timing.LoadWatch() as decode_load:
     speedups = decode_less.time_variants(
-        encoded_images, image_size=IMAGE_SIZE, num_images=NUM_DECODE_IMAGES, repeats=DECODE_REPEATS
+        encoded_images, image_size=IMAGE_SIZE, num_images=NUM_DECODE_IMAGES, repeats=NUM_ROUNDS
     )
 print(decode_load.summary())
 for speedup in speedups.values():
-    print(speedup.summary(".2f") + " over decoding, then cropping")
+    judge(speedup, "decoding less pays here", "no gain here")
 
 # %% [markdown]
-# Read the ratios printed above: they are what decoding less buys on this machine, for
-# these images. The resize, the random window and `tf.data`'s cost per image are paid
-# the same by all three ways: only the decoding differs, so a ratio near 1 means that
-# decoding is a small part of the work at this size, and a ratio below 1 means that this
-# way of decoding costs more here than it saves. (The line on the machine's load says
-# whether other work ran meanwhile; the min-max ranges show how much the numbers moved.)
+# The resize, the random window and `tf.data`'s cost per image are paid alike by all
+# three ways: only the decoding differs. A ratio near 1 means decoding is a small part of
+# the work at this size; below 1, that way costs more here than it saves. (The line on the
+# machine's load says whether other work ran meanwhile.)
 #
-# **When does it matter?** Lab 4's training pipeline caches the decoded images
-# (`cache()` in its TODO 3) and augments after the cache: each image is decoded once, in
-# the first epoch. A crop chosen while decoding would be cached too, and come back the
-# same in every epoch; with a cache, a random crop belongs after it, on decoded images.
-# Decoding less matters when the decoded images do not fit in memory, as with ImageNet
-# on a TPU: every epoch decodes every image again, and the input pipeline must keep up
-# with the accelerator. That is why the reference models crop while decoding.
-#
-# One more place to decode less: `resize_batch()` above resizes `TARGET_SIZE` images to
-# `IMAGE_SIZE`. Where that is half the size, `decode_jpeg(..., ratio=2)` gives it
-# directly, with no resize.
+# **When does it matter?** Lab 4 caches its decoded images and augments after the cache:
+# each image is decoded once. A crop chosen while decoding would be cached too, and come
+# back the same every epoch; with a cache, a random crop belongs after it. Decoding less
+# matters when the decoded images do not fit in memory, as with ImageNet on a TPU: every
+# epoch decodes every image again, and the pipeline must keep up with the accelerator.
+# `resize_batch()` above also decodes `TARGET_SIZE` only to resize to `IMAGE_SIZE`; where
+# that is half, `decode_jpeg(..., ratio=2)` gives it directly.
 
 # %% [markdown]
 # ## What you measured
@@ -362,31 +458,13 @@ for speedup in speedups.values():
 # %% tags=["summary"]
 print(
     f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); "
-    f"global batch {global_batch_size}."
+    f"global batch {global_batch_size}, {NUM_ROUNDS} rounds in turns."
 )
-print(
-    f"Step time fed by the pipeline without cache / with one batch in memory: "
-    f"{input_bound.ratio:.2f} ({input_bound.verdict})."
-)
-print(
-    f"The pipeline delivers {from_shards.images_per_second:,.0f} images/s reading and "
-    f"decoding, {from_cache.images_per_second:,.0f} from its cache; {choice.kind} consumes "
-    f"{global_batch_size / input_bound.step_in_memory:,.0f}, "
-    f"the stand-in {STAND_IN_IMAGES_PER_SECOND:,}."
-)
-for name in ["lab's model", "tiny model"]:
-    print(
-        f"steps_per_execution 1 vs {steps_per_execution}, {name}: "
-        f"{step_times[1][name] * 1000:.2f} vs "
-        f"{step_times[steps_per_execution][name] * 1000:.2f} ms per step."
-    )
-print(
-    "Images/s against batch per replica: "
-    + ", ".join(
-        f"{size}: {size * choice.num_replicas / seconds:,.0f}"
-        for size, seconds in batch_timings.items()
-    )
-    + "."
-)
-for speedup in speedups.values():
-    print(speedup.summary(".2f") + " over decoding, then cropping")
+for result in [*runs.values(), *batch_runs.values(), *call_runs.values()]:
+    print(result.summary() + " images/s")
+print("\n".join(verdict_lines))
+
+# %% [markdown]
+# *What changed from the original course:* it never measured whether the input kept up.
+# It said a TPU wants about 128 images per core because the batch's images are the rows
+# of its 128 x 128 matrix unit; for a convolution the rows are batch x height x width.

@@ -62,7 +62,7 @@ SMALL_PARAMETERS = {
         "NUM_TIMED_STEPS": 4,
         "TIMED_BATCHES_PER_REPLICA": [4, 16],
         "NUM_DECODE_IMAGES": 64,
-        "DECODE_REPEATS": 2,
+        "NUM_ROUNDS": 2,
     },
     "06_convert_with_beam": {"NUM_IMAGES": 100, "NUM_SHARDS": 4},
     "07_scale_out_reading": {
