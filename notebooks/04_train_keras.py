@@ -53,7 +53,6 @@ SEED = 42
 # The build puts the set-up code here (tools/setup_cell.py).
 
 # %%
-import collections
 import tempfile
 import warnings
 from pathlib import Path
@@ -97,9 +96,8 @@ choice = strategy.find_strategy(DEVICE)
 # %% [markdown]
 # ## The shards, split by file
 #
-# Validation images must never be seen in training. Splitting by shard keeps that true
-# even when the shards are read in any order: the last `VALIDATION_SHARDS` shards are for
-# validation. (Lab 2 shuffled the images before sharding, so every shard mixes classes.)
+# Validation images must never be seen in training: the last `VALIDATION_SHARDS` shards
+# are for validation (lab 2 shuffled the images before sharding: every shard mixes classes).
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
@@ -244,8 +242,7 @@ def read_images(paths, deterministic=False):
     return batches.unbatch()  # Single images: the training pipeline shuffles them.
 
 
-ratio = pipeline.decode_ratio(TARGET_SIZE, IMAGE_SIZE)
-print(f"Stored at {TARGET_SIZE} px, decoded with ratio={ratio}, trained at {IMAGE_SIZE} px")
+print(f"Decoding with ratio={pipeline.decode_ratio(TARGET_SIZE, IMAGE_SIZE)} for {IMAGE_SIZE} px")
 
 # %% [markdown]
 # How fast is that, beside lab 3's pipeline on the same shards (decoding at full size)?
@@ -432,16 +429,14 @@ history = model.fit(
 figure = display.plot_history(history, title=f"Training on {choice.kind}")
 
 # %% [markdown]
-# How good is that? A model that always answers the most common class gets the share of
-# that class right: that is chance level here, computed from the validation labels. The
-# final model is the one saved below; the best epoch is printed beside it, to show
-# whether the training ended where it was best or fell off at the end.
+# How good is that? Chance level is what always answering the most common class scores.
+# The final model (saved below) is printed beside the best epoch: did it end at its best?
 
 # %%
 validation_labels = np.concatenate(
     [np.argmax(labels, axis=1) for _, labels in validation_dataset.as_numpy_iterator()]
 )
-chance = max(collections.Counter(validation_labels).values()) / len(validation_labels)
+chance = np.bincount(validation_labels).max() / len(validation_labels)
 _, accuracy = model.evaluate(validation_dataset, verbose=0)
 per_epoch = history.history["val_accuracy"]
 best_epoch = int(np.argmax(per_epoch)) + 1
