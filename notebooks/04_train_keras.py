@@ -129,7 +129,6 @@ print(
 # learning rate grows with it (the "linear scaling rule"), capped at `MAX_LEARNING_RATE`:
 # a much larger rate can make training diverge.
 #
-
 # **TODO 1.** Complete `scale_for_replicas(num_replicas)`: `global_batch_size` is
 # `batch_per_replica` times `num_replicas`, and `learning_rate` is `BASE_LEARNING_RATE`
 # times `num_replicas`, but never more than `MAX_LEARNING_RATE`. The check tries it with

@@ -43,7 +43,12 @@ class TrainingPlan:
         return self.total_steps * self.global_batch_size
 
     def describe(self) -> str:
-        """One line: steps, images, epochs, warm-up, steps per execution."""
+        """Says the plan in one line.
+
+        Returns:
+            "Training: N steps of B images (I images seen), E epochs of S steps, warm-up W
+            steps, steps_per_execution X".
+        """
         return (
             f"Training: {self.total_steps} steps of {self.global_batch_size} images "
             f"({self.images_seen:,} images seen), {self.epochs} epochs of "
@@ -141,7 +146,13 @@ class LearningRateLog(keras.callbacks.Callback):
         history.history["learning_rate"]
     """
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        """Puts the rate the optimizer will use next into `logs["learning_rate"]`.
+
+        Args:
+            epoch: the epoch's index (unused).
+            logs: the epoch's logs, which `History` records after this callback.
+        """
         if logs is not None:
             rate = self.model.optimizer.learning_rate
             logs["learning_rate"] = float(keras.ops.convert_to_numpy(rate))
