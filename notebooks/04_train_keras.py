@@ -9,10 +9,11 @@
 # 1. Scale the batch size and the learning rate with the number of replicas (TODO 1).
 # 2. Augment the images inside the pipeline (TODO 2).
 # 3. Build the training pipeline: cache, shuffle, repeat, batch, prefetch (TODO 3).
-# 4. Build and compile the model under the strategy, with `steps_per_execution` (TODO 4).
+# 4. Compile the model under the strategy, with a learning-rate schedule (TODO 4).
 #
-# Then you train, look at the predictions, and save and reload the model. Whether the
-# training waits for its input is lesson 5's question.
+# Then you train for a set number of images, whatever the number of devices, look at the
+# predictions, and save and reload the model. Whether the training waits for its input,
+# and what else sets a step's time, is lesson 5's question (`05_accelerator_waiting`).
 
 # %% [markdown]
 # ## Parameters
@@ -28,13 +29,17 @@ TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
 NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); written here if lab 2 did not.
 SHARDS_DIR = None  # None: where lab 2 wrote them; or the folder (or gs://) you wrote them to.
 DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
-IMAGE_SIZE = 96  # The model's input size: images are resized in the pipeline.
+IMAGE_SIZE = 96  # The model's input size: decoded at that size from TARGET_SIZE.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
-EPOCHS = 5
-BATCH_PER_REPLICA = None  # None: the device's rule of thumb (strategy.BATCH_PER_REPLICA).
-BASE_LEARNING_RATE = 0.002  # Learning rate for one replica.
-MAX_LEARNING_RATE = 0.008  # The scaled learning rate's cap (tried at 8 replicas).
-STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
+BATCH_PER_REPLICA = 16  # Images per replica per step: a multiple of 8 (see TODO 1).
+TRAINING_IMAGES = 12_000  # How long to train: images seen in all, on any number of devices.
+EPOCHS = 6  # fit()'s epochs: how many times the training stops to evaluate.
+BASE_LEARNING_RATE = 0.002  # Peak learning rate for one replica.
+MAX_LEARNING_RATE = 0.008  # The scaled peak's cap (reached at 4 replicas).
+WARMUP_FRACTION = 0.1  # Share of the steps over which the learning rate rises from 0.
+STEPS_PER_EXECUTION = 16  # Training steps per call into the compiled function, at most.
+NUM_PARALLEL_READS = 16  # Shards read at once (lab 3's NUM_PARALLEL_READS).
+NUM_TIMED_IMAGES = 4000  # Images per timed run of lab 3's and this lab's reading.
 SEED = 42
 
 # %% [markdown]
@@ -48,7 +53,6 @@ SEED = 42
 # The build puts the set-up code here (tools/setup_cell.py).
 
 # %%
-import collections
 import tempfile
 import warnings
 from pathlib import Path
@@ -62,26 +66,28 @@ from utils import (
     conversion,
     display,
     models,
-    records,
+    pipeline,
     sources,
     step_timing,
     strategy,
+    timing,
+    training,
 )
 
 # %% [markdown]
 # ## The device
 #
-# `strategy.find_strategy()` follows the backend the set-up chose.
+# `strategy.find_strategy()` follows the backend the set-up chose. On TensorFlow it tries
+# a TPU VM's TPU (`TPUClusterResolver(tpu="local")`), a TPU by name, all GPUs
+# (`MirroredStrategy`), then the CPU; on JAX it takes the devices `jax.devices()` lists
+# and sets `keras.distribution.DataParallel` over them. It prints what it tried and what
+# it took. A model built under `choice.scope()` runs one copy (replica) per device, each
+# taking a share of every batch (on JAX the scope does nothing: the distribution is set).
 #
-# - On TensorFlow it tries, in order: a TPU VM's TPU (`TPUClusterResolver(tpu="local")`),
-#   a TPU by name (the older resolver, for `$TPU_NAME` or `$COLAB_TPU_ADDR`), all GPUs
-#   (`MirroredStrategy`), and the CPU.
-# - On JAX it takes the devices `jax.devices()` lists (JAX picks TPU, else GPU, else CPU)
-#   and sets `keras.distribution.DataParallel` over them.
-#
-# It prints what it tried and what it took. A model built under `choice.scope()` runs on
-# those devices, one copy (replica) per TPU core or GPU, each taking a share of every
-# batch. (On JAX the scope does nothing: the distribution is already set.)
+# The TPUs learners get today run Keras on JAX: Colab's TPU runtime is a v5e-1 (one
+# device, one replica), Kaggle's a v5e-8 (eight devices, eight replicas). The same
+# defaults must train well on both; the course's tests run this lab on 1 and on 8
+# simulated devices.
 
 # %%
 keras.utils.set_random_seed(SEED)
@@ -90,9 +96,8 @@ choice = strategy.find_strategy(DEVICE)
 # %% [markdown]
 # ## The shards, split by file
 #
-# Validation images must never be seen in training. Splitting by shard keeps that true
-# even when the shards are read in any order: the last `VALIDATION_SHARDS` shards are for
-# validation. (Lab 2 shuffled the images before sharding, so every shard mixes classes.)
+# Validation images must never be seen in training: the last `VALIDATION_SHARDS` shards
+# are for validation (lab 2 shuffled the images before sharding: every shard mixes classes).
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
@@ -113,26 +118,26 @@ print(
 # %% [markdown]
 # ## 1. Batch size and learning rate (TODO 1)
 #
-# Each replica takes its own share of every batch. A TPU core takes about 128 images: its
-# matrix unit is a 128 x 128 grid of multipliers, and a batch smaller than that leaves part
-# of the grid idle (lesson 5 says what fills it, and what does not). GPUs
-# and CPUs take fewer (`strategy.BATCH_PER_REPLICA`). With more replicas, the global batch
-# grows, each epoch has fewer steps, and the learning rate grows with it (the "linear
-# scaling rule"). A much larger learning rate can make the first steps diverge, so it is
-# capped at `MAX_LEARNING_RATE` (or warmed up; not here).
-
-# %%
-batch_per_replica = BATCH_PER_REPLICA or strategy.BATCH_PER_REPLICA[choice.kind]
-print(f"{choice.num_replicas} replica(s), {batch_per_replica} images per replica")
-
-# %% [markdown]
+# Each replica takes its own share of every batch. On a TPU, arrays are laid out in tiles
+# of 8 x 128 (Cloud TPU's performance guide), so the batch per core should be a multiple
+# of 8; for a convnet, what fills the matrix unit is the batch times the image's height
+# and width, not the batch alone (lesson 5). This dataset is small: a large batch per
+# replica would leave 8 devices only a few steps to learn in, so the lab takes
+# `BATCH_PER_REPLICA` images per replica on every device.
+#
+# With more replicas the global batch grows, each step sees more images, and the
+# learning rate grows with it (the "linear scaling rule"), capped at `MAX_LEARNING_RATE`:
+# a much larger rate can make training diverge.
+#
 # **TODO 1.** Complete `scale_for_replicas(num_replicas)`: `global_batch_size` is
 # `batch_per_replica` times `num_replicas`, and `learning_rate` is `BASE_LEARNING_RATE`
 # times `num_replicas`, but never more than `MAX_LEARNING_RATE`. The check tries it with
 # 1, 2 and 8 replicas, whatever the device here.
 
-
 # %%
+batch_per_replica = BATCH_PER_REPLICA
+
+
 def scale_for_replicas(num_replicas):
     """Returns (global_batch_size, learning_rate) for `num_replicas` replicas."""
     # TODO 1: scale the batch size and the learning rate with the replicas.
@@ -155,64 +160,106 @@ checks.check_scaling(
 global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
 
 # %% [markdown]
-# On a small dataset, or with many replicas, the global batch can be larger than the
-# training set: there would be no full batch to train on. `strategy.cap_batch_size()`
-# then caps it to the data, keeping it a multiple of the replicas, and says so.
+# How long to train? Counted in passes over the data (epochs), 8 replicas would make 8
+# times fewer optimizer steps than one: too few to learn. So the length is set in images
+# seen, `TRAINING_IMAGES`, and `training.plan_training()` turns it into steps of the
+# global batch (capped to the training set by `strategy.cap_batch_size()`, which says
+# so). `fit()` still counts in epochs: here an epoch is one of `EPOCHS` shares of the
+# steps, after each of which the validation set is evaluated; `steps_per_execution`
+# (TODO 4) is capped to an epoch's steps.
 
 # %%
 global_batch_size = strategy.cap_batch_size(
     global_batch_size, num_images=num_train, num_replicas=choice.num_replicas, purpose="training"
 )
-steps_per_epoch = num_train // global_batch_size
-print(f"Training: {steps_per_epoch} steps of {global_batch_size} images per epoch")
+plan = training.plan_training(
+    training_images=TRAINING_IMAGES,
+    global_batch_size=global_batch_size,
+    epochs=EPOCHS,
+    steps_per_execution=strategy.supported_steps_per_execution(choice, STEPS_PER_EXECUTION),
+    warmup_fraction=WARMUP_FRACTION,
+)
+steps_per_epoch, steps_per_execution = plan.steps_per_epoch, plan.steps_per_execution
+print(plan.describe())
+print(f"That is {plan.images_seen / num_train:.1f} passes over the {num_train} training images.")
+
+# %% [markdown]
+# The learning rate changes at every step. It rises from 0 to its peak over the first
+# steps (a warm-up: a new model's first gradients are large and unreliable), then falls
+# along half a cosine to 0 at the last step, so that the last steps change the model
+# little and the final model is close to the best. `training.warmup_cosine()` returns
+# Keras's own schedule object, `CosineDecay` with a warm-up, saved with the model.
+
+# %%
+learning_rate_schedule = training.warmup_cosine(learning_rate, plan)
+for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_steps - 1}):
+    print(f"Step {step}: learning rate {float(learning_rate_schedule(step)):.2e}")
 
 # %% [markdown]
 # Mixed precision: TPUs compute fast in bfloat16, GPUs in float16; the weights stay in
-# float32. Both are 16 bits, split differently: float16 keeps more digits but a narrow
-# range; bfloat16 keeps float32's 8 exponent bits, so its range, with fewer digits. The
-# cell below prints each one's largest and smallest values, and what becomes of a
-# gradient of 1e-8 (small gradients are common late in training).
+# float32. float16 keeps more digits but a narrow range; bfloat16 keeps float32's range
+# with fewer digits. Below: each one's extremes, and what becomes of a gradient of 1e-8.
 
 # %%
 print("\n".join(step_timing.describe_float_formats()))
 
 # %% [markdown]
-# A float16 gradient that becomes 0 stops learning, so float16 training needs *loss
-# scaling*: multiply the loss before the gradients are computed, divide the gradients
-# after (Keras does it for `mixed_float16`, with a `LossScaleOptimizer`). bfloat16 keeps
-# such a gradient (the end of each line above), so TPUs train in it with no loss scaling, and
-# the fewer digits matter little for training. On the CPU mixed precision brings nothing,
-# so the policy stays float32.
+# A float16 gradient that becomes 0 stops learning, so float16 needs *loss scaling*
+# (Keras's `LossScaleOptimizer` does it for `mixed_float16`). bfloat16 keeps
+# such a gradient (the end of each line above): TPUs train in it with no loss scaling.
+# On the CPU mixed precision brings nothing: float32.
 
 # %%
 policy = strategy.PRECISION_POLICY[choice.kind]
 keras.mixed_precision.set_global_policy(policy)
-print(
-    f"Precision policy: {policy}; global batch {global_batch_size}; learning rate {learning_rate:g}"
-)
+print(f"Precision policy: {policy}")
+
+
+# %% [markdown]
+# ## Reading the shards: lab 3's pipeline
+#
+# The model reads what lab 3 built (`pipeline.tfrecord_images`): many shards at once, in
+# any order, records parsed and decoded a batch at a time. One thing more: the shards
+# hold `TARGET_SIZE` pixels and the model wants `IMAGE_SIZE`. Rather than decode every
+# pixel, then resize, `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and
+# height directly (`pipeline.decode_ratio()` picks the ratio; a larger result is resized).
 
 
 # %%
-def read_example(serialized):
-    """Parses one record; returns (uint8 image at IMAGE_SIZE, float32 one-hot label)."""
-    record = records.parse_record(serialized)
-    image = tf.io.decode_jpeg(record["image"], channels=3)
-    image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
-    image = tf.image.resize(image, [IMAGE_SIZE, IMAGE_SIZE], antialias=True)
-    label = tf.reshape(record["one_hot_class"], [len(class_names)])
-    return tf.saturate_cast(tf.round(image), tf.uint8), label
-
-
 def read_images(paths, deterministic=False):
-    """Reads the shards in parallel, into (image, one-hot label) pairs.
+    """Reads the shards as lab 3 does, at IMAGE_SIZE, into (image, one-hot label) pairs."""
+    batches = pipeline.tfrecord_images(
+        paths,
+        target_size=TARGET_SIZE,
+        image_size=IMAGE_SIZE,
+        num_classes=len(class_names),
+        batch_size=64,  # Records parsed and decoded per map call (lab 3's BATCH_SIZE).
+        num_parallel_reads=NUM_PARALLEL_READS,
+        deterministic=deterministic,
+        prefetch=False,
+    )
+    return batches.unbatch()  # Single images: the training pipeline shuffles them.
 
-    In any order by default (the fastest); with `deterministic=True`, in a fixed order:
-    one record from each shard in turn.
-    """
-    options = tf.data.Options()
-    options.deterministic = deterministic
-    records = tf.data.TFRecordDataset(paths, num_parallel_reads=len(paths))
-    return records.with_options(options).map(read_example, num_parallel_calls=tf.data.AUTOTUNE)
+
+print(f"Decoding with ratio={pipeline.decode_ratio(TARGET_SIZE, IMAGE_SIZE)} for {IMAGE_SIZE} px")
+
+# %% [markdown]
+# How fast is that, beside lab 3's pipeline on the same shards (decoding at full size)?
+# Timed in turns, five rounds; the ratio is taken within each round, with its range.
+
+# %%
+lab3_reading = pipeline.tfrecord_images(
+    train_paths, target_size=TARGET_SIZE, num_classes=len(class_names), batch_size=64
+)
+lab4_reading = read_images(train_paths).batch(64).prefetch(tf.data.AUTOTUNE)
+reading_runs = timing.measure_in_turns(
+    {"lab 3's pipeline": lab3_reading.repeat(), "this lab's reading": lab4_reading.repeat()},
+    num_images=NUM_TIMED_IMAGES,
+    repeats=5,
+)
+lab3_rate, lab4_rate = reading_runs["lab 3's pipeline"], reading_runs["this lab's reading"]
+reading_ratio = timing.ratio_in_turns(lab4_rate, lab3_rate)
+print(f"This lab's reading / lab 3's pipeline: {reading_ratio.summary('.2f')}")
 
 
 # %% [markdown]
@@ -245,21 +292,22 @@ checks.check_augment(augment, todo=2, image_size=IMAGE_SIZE)
 # %% [markdown]
 # ## 3. The training pipeline (TODO 3)
 #
-# - `cache()` keeps the decoded images in memory after the first epoch (here
-#   `num_train * IMAGE_SIZE**2 * 3` bytes); it comes *before* the shuffle, or every epoch
-#   would replay the first epoch's order.
-# - `shuffle(buffer)` draws each image from a buffer of the next `buffer` images.
+# - `cache()` keeps the decoded images in memory after the first epoch; it comes *before*
+#   the shuffle, or every epoch would replay the first epoch's order.
+# - `shuffle(buffer)` draws each image from a buffer of the next `buffer` images; it
+#   comes *before* the batch, or the same images would be batched together every epoch.
 # - `repeat()` makes the dataset endless; `fit()` is told how many steps make an epoch.
 # - `batch(..., drop_remainder=True)` gives every batch the same, static size, which TPUs
 #   need (and which splits evenly over the replicas).
-# - `map(augment)` alters each batch a little (TODO 2); `prefetch` prepares the next ones.
+# - `map(augment)` alters each batch (TODO 2); `prefetch` prepares the next batches while
+#   the accelerator computes, so that it does not wait for them.
 #
 # **TODO 3.** Complete `make_training_dataset(paths)`: start from `read_images(paths)`,
 # then `cache()`, `shuffle(2048, seed=SEED)`, `repeat()`, `batch(global_batch_size,
 # drop_remainder=True)`, `map(augment, num_parallel_calls=tf.data.AUTOTUNE)` and
 # `prefetch(tf.data.AUTOTUNE)`. The check builds your pipeline on a copy of the shards
 # and reads it for a few epochs, deleting the copy after the first: later epochs must come
-# from the cache, each in a new order, with new flips.
+# from the cache, each in a new order and new batches, with new flips, prefetched.
 
 
 # %%
@@ -290,13 +338,10 @@ checks.check_training_dataset(
 train_dataset = make_training_dataset(train_paths)
 
 # %% [markdown]
-# Validation reads the held-out shards in a fixed order (`deterministic=True`: one record
-# from each shard in turn), without shuffling or augmenting, so that every evaluation
-# sees the same batches. Its
-# batches are also of one static size, split evenly over the replicas. The last,
-# incomplete batch is left out, so `strategy.even_batch_size()` picks the size, at most
-# the global batch, that leaves the fewest images out (at 8 replicas the global batch can
-# be larger than the whole validation set).
+# Validation reads the held-out shards in a fixed order (`deterministic=True`), without
+# shuffling or augmenting, so that every evaluation sees the same batches, of one static
+# size split evenly over the replicas. `strategy.even_batch_size()` picks the size, at
+# most the global batch, that leaves the fewest images out of full batches.
 
 # %%
 validation_batch_size = strategy.even_batch_size(
@@ -318,27 +363,18 @@ print(
 # ## 4. The model, under the strategy (TODO 4)
 #
 # On TensorFlow, the model's variables must be created under the strategy's scope, so that
-# each replica gets its copy; `choice.scope()` is that scope (on JAX, where the
-# distribution is already set, it does nothing, so the code reads the same).
-# `models.small_convnet()` builds a small convnet with `keras.Input` and a float32 softmax
-# at the end (mixed precision computes in 16 bits, but the loss wants 32).
-#
-# `steps_per_execution=N` in `compile()` runs N training steps per call from Python into
-# the compiled step function: on a TPU, each call has a fixed cost, and this spreads it.
-# (On JAX, Keras 3.15 still calls one compiled step at a time, N times in a loop.)
-# `strategy.supported_steps_per_execution()` says where Keras cannot do it.
-
-# %%
-steps_per_execution = strategy.supported_steps_per_execution(choice, STEPS_PER_EXECUTION)
-print(f"steps_per_execution: {steps_per_execution}")
-
-# %% [markdown]
+# each replica gets its copy: `choice.scope()` (on JAX it does nothing, so the code reads
+# the same). `models.small_convnet()` ends in a float32 softmax (mixed precision
+# computes in 16 bits, but the loss wants 32). `steps_per_execution=N` runs N training
+# steps per call into the compiled step function, spreading each call's fixed cost (on
+# JAX, Keras 3.15 still calls one compiled step at a time); the plan above set it.
 #
 # **TODO 4.** Complete `build_model(choice)`: under `choice.scope()`, make `model` with
 # `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
-# `optimizer=keras.optimizers.Adam(learning_rate)`, `loss="categorical_crossentropy"`,
-# `metrics=["accuracy"]` and `steps_per_execution=steps_per_execution`. The check also
-# calls it with another strategy, to see the variables land in that strategy's scope.
+# `optimizer=keras.optimizers.Adam(learning_rate_schedule)` (the schedule, not the peak
+# rate), `loss="categorical_crossentropy"`, `metrics=["accuracy"]` and
+# `steps_per_execution=steps_per_execution`. The check also calls it with another
+# strategy, to see the variables land in that strategy's scope.
 
 
 # %%
@@ -349,7 +385,7 @@ def build_model(choice):
     with choice.scope():
         model = models.small_convnet(IMAGE_SIZE, len(class_names))
         model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate),
+            optimizer=keras.optimizers.Adam(learning_rate_schedule),
             loss="categorical_crossentropy",
             metrics=["accuracy"],
             steps_per_execution=steps_per_execution,
@@ -364,7 +400,7 @@ checks.check_compiled_model(
     build_model,
     todo=4,
     choice=choice,
-    learning_rate=learning_rate,
+    learning_rate=learning_rate_schedule,
     steps_per_execution=steps_per_execution,
     image_size=IMAGE_SIZE,
     num_classes=len(class_names),
@@ -381,9 +417,10 @@ warnings.filterwarnings("ignore", message="Your input ran out of data")
 history = model.fit(
     train_dataset,
     validation_data=validation_dataset,
-    epochs=EPOCHS,
+    epochs=plan.epochs,
     steps_per_epoch=steps_per_epoch,
     shuffle=False,  # The dataset shuffles itself; fit() cannot shuffle a tf.data.Dataset.
+    callbacks=[training.LearningRateLog()],  # Adds "learning_rate" to the history.
     verbose=2,
 )
 
@@ -391,19 +428,24 @@ history = model.fit(
 figure = display.plot_history(history, title=f"Training on {choice.kind}")
 
 # %% [markdown]
-# How good is that? A model that always answers the most common class gets the share of
-# that class right: that is chance level here, computed from the validation labels.
+# How good is that? Chance level is what always answering the most common class scores.
+# The final model (saved below) is printed beside the best epoch: did it end at its best?
 
 # %%
 validation_labels = np.concatenate(
     [np.argmax(labels, axis=1) for _, labels in validation_dataset.as_numpy_iterator()]
 )
-chance = max(collections.Counter(validation_labels).values()) / len(validation_labels)
+chance = np.bincount(validation_labels).max() / len(validation_labels)
 _, accuracy = model.evaluate(validation_dataset, verbose=0)
+per_epoch = history.history["val_accuracy"]
+best_epoch = int(np.argmax(per_epoch)) + 1
 print(
-    f"Validation accuracy {accuracy:.2f}; chance level {chance:.2f} "
+    f"Validation accuracy {accuracy:.2f}; best epoch {best_epoch} of {len(per_epoch)}: "
+    f"{max(per_epoch):.2f}; chance level {chance:.2f} "
     f"({len(validation_labels)} images, {len(class_names)} classes)"
 )
+rates = ", ".join(f"{rate:.1e}" for rate in history.history["learning_rate"])
+print(f"Learning rate at each epoch's end: {rates}")
 
 # %% [markdown]
 # Sixteen validation images, titled with the model's answer; wrong answers in red.
@@ -415,24 +457,16 @@ figure = display.show_predictions(
 )
 
 # %% [markdown]
-# Is this training waiting for its input, and what else sets a step's time? Lesson 5,
-# "Is the accelerator waiting?" (`05_accelerator_waiting`), measures it.
-
-# %% [markdown]
 # ## Save and reload
 #
 # `model.save()` writes a `.keras` file: the architecture, the weights and the optimizer
-# state, in one zip. Reloaded, the model gives the same predictions.
+# state (the schedule too), in one zip. Reloaded, the model gives the same predictions.
 #
-# Where does it write? Today's TPUs (Colab, Kaggle, Cloud TPU VMs) are **TPU VMs**: the
-# notebook runs on the machine the TPU is attached to, so `model.save()` writes to that
-# machine's disk, as on a CPU. On JAX, Keras gathers each weight from the devices; on
-# TensorFlow, the strategy reads its replicas. The same line works on both backends.
-#
-# Colab's TPU used to be a **TPU Node**: a separate machine reached over the network,
-# whose workers could not see the notebook's disk. A TensorFlow SavedModel export then
-# had to pass `tf.saved_model.SaveOptions(experimental_io_device="/job:localhost")`, and
-# data and models had to live in `gs://`. On a TPU VM there is no such split.
+# Today's TPUs (Colab, Kaggle, Cloud TPU VMs) are **TPU VMs**: the notebook runs on the
+# machine the TPU is attached to, so `model.save()` writes to its disk, as on a CPU.
+# Colab's old TPU was a **TPU Node**, a separate machine that could not see the
+# notebook's disk: exports needed `SaveOptions(experimental_io_device="/job:localhost")`
+# and data in `gs://`. On a TPU VM there is no such split.
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.
@@ -454,9 +488,14 @@ print(
 # %% tags=["summary"]
 print(
     f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); global batch "
-    f"{global_batch_size}, learning rate {learning_rate:g}, precision {policy}."
+    f"{global_batch_size}, peak learning rate {learning_rate:g}, precision {policy}.\n"
+    f"{plan.total_steps} steps, {plan.images_seen:,} images seen; warm-up "
+    f"{plan.warmup_steps} steps, then cosine decay.\n"
+    f"Validation accuracy: final {accuracy:.2f}, best {max(per_epoch):.2f} (epoch "
+    f"{best_epoch} of {len(per_epoch)}); chance {chance:.2f}.\n"
+    f"Reading the shards: this lab {lab4_rate.median:,.0f} images/s, lab 3's pipeline "
+    f"{lab3_rate.median:,.0f} (ratio {reading_ratio.summary('.2f')})."
 )
-print(f"Validation accuracy after {EPOCHS} epochs: {accuracy:.2f} (chance {chance:.2f}).")
 
 # %% [markdown]
 # *What changed from the original course:* it found the TPU with a resolver that no

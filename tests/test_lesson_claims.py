@@ -108,7 +108,7 @@ def test_lab4_validation_reads_in_the_fixed_order_its_text_says():
     assert "in a fixed order (`deterministic=True`" in below
     assert "read_images(validation_paths, deterministic=True)" in below
     code = "\n".join(text for kind, text in cells if kind == "code")
-    assert "options.deterministic = deterministic" in code
+    assert "deterministic=deterministic" in code
 
 
 def test_lab4_times_nothing_and_points_to_lesson_5():

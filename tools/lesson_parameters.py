@@ -48,8 +48,10 @@ SMALL_PARAMETERS = {
         "NUM_SHARDS": 4,
         "VALIDATION_SHARDS": 1,
         "IMAGE_SIZE": 32,
-        "EPOCHS": 1,
+        "TRAINING_IMAGES": 640,
+        "EPOCHS": 2,
         "STEPS_PER_EXECUTION": 2,
+        "NUM_TIMED_IMAGES": 64,
     },
     "05_accelerator_waiting": {
         "NUM_IMAGES": 160,
