@@ -29,7 +29,7 @@ TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
 NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); written here if lab 2 did not.
 SHARDS_DIR = None  # None: where lab 2 wrote them; or the folder (or gs://) you wrote them to.
 DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
-IMAGE_SIZE = 96  # The model's input size: images are resized in the pipeline.
+IMAGE_SIZE = 96  # The model's input size: decoded at that size from TARGET_SIZE.
 BATCH_PER_REPLICA = None  # None: the device's rule of thumb (strategy.BATCH_PER_REPLICA).
 STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
 NUM_TIMED_STEPS = 32  # Training steps timed in each run.
@@ -114,23 +114,17 @@ def compiled_model(steps_per_execution):
     return model
 
 
-def resize_batch(images, labels):
-    """Resizes a batch of images to IMAGE_SIZE, back to uint8."""
-    images = tf.image.resize(images, [IMAGE_SIZE, IMAGE_SIZE], antialias=True)
-    return tf.saturate_cast(tf.round(images), tf.uint8), labels
-
-
 def training_pipeline(*, cache=False, prefetch=True):
-    """Lab 3's pipeline, endless, in full batches of the global batch at IMAGE_SIZE."""
+    """Lab 3's pipeline, as lab 4 reads it (decoded at IMAGE_SIZE), endless, in full batches."""
     dataset = pipeline.tfrecord_images(
         shard_set.paths,
         target_size=TARGET_SIZE,
         num_classes=len(class_names),
         batch_size=global_batch_size,
+        image_size=IMAGE_SIZE,
         cache=cache,
         prefetch=False,
     )
-    dataset = dataset.map(resize_batch, num_parallel_calls=tf.data.AUTOTUNE)
     # A step needs full batches (a TPU needs static shapes): drop the last, smaller one.
     dataset = dataset.filter(lambda images, labels: tf.shape(images)[0] == global_batch_size)
     return dataset.repeat().prefetch(tf.data.AUTOTUNE) if prefetch else dataset.repeat()
@@ -380,8 +374,8 @@ for name in ["lesson's model", "tiny model"]:
 # %% [markdown]
 # ## Decode less: crop while decoding
 #
-# The shards hold `TARGET_SIZE` images and the model sees `IMAGE_SIZE`: every pixel is
-# decoded, and much of that work is then thrown away. Two ways decode less:
+# A random crop (the usual augmentation of large images) decodes every pixel of the
+# image, then keeps a window of it and throws the rest away. Two ways decode less:
 #
 # - crop while decoding: `tf.io.extract_jpeg_shape()` reads the image's size from the
 #   JPEG header alone, `tf.image.sample_distorted_bounding_box()` picks a random window
@@ -442,8 +436,8 @@ for speedup in speedups.values():
 # back the same every epoch; with a cache, a random crop belongs after it. Decoding less
 # matters when the decoded images do not fit in memory, as with ImageNet on a TPU: every
 # epoch decodes every image again, and the pipeline must keep up with the accelerator.
-# `resize_batch()` above also decodes `TARGET_SIZE` only to resize to `IMAGE_SIZE`; where
-# that is half, `decode_jpeg(..., ratio=2)` gives it directly.
+# `training_pipeline()` above already decodes less: where `IMAGE_SIZE` is half of
+# `TARGET_SIZE`, `decode_jpeg(..., ratio=2)` gives it directly (`pipeline.decode_ratio()`).
 
 # %% [markdown]
 # ## What you measured

@@ -35,7 +35,7 @@ def _resize(image: tf.Tensor, image_size: int) -> tf.Tensor:
 
     No antialiasing, as in the reference preprocessing (bicubic there): it is cheaper,
     and near enough when a crop is at most about twice the output's side (lesson 5: crops
-    of 192 px shards, output 96 px). Lesson 5's `resize_batch()` antialiases its resize.
+    of 192 px shards, output 96 px).
     """
     image = tf.image.resize(image, [image_size, image_size], antialias=False)
     return tf.saturate_cast(tf.round(image), tf.uint8)
