@@ -596,7 +596,7 @@ figure = display.plot_ablation(ablation.results, title=simulated_storage.describ
 #   cost anything measurable here.
 # - **prefetch**: it lets the pipeline prepare the next batches while the consumer works
 #   on the current one. Here the consumer only counts images, so there is little to
-#   overlap; lab 4 measures it with a training step as the consumer.
+#   overlap; lesson 5 measures it with a training step as the consumer.
 # - **cache**: after the first pass, no storage and no decoding at all, as long as the
 #   decoded images fit in memory (here `num_records * TARGET_SIZE**2 * 3` bytes).
 #

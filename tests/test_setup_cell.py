@@ -20,7 +20,7 @@ def _setup_cells(notebook):
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_gets_the_one_template(lesson):
     lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
-    has_backend = lesson == "04_train_keras"
+    has_backend = lesson in ("04_train_keras", "05_accelerator_waiting")
     expected = setup_cell.render(lesson, has_backend_parameter=has_backend)
     for notebook in (lab, solution):
         (cell,) = _setup_cells(notebook)
@@ -34,7 +34,7 @@ def test_every_lesson_gets_the_one_template(lesson):
     last_line = expected.splitlines()[-1]
     backend = "BACKEND" if has_backend else '"auto"'
     assert last_line.startswith(f"course_runtime = runtime.prepare({backend})  # ")
-    if lesson == "04_train_keras":  # The parameters cell comes first: the set-up reads it.
+    if has_backend:  # The parameters cell comes first: the set-up reads it.
         tags = [c.metadata.get("tags", []) for c in lab.cells]
         assert tags.index(["parameters"]) < tags.index(["setup", "nbval-ignore-output"])
 
