@@ -24,7 +24,6 @@ versions (these are requirements-dev.txt's), and pip resolving TensorFlow's depe
 import base64
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys

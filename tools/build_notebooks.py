@@ -58,6 +58,12 @@ GRADED_NOTE = (
     "work in the TODO cells or in new cells."
 )
 
+# The same place in every solution: what it is, and where the lab is.
+SOLUTION_NOTE = (
+    "**This is the solution:** the lab `labs/{stem}.ipynb` with every TODO done, executed "
+    "with the full parameters."
+)
+
 
 class BuildError(Exception):
     """A lesson source is malformed; the message names the file and line."""
@@ -334,10 +340,11 @@ def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str, ro
         parts.append(f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})")
     if folder == "labs":
         parts.append(GRADED_NOTE)
-    if parts:
-        links = nbformat.v4.new_markdown_cell(source="\n\n".join(parts))
-        links.id = "cell-links"
-        notebook.cells.insert(1, links)
+    else:
+        parts.append(SOLUTION_NOTE.format(stem=stem))
+    links = nbformat.v4.new_markdown_cell(source="\n\n".join(parts))
+    links.id = "cell-links"
+    notebook.cells.insert(1, links)
 
 
 def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -468,6 +475,8 @@ def _embedded_course_problem(notebook: nbformat.NotebookNode, course: dict) -> s
     cells = [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
     if not cells:
         return None
+    if not setup_cell.PAYLOAD_PATTERN.search(cells[0].source):
+        return None  # Built before notebooks carried the course: out of date, said below.
     try:
         embedded = setup_cell.embedded_files(cells[0].source)
     except ValueError as error:
