@@ -24,6 +24,7 @@ versions (these are requirements-dev.txt's), and pip resolving TensorFlow's depe
 import base64
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -148,6 +149,7 @@ def _run_upload_only(tmp_path, python, runs, env=None, timeout=900):
         "HOME": "/tmp/home",
         "JUPYTER_PATH": str(tmp_path / "kernels"),
         "TPU_SPEED_PIPELINES_NO_PROGRESS": "1",
+        "PIP_CONFIG_FILE": os.devnull,  # Not this machine's pip settings (local wheels).
         **(env or {}),
     }
     sandbox = [
@@ -239,7 +241,7 @@ def test_setup_cell_with_an_unusable_source_fails_in_one_line(tmp_path):
     script.write_text(code)
     missing = tmp_path / "no-such-course"
     command = [
-        "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp/home",
+        "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp/home", f"PIP_CONFIG_FILE={os.devnull}",
         f"{setup_cell.SOURCE_ENV_VAR}={missing}",
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home",
         "--bind", str(tmp_path), str(tmp_path), "--unshare-net", "--die-with-parent",
@@ -338,7 +340,8 @@ def test_upload_only_without_tensorflow_anywhere_fails_in_one_line(tmp_path):
     ]
     (line,) = error
     assert re.fullmatch(
-        r"SetupFailed: pip could not install tensorflow-cpu==2\.21\.0 \(ERROR: .+\)\. Run by "
+        r"SetupFailed: pip could not install tensorflow-cpu==2\.21\.0 \(ERROR: .+; the package "
+        r"index could not be reached: is this runtime online\?\)\. Run by "
         r"hand in a cell: %pip install tensorflow-cpu==2\.21\.0 \(or pick a runtime that has "
         r"them\), then run this cell again\.",
         line,

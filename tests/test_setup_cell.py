@@ -264,14 +264,31 @@ def _failing_pip(command, **options):
     return subprocess.CompletedProcess(command, 1, "", stderr)
 
 
+def _offline_pip(command, **options):
+    stderr = (
+        "WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError("
+        "...: Failed to establish a new connection: [Errno -3]')': /simple/x/\n"
+        "ERROR: No matching distribution found\n"
+    )
+    return subprocess.CompletedProcess(command, 1, "", stderr)
+
+
 def _slow_pip(command, **options):
     raise subprocess.TimeoutExpired(command, options["timeout"])
 
 
 @pytest.mark.parametrize(
     "install, why",
-    [(_failing_pip, "ERROR: No matching distribution"), (_slow_pip, "no result within 600 s")],
-    ids=["pip fails", "pip times out"],
+    [
+        (_failing_pip, "ERROR: No matching distribution"),
+        (
+            _offline_pip,
+            "ERROR: No matching distribution found; the package index could not be "
+            "reached: is this runtime online?",
+        ),
+        (_slow_pip, "no result within 600 s"),
+    ],
+    ids=["pip fails", "pip is offline", "pip times out"],
 )
 def test_pip_install_failure_is_one_line_saying_how_to_go_on(install, why):
     with pytest.raises(runtime.SetupFailed) as failure:

@@ -69,6 +69,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 COURSE_VERSION = "__VERSION__"
@@ -158,21 +159,30 @@ def unpack_embedded_course(cache):
         raise SetupFailed("The course embedded in this notebook is damaged (checksum). "
                           "Download the lab again, then run this cell again.")  # fmt: skip
     folder = cache / "course" / f"{COURSE_VERSION}-{COURSE_SHA256[:12]}"
-    if not is_course(folder):
-        partial = folder.with_name(f"{folder.name}.incomplete-{os.getpid()}")
+    if is_course(folder):
+        return folder
+    partial = folder.with_name(f"{folder.name}.incomplete-{os.getpid()}")
+    try:
         for name, text in json.loads(data).items():
             (partial / name).parent.mkdir(parents=True, exist_ok=True)
             (partial / name).write_text(text)
-        try:
-            partial.rename(folder)  # Whole or not at all.
-        except OSError:  # Another kernel unpacked it meanwhile.
-            pass
+    except OSError as error:  # The cache cannot be written here: a temporary folder will do.
+        fallback = Path(tempfile.gettempdir()) / "tpu_speed_pipelines"
+        if cache == fallback:
+            raise SetupFailed(f"Cannot unpack the course into {cache} ({error}). Set "
+                              "TPU_SPEED_PIPELINES_CACHE to a folder you can write, then run "
+                              "this cell again.") from None  # fmt: skip
+        return unpack_embedded_course(fallback)
+    try:
+        partial.rename(folder)  # Whole or not at all.
+    except OSError:  # Another kernel unpacked it meanwhile.
+        pass
     return folder
 
 
 def set_up_course():
     """Puts the course's `utils` first on sys.path and prints where it came from."""
-    cache = os.environ.get("__CACHE_ENV_VAR__") or Path.home() / ".cache" / "tpu_speed_pipelines"
+    cache = os.environ.get("__CACHE_ENV_VAR__") or Path.home() / ".cache/tpu_speed_pipelines"
     cache = Path(cache)
     found = find_course(cache)
     source = os.environ.get("__SOURCE_ENV_VAR__")

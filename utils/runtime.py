@@ -8,6 +8,8 @@ Keras 3.15, JAX 0.10):
   libtpu. There, Keras runs on JAX and `tensorflow-cpu` is installed for `tf.data` only.
 - TensorFlow writes log lines to the process's stderr while it is imported (absl, oneDNN),
   whatever `TF_CPP_MIN_LOG_LEVEL` says; they are dropped here, during the import only.
+- What is missing is installed with pip (`pip_install`), the set-up's only download: quiet,
+  with a timeout, never waiting on input; a failure is one line (`SetupFailed`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,13 @@ PIP_OPTIONS = (
     "1",
 )
 PIP_TIMEOUT_S = 600
+# What pip's messages say when it cannot connect to the package index.
+OFFLINE_SIGNS = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,11 +205,17 @@ def pip_install(
 
 
 def _last_error_line(stderr: str) -> str:
-    """Returns pip's last `ERROR:` line (else its last line), without colour codes."""
+    """Returns pip's last `ERROR:` line (else its last line), without colour codes.
+
+    Where pip could not connect to the package index, the line says so.
+    """
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in stderr.splitlines()]
     lines = [line for line in lines if line]
     errors = [line for line in lines if line.startswith("ERROR:")]
-    return (errors or lines or ["pip gave no message"])[-1]
+    line = (errors or lines or ["pip gave no message"])[-1]
+    if any(sign in stderr for sign in OFFLINE_SIGNS):
+        line += "; the package index could not be reached: is this runtime online?"
+    return line
 
 
 def _pth_files() -> set[Path]:
