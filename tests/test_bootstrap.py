@@ -83,7 +83,7 @@ def _link_view(folder, leave_out):
     return folder
 
 
-COURSE_ENTRIES = ("tpu_speed_pipelines", "__editable__", "__pycache__")
+COURSE_ENTRIES = ("tpu_speed_pipelines", "__editable__", "__pycache__", "utils")
 TENSORFLOW_ENTRIES = ("tensorflow", "tensorboard")
 
 
