@@ -1,6 +1,9 @@
 """Tests of tools/build_notebooks.py: regions, stubs, validation, determinism, --check."""
 
 import ast
+import base64
+import json
+import lzma
 import re
 import shutil
 import tempfile
@@ -12,6 +15,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
+from tools import setup_cell
 
 TMP = tempfile.gettempdir().rstrip("/")
 MINIMAL_LESSON = '''# %% [markdown]
@@ -172,8 +176,8 @@ def test_split_variants_header_banner_links_and_metadata(tmp_path):
     assert lab.cells[0].source.startswith(
         "<!-- Generated from notebooks/09_test_lesson.py by tools/build_notebooks.py."
     )
-    assert "/blob/main/labs/09_test_lesson.ipynb" in lab.cells[1].source
-    assert "/blob/main/solutions/09_test_lesson.ipynb" in solution.cells[1].source
+    assert lab.cells[1].source == build.GRADED_NOTE  # Not published: no links.
+    assert "colab.research" not in nbformat.writes(lab) + nbformat.writes(solution)
     assert lab.metadata["tpu_speed_pipelines"] == {
         "source": "notebooks/09_test_lesson.py",
         "variant": "lab",
@@ -212,6 +216,71 @@ def test_split_variants_malformed_lesson_says_what_is_wrong(tmp_path, edit, mess
     root = _lesson_root(tmp_path, MINIMAL_LESSON.replace(*edit))
     with pytest.raises(build.BuildError, match=message):
         build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+
+
+def test_split_variants_links_to_the_configured_repository_at_the_version_tag(tmp_path):
+    root = _lesson_root(tmp_path)
+    (root / "pyproject.toml").write_text(
+        '[project]\nversion = "9.9"\n\n[tool.tpu-speed-pipelines]\nrepository = "someone/course"\n'
+    )
+    lab, solution = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    colab = "https://colab.research.google.com/github/someone/course/blob/v9.9"
+    raw = "https://raw.githubusercontent.com/someone/course/v9.9"
+    assert lab.cells[1].source == (
+        f"[Open in Colab]({colab}/labs/09_test_lesson.ipynb) · [Open in Vertex AI Workbench]"
+        "(https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url="
+        f"{raw}/labs/09_test_lesson.ipynb)\n\n{build.GRADED_NOTE}"
+    )
+    assert solution.cells[1].source == (
+        f"[Open in Colab]({colab}/solutions/09_test_lesson.ipynb) · [Open in Vertex AI "
+        "Workbench](https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?"
+        f"download_url={raw}/solutions/09_test_lesson.ipynb)\n\n"
+        + build.SOLUTION_NOTE.format(stem="09_test_lesson")
+    )
+
+
+SETUP_LESSON = MINIMAL_LESSON.replace(
+    '# %% tags=["parameters"]', '# %% tags=["setup"]\n# The set-up.\n\n# %% tags=["parameters"]'
+)
+
+
+def _course_root(tmp_path):
+    root = _lesson_root(tmp_path, SETUP_LESSON)
+    (root / "pyproject.toml").write_text('[project]\nversion = "9.9"\n')
+    (root / "utils" / "checks").mkdir(parents=True)
+    (root / "utils" / "__init__.py").write_text('COURSE = "tpu-speed-pipelines"\n')
+    (root / "utils" / "checks" / "__init__.py").write_text('"""Checks."""\n')
+    build.build(root, execute=False)
+    return root
+
+
+UNEXECUTED = "solutions/09_test_lesson.ipynb has no outputs. Run: make build"
+
+
+def test_check_names_notebooks_whose_embedded_course_differs_from_utils(tmp_path):
+    root = _course_root(tmp_path)
+    assert build.check(root) == [UNEXECUTED]
+    (root / "utils" / "timing.py").write_text("SPEED = 1\n")
+    assert build.check(root) == [
+        f"{folder}/09_test_lesson.ipynb embeds a course package that differs from the "
+        "checkout's in 1 file(s): utils/timing.py. Run: make build"
+        for folder in ("labs", "solutions")
+    ]
+
+
+def test_check_accepts_the_same_course_compressed_differently(tmp_path):
+    root = _course_root(tmp_path)
+    path = root / "labs" / "09_test_lesson.ipynb"
+    text = path.read_text()
+    data = json.dumps(setup_cell.course_files(root), sort_keys=True).encode()
+    other = base64.b85encode(lzma.compress(data, preset=0)).decode()
+    _, ours = setup_cell.payload(root)
+    assert other != ours
+    path.write_text(text.replace(json.dumps(ours)[1:-1], other))
+    assert path.read_text() != text
+    assert build.check(root) == [UNEXECUTED]
+    path.write_text(text.replace("COURSE_MARK = ", "COURSE_MARK  = "))
+    assert build.check(root)[0].startswith("labs/09_test_lesson.ipynb is out of date")
 
 
 def test_build_twice_writes_identical_bytes(tmp_path):

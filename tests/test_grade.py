@@ -418,7 +418,7 @@ def test_inject_parameters_adds_a_cell_after_the_parameters_cell():
 def test_each_lab_header_says_what_is_graded():
     for source in build.lesson_sources(REPO_ROOT):
         lab, solution = build.split_variants(source)
-        assert lab.cells[1].source.endswith("\n\n" + build.GRADED_NOTE), source.name
+        assert lab.cells[1].source.endswith(build.GRADED_NOTE), source.name
         assert build.GRADED_NOTE not in solution.cells[1].source
 
 

@@ -41,7 +41,6 @@ import nbformat
 
 from tools import setup_cell
 from tools.lesson_parameters import KERNEL_OPTIONS
-from tools.setup_cell import GITHUB_REPO
 from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +56,12 @@ GRADED_NOTE = (
     "Your TODO cells and the cells you add are kept where you put them; every other cell "
     "(set-up, parameters, text, checks) is restored from the course first, so put your "
     "work in the TODO cells or in new cells."
+)
+
+# The same place in every solution: what it is, and where the lab is.
+SOLUTION_NOTE = (
+    "**This is the solution:** the lab `labs/{stem}.ipynb` with every TODO done, executed "
+    "with the full parameters."
 )
 
 
@@ -213,7 +218,7 @@ def split_variants(
     for variant in (lab, solution):
         _put_setup_code(variant, source_path.stem, source_name, root)
         _tag_unchecked_outputs(variant)
-        _add_header(variant, source_path.stem, source_name)
+        _add_header(variant, source_path.stem, source_name, root)
     return lab, solution
 
 
@@ -296,6 +301,7 @@ def _put_setup_code(
         )
     code = setup_cell.render(stem, has_backend_parameter=has_backend, root=root)
     cells[setups[0]].source = code
+    cells[setups[0]].metadata.update(copy.deepcopy(setup_cell.CELL_METADATA))
 
 
 def _tag_unchecked_outputs(notebook: nbformat.NotebookNode) -> None:
@@ -307,7 +313,7 @@ def _tag_unchecked_outputs(notebook: nbformat.NotebookNode) -> None:
             cell.metadata["tags"] = [*tags, "nbval-ignore-output"]
 
 
-def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) -> None:
+def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str, root: Path) -> None:
     folder = "labs" if notebook.metadata[METADATA_KEY]["variant"] == "lab" else "solutions"
     title = notebook.cells[0]
     banner = (
@@ -315,17 +321,28 @@ def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) ->
         f"Edit the source, then run: {BUILD_COMMAND} -->"
     )
     title.source = banner + "\n" + title.source
-    colab = (
-        f"https://colab.research.google.com/github/{GITHUB_REPO}/blob/main/{folder}/{stem}.ipynb"
-    )
-    raw = f"https://raw.githubusercontent.com/{GITHUB_REPO}/main/{folder}/{stem}.ipynb"
-    workbench = (
-        f"https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url={raw}"
-    )
-    links_text = f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})"
+    try:
+        repository = setup_cell.repository(root)
+    except ValueError as error:
+        raise BuildError(str(error)) from None
+    parts = []
+    if repository:  # Published: links that open this notebook at its version's tag.
+        tag = f"v{setup_cell.course_version(root)}"
+        colab = (
+            f"https://colab.research.google.com/github/{repository}/blob/{tag}/"
+            f"{folder}/{stem}.ipynb"
+        )
+        raw = f"https://raw.githubusercontent.com/{repository}/{tag}/{folder}/{stem}.ipynb"
+        workbench = (
+            "https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?"
+            f"download_url={raw}"
+        )
+        parts.append(f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})")
     if folder == "labs":
-        links_text += "\n\n" + GRADED_NOTE
-    links = nbformat.v4.new_markdown_cell(source=links_text)
+        parts.append(GRADED_NOTE)
+    else:
+        parts.append(SOLUTION_NOTE.format(stem=stem))
+    links = nbformat.v4.new_markdown_cell(source="\n\n".join(parts))
     links.id = "cell-links"
     notebook.cells.insert(1, links)
 
@@ -408,7 +425,12 @@ def lesson_sources(root: Path, only: str | None = None) -> list[Path]:
 
 
 def check(root: Path) -> list[str]:
-    """Returns one message per generated file that is out of date, stale or unexecuted."""
+    """Returns one message per generated file that is out of date, stale or unexecuted.
+
+    A notebook whose embedded course differs from `utils/` gets its own message. The
+    embedded text itself is compared by what it decodes to, as compressors may differ
+    between machines.
+    """
     problems = []
     sources = lesson_sources(root)
     expected = {f"{folder}/{p.stem}.ipynb" for p in sources for folder in ("labs", "solutions")}
@@ -419,6 +441,7 @@ def check(root: Path) -> list[str]:
                     f"{folder}/{path.name} has no source in notebooks/. Delete it, or add "
                     f"notebooks/{path.stem}.py."
                 )
+    course = setup_cell.course_files(root)
     for source in sources:
         lab, solution = split_variants(source, root)
         for folder, built in (("labs", lab), ("solutions", solution)):
@@ -431,6 +454,11 @@ def check(root: Path) -> list[str]:
                 problems.append(f"{folder}/{path.name} is missing. Run: {BUILD_COMMAND}")
                 continue
             on_disk = nbformat.read(path, as_version=4)
+            embedded = _embedded_course_problem(on_disk, course)
+            if embedded:
+                problems.append(f"{folder}/{path.name} {embedded} Run: {BUILD_COMMAND}")
+                continue
+            built = _with_payload_of(on_disk, built)
             if to_text(strip_outputs(on_disk)) != to_text(strip_outputs(built)):
                 problems.append(stale)
             elif folder == "labs" and path.read_text() != to_text(built):
@@ -440,6 +468,49 @@ def check(root: Path) -> list[str]:
             ):
                 problems.append(f"{folder}/{path.name} has no outputs. Run: {BUILD_COMMAND}")
     return problems
+
+
+def _embedded_course_problem(notebook: nbformat.NotebookNode, course: dict) -> str | None:
+    """Says how a notebook's embedded course differs from `course`; None if it does not."""
+    cells = [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+    if not cells:
+        return None
+    if not setup_cell.PAYLOAD_PATTERN.search(cells[0].source):
+        return None  # Built before notebooks carried the course: out of date, said below.
+    try:
+        embedded = setup_cell.embedded_files(cells[0].source)
+    except ValueError as error:
+        return f"is damaged: {error}"
+    if embedded == course:
+        return None
+    differ = sorted(name for name in embedded.keys() | course.keys()
+                    if embedded.get(name) != course.get(name))  # fmt: skip
+    return (
+        f"embeds a course package that differs from the checkout's in {len(differ)} "
+        f"file(s): {', '.join(differ[:3])}{' ...' if len(differ) > 3 else ''}."
+    )
+
+
+def _with_payload_of(
+    on_disk: nbformat.NotebookNode, built: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
+    """Returns `built` with the embedded course's encoded text of `on_disk`.
+
+    Call it once both embed the same files: compressors may encode them differently on
+    different machines, and that is no change.
+    """
+
+    def setup_cells(notebook):
+        return [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+
+    result = copy.deepcopy(built)
+    for disk_cell, cell in zip(setup_cells(on_disk), setup_cells(result), strict=False):
+        found = setup_cell.PAYLOAD_PATTERN.search(disk_cell.source)
+        built_found = setup_cell.PAYLOAD_PATTERN.search(cell.source)
+        if found and built_found:
+            start, end = built_found.span()
+            cell.source = cell.source[:start] + found.group(0) + cell.source[end:]
+    return result
 
 
 def build(root: Path, *, only: str | None = None, execute: bool = True) -> list[Path]:
