@@ -224,7 +224,7 @@ def split_variants(
         if "todo" in c.metadata.get(METADATA_KEY, {})
     }
     for variant in (lab, solution):
-        variant.metadata[METADATA_KEY]["version"] = course_version(root)
+        variant.metadata[METADATA_KEY]["version"] = setup_cell.course_version(root)
         _put_setup_code(variant, source_path.stem, source_name, root)
         _tag_unchecked_outputs(variant)
         _add_header(variant, source_path.stem, source_name, points)
@@ -251,16 +251,6 @@ def _new_cell(cell_type: str, source: str, metadata: dict, cell_id: str) -> nbfo
     cell = maker(source=source, metadata=copy.deepcopy(metadata))
     cell.id = cell_id
     return cell
-
-
-def course_version(root: Path = REPO_ROOT) -> str:
-    """Returns the course version: `version` in pyproject.toml ("0.1.0"), else "unknown"."""
-    try:
-        text = (root / "pyproject.toml").read_text()
-    except OSError:
-        return "unknown"
-    match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
-    return match.group(1) if match else "unknown"
 
 
 def graded_note(points: dict[int, int]) -> str:
