@@ -55,7 +55,7 @@ from pathlib import Path
 import nbformat
 
 from tools import build_notebooks as build
-from tools import grade_kernel, sandbox
+from tools import grade_kernel, sandbox, setup_cell
 from tools.lesson_parameters import SMALL_PARAMETERS
 from utils import data, progress
 
@@ -87,6 +87,16 @@ _grader_classes = {
     if isinstance(_grader_value, type) and _grader_value.__module__ == _grader_name
 }
 _grader_path = list(_grader_sys.path)
+_grader_objects = [  # The lab's own course objects (the simulated storage): their settings.
+    (_grader_object, {
+        _grader_key: _grader_value
+        for _grader_key, _grader_value in vars(_grader_object).items()
+        if isinstance(_grader_value, (float, bool, type(None))) or callable(_grader_value)
+    })
+    for _grader_object in [globals().get(_grader_name) for _grader_name in %(names)r]
+    if type(_grader_object).__module__.split(".")[0] == "utils"
+    and hasattr(_grader_object, "__dict__") and not isinstance(_grader_object, type)
+]
 _grader_shell = get_ipython()
 _grader_hooks = (list(_grader_shell.input_transformers_post),
                  list(_grader_shell.input_transformers_cleanup),
@@ -103,6 +113,10 @@ for _grader_class, _grader_names in _grader_classes.items():
     for _grader_key, _grader_value in _grader_names.items():
         if vars(_grader_class).get(_grader_key) is not _grader_value:
             setattr(_grader_class, _grader_key, _grader_value)
+for _grader_object, _grader_names in _grader_objects:
+    for _grader_key, _grader_value in _grader_names.items():
+        if vars(_grader_object).get(_grader_key) is not _grader_value:
+            setattr(_grader_object, _grader_key, _grader_value)
 _grader_sys.path[:] = [%(root)r] + [p for p in _grader_path if p != %(root)r]
 (_grader_shell.input_transformers_post[:], _grader_shell.input_transformers_cleanup[:],
  _grader_shell.ast_transformers[:]) = _grader_hooks
@@ -120,15 +134,17 @@ import utils.checks as checks
 """
 # What a learner's code has no reason to do, by flag: regular expressions on the code.
 FLAGS = {
-    "exec/eval/compile": r"\b(?:exec|eval|compile|execfile)\s*\(",
+    "exec/eval/compile": r"(?<![.\w])(?:exec|eval|compile|execfile)\s*\(",
     "imported modules": r"\bsetattr\(|\bdelattr\(",
     "lab objects": r"^(?!)",  # Found from the code's syntax (`_syntax_flags`).
     "reassigned parameters": r"^(?!)",
     "sys.modules": r"\bsys\.modules\b",
     "sys.path": r"\bsys\.path\b|\bPYTHONPATH\b|\bsite\.addsitedir\b",
     "import system": r"\bimportlib\b|\b__import__\b|\bbuiltins\b|\b__builtins__\b",
-    "aliased os/sys": r"\bimport\s+(?:os|sys)\s+as\b|=\s*(?:os|sys)\s*$|\bfrom\s+(?:os|sys)\s+import",
-    "IPython hooks": r"\bget_ipython\b|\bIPython\b|^\s*[%!]|\bsys\.(?:excepthook|settrace|setprofile)"
+    "aliased os/sys": r"\bimport\s+(?:os|sys)\s+as\b|=\s*(?:os|sys)\s*$"
+    r"|\bfrom\s+(?:os|sys)\s+import",
+    "IPython hooks": r"\bget_ipython\b|\bIPython\b|^\s*[%!]"
+    r"|\bsys\.(?:excepthook|settrace|setprofile)"
     r"|\bsys\.meta_path\b|\batexit\b",
     "paths outside the work folder": r"[\"'](?:/\w|~/|\.\./)|\bexpanduser\b|\bchdir\b"
     r"|\bsolutions\b|\bnotebooks/",
@@ -312,13 +328,24 @@ def lab_parameters(lab: nbformat.NotebookNode, injected: dict) -> dict:
     return {**values, **injected}
 
 
-def _syntax_flags(code: str, parameters: set[str], lab_names: set[str], modules: set[str]):
-    """Flags found from the code's syntax: assignments to modules, lab objects, parameters."""
+def _syntax_flags(
+    code: str, parameters: set[str], lab_names: set[str], modules: set[str], objects: set[str]
+):
+    """Flags found from the code's syntax: assignments to modules, lab objects, parameters.
+
+    `objects` are the lab's course objects (`simulated_storage`, `source`): binding one
+    of those names again is flagged too.
+    """
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return set()
     found = set()
+    for node in tree.body:  # A lab object bound again at top level.
+        for target in getattr(node, "targets", [getattr(node, "target", None)]):
+            for element in ast.walk(target) if isinstance(target, ast.AST) else []:
+                if isinstance(element, ast.Name) and element.id in objects:
+                    found.add("lab objects")
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             modules |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
@@ -349,9 +376,19 @@ def _syntax_flags(code: str, parameters: set[str], lab_names: set[str], modules:
 
 
 def find_flags(code: str, lab: nbformat.NotebookNode | None = None) -> list[str]:
-    """Returns the names of `FLAGS` that `code` (a learner's cells) raises, in their order."""
-    found = {name for name, pattern in FLAGS.items() if re.search(pattern, code, re.MULTILINE)}
+    """Returns the names of `FLAGS` that `code` (a learner's cells) raises, in their order.
+
+    An alias of `os` or `sys` (`import sys as s`, `s = sys`) is read as the module itself.
+    """
+    aliases = re.findall(
+        r"\bimport\s+(os|sys)\s+as\s+(\w+)|^\s*(\w+)\s*=\s*(os|sys)\s*$", code, re.M
+    )
+    plain = code
+    for module, alias, alias2, module2 in aliases:
+        plain = re.sub(rf"\b{re.escape(alias or alias2)}\.", f"{module or module2}.", plain)
+    found = {name for name, pattern in FLAGS.items() if re.search(pattern, plain, re.MULTILINE)}
     parameters, lab_names, modules = set(), set(), {"np", "tf", "keras", "jax", "utils"}
+    objects, course = set(), {"utils"}
     if lab is not None:
         parameters = set(lab_parameters(lab, {}))
         for cell in lab.cells:
@@ -364,15 +401,44 @@ def find_flags(code: str, lab: nbformat.NotebookNode | None = None) -> list[str]
             for node in ast.walk(tree):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     modules |= {(a.asname or a.name).split(".")[0] for a in node.names}
+                    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("utils"):
+                        course |= {a.asname or a.name for a in node.names}
                 elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     lab_names.add(node.id)
+            for node in tree.body:  # `name = course_module.make_something(...)`
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    root = node.value.func
+                    while isinstance(root, ast.Attribute):
+                        root = root.value
+                    if isinstance(root, ast.Name) and root.id in course:
+                        objects |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         lab_names -= parameters | modules
-    found |= _syntax_flags(_without_magics(code), parameters, lab_names, modules)
+    found |= _syntax_flags(_without_magics(code), parameters, lab_names, modules, objects)
     return [name for name in FLAGS if name in found]
 
 
 def _without_magics(code: str) -> str:
     return "\n".join("" if re.match(r"^\s*[%!]", line) else line for line in code.splitlines())
+
+
+def lab_names(lab: nbformat.NotebookNode) -> list[str]:
+    """The names the lab's own code cells bind at top level (not the TODO cells')."""
+    names = []
+    for cell in lab.cells:
+        if cell.cell_type != "code" or "todo" in _marks(cell):
+            continue
+        if "added" in cell.metadata.get(KEY, {}):
+            continue
+        try:
+            tree = ast.parse(_without_magics(cell.source))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            for target in getattr(node, "targets", [getattr(node, "target", None)]):
+                for element in ast.walk(target) if target is not None else []:
+                    if isinstance(element, ast.Name) and element.id not in names:
+                        names.append(element.id)
+    return names
 
 
 def prepare_cells(
@@ -394,7 +460,8 @@ def prepare_cells(
             continue
         marks = _marks(cell) or cell.metadata.get(KEY, {})
         if ("todo" in marks or "added" in marks) and not snapshot_done:
-            prepared.append((nbformat.v4.new_code_cell(id="grader-snapshot"), SNAPSHOT))
+            snapshot = SNAPSHOT % {"names": lab_names(restored)}
+            prepared.append((nbformat.v4.new_code_cell(id="grader-snapshot"), snapshot))
             snapshot_done = True
         if "check" in marks:
             prepared.append((cell, literals + "\n" + guard + cell.source))
@@ -412,7 +479,8 @@ def _describe(cell: nbformat.NotebookNode) -> str:
     if "check" in marks:
         return f"the check cell of TODO {marks['check']}"
     if "added" in marks:
-        return f"a cell you added ({cell.source.strip().splitlines()[0][:60] if cell.source.strip() else 'empty'})"
+        first = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else "empty"
+        return f"a cell you added ({first})"
     return f"the lab's cell {cell.get('id')}"
 
 
@@ -575,7 +643,7 @@ def learner_id(path: Path, notebook: nbformat.NotebookNode | None, pattern: str 
 def choose_lab(notebook, lesson: str, labs: dict) -> tuple[nbformat.NotebookNode, str, str]:
     """Returns (the lab to grade against, its version, a note or "") for a submission."""
     current = labs["current"][lesson]
-    current_version = current.metadata.get(KEY, {}).get("version", "unknown")
+    current_version = current.metadata.get(KEY, {}).get("version") or labs["version"]
     version = notebook.metadata.get(KEY, {}).get("version")
     if version is None:
         return (
@@ -701,8 +769,8 @@ def write_reports(grades: list[Grade], output_dir: Path, isolation: str) -> None
     review = ["# Flagged submissions", ""]
     for grade in grades:
         if grade.flags:
-            review += [f"## {grade.submission} ({grade.learner}, {grade.lab}): "
-                       f"{', '.join(grade.flags)}", "", "```diff", grade.diff, "```", ""]  # fmt: skip
+            title = f"## {grade.submission} ({grade.learner}, {grade.lab}): "
+            review += [title + ", ".join(grade.flags), "", "```diff", grade.diff, "```", ""]
     if len(review) == 2:
         review.append("None.")
     (output_dir / "review.md").write_text("\n".join(review) + "\n")
@@ -739,9 +807,12 @@ def feedback(grade: Grade) -> str:
 
 
 def load_labs(root: Path = REPO_ROOT, releases: Path | None = None) -> dict:
-    """Returns {"current": labs/ by lesson, version: {lesson: lab}} (released labs)."""
+    """Returns {"current": labs/ by lesson, "version": the course's, version: {lesson: lab}}.
+
+    The labs of other versions are those in `releases/<version>/`, by their metadata.
+    """
     current = {p.stem: nbformat.read(p, as_version=4) for p in sorted(root.glob("labs/*.ipynb"))}
-    labs: dict = {"current": current}
+    labs: dict = {"current": current, "version": setup_cell.course_version(root)}
     if releases is not None and releases.is_dir():
         for path in sorted(releases.glob("*/*.ipynb")):
             notebook = nbformat.read(path, as_version=4)

@@ -143,12 +143,16 @@ class SandboxedKernel:
             elif kind == "status" and content.get("execution_state") == "idle":
                 idle = True
         status = "error" if error else "ok"
-        try:  # The reply says "error" too where an error was printed without a message.
-            reply = self.client.get_shell_msg(timeout=max(deadline - time.monotonic(), 1.0))
+        while True:  # The reply says "error" too where an error was printed without a message.
+            try:
+                reply = self.client.get_shell_msg(timeout=max(deadline - time.monotonic(), 1.0))
+            except queue.Empty:
+                break
+            if reply.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
             if reply.get("content", {}).get("status") != "ok" and not error:
                 status, error = "error", "the cell failed"
-        except queue.Empty:
-            pass
+            break
         return CellResult(status, time.monotonic() - started, error, "".join(output))
 
     def stop(self) -> None:

@@ -5,9 +5,10 @@ Inside: an empty root with only the system folders, the folders the command need
 and one writable work folder (HOME is inside it); a private `/tmp`; no network (loopback
 only); its own PID, IPC and UTS namespaces, a new `/proc` that shows only its own
 processes, and a memory limit per process. The rest of the machine (the course's
-solutions and sources, other submissions, the grader's output and HOME) is not there. When the command ends, every process it left
-behind ends with it (bwrap's init, PID 1 of the namespace, exits and the kernel kills the
-rest); `--die-with-parent` does the same if the grader is killed.
+solutions and sources, other submissions, the grader's output and HOME) is not there.
+When the command ends, every process it left behind ends with it (bwrap's init, PID 1
+of the namespace, exits and the kernel kills the rest); `--die-with-parent` does the
+same if the grader is killed.
 
 The memory limit is RLIMIT_DATA (private writable memory per process): TensorFlow runs
 under it, while RLIMIT_AS also counts the large virtual reservations of thread stacks and
