@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
+from tools import setup_cell
 
 TMP = tempfile.gettempdir().rstrip("/")
 MINIMAL_LESSON = '''# %% [markdown]
@@ -162,8 +163,12 @@ def test_split_variants_marks_todo_and_check_cells(tmp_path):
     root = _lesson_root(tmp_path)
     lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
     marks = [cell.metadata.get("tpu_speed_pipelines") for cell in lab.cells]
-    assert [m for m in marks if m] == [{"todo": 1}, {"check": 1}, {"todo": 2}, {"check": 2}]
+    assert [m for m in marks if m] == [
+        {"todo": 1, "points": 1}, {"check": 1}, {"todo": 2, "points": 1}, {"check": 2}
+    ]  # fmt: skip
     assert ["parameters"] in [cell.metadata.get("tags") for cell in lab.cells]
+    ids = [cell.id for cell in lab.cells if cell.metadata.get("tpu_speed_pipelines")]
+    assert ids == ["todo-1", "check-1", "todo-2", "check-2"]  # Stable: from the TODO's number.
 
 
 def test_split_variants_header_banner_links_and_metadata(tmp_path):
@@ -177,6 +182,7 @@ def test_split_variants_header_banner_links_and_metadata(tmp_path):
     assert lab.metadata["tpu_speed_pipelines"] == {
         "source": "notebooks/09_test_lesson.py",
         "variant": "lab",
+        "version": setup_cell.course_version(),
     }
     assert lab.metadata["kernelspec"]["name"] == "python3"
     assert [cell.id for cell in lab.cells] == [cell.id for cell in solution.cells]

@@ -4,6 +4,7 @@ import copy
 import csv
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -154,6 +155,7 @@ exec(next(''.join(c["source"]) for c in _cells if "TODO {todo}:" in ''.join(c["s
 # Attack 2: a process that keeps rewriting whatever result files it can find.
 FORGER = """filenames = ...
 import subprocess
+import sys
 subprocess.Popen(["sh", "-c", "while true; do for f in * /tmp/* ; do "
                  "echo 'TODO 1 passed' > \\"$f\\" 2>/dev/null; done; sleep 0.2; done"],
                  start_new_session=True)
@@ -493,3 +495,82 @@ def test_the_bwrap_fix_names_ubuntus_apparmor_setting(monkeypatch):
     assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in fix
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
     assert sandbox.bwrap_fix().startswith("bwrap is not installed. Debian/Ubuntu: sudo apt-get")
+
+
+def test_the_readme_command_from_the_repository_root():
+    """The README's Grading command, exactly as written, from the repository root."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    command = re.search(r"^\.venv/bin/python -m tools\.grade .+$", readme, re.M).group(0)
+    assert command == ".venv/bin/python -m tools.grade submissions/ --output-dir build/grades"
+    submissions, output_dir = REPO_ROOT / "submissions", REPO_ROOT / "build" / "grades"
+    assert not submissions.exists(), f"{submissions} exists: move it away to run this test"
+    git_before = _git_status()
+    submissions.mkdir()
+    try:
+        nbformat.write(_notebook("solutions", LAB1), submissions / "s1_solution.ipynb")
+        result = subprocess.run([sys.executable, *command.split()[1:]], cwd=REPO_ROOT,
+                                capture_output=True, text=True, timeout=600)  # fmt: skip
+        with open(output_dir / "grades.csv") as file:
+            rows = list(csv.DictReader(file))
+    finally:
+        for path in submissions.glob("*.ipynb"):
+            path.unlink()
+        submissions.rmdir()
+    assert result.returncode == 0, result.stderr
+    assert [(row["learner"], row["total"], row["maximum"]) for row in rows] == [
+        ("s1_solution", "4", "4")
+    ]
+    assert f"Time limits for {LAB1}: " in result.stdout
+    assert re.search(r"^1 submissions in \d+ s with -j \d+: [\d.]+ s per submission$",
+                     result.stdout, re.M)  # fmt: skip
+    assert (output_dir / "feedback" / f"s1_solution-{LAB1}.md").exists()
+    assert _git_status() == git_before
+
+
+def test_restore_takes_only_todo_cells_from_the_submission():
+    lab = _notebook("labs", LAB1)
+    submission = _notebook("solutions", LAB1)
+    submission.cells[2].source = "print('an edited set-up cell')"
+    submission.cells = [c for c in submission.cells if "check" not in c.metadata.get(KEY, {})]
+    restored, notes = grade.restore_protected_cells(submission, lab)
+    assert notes == []
+    for mine, theirs in zip(restored.cells, lab.cells, strict=True):
+        if "todo" in theirs.metadata.get(KEY, {}):
+            assert mine.source != theirs.source  # The solution's code, not the stub.
+        else:
+            assert mine.source == theirs.source
+    restored, notes = grade.restore_protected_cells(nbformat.v4.new_notebook(), lab)
+    assert notes == [f"TODO {n}: no cell found in the submission" for n in (1, 2, 3, 4)]
+
+
+def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
+    lab, solution = _notebook("labs", LAB1), _notebook("solutions", LAB1)
+    restored, notes = grade.restore_protected_cells(_edited(solution, lab), lab)
+    sources = [cell.source for cell in restored.cells]
+    assert notes == ["TODO 3: 2 cells found; the last one was graded"]
+    assert len(restored.cells) == len(lab.cells) + 3  # Notes, scratch cell, helper.
+    check1 = sources.index(next(s for s in sources if "checks.check_filenames(" in s))
+    assert sources[check1 + 1 : check1 + 3] == ["My notes", "print('scratch')"]
+    assert sources[sources.index(USES_HELPER) - 1] == HELPER
+    code = "\n".join(cell.source for cell in grade.learner_cells(restored))
+    assert grade.find_flags(code, lab) == []
+
+
+def test_each_check_cell_starts_with_the_parameters_and_the_guard():
+    lab = _notebook("labs", LAB1)
+    restored, _ = grade.restore_protected_cells(lab, lab)
+    prepared = grade.prepare_cells(restored, grade.lab_parameters(lab, {"NUM_IMAGES": 7}))
+    ids = [cell.get("id") for cell, _ in prepared]
+    assert ids.index("injected-parameters") < ids.index("grader-snapshot") < ids.index("todo-1")
+    check = dict((cell.get("id"), code) for cell, code in prepared)["check-4"]
+    assert check.startswith("# Grader: the lab's parameters, as the grader set them.\n")
+    assert "\nNUM_IMAGES = 7\n" in check and "\nNUM_PARALLEL_READS = 16\n" in check
+    assert check.endswith(next(c.source for c in lab.cells if c.id == "check-4"))
+
+
+def test_each_lab_header_lists_the_points():
+    for source in build.lesson_sources(REPO_ROOT):
+        lab, solution = build.split_variants(source)
+        todos = sum("todo" in c.metadata.get(KEY, {}) for c in lab.cells)
+        assert lab.cells[1].source.endswith(f" point ({todos} in all)."), source.name
+        assert build.GRADED_NOTE not in solution.cells[1].source

@@ -224,7 +224,8 @@ def split_variants(
         if "todo" in c.metadata.get(METADATA_KEY, {})
     }
     for variant in (lab, solution):
-        variant.metadata[METADATA_KEY]["version"] = setup_cell.course_version(root)
+        version_root = root if (root / "pyproject.toml").exists() else REPO_ROOT
+        variant.metadata[METADATA_KEY]["version"] = setup_cell.course_version(version_root)
         _put_setup_code(variant, source_path.stem, source_name, root)
         _tag_unchecked_outputs(variant)
         _add_header(variant, source_path.stem, source_name, points)

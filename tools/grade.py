@@ -141,8 +141,8 @@ FLAGS = {
     "sys.modules": r"\bsys\.modules\b",
     "sys.path": r"\bsys\.path\b|\bPYTHONPATH\b|\bsite\.addsitedir\b",
     "import system": r"\bimportlib\b|\b__import__\b|\bbuiltins\b|\b__builtins__\b",
-    "aliased os/sys": r"\bimport\s+(?:os|sys)\s+as\b|=\s*(?:os|sys)\s*$"
-    r"|\bfrom\s+(?:os|sys)\s+import",
+    "aliased os/sys": r"\bimport\s+(?:[\w.]+\s+as\s+\w+\s*,\s*)*(?:os|sys)\s+as\b"
+    r"|=\s*(?:os|sys)\s*$|\bfrom\s+(?:os|sys)\s+import",
     "IPython hooks": r"\bget_ipython\b|\bIPython\b|^\s*[%!]"
     r"|\bsys\.(?:excepthook|settrace|setprofile)"
     r"|\bsys\.meta_path\b|\batexit\b",
@@ -380,12 +380,9 @@ def find_flags(code: str, lab: nbformat.NotebookNode | None = None) -> list[str]
 
     An alias of `os` or `sys` (`import sys as s`, `s = sys`) is read as the module itself.
     """
-    aliases = re.findall(
-        r"\bimport\s+(os|sys)\s+as\s+(\w+)|^\s*(\w+)\s*=\s*(os|sys)\s*$", code, re.M
-    )
     plain = code
-    for module, alias, alias2, module2 in aliases:
-        plain = re.sub(rf"\b{re.escape(alias or alias2)}\.", f"{module or module2}.", plain)
+    for alias, module in _os_sys_aliases(code).items():
+        plain = re.sub(rf"\b{re.escape(alias)}\.", f"{module}.", plain)
     found = {name for name, pattern in FLAGS.items() if re.search(pattern, plain, re.MULTILINE)}
     parameters, lab_names, modules = set(), set(), {"np", "tf", "keras", "jax", "utils"}
     objects, course = set(), {"utils"}
@@ -415,6 +412,26 @@ def find_flags(code: str, lab: nbformat.NotebookNode | None = None) -> list[str]
         lab_names -= parameters | modules
     found |= _syntax_flags(_without_magics(code), parameters, lab_names, modules, objects)
     return [name for name in FLAGS if name in found]
+
+
+def _os_sys_aliases(code: str) -> dict[str, str]:
+    """Returns {alias: "os" or "sys"}: `import sys as s`, `import os as o, sys as s`, `s = sys`."""
+    aliases = {}
+    try:
+        tree = ast.parse(_without_magics(code))
+    except SyntaxError:
+        return aliases
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for name in node.names:
+                if name.name in ("os", "sys") and name.asname and name.asname != name.name:
+                    aliases[name.asname] = name.name
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            if node.value.id in ("os", "sys"):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        aliases[target.id] = node.value.id
+    return aliases
 
 
 def _without_magics(code: str) -> str:
