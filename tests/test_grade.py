@@ -323,6 +323,10 @@ def test_a_feedback_file_per_learner(graded):
         "| 1 | 0 / 1 | TODO 1 (filenames): not done yet: filenames is still ... (Ellipsis). "
         "Expected a tf.data.Dataset of 100 file paths. |"
     ) in text
+    assert (
+        "| 2 | 0 / 1 | NameError: name 'sample_paths' is not defined (a name the lab makes "
+        "from TODO 1's result: fix TODO 1 first) |"
+    ) in text
     assert "First error: the check cell of TODO 1: TODO 1 (filenames): not done yet" in text
     text = (output_dir / "feedback" / f"ann-{LAB1}.md").read_text()
     assert "**Total: 4 / 4 points**" in text and "| 1 | 1 / 1 | TODO 1 passed: " in text
@@ -574,3 +578,19 @@ def test_each_lab_header_lists_the_points():
         todos = sum("todo" in c.metadata.get(KEY, {}) for c in lab.cells)
         assert lab.cells[1].source.endswith(f" point ({todos} in all)."), source.name
         assert build.GRADED_NOTE not in solution.cells[1].source
+
+
+def test_a_submission_is_graded_against_the_lab_of_its_version(tmp_path):
+    lab = _notebook("labs", LAB1)
+    old = copy.deepcopy(lab)
+    old.metadata[KEY]["version"] = "0.0.9"
+    (tmp_path / "0.0.9").mkdir()
+    nbformat.write(old, tmp_path / "0.0.9" / f"{LAB1}.ipynb")
+    labs = grade.load_labs(REPO_ROOT, tmp_path)
+    version = setup_cell.course_version()
+    submission = copy.deepcopy(old)
+    chosen, chosen_version, note = grade.choose_lab(submission, LAB1, labs)
+    assert (chosen.metadata[KEY]["version"], chosen_version, note) == ("0.0.9", "0.0.9", "")
+    submission.metadata[KEY]["version"] = version
+    chosen, chosen_version, note = grade.choose_lab(submission, LAB1, labs)
+    assert (chosen is labs["current"][LAB1], chosen_version, note) == (True, version, "")

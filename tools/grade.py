@@ -530,6 +530,12 @@ def score(grade: Grade, prepared: list, results: list[grade_kernel.CellResult]) 
                 grade.messages[todo] = "the check printed no 'passed' line"
             else:
                 grade.messages[todo] = result.error or result.status
+                failed = [n for n, ok in grade.passed.items() if n < todo and not ok]
+                if result.error.startswith("NameError") and failed:
+                    grade.messages[todo] += (
+                        f" (a name the lab makes from TODO {failed[0]}'s result: fix TODO "
+                        f"{failed[0]} first)"
+                    )
     for todo in grade.points:
         grade.passed.setdefault(todo, False)
         grade.messages.setdefault(todo, "not run")
