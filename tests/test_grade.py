@@ -333,6 +333,16 @@ def test_a_feedback_file_per_learner(graded):
     assert "First error" not in text
 
 
+def test_a_junit_file_per_submission(graded):
+    text = (graded[2] / "junit" / f"bob-{LAB1}.xml").read_text()
+    assert f'<testsuite name="bob.{LAB1}" tests="4" failures="4" ' in text
+    assert (
+        '<testcase classname="01_tf_data_basics" name="TODO 1"><failure message="TODO 1 (' in text
+    )
+    text = (graded[2] / "junit" / f"ann-{LAB1}.xml").read_text()
+    assert 'tests="4" failures="0"' in text and "<failure" not in text
+
+
 def test_review_lists_flagged_submissions_with_their_diff(graded):
     review = (graded[2] / "review.md").read_text()
     assert "## x-3-parameters.ipynb (x-3-parameters, 01_tf_data_basics): lab objects, " in review

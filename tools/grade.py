@@ -26,7 +26,8 @@
 Writes to the output folder (which must not be or contain the submissions folder):
 `grades.csv` (one row per submission: learner, lab, version, points per TODO, total,
 maximum, flags), `scores.md` (the instructor's table), `feedback/<learner>-<lab>.md` (one
-file per submission, for the learner) and `review.md` (flagged submissions' code, diffed
+file per submission, for the learner), `junit/<learner>-<lab>.xml` (a test case per TODO)
+and `review.md` (flagged submissions' code, diffed
 against the lab). The exit status says whether grading itself worked (0), not whether
 students passed.
 
@@ -50,6 +51,7 @@ import re
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import nbformat
@@ -61,7 +63,7 @@ from utils import data, progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KEY = build.METADATA_KEY
-GRADER_FILES = ("grades.csv", "scores.md", "review.md", "feedback/*.md")
+GRADER_FILES = ("grades.csv", "scores.md", "review.md", "feedback/*.md", "junit/*.xml")
 CELL_FLOOR, CELL_MULTIPLE = 30, 10
 SUBMISSION_FLOOR, SUBMISSION_MULTIPLE = 120, 5
 LIMITS_FILE = "grader-limits.json"  # In the data cache: each lesson's solution run.
@@ -798,9 +800,25 @@ def write_reports(grades: list[Grade], output_dir: Path, isolation: str) -> None
         review.append("None.")
     (output_dir / "review.md").write_text("\n".join(review) + "\n")
     (output_dir / "feedback").mkdir(exist_ok=True)
+    (output_dir / "junit").mkdir(exist_ok=True)
     for grade in grades:
         name = re.sub(r"[^\w.-]+", "_", f"{grade.learner}-{grade.lab or 'unknown'}")
         (output_dir / "feedback" / f"{name}.md").write_text(feedback(grade))
+        (output_dir / "junit" / f"{name}.xml").write_bytes(junit_xml(grade))
+
+
+def junit_xml(grade: Grade) -> bytes:
+    """One JUnit test suite per submission, one test case per TODO (written by the grader)."""
+    failed = sum(not grade.passed.get(todo) for todo in grade.points)
+    suite = ElementTree.Element(
+        "testsuite", name=f"{grade.learner}.{grade.lab}", tests=str(len(grade.points)),
+        failures=str(failed), time=f"{grade.seconds:.1f}",
+    )  # fmt: skip
+    for todo in sorted(grade.points):
+        case = ElementTree.SubElement(suite, "testcase", classname=grade.lab, name=f"TODO {todo}")
+        if not grade.passed.get(todo):
+            ElementTree.SubElement(case, "failure", message=grade.messages.get(todo, ""))
+    return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True)
 
 
 def feedback(grade: Grade) -> str:
