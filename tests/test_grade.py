@@ -53,14 +53,6 @@ utils.checks.check_filenames = utils.checks.tf_data_basics.check_filenames
 checks = utils.checks
 """
 # TODO 2 answers 0 for every path; the patched reference makes every expected label 0 too.
-PATCH_REFERENCE = """import utils.checks.tf_data_basics
-utils.checks.tf_data_basics._folder_of = lambda path: "daisy"
-
-
-def label_from_path(path):
-    # TODO 2: return the index of the parent folder's name.
-    return tf.constant(0, tf.int64)
-"""
 # Appended to TODO 1 of a solution: every attack is tried; `filenames` survives only if the
 # memory limit stopped the allocation.
 ATTACK = """
@@ -231,7 +223,15 @@ def graded(tmp_path_factory):
     edited = _edited(solution, lab)
     edited.metadata[KEY]["learner"] = "dee"
     write(edited, "x-edited.ipynb")
+    write(_without_checks(_set_todo(lab, 1, CHEAT)), "x-cheat.ipynb")
     output_dir = tmp_path_factory.mktemp("grades")
+    targets = [str(REPO_ROOT / "utils/checks/tf_data_basics.py"), str(REPO_ROOT / "tools/grade.py"),
+               str(REPO_ROOT / "utils/new_module.py"), str(Path(sys.prefix) / "pyvenv.cfg"),
+               str(folder / "y-victim.ipynb"), str(output_dir / "grades.csv")]  # fmt: skip
+    if sandbox.find_bwrap():  # Unsandboxed, it would really write into the course.
+        attack = ATTACK.format(targets=targets, token=TOKEN)
+        write(_with_todo(solution, 1, lambda s: s + attack), "x-attack.ipynb")
+    write(_with_todo(solution, 1, lambda s: s + VICTIM), "y-victim.ipynb")
     before = {path.name: path.read_bytes() for path in folder.iterdir()}
     git_before = _git_status()
     status = grade.main([str(folder), "--output-dir", str(output_dir), "-j", "2",
@@ -276,7 +276,13 @@ def test_the_whole_grade_table(graded):
         "x-old-build.ipynb": ("x-old-build", ["1"] * 4, "4", "4", ""),
         "x-other-version.ipynb": ("x-other-version", ["1"] * 4, "4", "4", ""),
         "x-edited.ipynb": ("dee", ["1"] * 4, "4", "4", ""),
+        "x-cheat.ipynb": ("x-cheat", ["0"] * 4, "0", "4", "imported modules; import system"),
+        "y-victim.ipynb": ("y-victim", ["1"] * 4, "4", "4", "paths outside the work folder"),
     }  # fmt: skip
+    if sandbox.find_bwrap():  # Every write refused, the 9 GB refused, nothing outlived it.
+        expected["x-attack.ipynb"] = (
+            "x-attack", ["1"] * 4, "4", "4", "paths outside the work folder; processes",
+        )  # fmt: skip
     assert table == expected
 
 
@@ -353,7 +359,7 @@ def test_review_lists_flagged_submissions_with_their_diff(graded):
 def test_hostile_submissions_leave_everything_as_it_was(graded):
     submissions_kept, git_before, git_after = graded[3]
     assert submissions_kept and git_after == git_before
-    assert _processes_with("TODO 1 passed") == []
+    assert _processes_with("TODO 1 passed") == [] and _processes_with(TOKEN) == []
 
 
 def test_restore_finds_todos_of_every_lesson_by_their_stable_ids():
