@@ -166,8 +166,12 @@ def test_split_variants_marks_todo_and_check_cells(tmp_path):
     root = _lesson_root(tmp_path)
     lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
     marks = [cell.metadata.get("tpu_speed_pipelines") for cell in lab.cells]
-    assert [m for m in marks if m] == [{"todo": 1}, {"check": 1}, {"todo": 2}, {"check": 2}]
+    assert [m for m in marks if m] == [
+        {"todo": 1, "points": 1}, {"check": 1}, {"todo": 2, "points": 1}, {"check": 2}
+    ]  # fmt: skip
     assert ["parameters"] in [cell.metadata.get("tags") for cell in lab.cells]
+    ids = [cell.id for cell in lab.cells if cell.metadata.get("tpu_speed_pipelines")]
+    assert ids == ["todo-1", "check-1", "todo-2", "check-2"]  # Stable: from the TODO's number.
 
 
 def test_split_variants_header_banner_links_and_metadata(tmp_path):
@@ -176,11 +180,12 @@ def test_split_variants_header_banner_links_and_metadata(tmp_path):
     assert lab.cells[0].source.startswith(
         "<!-- Generated from notebooks/09_test_lesson.py by tools/build_notebooks.py."
     )
-    assert lab.cells[1].source == build.GRADED_NOTE  # Not published: no links.
+    assert lab.cells[1].source == build.graded_note({1: 1, 2: 1})  # Not published: no links.
     assert "colab.research" not in nbformat.writes(lab) + nbformat.writes(solution)
     assert lab.metadata["tpu_speed_pipelines"] == {
         "source": "notebooks/09_test_lesson.py",
         "variant": "lab",
+        "version": setup_cell.course_version(),
     }
     assert lab.metadata["kernelspec"]["name"] == "python3"
     assert [cell.id for cell in lab.cells] == [cell.id for cell in solution.cells]
@@ -229,7 +234,7 @@ def test_split_variants_links_to_the_configured_repository_at_the_version_tag(tm
     assert lab.cells[1].source == (
         f"[Open in Colab]({colab}/labs/09_test_lesson.ipynb) · [Open in Vertex AI Workbench]"
         "(https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url="
-        f"{raw}/labs/09_test_lesson.ipynb)\n\n{build.GRADED_NOTE}"
+        f"{raw}/labs/09_test_lesson.ipynb)\n\n{build.graded_note({1: 1, 2: 1})}"
     )
     assert solution.cells[1].source == (
         f"[Open in Colab]({colab}/solutions/09_test_lesson.ipynb) · [Open in Vertex AI "

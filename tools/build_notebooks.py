@@ -50,6 +50,8 @@ OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
 CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
 BUILD_COMMAND = "make build"
 METADATA_KEY = "tpu_speed_pipelines"
+# A TODO cell's points: `# %% points=2` on its cell in the source; 1 when unset.
+DEFAULT_POINTS = 1
 # What an instructor's grading (tools/grade.py) scores, said in every lab's header.
 GRADED_NOTE = (
     "**What is graded:** the check cell after each TODO, run again on a small dataset. "
@@ -205,20 +207,33 @@ def split_variants(
         if len(numbers) > 1:
             raise BuildError(f"{where}: one cell holds TODOs {sorted(numbers)}; split it.")
         metadata = {"tags": cell.metadata["tags"]} if cell.metadata.get("tags") else {}
+        cell_id = f"cell-{index + 1:02d}"
         if numbers:
             todos.append(numbers.pop())
-            metadata[METADATA_KEY] = {"todo": todos[-1]}
+            points = cell.metadata.get("points", DEFAULT_POINTS)
+            if not isinstance(points, int) or isinstance(points, bool) or points < 0:
+                raise BuildError(f"{where}: points must be a whole number >= 0; found {points!r}.")
+            metadata[METADATA_KEY] = {"todo": todos[-1], "points": points}
+            cell_id = f"todo-{todos[-1]}"
         check = CHECK_CALL.search(cell.source) if cell.cell_type == "code" else None
         if check:
             metadata[METADATA_KEY] = {"check": int(check.group(1))}
+            cell_id = f"check-{check.group(1)}"
         for variant, variant_lines in ((lab, lab_lines), (solution, solution_lines)):
-            new_cell = _new_cell(cell.cell_type, "\n".join(variant_lines), metadata, index)
+            new_cell = _new_cell(cell.cell_type, "\n".join(variant_lines), metadata, cell_id)
             variant.cells.append(new_cell)
     _validate_lesson(lab, todos, source_name)
+    points = {
+        c.metadata[METADATA_KEY]["todo"]: c.metadata[METADATA_KEY]["points"]
+        for c in lab.cells
+        if "todo" in c.metadata.get(METADATA_KEY, {})
+    }
     for variant in (lab, solution):
+        version_root = root if (root / "pyproject.toml").exists() else REPO_ROOT
+        variant.metadata[METADATA_KEY]["version"] = setup_cell.course_version(version_root)
         _put_setup_code(variant, source_path.stem, source_name, root)
         _tag_unchecked_outputs(variant)
-        _add_header(variant, source_path.stem, source_name, root)
+        _add_header(variant, source_path.stem, source_name, root, points)
     return lab, solution
 
 
@@ -235,11 +250,19 @@ def _reject_empty_cells(notebook: nbformat.NotebookNode, text: str, source_name:
             )
 
 
-def _new_cell(cell_type: str, source: str, metadata: dict, index: int) -> nbformat.NotebookNode:
+def _new_cell(cell_type: str, source: str, metadata: dict, cell_id: str) -> nbformat.NotebookNode:
+    """A cell with a stable id: `todo-n` and `check-n` from the TODO's number (they stay
+    the same when cells are added above them), `cell-NN` by position for the others."""
     maker = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
     cell = maker(source=source, metadata=copy.deepcopy(metadata))
-    cell.id = f"cell-{index + 1:02d}"
+    cell.id = cell_id
     return cell
+
+
+def graded_note(points: dict[int, int]) -> str:
+    """Returns the lab header's "What is graded" paragraph, with each TODO's points."""
+    each = ", ".join(f"TODO {todo}: {n} point{'s' * (n != 1)}" for todo, n in points.items())
+    return f"{GRADED_NOTE} Points: {each} ({sum(points.values())} in all)."
 
 
 def _empty_notebook(source_name: str, variant: str) -> nbformat.NotebookNode:
@@ -313,7 +336,13 @@ def _tag_unchecked_outputs(notebook: nbformat.NotebookNode) -> None:
             cell.metadata["tags"] = [*tags, "nbval-ignore-output"]
 
 
-def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str, root: Path) -> None:
+def _add_header(
+    notebook: nbformat.NotebookNode,
+    stem: str,
+    source_name: str,
+    root: Path,
+    points: dict[int, int],
+) -> None:
     folder = "labs" if notebook.metadata[METADATA_KEY]["variant"] == "lab" else "solutions"
     title = notebook.cells[0]
     banner = (
@@ -339,7 +368,7 @@ def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str, ro
         )
         parts.append(f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})")
     if folder == "labs":
-        parts.append(GRADED_NOTE)
+        parts.append(graded_note(points))
     else:
         parts.append(SOLUTION_NOTE.format(stem=stem))
     links = nbformat.v4.new_markdown_cell(source="\n\n".join(parts))
