@@ -219,20 +219,31 @@ def convert(
         problem = output_folder_problem(error)
         if problem is None:
             raise
-        listed = files_of_previous_set(output_dir) | set(manifest.files if manifest else ())
-        deleted, left = _delete_quietly(output_dir, listed)
-        what_happened, what_to_do = problem
-        if left:
-            cleaned = f"{len(left)} file(s) it wrote could not be deleted ({', '.join(left[:3])})"
-        elif deleted:
-            cleaned = "the files this run wrote there are deleted, so the next run starts clean"
-        else:
-            cleaned = "no file of this run is left there"
-        raise OutputFolderError(
-            f"Cannot write the shards in {output_dir}: {what_happened}; {cleaned}. {what_to_do}"
-        ) from None
+        raise OutputFolderError(_clean_up_after(output_dir, manifest, problem)) from None
     print(report.summary())
     return report
+
+
+def _clean_up_after(output_dir: str, manifest: _Manifest | None, problem: tuple) -> str:
+    """Deletes every file the manifests list after a failed write; returns the one-line message.
+
+    The previous set's files go too (the run had begun replacing them), so that the next
+    run finds the folder as the course found it first, with only the user's own files.
+    """
+    listed = files_of_previous_set(output_dir) | set(manifest.files if manifest else ())
+    deleted, left = _delete_quietly(output_dir, listed)
+    written = set() if manifest is None else set(manifest.files) - set(manifest.previous)
+    written.add(MANIFEST_FILE)  # This run's manifest, when it could be written.
+    left_of_this_run = [name for name in left if name in written]
+    if left_of_this_run:
+        names = ", ".join(left_of_this_run[:3])
+        cleaned = f"{len(left_of_this_run)} file(s) it wrote could not be deleted ({names})"
+    elif manifest is not None and any(name in written for name in deleted):
+        cleaned = "the files this run wrote there are deleted, so the next run starts clean"
+    else:
+        cleaned = "nothing of this run is left there"
+    what_happened, what_to_do = problem
+    return f"Cannot write the shards in {output_dir}: {what_happened}; {cleaned}. {what_to_do}"
 
 
 class OutputFolderError(OSError):
