@@ -233,3 +233,9 @@ def test_a_value_label_under_a_dashed_line_moves_inside_its_bar():
     assert labels["201"].get_va() == "top" and labels["201"].get_color() == "white"
     assert labels["2,300"].get_va() == "bottom" and labels["2,300"].get_color() == "black"
     plt.close("all")
+
+
+def test_image_title_wraps_a_long_class_name_whole():
+    title = display.image_title("sunflowers_in_the_late_afternoon_light", 192, 192)
+    assert title == "sunflowers_in_the_late_a\nfternoon_light (192x192)"
+    assert display.image_title("daisy", 180, 240) == "daisy (180x240)"

@@ -864,3 +864,62 @@ def ensure_shards(
         jpeg_quality=metadata["jpeg_quality"],
         fingerprint=metadata.get("fingerprint"),
     )
+
+
+RESHARDED_FILE = "resharded.json"
+
+
+def reshard(shard_set: ShardSet, num_shards: int) -> list[str]:
+    """Returns `shard_set`'s records split into `num_shards` shards: written once, not decoded.
+
+    The records are copied as they are, in order, into nearly equal shards (the set was
+    shuffled when written, so each shard still mixes the classes): no image is decoded,
+    resized or recompressed again. They go to the course cache, beside nothing of yours,
+    and are found there on the next call while `shard_set` is unchanged.
+
+    Args:
+        shard_set: a finished set (`ensure_shards`).
+        num_shards: the number of shards wanted; fewer if there are fewer records.
+
+    Returns:
+        The shard paths, sorted; `shard_set.paths` itself when it has `num_shards` shards.
+
+    Example:
+        paths_by_count = {n: conversion.reshard(shard_set, n) for n in [1, 4, 64]}
+    """
+    check_integer("num_shards", num_shards, 1)
+    num_shards = min(num_shards, shard_set.num_records)
+    if num_shards == len(shard_set.paths):
+        return shard_set.paths
+    # What the set is: its folder, its input and parameters, and its shards' counts.
+    identity = [shard_set.output_dir, shard_set.fingerprint, shard_set.record_counts]
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    folder = str(data.default_cache_dir() / "tfrecords" / f"resharded-{key[:10]}-{num_shards}")
+    sidecar = f"{folder}/{RESHARDED_FILE}"
+    found = shard_files.read_json(sidecar) or {}
+    names = found.get("shards", {})
+    if (
+        found.get("fingerprint") == key
+        and names
+        and all(tf.io.gfile.exists(f"{folder}/{name}") for name in names)
+    ):
+        return sorted(f"{folder}/{name}" for name in names)
+    tf.io.gfile.makedirs(folder)
+    for name in [*names, RESHARDED_FILE]:  # Only what this function wrote there before.
+        if "/" not in name and tf.io.gfile.exists(f"{folder}/{name}"):
+            tf.io.gfile.remove(f"{folder}/{name}")
+    serialized = tf.data.TFRecordDataset(shard_set.paths).as_numpy_iterator()
+    counts = [len(part) for part in np.array_split(np.arange(shard_set.num_records), num_shards)]
+    paths = [
+        shard_files.write_shard(itertools.islice(serialized, count), folder, index)
+        for index, count in enumerate(counts)
+    ]
+    shard_files.write_json(
+        sidecar,
+        {
+            "fingerprint": key,
+            "shards": {Path(p).name: n for p, n in zip(paths, counts, strict=True)},
+        },
+    )
+    print(f"Copied the {shard_set.num_records} records into {len(paths)} shards in {folder}.")
+    return sorted(paths)
