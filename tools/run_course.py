@@ -93,8 +93,9 @@ class Heartbeat:
     is running from that copy, when it can.
     """
 
-    def __init__(self, name: str, running: Path, every_seconds: float = HEARTBEAT_SECONDS):
-        self.name, self.running, self.every_seconds = name, running, every_seconds
+    def __init__(self, name: str, running: Path, every_seconds: float | None = None):
+        self.name, self.running = name, running
+        self.every_seconds = HEARTBEAT_SECONDS if every_seconds is None else every_seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True)
         self._start = time.monotonic()
