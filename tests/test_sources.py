@@ -155,14 +155,19 @@ def test_resolve_source_expands_a_tilde_as_a_shell_does(small_flowers, tmp_path,
     assert source.paths[0].startswith(str((tmp_path / "photos").resolve()))
 
 
-def test_resolve_source_a_file_says_it_is_a_file_not_a_folder(tmp_path):
+def test_resolve_source_a_file_says_it_is_a_file_not_a_folder(tmp_path, monkeypatch):
     (tmp_path / "flowers.zip").write_bytes(b"PK")
     with pytest.raises(ValueError) as raised:
         sources.resolve_source(str(tmp_path / "flowers.zip"))
     assert str(raised.value) == (
-        f"Data source '{tmp_path / 'flowers.zip'}' is a file, not a folder "
-        f"({tmp_path / 'flowers.zip'}). Give the folder that holds one folder of images per "
-        "class: <folder>/<class>/*.jpg."
+        f"Data source '{tmp_path / 'flowers.zip'}' is a file, not a folder. Give the folder "
+        "that holds one folder of images per class: <folder>/<class>/*.jpg."
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as raised:
+        sources.resolve_source("flowers.zip")
+    assert str(raised.value).startswith(
+        f"Data source 'flowers.zip' is a file, not a folder ({tmp_path / 'flowers.zip'}). "
     )
 
 

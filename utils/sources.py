@@ -130,15 +130,15 @@ def resolve_source(
     if "://" in source:
         raise ValueError(f"Unknown data source {source!r}: only gs:// is supported. {_EXPECTED}")
     folder = Path(source).expanduser()  # "~/photos" as a shell reads it.
+    # The absolute path, where the one given is not: which folder was looked for.
+    where = "" if str(folder.absolute()) == source else f" ({folder.absolute()})"
     if folder.is_file():
         raise ValueError(
-            f"Data source {source!r} is a file, not a folder ({folder.absolute()}). Give the "
-            "folder that holds one folder of images per class: <folder>/<class>/*.jpg."
+            f"Data source {source!r} is a file, not a folder{where}. Give the folder that "
+            "holds one folder of images per class: <folder>/<class>/*.jpg."
         )
     if not folder.is_dir():
-        raise ValueError(
-            f"Unknown data source {source!r}: no such folder ({folder.absolute()}). {_EXPECTED}"
-        )
+        raise ValueError(f"Unknown data source {source!r}: no such folder{where}. {_EXPECTED}")
     return _from_local_folder(source, folder)
 
 
