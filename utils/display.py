@@ -301,7 +301,8 @@ def show_predictions(
         axis.imshow(image)
         right = guess == label
         text = class_names[guess] if right else f"{class_names[guess]} (is {class_names[label]})"
-        axis.set_title(text, color="black" if right else "red", fontsize=9)
+        wrapped = "\n".join(textwrap.wrap(text, TITLE_LINE_CHARACTERS, break_on_hyphens=False))
+        axis.set_title(wrapped, color="black" if right else "red", fontsize=9)
     figure.tight_layout()
     return figure
 
