@@ -8,7 +8,7 @@
 #
 # **You will:**
 #
-# 1. Resize each image, keeping its proportions, and crop the centre square (TODO 1).
+# 1. Crop each image's centre square and resize it to one size (TODO 1).
 # 2. Recompress it as JPEG, and measure the bytes saved and what they cost (TODO 2).
 # 3. Store it in a `tf.train.Example` record with bytes, int64 and float features (TODO 3).
 # 4. Write a shard safely: never a file that looks finished but is not (TODO 4).
@@ -89,33 +89,39 @@ print(
 #
 # A batch is one tensor, so its images must share a size. Squashing an image to a square
 # distorts it; cropping alone cuts a small image's centre out of a large one. Instead,
-# resize so that the *shorter* side is `target_size`, keeping the proportions, then crop
-# the centre square.
+# cut the centre square, as wide as the *shorter* side, and resize that square to
+# `target_size`: the proportions are kept. Cropping first also bounds the cost by the
+# output: a 60000 x 10 panorama becomes a 10 x 10 square before anything is resized
+# (resized whole first, it would be 1,152,000 x 192 pixels of float32, 2.7 GB).
 #
-# **TODO 1.** Complete `resize_and_crop(image, target_size)`: scale the image's height and
-# width by `target_size / min(height, width)`, resize with `tf.image.resize(...,
-# antialias=True)`, crop the centre with `tf.image.resize_with_crop_or_pad`, and return
-# uint8 (`tf.image.resize` returns float32; `tf.saturate_cast(tf.round(x), tf.uint8)`).
-# It runs inside `Dataset.map()`, so use TensorFlow ops.
+# Phone cameras store a photo as the sensor saw it and write in its EXIF Orientation tag
+# how a viewer must turn it; `tf.io.decode_jpeg` ignores that tag, so the conversion reads
+# it and turns every image upright (`records.decode_upright`) before `resize_and_crop`.
 #
-# *Hint:* TensorFlow does not mix dtypes in one operation. `tf.shape()` gives int32, so
-# `tf.shape(image)[:2] * scale` with a float `scale` either fails ("Cannot convert ... to
-# EagerTensor of dtype int32") or, for a numpy float, silently truncates the scale to an
-# integer. Cast the shape with `tf.cast(..., tf.float32)` first, compute the scale from
-# it, and cast the new size back to `tf.int32` for `tf.image.resize`.
+# **TODO 1.** Complete `resize_and_crop(image, target_size)`: take `side`, the smaller of
+# the height and width, cut the centre square with `tf.image.crop_to_bounding_box(image,
+# (height - side) // 2, (width - side) // 2, side, side)`, resize it to `[target_size,
+# target_size]` with `tf.image.resize(..., antialias=True)`, and return uint8
+# (`tf.image.resize` returns float32; `tf.saturate_cast(tf.round(x), tf.uint8)`). It runs
+# inside `Dataset.map()`, so use TensorFlow ops.
+#
+# *Hint:* inside `map()` the image's size is not known in advance (`image.shape` is
+# `(None, None, 3)`): read it with `tf.shape(image)`, which gives int32 tensors that
+# `tf.minimum` and `//` work on.
 
 
 # %%
 def resize_and_crop(image, target_size):
-    """Resizes `image` so its shorter side is `target_size`, then crops the centre square."""
-    # TODO 1: resize keeping the proportions, crop the centre, return uint8.
+    """Crops the centre square of `image`, then resizes it to `target_size` x `target_size`."""
+    # TODO 1: crop the centre square, resize it, return uint8.
     ### BEGIN SOLUTION
-    height_width = tf.cast(tf.shape(image)[:2], tf.float32)
-    scale = target_size / tf.reduce_min(height_width)
-    new_size = tf.cast(tf.round(height_width * scale), tf.int32)
-    resized = tf.image.resize(image, new_size, antialias=True)
-    cropped = tf.image.resize_with_crop_or_pad(resized, target_size, target_size)
-    square = tf.saturate_cast(tf.round(cropped), tf.uint8)
+    height, width = tf.shape(image)[0], tf.shape(image)[1]
+    side = tf.minimum(height, width)
+    cropped = tf.image.crop_to_bounding_box(
+        image, (height - side) // 2, (width - side) // 2, side, side
+    )
+    resized = tf.image.resize(cropped, [target_size, target_size], antialias=True)
+    square = tf.saturate_cast(tf.round(resized), tf.uint8)
     ### END SOLUTION
     return square
 
@@ -356,8 +362,10 @@ checks.check_write_shard(write_shard, todo=4)
 #
 # `conversion.convert()` runs your four functions over every image. It shuffles the file
 # list once (so each shard mixes the classes) and splits it into `NUM_SHARDS` nearly
-# equal parts. One `tf.data` pipeline reads each image, decodes it to 3 channels and calls
-# `resize_and_crop` and `recompress` in a parallel `map()`, on all cores; the records then
+# equal parts. One `tf.data` pipeline reads each image, decodes it to 3 channels, upright,
+# and calls `resize_and_crop` and `recompress` in a parallel `map()`, on all cores (a
+# JPEG much larger than `TARGET_SIZE` is decoded at 1/2, 1/4 or 1/8 of its size, which
+# costs less; an image smaller than `TARGET_SIZE` is enlarged and listed); the records then
 # go through `to_example` and `write_shard`, one shard after another. An image that cannot
 # be decoded is skipped and listed with its error, never dropped silently. Shards from an
 # earlier run that this one does not replace are deleted at the end, and a sidecar JSON

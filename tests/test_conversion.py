@@ -147,3 +147,29 @@ def test_images_per_shard_gives_an_empty_run_to_a_shard_whose_images_all_failed(
     shard_of = {"a": 0, "b": 0, "c": 1, "d": 2}  # "c" failed to load: shard 1 has none.
     runs = conversion._images_per_shard(iter([image("a"), image("b"), image("d")]), shard_of, 3)
     assert [[i.path for i in run] for run in runs] == [["a", "b"], [], ["d"]]
+
+
+def test_reshard_copies_the_records_once_without_converting_again(
+    small_source, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv(data.CACHE_ENV_VAR, str(tmp_path / "cache"))
+    shard_set = conversion.ensure_shards(
+        small_source, tmp_path / "shards", target_size=16, num_shards=4, seed=3
+    )
+    original = list(tf.data.TFRecordDataset(shard_set.paths).as_numpy_iterator())
+
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("reshard must not convert the images again")
+
+    monkeypatch.setattr(conversion, "convert", no_conversion)
+    assert conversion.reshard(shard_set, 4) == shard_set.paths
+    paths = conversion.reshard(shard_set, 7)
+    assert [Path(p).name for p in paths] == [
+        f"flowers{i:02d}-{n}.tfrec" for i, n in enumerate([9, 9, 9, 9, 8, 8, 8])
+    ]
+    assert list(tf.data.TFRecordDataset(paths).as_numpy_iterator()) == original
+    assert capsys.readouterr().out.endswith(
+        f"Copied the 60 records into 7 shards in {Path(paths[0]).parent}.\n"
+    )
+    assert conversion.reshard(shard_set, 7) == paths  # Found, not written again.
+    assert capsys.readouterr().out == ""

@@ -241,3 +241,26 @@ def test_a_value_label_under_a_dashed_line_moves_inside_its_bar():
     assert labels["201"].get_va() == "top" and labels["201"].get_color() == "white"
     assert labels["2,300"].get_va() == "bottom" and labels["2,300"].get_color() == "black"
     plt.close("all")
+
+
+def test_image_title_wraps_a_long_class_name_whole():
+    title = display.image_title("sunflowers_in_the_late_afternoon_light", 192, 192)
+    assert title == "sunflowers_in_the_late_a\nfternoon_light (192x192)"
+    assert display.image_title("daisy", 180, 240) == "daisy (180x240)"
+
+
+def test_show_images_and_predictions_keep_long_class_names_whole():
+    names = ["sunflowers_in_the_morning_sun", "sunflowers_in_the_evening_sun"]
+    images = np.zeros((2, 8, 8, 3), np.uint8)
+    pairs = tf.data.Dataset.from_tensor_slices((images, [0, 1]))
+    figure = display.show_images(pairs, class_names=names, num_images=2, num_columns=2)
+    assert [axis.get_title() for axis in figure.axes] == [
+        "sunflowers_in_the_mornin\ng_sun (8x8)",
+        "sunflowers_in_the_evenin\ng_sun (8x8)",
+    ]
+    probabilities = np.array([[0.9, 0.1], [0.8, 0.2]])
+    figure = display.show_predictions(images, np.array([0, 1]), probabilities, class_names=names)
+    assert [axis.get_title() for axis in figure.axes[:2]] == [
+        "sunflowers_in_the_mornin\ng_sun",
+        "sunflowers_in_the_mornin\ng_sun (is sunflowers_in_\nthe_evening_sun)",
+    ]

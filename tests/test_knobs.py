@@ -122,3 +122,13 @@ def test_describe_storage_demand_counts_the_streams_needed():
         knobs.describe_storage_demand(
             [], images_per_second=1, bytes_per_record=1, stream_megabytes_per_second=None
         )
+
+
+def test_cache_sample_bounds_the_decoded_bytes_the_cache_rows_hold():
+    paths = [f"/s/flowers{i:02d}-1250.tfrec" for i in range(16)]  # 20,000 records.
+    sample, num_records = knobs.cache_sample(paths, num_records=20000, target_size=192)
+    # 512 MB holds 4,854 decoded 192 x 192 images: 3 shards of 1,250.
+    assert (sample, num_records) == (paths[:3], 3750)
+    assert knobs.cache_sample(paths[:2], num_records=2500, target_size=192) == (paths[:2], 2500)
+    big = ["/s/flowers00-9000.tfrec", "/s/flowers01-9000.tfrec"]
+    assert knobs.cache_sample(big, num_records=18000, target_size=192) == (big[:1], 9000)

@@ -91,9 +91,9 @@ def test_lab3_attributes_the_discarded_options_bug_to_fast_and_lean_07():
     "stem, todo, hint",
     [
         ("01_tf_data_basics", 2, "`class_names == folder` gives one\nboolean per class"),
-        ("02_write_tfrecords", 1, "`tf.shape()` gives int32"),
+        ("02_write_tfrecords", 1, "read it with `tf.shape(image)`, which gives int32"),
     ],
-    ids=["lab 1 TODO 2: string to class index", "lab 2 TODO 1: the dtype trap"],
+    ids=["lab 1 TODO 2: string to class index", "lab 2 TODO 1: the size inside map()"],
 )
 def test_todo_instructions_carry_the_hint(stem, todo, hint):
     cells = _cells(stem)

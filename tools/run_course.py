@@ -4,6 +4,9 @@ Steps:
 1. Build the embedded dataset if it is not cached yet (the first lesson does it).
 2. Execute each solution in solutions/ with papermill, in order, with its default
    parameters (or `-p NAME VALUE` overrides), writing the executed copies to build/course/.
+   A path given as DATA_SOURCE, OUTPUT_DIR or SHARDS_DIR is read as typed: `~` expanded,
+   relative to the folder the command runs in (the notebooks get it absolute).
+   A line of progress is printed at least every 30 s while a lesson runs.
    A lesson that fails gets one line (which cell, which error) and its executed copy is
    written beside the last good one (`NAME.failed.ipynb`), never over it; the other
    lessons still run, and the exit status is 1.
@@ -18,8 +21,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -28,6 +34,12 @@ from tools.lesson_parameters import KERNEL_OPTIONS, beam_install_command, missin
 from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Parameters that may name a local folder; the notebooks run in solutions/, so a relative
+# path is made absolute here, from where the command runs.
+PATH_PARAMETERS = ("DATA_SOURCE", "OUTPUT_DIR", "SHARDS_DIR")
+# Sources that are names, not folders.
+NAMED_SOURCES = ("embedded", "flower_photos")
+HEARTBEAT_SECONDS = 30
 
 
 def summary_text(notebook: nbformat.NotebookNode) -> str:
@@ -50,6 +62,71 @@ def parse_parameters(pairs: list[list[str]]) -> dict:
     return parameters
 
 
+def absolute_paths(parameters: dict, working_dir: Path | None = None) -> dict:
+    """Returns `parameters` with each local path of `PATH_PARAMETERS` made absolute.
+
+    `~` is expanded and a relative path is read from `working_dir` (where the command
+    runs), as a shell would; names ("embedded", "flower_photos"), `gs://` paths and
+    values that are not strings are kept.
+
+    Args:
+        parameters: the `-p` parameters.
+        working_dir: the folder relative paths start from; the current one by default.
+
+    Returns:
+        A new dict.
+    """
+    working_dir = Path.cwd() if working_dir is None else working_dir
+    resolved = dict(parameters)
+    for name in PATH_PARAMETERS:
+        value = parameters.get(name)
+        if isinstance(value, str) and value and value not in NAMED_SOURCES and "://" not in value:
+            path = Path(value).expanduser()
+            resolved[name] = str(path if path.is_absolute() else working_dir / path)
+    return resolved
+
+
+class Heartbeat:
+    """Prints a line every `every_seconds` while a lesson runs, naming the cell it is in.
+
+    Papermill saves the notebook it executes as cells run; the line reads the cell that
+    is running from that copy, when it can.
+    """
+
+    def __init__(self, name: str, running: Path, every_seconds: float | None = None):
+        self.name, self.running = name, running
+        self.every_seconds = HEARTBEAT_SECONDS if every_seconds is None else every_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+        self._start = time.monotonic()
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every_seconds):
+            elapsed = int(time.monotonic() - self._start)
+            print(f"  {self.name}: still running, {elapsed // 60} m {elapsed % 60:02d} s"
+                  f"{self._where()}", flush=True)  # fmt: skip
+
+    def _where(self) -> str:
+        """ ", cell N of M" from the copy papermill saved, or "" if it cannot be read."""
+        try:
+            cells = json.loads(self.running.read_text())["cells"]
+        except (OSError, ValueError, KeyError):
+            return ""
+        code = [c for c in cells if c.get("cell_type") == "code"]
+        for number, cell in enumerate(code, 1):
+            if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
+                return f", cell {number} of {len(code)}"
+        return ""
+
+
 def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.NotebookNode:
     """Executes one solution notebook into `output_dir` and returns the executed notebook.
 
@@ -64,14 +141,15 @@ def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.N
     output = output_dir / solution.name
     running = output.with_suffix(".running.ipynb")
     try:
-        papermill.execute_notebook(
-            str(solution),
-            str(running),
-            parameters=parameters,
-            cwd=str(solution.parent),
-            progress_bar=False,
-            **KERNEL_OPTIONS,
-        )
+        with Heartbeat(solution.stem, running):
+            papermill.execute_notebook(
+                str(solution),
+                str(running),
+                parameters=parameters,
+                cwd=str(solution.parent),
+                progress_bar=False,
+                **KERNEL_OPTIONS,
+            )
     except papermill.PapermillExecutionError as error:
         failed = running.replace(output.with_suffix(".failed.ipynb"))
         first_line = (error.evalue.strip().splitlines() or [""])[0]
@@ -99,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     if not solutions:
         print(f"No lesson matches --only {args.only!r} in solutions/.", file=sys.stderr)
         return 1
-    parameters = parse_parameters(args.p)
+    parameters = absolute_paths(parse_parameters(args.p))
     failures = 0
     for solution in solutions:
         missing = missing_modules(solution.stem)

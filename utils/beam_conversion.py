@@ -82,10 +82,11 @@ def convert_image(
         decoded.
     """
     try:
-        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        # Upright (EXIF Orientation) and decoded no larger than needed, as `conversion` does.
+        image, size = records.decode_upright(tf.io.read_file(path), min_side=target_size)
     except tf.errors.OpError as error:
         return None, errors.error_message(error)
-    original_size = [int(side) for side in image.shape[:2]]
+    original_size = [int(side) for side in size.numpy()]
     resized = records.resize_and_crop(image, target_size)
     jpeg = records.recompress(resized, quality).numpy()
     class_index = list(class_names).index(path.replace("\\", "/").rsplit("/", 2)[-2])

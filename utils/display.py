@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -66,9 +67,31 @@ def show_images(
             image = image / 255.0
         axis.imshow(image)
         height, width = image.shape[:2]
-        axis.set_title(f"{class_names[int(label)]} ({height}x{width})")
+        axis.set_title(image_title(class_names[int(label)], height, width), fontsize=10)
     figure.tight_layout()
     return figure
+
+
+# Characters of a title line that fit above one image of `show_images` at font size 10.
+TITLE_LINE_CHARACTERS = 24
+
+
+def image_title(class_name: str, height: int, width: int) -> str:
+    """Returns an image's title: its whole class name and size, wrapped to fit its column.
+
+    A long class name goes on several lines rather than being cut or overlapping the
+    next image's title: two names that share their start still read differently.
+
+    Args:
+        class_name: the class name, whole.
+        height: the image's height in pixels.
+        width: the image's width in pixels.
+
+    Returns:
+        The title, lines of at most `TITLE_LINE_CHARACTERS` characters.
+    """
+    text = f"{class_name} ({height}x{width})"
+    return "\n".join(textwrap.wrap(text, TITLE_LINE_CHARACTERS, break_on_hyphens=False))
 
 
 def plot_throughput(
@@ -305,7 +328,8 @@ def show_predictions(
         axis.imshow(image)
         right = guess == label
         text = class_names[guess] if right else f"{class_names[guess]} (is {class_names[label]})"
-        axis.set_title(text, color="black" if right else "red", fontsize=9)
+        wrapped = "\n".join(textwrap.wrap(text, TITLE_LINE_CHARACTERS, break_on_hyphens=False))
+        axis.set_title(wrapped, color="black" if right else "red", fontsize=9)
     figure.tight_layout()
     return figure
 
