@@ -27,7 +27,9 @@ os.environ[progress.DISABLE_ENV_VAR] = "1"
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-LAST_TEST = "tests/test_temp_folder.py::test_the_session_left_nothing_of_the_course_in_the_temp_folder"
+LAST_TEST = (
+    "tests/test_temp_folder.py::test_the_session_left_nothing_of_the_course_in_the_temp_folder"
+)
 SYSTEM_TEMP = Path(tempfile.gettempdir())
 TEMP_BEFORE: frozenset[str] = frozenset()  # The system temp folder's entries at start-up.
 TEMP_ROOT: Path | None = None  # The session's temporary root, once pytest is configured.
