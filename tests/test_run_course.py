@@ -1,5 +1,8 @@
 """Tests of tools/run_course.py."""
 
+import os
+from pathlib import Path
+
 import nbformat
 import pytest
 
@@ -85,3 +88,28 @@ def test_beam_install_command_names_this_environment_s_pip():
     command = lesson_parameters.beam_install_command()
     assert command.endswith(" -m pip install -r requirements-beam.txt")
     assert "python" in command.split()[0]
+
+
+def test_the_kernels_temporary_files_go_with_the_run(monkeypatch, tmp_path, capsys):
+    root = tmp_path / "course"
+    (root / "solutions").mkdir(parents=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    left = (
+        "import tempfile\n"  # What TensorFlow's autograph does: a file it never deletes.
+        "handle, path = tempfile.mkstemp(prefix='__autograph_generated_file', suffix='.py')\n"
+        "print(path)"
+    )
+    notebook.cells = [nbformat.v4.new_code_cell(left, metadata={"tags": ["summary"]})]
+    nbformat.write(notebook, root / "solutions" / "01_leaves_a_file.ipynb")
+    monkeypatch.setattr(run_course, "REPO_ROOT", root)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "system-temp"))
+    (tmp_path / "system-temp").mkdir()
+    assert run_course.main(["--output-dir", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    kernel_file = Path(printed[printed.index("=== 01_leaves_a_file: what it measured ===") + 1])
+    assert kernel_file.name.startswith("__autograph_generated_file")
+    assert kernel_file.parent.name.startswith("tpu_speed_pipelines_course-")
+    assert not kernel_file.parent.exists()
+    assert list((tmp_path / "system-temp").iterdir()) == []
+    assert os.environ["TMPDIR"] == str(tmp_path / "system-temp")
