@@ -1,11 +1,13 @@
 """Tests of tools/run_course.py."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tests import conftest
 from tools import lesson_parameters, run_course
 
 
@@ -113,3 +115,4 @@ def test_the_kernels_temporary_files_go_with_the_run(monkeypatch, tmp_path, caps
     assert not kernel_file.parent.exists()
     assert list((tmp_path / "system-temp").iterdir()) == []
     assert os.environ["TMPDIR"] == str(tmp_path / "system-temp")
+    assert tempfile.gettempdir() == str(conftest.TEMP_ROOT)  # This process's, as before.

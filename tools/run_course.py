@@ -24,6 +24,7 @@ import argparse
 import ast
 import contextlib
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -91,17 +92,32 @@ def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.N
 
 @contextlib.contextmanager
 def kernels_temporary_folder() -> Iterator[Path]:
-    """Points TMPDIR (the kernels' temporary folder) at a new folder; removes it at the end."""
-    previous = os.environ.get("TMPDIR")
+    """Points TMPDIR (the kernels' and this process's) at a new folder; removes it at the end.
+
+    A SIGTERM (`timeout`, a CI job cancelled) ends the run like Ctrl-C does, so that the
+    kernel is shut down and the folder removed then too.
+    """
+    previous, previous_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+    try:
+        previous_handler = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # Not the main thread: leave SIGTERM alone.
+        previous_handler = None
     with tempfile.TemporaryDirectory(prefix="tpu_speed_pipelines_course-") as folder:
-        os.environ["TMPDIR"] = folder
+        os.environ["TMPDIR"] = tempfile.tempdir = folder  # Kernels' connection files too.
         try:
             yield Path(folder)
         finally:
+            tempfile.tempdir = previous_tempdir
+            if previous_handler is not None:
+                signal.signal(signal.SIGTERM, previous_handler)
             if previous is None:
                 del os.environ["TMPDIR"]
             else:
                 os.environ["TMPDIR"] = previous
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 class LessonFailed(Exception):
@@ -123,8 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     parameters = parse_parameters(args.p)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # For the kernels, before TF starts.
-    with kernels_temporary_folder():
-        failures = run_lessons(solutions, args.output_dir, parameters)
+    try:
+        with kernels_temporary_folder():
+            failures = run_lessons(solutions, args.output_dir, parameters)
+    except KeyboardInterrupt:
+        print("Stopped (Ctrl-C or SIGTERM); the kernels' temporary folder is removed.")
+        return 130
     return 1 if failures else 0
 
 
