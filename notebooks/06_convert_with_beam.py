@@ -65,7 +65,7 @@ SEED = 42
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 print(source.describe())
 # The lesson's scratch folder: deleted when the kernel stops (or by `scratch.cleanup()`).
-scratch = tempfile.TemporaryDirectory(prefix="lesson5-")
+scratch = tempfile.TemporaryDirectory(prefix="lesson6-")
 output_dir = OUTPUT_DIR or f"{scratch.name}/flowers-beam"
 print("Beam's shards will go to:", output_dir)
 
