@@ -436,12 +436,11 @@ figure = display.show_images(stored, class_names=source.class_names, num_images=
 # JPEG, a CMYK JPEG, a PNG named `.jpg`, and an empty class folder. Decoding with
 # `channels=3` turns the grayscale, CMYK and PNG files into ordinary RGB images; the
 # three unreadable files are skipped and listed, and the empty folder is reported.
-# TensorFlow's JPEG decoder also logs an error line of its own for the truncated file
-# (`Premature end of JPEG data`): expected, and the file is counted as skipped.
+# TensorFlow's JPEG decoder also logs a line of its own for the truncated file (`Premature
+# end of JPEG data`); the conversion shows it once, in that file's skipped line.
 # Everything is made in a temporary folder, deleted at the end of the cell.
 
 # %%
-print("Expected below: TensorFlow logs 'Premature end of JPEG data' for truncated.jpg.")
 with tempfile.TemporaryDirectory() as scratch:
     damaged_root = data.make_damaged_dataset(Path(scratch) / "damaged")
     damaged_source = sources.resolve_source(str(damaged_root))

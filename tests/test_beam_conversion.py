@@ -52,12 +52,15 @@ def test_beam_output_validates_and_labs_3_and_4_find_it(source, tmp_path, capsys
     assert shard_set.num_records == 60
 
 
-def test_bad_images_go_to_the_skipped_list_not_away(tmp_path):
+def test_bad_images_go_to_the_skipped_list_not_away(tmp_path, capfd):
     root = data.make_damaged_dataset(tmp_path / "images", images_per_class=1)
     damaged = sources.resolve_source(str(root))
     run = beam_conversion.convert_with_beam(
-        damaged, tmp_path / "out", target_size=32, num_shards=2, verbose=False
+        damaged, tmp_path / "out", target_size=32, num_shards=2, verbose=True
     )
+    printed = capfd.readouterr()
+    assert "jpeg_mem.cc" not in printed.err
+    assert printed.out.count("TensorFlow's decoder logged, on the skipped files: Premature") == 1
     skipped = {image.path.rsplit("/", 2)[-2] + "/" + image.path.rsplit("/", 1)[-1]
                for image in run.report.skipped}  # fmt: skip
     unreadable = {name for name, why in data.DAMAGED_FILES.items() if why.startswith("unreadable")}

@@ -318,7 +318,13 @@ def test_build_executes_solution_and_keeps_only_its_outputs(tmp_path):
     assert printed == ["TODO 1 passed: 42\n", "TODO 2 passed: 4\n"]
     assert "papermill" not in solution.metadata
     assert [cell.id for cell in solution.cells if "papermill" in cell.metadata] == []
-    assert build.check(root) == []
+    seconds = solution.metadata[build.METADATA_KEY].pop(build.EXECUTION_SECONDS)
+    assert isinstance(seconds, int) and 0 <= seconds < 120  # The README's lesson time.
+    assert solution.metadata[build.METADATA_KEY] == {
+        "source": "notebooks/09_test_lesson.py",
+        "variant": "solution",
+    }
+    assert build.check(root) == []  # The time is not compared with the source.
 
 
 def test_check_hand_edited_lab_fails_naming_the_file(tmp_path):

@@ -71,7 +71,8 @@ def test_interrupted_conversion_leaves_no_finished_looking_set(small_source, tmp
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_bad_inputs_are_converted_or_counted_and_listed(tmp_path, capsys):
+def test_bad_inputs_are_converted_or_counted_and_listed(tmp_path, capfd):
+    capsys = capfd  # File-descriptor level: TensorFlow's C++ log lines are seen too.
     root = data.make_damaged_dataset(tmp_path / "damaged", images_per_class=2)
     source = sources.resolve_source(str(root))
     assert source.num_images == 16 and source.empty_class_folders == ("lilies",)
@@ -84,8 +85,15 @@ def test_bad_inputs_are_converted_or_counted_and_listed(tmp_path, capsys):
     assert set(skipped) == unreadable
     assert skipped["daisy/empty.jpg"] == "Input is empty."
     assert "Unknown image file format" in skipped["roses/not_an_image.jpg"]
+    assert skipped["daisy/truncated.jpg"].startswith(
+        "jpeg::Uncompress failed. Invalid JPEG data or crop window. "
+        "(the decoder logged: Premature end of JPEG data."
+    )
     assert report.num_written == 13 and report.num_input_images == 16
-    assert "Empty class folder(s), not used as classes: lilies" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "Empty class folder(s), not used as classes: lilies" in printed.out
+    assert printed.out.count("Premature end of JPEG data") == 1  # Once, in the skipped line.
+    assert "jpeg_mem.cc" not in printed.err  # Not as TensorFlow's raw log line.
     written = {record["label"].decode() for record in _records(tmp_path / "out")}
     assert written == set(data.CLASSES)  # grayscale, CMYK and PNG inputs were written
     check = validation.validate(str(tmp_path / "out"))

@@ -1,8 +1,13 @@
 """Tests of tools/run_course.py."""
 
+import os
+import tempfile
+from pathlib import Path
+
 import nbformat
 import pytest
 
+from tests import conftest
 from tools import lesson_parameters, run_course
 
 
@@ -189,3 +194,29 @@ def test_main_prints_a_heartbeat_while_a_lesson_runs(monkeypatch, tmp_path, caps
     assert len(beats) >= 2, out
     assert beats[0].startswith("  01_paths: still running, 0 m 0")
     assert any(line.endswith(", cell 2 of 3") for line in beats), beats
+
+
+def test_the_kernels_temporary_files_go_with_the_run(monkeypatch, tmp_path, capsys):
+    root = tmp_path / "course"
+    (root / "solutions").mkdir(parents=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    left = (
+        "import tempfile\n"  # What TensorFlow's autograph does: a file it never deletes.
+        "handle, path = tempfile.mkstemp(prefix='__autograph_generated_file', suffix='.py')\n"
+        "print(path)"
+    )
+    notebook.cells = [nbformat.v4.new_code_cell(left, metadata={"tags": ["summary"]})]
+    nbformat.write(notebook, root / "solutions" / "01_leaves_a_file.ipynb")
+    monkeypatch.setattr(run_course, "REPO_ROOT", root)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "system-temp"))
+    (tmp_path / "system-temp").mkdir()
+    assert run_course.main(["--output-dir", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    kernel_file = Path(printed[printed.index("=== 01_leaves_a_file: what it measured ===") + 1])
+    assert kernel_file.name.startswith("__autograph_generated_file")
+    assert kernel_file.parent.name.startswith("tpu_speed_pipelines_course-")
+    assert not kernel_file.parent.exists()
+    assert list((tmp_path / "system-temp").iterdir()) == []
+    assert os.environ["TMPDIR"] == str(tmp_path / "system-temp")
+    assert tempfile.gettempdir() == str(conftest.TEMP_ROOT)  # This process's, as before.

@@ -52,6 +52,8 @@ BUILD_COMMAND = "make build"
 METADATA_KEY = "tpu_speed_pipelines"
 # A TODO cell's points: `# %% points=2` on its cell in the source; 1 when unset.
 DEFAULT_POINTS = 1
+# In a solution's metadata: how long its execution took, in seconds (the README's times).
+EXECUTION_SECONDS = "execution_seconds"
 # What an instructor's grading (tools/grade.py) scores, said in every lab's header.
 GRADED_NOTE = (
     "**What is graded:** the check cell after each TODO, run again on a small dataset. "
@@ -377,8 +379,9 @@ def _add_header(
 
 
 def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Returns a copy with outputs and execution counts removed."""
+    """Returns a copy with outputs, execution counts and the execution time removed."""
     stripped = copy.deepcopy(notebook)
+    stripped.metadata.get(METADATA_KEY, {}).pop(EXECUTION_SECONDS, None)
     for cell in stripped.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -390,9 +393,11 @@ def execute_solution(
 ) -> nbformat.NotebookNode:
     """Runs a notebook with papermill in `cwd`; returns a copy of it with the outputs.
 
-    Only outputs and execution counts are taken from the run, so the metadata papermill
-    and the kernel add (timestamps, versions, empty tags) never reach the file; the
-    outputs show machine paths portably (`without_machine_paths`).
+    Only outputs, execution counts and the run's duration (papermill's, in whole seconds,
+    as `tpu_speed_pipelines.execution_seconds`: the README's lesson times) are taken from
+    the run, so the metadata papermill and the kernel add (timestamps, versions, empty
+    tags) never reach the file; the outputs show machine paths portably
+    (`without_machine_paths`).
     """
     import papermill
 
@@ -408,8 +413,12 @@ def execute_solution(
             progress_bar=False,
             **KERNEL_OPTIONS,
         )
-        executed_cells = nbformat.read(executed, as_version=4).cells
+        executed_notebook = nbformat.read(executed, as_version=4)
+        executed_cells = executed_notebook.cells
     result = copy.deepcopy(notebook)
+    duration = executed_notebook.metadata.get("papermill", {}).get("duration")
+    if duration is not None:
+        result.metadata.setdefault(METADATA_KEY, {})[EXECUTION_SECONDS] = round(duration)
     if len(executed_cells) != len(result.cells):
         raise BuildError("papermill added cells; build solutions with their default parameters.")
     for cell, executed_cell in zip(result.cells, executed_cells, strict=True):

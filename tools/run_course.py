@@ -12,6 +12,10 @@ Steps:
    lessons still run, and the exit status is 1.
 3. Print the text output of each lesson's cell tagged `summary` ("What you measured").
 
+The kernels get a temporary folder of their own as `TMPDIR`, removed at the end, so that
+what they leave there (TensorFlow's `__autograph_generated_file*.py`, a lesson's scratch
+folder when its kernel is stopped) does not stay in the system's temporary folder.
+
 Usage:
     python -m tools.run_course
     python -m tools.run_course --only 01 -p NUM_IMAGES 500
@@ -21,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
+import signal
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -160,6 +168,36 @@ def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.N
     return nbformat.read(running.replace(output), as_version=4)
 
 
+@contextlib.contextmanager
+def kernels_temporary_folder() -> Iterator[Path]:
+    """Points TMPDIR (the kernels' and this process's) at a new folder; removes it at the end.
+
+    A SIGTERM (`timeout`, a CI job cancelled) ends the run like Ctrl-C does, so that the
+    kernel is shut down and the folder removed then too.
+    """
+    previous, previous_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+    try:
+        previous_handler = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # Not the main thread: leave SIGTERM alone.
+        previous_handler = None
+    with tempfile.TemporaryDirectory(prefix="tpu_speed_pipelines_course-") as folder:
+        os.environ["TMPDIR"] = tempfile.tempdir = folder  # Kernels' connection files too.
+        try:
+            yield Path(folder)
+        finally:
+            tempfile.tempdir = previous_tempdir
+            if previous_handler is not None:
+                signal.signal(signal.SIGTERM, previous_handler)
+            if previous is None:
+                del os.environ["TMPDIR"]
+            else:
+                os.environ["TMPDIR"] = previous
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 class LessonFailed(Exception):
     """A lesson's notebook raised; the message is one line."""
 
@@ -178,6 +216,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"No lesson matches --only {args.only!r} in solutions/.", file=sys.stderr)
         return 1
     parameters = absolute_paths(parse_parameters(args.p))
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # For the kernels, before TF starts.
+    try:
+        with kernels_temporary_folder():
+            failures = run_lessons(solutions, args.output_dir, parameters)
+    except KeyboardInterrupt:
+        print("Stopped (Ctrl-C or SIGTERM); the kernels' temporary folder is removed.")
+        return 130
+    return 1 if failures else 0
+
+
+def run_lessons(solutions: list[Path], output_dir: Path, parameters: dict) -> int:
+    """Runs each lesson and prints what it measured; returns the number that failed."""
     failures = 0
     for solution in solutions:
         missing = missing_modules(solution.stem)
@@ -187,15 +237,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"Running {solution.stem} ...", flush=True)
         try:
-            executed = run_lesson(solution, args.output_dir, parameters)
+            executed = run_lesson(solution, output_dir, parameters)
         except LessonFailed as failure:
             print(f"{failure}\n", flush=True)
             failures += 1
             continue
         print(f"\n=== {solution.stem}: what it measured ===")
         print(summary_text(executed) or "(no summary cell)")
-        print(f"(executed notebook: {os.path.relpath(args.output_dir / solution.name)})\n")
-    return 1 if failures else 0
+        print(f"(executed notebook: {os.path.relpath(output_dir / solution.name)})\n")
+    return failures
 
 
 if __name__ == "__main__":

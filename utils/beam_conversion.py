@@ -226,7 +226,8 @@ def convert_with_beam(
     start = time.perf_counter()
     if build is None:
         build = functools.partial(build_pipeline, target_size=target_size, quality=jpeg_quality)
-    with _own_temporary_folder():
+    # TensorFlow's decoder logs a line of its own on a bad file: said once, after the report.
+    with _own_temporary_folder(), errors.decoder_messages() as logged:
         with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
             build(pipeline, source, output_dir, num_shards)
     pipeline_seconds = time.perf_counter() - start
@@ -234,6 +235,8 @@ def convert_with_beam(
     report = dataclasses.replace(report, seconds=pipeline_seconds)
     if verbose:
         print(report.summary())
+        if logged:
+            print(f"TensorFlow's decoder logged, on the skipped files: {'; '.join(logged)}")
     return BeamRun(report, pipeline_seconds)
 
 

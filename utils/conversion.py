@@ -319,7 +319,9 @@ def _write_set(
     images = _load_images(paths, source.class_names, steps, target_size, jpeg_quality)
     shard_of = {path: index for index, chunk in enumerate(chunks) for path in chunk}
     written = _WrittenShards(target_size=target_size)
-    _write_shards(images, shard_of, len(chunks), output_dir, steps, source, manifest, written)
+    # A bad file's decoder log line is said once, in its skipped line (`_why_unreadable`).
+    with errors.decoder_messages():
+        _write_shards(images, shard_of, len(chunks), output_dir, steps, source, manifest, written)
     unwritten = sorted(set(paths) - set(written.paths))
     skipped = [SkippedImage(path, _why_unreadable(path)) for path in unwritten]
     if not written.paths:
@@ -647,12 +649,18 @@ def _class_table(class_names: Sequence[str]) -> tf.lookup.StaticHashTable:
 
 
 def _why_unreadable(path: str) -> str:
-    """Returns the first line of the error that reading and decoding `path` raises."""
-    try:
-        records.decode_upright(tf.io.read_file(path))
-    except tf.errors.OpError as error:
-        return errors.error_message(error)
-    return "it decodes on its own, but failed in the pipeline (resize or recompress)"
+    """Returns the first line of the error that reading and decoding `path` raises.
+
+    What TensorFlow's decoder logged meanwhile (`Premature end of JPEG data`) is added in
+    parentheses, rather than left on stderr as a raw log line.
+    """
+    with errors.decoder_messages() as logged:
+        try:
+            records.decode_upright(tf.io.read_file(path))
+            why = "it decodes on its own, but failed in the pipeline (resize or recompress)"
+        except tf.errors.OpError as error:
+            why = errors.error_message(error)
+    return why + (f" (the decoder logged: {'; '.join(logged)})" if logged else "")
 
 
 def files_of_previous_set(output_dir: str) -> set[str]:
