@@ -1,7 +1,7 @@
 # Thin aliases for the README's commands. Each target runs on its own.
 PYTHON ?= .venv/bin/python
 
-.PHONY: setup build check numbers test course benchmark
+.PHONY: setup build check numbers test course lab benchmark
 
 setup:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt
@@ -20,6 +20,9 @@ test:
 
 course:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python -m tools.run_course
+
+lab:  ## Copy the labs you lack into work/ and open JupyterLab there (--allow-root as root).
+	$(PYTHON) -m tools.open_labs
 
 benchmark:  ## Compare the course pipeline with the alternatives and the decode ceiling.
 	$(PYTHON) -m tools.benchmark

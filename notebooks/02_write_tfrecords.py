@@ -8,7 +8,7 @@
 #
 # **You will:**
 #
-# 1. Resize each image, keeping its proportions, and crop the centre square (TODO 1).
+# 1. Crop each image's centre square and resize it to one size (TODO 1).
 # 2. Recompress it as JPEG, and measure the bytes saved and what they cost (TODO 2).
 # 3. Store it in a `tf.train.Example` record with bytes, int64 and float features (TODO 3).
 # 4. Write a shard safely: never a file that looks finished but is not (TODO 4).
@@ -42,6 +42,7 @@ from utils import (
     records,
     shard_files,
     sources,
+    timing,
     validation,
 )
 
@@ -52,7 +53,9 @@ TARGET_SIZE = 192  # Every image becomes TARGET_SIZE x TARGET_SIZE pixels.
 JPEG_QUALITY = 90  # Quality of the recompressed JPEGs, 0-100.
 NUM_SHARDS = 16  # Number of TFRecord files to write.
 OUTPUT_DIR = None  # None: the course cache (labs 3 and 4 look there); or a folder of yours.
-NUM_SAMPLE = 200  # Images in the recompression measurement.
+NUM_SAMPLE = 200  # Images in the recompression measurement, drawn from every class.
+DECODE_TIMED_IMAGES = 2000  # Images decoded per timed run (a run of ~0.1 s is mostly noise).
+DECODE_REPEATS = 5  # Rounds of the decode timings, taken in turns.
 SEED = 42
 
 # %% [markdown]
@@ -86,33 +89,39 @@ print(
 #
 # A batch is one tensor, so its images must share a size. Squashing an image to a square
 # distorts it; cropping alone cuts a small image's centre out of a large one. Instead,
-# resize so that the *shorter* side is `target_size`, keeping the proportions, then crop
-# the centre square.
+# cut the centre square, as wide as the *shorter* side, and resize that square to
+# `target_size`: the proportions are kept. Cropping first also bounds the cost by the
+# output: a 60000 x 10 panorama becomes a 10 x 10 square before anything is resized
+# (resized whole first, it would be 1,152,000 x 192 pixels of float32, 2.7 GB).
 #
-# **TODO 1.** Complete `resize_and_crop(image, target_size)`: scale the image's height and
-# width by `target_size / min(height, width)`, resize with `tf.image.resize(...,
-# antialias=True)`, crop the centre with `tf.image.resize_with_crop_or_pad`, and return
-# uint8 (`tf.image.resize` returns float32; `tf.saturate_cast(tf.round(x), tf.uint8)`).
-# It runs inside `Dataset.map()`, so use TensorFlow ops.
+# Phone cameras store a photo as the sensor saw it and write in its EXIF Orientation tag
+# how a viewer must turn it; `tf.io.decode_jpeg` ignores that tag, so the conversion reads
+# it and turns every image upright (`records.decode_upright`) before `resize_and_crop`.
 #
-# *Hint:* TensorFlow does not mix dtypes in one operation. `tf.shape()` gives int32, so
-# `tf.shape(image)[:2] * scale` with a float `scale` either fails ("Cannot convert ... to
-# EagerTensor of dtype int32") or, for a numpy float, silently truncates the scale to an
-# integer. Cast the shape with `tf.cast(..., tf.float32)` first, compute the scale from
-# it, and cast the new size back to `tf.int32` for `tf.image.resize`.
+# **TODO 1.** Complete `resize_and_crop(image, target_size)`: take `side`, the smaller of
+# the height and width, cut the centre square with `tf.image.crop_to_bounding_box(image,
+# (height - side) // 2, (width - side) // 2, side, side)`, resize it to `[target_size,
+# target_size]` with `tf.image.resize(..., antialias=True)`, and return uint8
+# (`tf.image.resize` returns float32; `tf.saturate_cast(tf.round(x), tf.uint8)`). It runs
+# inside `Dataset.map()`, so use TensorFlow ops.
+#
+# *Hint:* inside `map()` the image's size is not known in advance (`image.shape` is
+# `(None, None, 3)`): read it with `tf.shape(image)`, which gives int32 tensors that
+# `tf.minimum` and `//` work on.
 
 
 # %%
 def resize_and_crop(image, target_size):
-    """Resizes `image` so its shorter side is `target_size`, then crops the centre square."""
-    # TODO 1: resize keeping the proportions, crop the centre, return uint8.
+    """Crops the centre square of `image`, then resizes it to `target_size` x `target_size`."""
+    # TODO 1: crop the centre square, resize it, return uint8.
     ### BEGIN SOLUTION
-    height_width = tf.cast(tf.shape(image)[:2], tf.float32)
-    scale = target_size / tf.reduce_min(height_width)
-    new_size = tf.cast(tf.round(height_width * scale), tf.int32)
-    resized = tf.image.resize(image, new_size, antialias=True)
-    cropped = tf.image.resize_with_crop_or_pad(resized, target_size, target_size)
-    square = tf.saturate_cast(tf.round(cropped), tf.uint8)
+    height, width = tf.shape(image)[0], tf.shape(image)[1]
+    side = tf.minimum(height, width)
+    cropped = tf.image.crop_to_bounding_box(
+        image, (height - side) // 2, (width - side) // 2, side, side
+    )
+    resized = tf.image.resize(cropped, [target_size, target_size], antialias=True)
+    square = tf.saturate_cast(tf.round(resized), tf.uint8)
     ### END SOLUTION
     return square
 
@@ -164,32 +173,32 @@ checks.check_recompress(recompress, todo=2, sample_images=resized_images, qualit
 # %% [markdown]
 # ### What recompressing buys, and what it costs
 #
-# On `NUM_SAMPLE` images: bytes per image before and after, how fast each version decodes
-# (all cores, from memory), and how close the recompressed image is to the resized one
-# (PSNR: above 35 dB, differences are hard to see).
+# On `NUM_SAMPLE` images, taken from every class in turn (a listing's first 200 are one
+# class's): bytes per image before and after, how fast each version decodes (all cores,
+# from memory), and how close the recompressed image is to the resized one (PSNR: above
+# 35 dB, differences are hard to see).
 
 # %%
-trade_off_paths, _, _ = sources.readable_sample(image_paths, NUM_SAMPLE)
+every_class = recompression.paths_from_every_class(image_paths)
+trade_off_paths, _, _ = sources.readable_sample(every_class, NUM_SAMPLE)
+print("Sample, images per class:", recompression.count_classes(trade_off_paths))
 original_bytes = [tf.io.read_file(path).numpy() for path in trade_off_paths]
 resized = [resize_and_crop(tf.io.decode_jpeg(b, channels=3), TARGET_SIZE) for b in original_bytes]
 recompressed_bytes = [recompress(image, JPEG_QUALITY).numpy() for image in resized]
 psnr = recompression.mean_psnr(resized, recompressed_bytes)
 before = recompression.mean_bytes(original_bytes)
 after = recompression.mean_bytes(recompressed_bytes)
-decode_before = recompression.decode_rate(original_bytes, "decode the originals")
-decode_after = recompression.decode_rate(recompressed_bytes, "decode the recompressed")
-print(f"\nBytes per image: {before:,.0f} -> {after:,.0f} ({1 - after / before:.0%} saved)")
-print(
-    f"Decoding is {decode_after.images_per_second / decode_before.images_per_second:.1f}x "
-    f"faster after; quality: PSNR {psnr:.1f} dB at JPEG quality {JPEG_QUALITY}."
-)
+print(f"Bytes per image: {before:,.0f} -> {after:,.0f} ({1 - after / before:.0%} saved)")
+print(f"Quality: PSNR {psnr:.1f} dB at JPEG quality {JPEG_QUALITY}.")
 
 # %% [markdown]
 # ### Resize or recompress: which saves what
 #
 # Two things changed at once above: the size (to `TARGET_SIZE`) and the encoding. To
 # separate them, the originals are also recompressed at their own size, and the resized
-# images at several qualities.
+# images at several qualities. Every version's decoding is timed in turns,
+# `DECODE_REPEATS` rounds of `DECODE_TIMED_IMAGES` images, and given as a median and a
+# range.
 
 # %%
 QUALITIES = [50, 70, 80, 90, 95]
@@ -197,30 +206,53 @@ same_size_bytes = [
     recompress(tf.io.decode_jpeg(b, channels=3), JPEG_QUALITY).numpy() for b in original_bytes
 ]
 same_size = recompression.mean_bytes(same_size_bytes)
-decode_same_size = recompression.decode_rate(same_size_bytes, "decode, original size recompressed")
-kilobytes, quality_rates = recompression.sweep_qualities(resized, recompress, QUALITIES)
+by_quality = recompression.encode_at_qualities(resized, recompress, QUALITIES)
+kilobytes = [recompression.mean_bytes(jpegs) / 1e3 for jpegs in by_quality.values()]
+versions = {
+    "originals": original_bytes,
+    "original size, recompressed": same_size_bytes,
+    "resized, recompressed": recompressed_bytes,
+    **{f"resized, quality {quality}": jpegs for quality, jpegs in by_quality.items()},
+}
+decode_runs = timing.measure_in_turns(
+    {
+        label: recompression.decode_timer(jpegs, num_images=DECODE_TIMED_IMAGES)
+        for label, jpegs in versions.items()
+    },
+    repeats=DECODE_REPEATS,
+)
+decode_before = decode_runs["originals"]
+decode_same_size = decode_runs["original size, recompressed"]
+decode_after = decode_runs["resized, recompressed"]
+quality_rates = [decode_runs[f"resized, quality {quality}"] for quality in QUALITIES]
 print(
     f"\nBytes per image: originals {before:,.0f}; recompressed at quality {JPEG_QUALITY} "
     f"without resizing {same_size:,.0f} ({1 - same_size / before:.0%} saved); resized and "
     f"recompressed {after:,.0f} ({1 - after / before:.0%} saved)."
 )
 print(
-    f"Decoding: originals {decode_before.images_per_second:,.0f} images/s; recompressed "
-    f"without resizing {decode_same_size.images_per_second:,.0f}; resized and recompressed "
-    f"{decode_after.images_per_second:,.0f}."
+    f"Decoding (medians): originals {decode_before.median:,.0f} images/s; recompressed "
+    f"without resizing {decode_same_size.median:,.0f}; resized and recompressed "
+    f"{decode_after.median:,.0f}."
 )
+print(timing.describe_difference([decode_same_size, decode_before], name="Recompressing alone"))
+print(timing.describe_difference([decode_after, decode_before], name="Resizing and recompressing"))
+print(timing.describe_difference(quality_rates, name="Decode speed across qualities"))
 figure = display.plot_quality_trade_off(
     QUALITIES,
     kilobytes,
     quality_rates,
-    reference=("originals", before / 1e3, decode_before.images_per_second),
+    reference=("originals", before / 1e3, decode_before.median),
 )
 
 # %% [markdown]
-# Read the two lines above: how much of the saving, in bytes and in decoding speed,
+# Read the lines above: how much of the saving, in bytes and in decoding speed,
 # recompressing alone gives (at the originals' size), and how much comes with resizing.
-# Decoding time grows with the number of pixels decoded. The plot shows what the quality
-# alone moves at `TARGET_SIZE`: bytes, and decoding speed, against the originals (dashed).
+# The verdicts say which decoding differences are beyond the noise. Decoding time grows
+# with the number of pixels decoded. The plot shows what the quality alone moves at
+# `TARGET_SIZE`: bytes, and decoding speed (median, the bar spans the rounds), against the
+# originals (dashed); the last verdict above says whether the quality moved the speed at
+# all on this machine.
 #
 # Fewer bytes means fewer seconds waiting on storage for every epoch of every training
 # run, and smaller images decode faster too. The costs: the time to convert, once (you
@@ -330,8 +362,10 @@ checks.check_write_shard(write_shard, todo=4)
 #
 # `conversion.convert()` runs your four functions over every image. It shuffles the file
 # list once (so each shard mixes the classes) and splits it into `NUM_SHARDS` nearly
-# equal parts. One `tf.data` pipeline reads each image, decodes it to 3 channels and calls
-# `resize_and_crop` and `recompress` in a parallel `map()`, on all cores; the records then
+# equal parts. One `tf.data` pipeline reads each image, decodes it to 3 channels, upright,
+# and calls `resize_and_crop` and `recompress` in a parallel `map()`, on all cores (a
+# JPEG much larger than `TARGET_SIZE` is decoded at 1/2, 1/4 or 1/8 of its size, which
+# costs less; an image smaller than `TARGET_SIZE` is enlarged and listed); the records then
 # go through `to_example` and `write_shard`, one shard after another. An image that cannot
 # be decoded is skipped and listed with its error, never dropped silently. Shards from an
 # earlier run that this one does not replace are deleted at the end, and a sidecar JSON
@@ -402,12 +436,11 @@ figure = display.show_images(stored, class_names=source.class_names, num_images=
 # JPEG, a CMYK JPEG, a PNG named `.jpg`, and an empty class folder. Decoding with
 # `channels=3` turns the grayscale, CMYK and PNG files into ordinary RGB images; the
 # three unreadable files are skipped and listed, and the empty folder is reported.
-# TensorFlow's JPEG decoder also logs an error line of its own for the truncated file
-# (`Premature end of JPEG data`): expected, and the file is counted as skipped.
+# TensorFlow's JPEG decoder also logs a line of its own for the truncated file (`Premature
+# end of JPEG data`); the conversion shows it once, in that file's skipped line.
 # Everything is made in a temporary folder, deleted at the end of the cell.
 
 # %%
-print("Expected below: TensorFlow logs 'Premature end of JPEG data' for truncated.jpg.")
 with tempfile.TemporaryDirectory() as scratch:
     damaged_root = data.make_damaged_dataset(Path(scratch) / "damaged")
     damaged_source = sources.resolve_source(str(damaged_root))
@@ -432,10 +465,12 @@ print(
     f"({1 - same_size / before:.0%} saved)."
 )
 print(
-    f"Decoding: {decode_before.images_per_second:,.0f} images/s for the originals, "
-    f"{decode_same_size.images_per_second:,.0f} for the originals recompressed at their size, "
-    f"{decode_after.images_per_second:,.0f} for the resized and recompressed images."
+    f"Decoding (medians of {decode_before.num_runs} rounds in turns): "
+    f"{decode_before.median:,.0f} images/s for the originals, "
+    f"{decode_same_size.median:,.0f} for the originals recompressed at their size, "
+    f"{decode_after.median:,.0f} for the resized and recompressed images."
 )
+print(timing.describe_difference(quality_rates, name="Decode speed across qualities"))
 print(
     f"Conversion: {report.num_written} images in {report.seconds:.1f} s "
     f"({report.records_per_second:.0f} images/s) into {len(report.shards)} shards."

@@ -41,17 +41,19 @@ NUM_IMAGES = 3670  # Size of the embedded dataset (ignored for other sources).
 TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
 NUM_SHARDS = 16  # Shards to read (lab 2's NUM_SHARDS); written here if lab 2 did not.
 SHARDS_DIR = None  # None: where lab 2 wrote them; or the folder (or gs://) you wrote them to.
-LATENCY_MS = 50  # Simulated first-byte latency per object: the median (lab 1: every request).
-LATENCY_P99_MS = 500  # Its 99th percentile; None: every request takes LATENCY_MS (lab 1's model).
+LATENCY_MS = 50  # Simulated first-byte latency per object: the median (as in lab 1).
+LATENCY_P99_MS = 500  # Its 99th percentile (as in lab 1); None: every request takes LATENCY_MS.
 STREAM_MEGABYTES_PER_SECOND = 85  # Bandwidth of one object stream; None: no cap.
 TOTAL_MEGABYTES_PER_SECOND = None  # Bandwidth of all streams together; None: no cap.
 NUM_PARALLEL_READS = 16  # Shards read at once.
 BATCH_SIZE = 64
 NUM_TIMED_IMAGES = 8000  # Images timed in each TFRecord measurement (about 1 s each).
 NUM_TIMED_FILES = 400  # Images timed for individual files read in parallel (lab 1).
-NUM_TIMED_SEQUENTIAL = 40  # Images timed for individual files one at a time (~20/s).
-ABLATION_PARALLEL_READS = [1, 2, 4, 8, 16]  # Settings of num_parallel_reads to measure.
+NUM_TIMED_SEQUENTIAL = 40  # Images timed for individual files one at a time (~12/s).
+SPEED_TEST_REPEATS = 5  # Rounds of the speed test, taken in turns (a median and a range).
+ABLATION_PARALLEL_READS = [1, 4, 16]  # Settings of num_parallel_reads to measure.
 ABLATION_SHARD_COUNTS = [1, 4, 16, 64]  # Shard counts to measure (written if missing).
+ABLATION_REPEATS = 5  # Rounds of each knob's settings, taken in turns.
 STEP_MS = 20  # Time of the stand-in accelerator's step per batch, in the timeline.
 TIMELINE_BATCHES = 12  # Batches traced in the timeline.
 SEED = 42
@@ -90,8 +92,15 @@ print("Classes:", class_names)
 #   records arrive before its last bytes.
 # - Total bandwidth `TOTAL_MEGABYTES_PER_SECOND` (your machine's network), off by default.
 #
-# Set `LATENCY_P99_MS` and `STREAM_MEGABYTES_PER_SECOND` to `None` to get the course's
-# earlier model back (every request exactly `LATENCY_MS`, no bandwidth limit).
+# Lab 1 read its files through the same model with the same defaults, so the two labs'
+# numbers compare. Set `LATENCY_P99_MS` and `STREAM_MEGABYTES_PER_SECOND` to `None` (here
+# and in lab 1) to get the simpler model back: every request exactly `LATENCY_MS`, no
+# bandwidth limit.
+#
+# The simulated wait holds a thread, as a blocking read does, so the simulated reads get a
+# thread pool of their own, one thread per read in flight. That pool runs the reads only:
+# parsing and decoding after them run on `tf.data`'s usual pool, as they do after a real
+# `tf.data.TFRecordDataset`.
 
 # %%
 simulated_storage = storage.SimulatedStorage.for_source(
@@ -244,7 +253,8 @@ checks.check_parse_batch(parse_batch, todo=3, read_tfrecord=read_tfrecord, shard
 # parsing alone, then parsing and decoding, one record at a time versus a batch at a time.
 
 # %%
-in_memory = tf.data.TFRecordDataset(shard_paths).cache()
+# A sample of NUM_TIMED_IMAGES records at most, so that memory stays bounded on a big folder.
+in_memory = tf.data.TFRecordDataset(shard_paths).take(NUM_TIMED_IMAGES).cache()
 in_memory_count = sum(1 for _ in in_memory)  # Fills the cache.
 
 
@@ -269,26 +279,24 @@ parse_variants = {
         parse_batch, num_parallel_calls=AUTOTUNE
     ),
 }
-parse_results = [
-    timing.measure_throughput(variant.repeat(), num_images=2 * in_memory_count, label=label)
-    for label, variant in parse_variants.items()
-]
-print()
-parse_speedups = timing.compare_throughput(parse_results, baseline="parse, one by one")
+parse_runs = timing.measure_in_turns(
+    {label: variant.repeat() for label, variant in parse_variants.items()},
+    num_images=2 * in_memory_count,
+    repeats=SPEED_TEST_REPEATS,
+)
 
 # %%
-with_decoding = parse_speedups["parse+decode, batched"] / parse_speedups["parse+decode, one by one"]
-print(
-    f"Parsing in batches: {parse_speedups['parse, batched']:.1f}x for parsing alone, "
-    f"{with_decoding:.2f}x with decoding."
-)
+for what in ("parse", "parse+decode"):
+    batched, one_by_one = parse_runs[f"{what}, batched"], parse_runs[f"{what}, one by one"]
+    print(timing.describe_difference([batched, one_by_one], name=f"{what} by batch"))
 
 # %% [markdown]
 # Every element that passes through a `map()` costs a function call and some
-# bookkeeping in `tf.data`. Parsing alone is cheap, so that overhead dominates it, and
-# batches remove most of it. Decoding a JPEG costs much more than parsing its record, so
-# with decoding the gain shrinks: the two "parse+decode" rows show how much is left on
-# this machine. The course pipeline parses by batch.
+# bookkeeping in `tf.data`. Parsing alone is cheap, so that overhead weighs on it most,
+# and batches remove most of it. Decoding a JPEG costs much more than parsing its record,
+# so with decoding the same saving is a smaller share: the two lines above say whether
+# either difference is beyond the noise on this machine. The course pipeline parses by
+# batch.
 #
 # ## 4. The pipeline that feeds training (TODO 4)
 #
@@ -315,12 +323,13 @@ checks.check_fast_dataset(fast, todo=4, batch_size=BATCH_SIZE)
 # %% [markdown]
 # ## The fast speed test
 #
-# The same images on the same simulated storage, four ways: lab 1's individual files,
-# one request at a time and with `NUM_PARALLEL_READS` requests in flight; the shards read
-# one after another; and your pipeline. Lab 1's files are the originals (larger, so
-# slower to decode), the shards hold lab 2's recompressed images: both effects are in
-# the ratio, as they are in practice. (MB/s is shown for individual files only: a shard's
-# bytes are counted when it is opened, which the warm-up can include.)
+# The same images on the same simulated storage (lab 1's model and settings), four ways:
+# lab 1's individual files, one request at a time and with `NUM_PARALLEL_READS` requests
+# in flight; the shards read one after another; and your pipeline. Lab 1's files are the
+# originals (larger, so slower to decode), the shards hold lab 2's recompressed images:
+# both effects are in the ratio, as they are in practice. The four are timed in turns,
+# `SPEED_TEST_REPEATS` rounds, and each is given as a median and a range; the ratios are
+# taken within each round.
 
 # %%
 image_paths = list(conversion.source_paths(source))
@@ -334,39 +343,44 @@ def read_image_file(path):
 
 threads = tf.data.Options()
 threads.threading.private_threadpool_size = NUM_PARALLEL_READS
-files_sequential = timing.measure_throughput(
-    image_files.map(read_image_file).ignore_errors(),
-    num_images=NUM_TIMED_SEQUENTIAL,
+files_one_at_a_time = image_files.map(read_image_file).ignore_errors()
+files_in_parallel = image_files.map(read_image_file, NUM_PARALLEL_READS).with_options(threads)
+records_one_reader = pipeline.tfrecord_images(
+    shard_paths,
+    target_size=TARGET_SIZE,
+    num_classes=len(class_names),
     storage=simulated_storage,
-    label="files, one at a time",
+    num_parallel_reads=None,
+    deterministic=True,
+    batch_size=BATCH_SIZE,
 )
-files_parallel = timing.measure_throughput(
-    image_files.map(read_image_file, NUM_PARALLEL_READS).with_options(threads).ignore_errors(),
-    num_images=NUM_TIMED_FILES,
-    storage=simulated_storage,
-    label="files, parallel",
-)
-records_one_reader = timing.measure_throughput(
-    pipeline.tfrecord_images(
-        shard_paths,
-        target_size=TARGET_SIZE,
-        num_classes=len(class_names),
-        storage=simulated_storage,
-        num_parallel_reads=None,
-        deterministic=True,
-        batch_size=BATCH_SIZE,
-    ).repeat(),
-    num_images=NUM_TIMED_IMAGES,
-    label="TFRecords, one reader",
-)
-records_parallel = timing.measure_throughput(
-    fast.repeat(), num_images=NUM_TIMED_IMAGES, label="TFRecords, fast"
+speed_runs = timing.measure_in_turns(
+    {
+        "files, one at a time": timing.throughput_timer(
+            files_one_at_a_time, num_images=NUM_TIMED_SEQUENTIAL
+        ),
+        "files, parallel": timing.throughput_timer(
+            files_in_parallel.ignore_errors(), num_images=NUM_TIMED_FILES
+        ),
+        "TFRecords, one reader": timing.throughput_timer(
+            records_one_reader.repeat(), num_images=NUM_TIMED_IMAGES
+        ),
+        "TFRecords, fast": timing.throughput_timer(fast.repeat(), num_images=NUM_TIMED_IMAGES),
+    },
+    repeats=SPEED_TEST_REPEATS,
 )
 
 # %%
-speed_test = [files_sequential, files_parallel, records_one_reader, records_parallel]
-print()
-speedups = timing.compare_throughput(speed_test, baseline=files_sequential.label)
+records_parallel = speed_runs["TFRecords, fast"]
+over_one_at_a_time = timing.ratio_in_turns(
+    records_parallel, speed_runs["files, one at a time"], label="fast / files one at a time"
+)
+over_best_files = timing.ratio_in_turns(
+    records_parallel, speed_runs["files, parallel"], label="fast / files in parallel"
+)
+print(over_one_at_a_time.summary(",.0f") + " x")
+print(over_best_files.summary(",.1f") + " x")
+print(timing.describe_difference([records_parallel, speed_runs["files, parallel"]], name="Speed"))
 
 # %% [markdown]
 # ## Against the machine's limit
@@ -408,10 +422,13 @@ print(machine_load.summary())
 ceiling, local_records = runs["decode ceiling (in memory)"], runs["TFRecords, fast, local disk"]
 share = timing.ratio_in_turns(local_records, ceiling)
 print(timing.describe_share_of_ceiling(share, name="The course pipeline on local disk"))
-figure = display.plot_throughput(speed_test, title=simulated_storage.describe(), ceiling=ceiling)
+figure = display.plot_throughput(
+    list(speed_runs.values()), title=simulated_storage.describe(), ceiling=ceiling
+)
 
 # %% [markdown]
-# The dashed line is the decode ceiling: no bar can stay above it for long.
+# Each bar is a median, its line the range of the rounds. The dashed line is the decode
+# ceiling: no bar can stay above it for long.
 #
 # ## A timeline of the pipeline, measured
 #
@@ -454,20 +471,21 @@ figure = display.plot_timelines(traced)
 # %% [markdown]
 # ## What each knob buys
 #
-# Each row changes one setting of the course pipeline and keeps the others (simulated
+# Each group changes one setting of the course pipeline and keeps the others (simulated
 # storage, `NUM_PARALLEL_READS` reads, order not kept, prefetch on, no cache, `NUM_SHARDS`
 # shards). `cache` keeps the decoded images in memory after the first pass; its row times
-# the second pass. The first group measures the course pipeline itself three times: the
-# spread between those runs is this machine's noise, and smaller differences mean nothing.
+# the second pass (on a folder whose decoded images would pass 512 MB, both cache rows
+# read only the first shards, as their labels say). A knob's settings are timed in turns,
+# `ABLATION_REPEATS` rounds, and each setting is given as its median and range. A knob's
+# verdict compares its fastest and slowest settings: "beyond the noise" only when their
+# ranges do not overlap, else "within the noise", however far apart the medians are. With
+# 5 rounds each, two settings that do not differ at all get separate ranges by chance in
+# fewer than 1% of cases (2 in 252 orderings); with 3 rounds, in 10%.
 
 
 # %%
-paths_by_count = {}
-for count in ABLATION_SHARD_COUNTS:
-    count_paths = conversion.ensure_shards(
-        source, target_size=TARGET_SIZE, num_shards=count, seed=SEED
-    ).paths
-    paths_by_count[count] = count_paths
+# The same records copied into each shard count, once (no image is converted again).
+paths_by_count = {count: conversion.reshard(shard_set, count) for count in ABLATION_SHARD_COUNTS}
 ablation = knobs.measure_knobs(
     shard_paths,
     paths_by_count=paths_by_count,
@@ -478,17 +496,13 @@ ablation = knobs.measure_knobs(
     num_parallel_reads=NUM_PARALLEL_READS,
     batch_size=BATCH_SIZE,
     num_records=num_records,
-    num_timed_images=NUM_TIMED_IMAGES,
+    num_timed_images=NUM_TIMED_IMAGES // 2,
+    repeats=ABLATION_REPEATS,
 )
 
 # %%
-for knob, results in ablation.results.items():
-    print(f"\n{knob}")
-    slowest = min(results, key=lambda result: result.images_per_second)
-    timing.compare_throughput(results, baseline=slowest.label)
-
-# %%
-print("\n".join(knobs.describe_verdicts(ablation, num_cores=os.cpu_count())))
+print("\n".join(knobs.describe_verdicts(ablation)))
+print(knobs.describe_open_shards(ablation, num_cores=os.cpu_count()))
 
 # %% [markdown]
 # What the storage did during those runs, and what the pipeline asks of it: the first-byte
@@ -497,7 +511,7 @@ print("\n".join(knobs.describe_verdicts(ablation, num_cores=os.cpu_count())))
 # %%
 storage_demand = knobs.describe_storage_demand(
     ablation.first_bytes_ms,
-    images_per_second=records_parallel.images_per_second,
+    images_per_second=records_parallel.median,
     bytes_per_record=sum(tf.io.gfile.stat(p).length for p in shard_paths) / num_records,
     stream_megabytes_per_second=STREAM_MEGABYTES_PER_SECOND,
 )
@@ -539,26 +553,34 @@ print("First 6 images of each non-deterministic pass:", first_pass[:6], second_p
 # ## What you measured
 
 # %% tags=["summary"]
+files_sequential, files_parallel = speed_runs["files, one at a time"], speed_runs["files, parallel"]
 print(
-    f"Individual files, one at a time: {files_sequential.images_per_second:.1f} images/s; "
-    f"the TFRecord pipeline: {records_parallel.images_per_second:,.0f} images/s, "
-    f"{speedups[records_parallel.label]:.0f}x faster, on the same simulated storage."
+    f"On the same simulated storage (medians of {records_parallel.num_runs} rounds in turns): "
+    f"individual files {files_sequential.median:.1f} images/s one at a time, "
+    f"{files_parallel.median:,.0f} in parallel; the TFRecord pipeline "
+    f"{records_parallel.median:,.0f} images/s, {over_one_at_a_time.median:,.0f}x the first "
+    f"({over_one_at_a_time.minimum:,.0f}-{over_one_at_a_time.maximum:,.0f}x) and "
+    f"{over_best_files.median:,.1f}x the best file-reading variant "
+    f"({over_best_files.minimum:,.1f}-{over_best_files.maximum:,.1f}x)."
 )
 print(
     f"On local disk the pipeline reads {local_records.median:,.0f} images/s and the machine "
     f"decodes {ceiling.median:,.0f} (medians of {share.num_runs} runs in turns)."
 )
 print(timing.describe_share_of_ceiling(share, name="The pipeline"))
-print(f"With AUTOTUNE, at most {ablation.most_open['AUTOTUNE']} shards were open at once.")
+print(knobs.describe_open_shards(ablation, num_cores=os.cpu_count()))
+print("What each knob buys, median (range) of each setting:")
 print("\n".join(knobs.describe_ranges(ablation.results)))
+print("\n".join(knobs.describe_verdicts(ablation)))
 figure = display.plot_ablation(ablation.results, title=simulated_storage.describe())
 
 # %% [markdown]
-# Reading the table, with the verdicts printed above:
+# Reading the table: each knob's verdict is printed above, and only a verdict "beyond
+# the noise" says that a setting mattered on this run. What each knob does:
 # - **num_parallel_reads**: each shard costs one first-byte wait; reading several at once
-#   overlaps them, and several streams add up their bandwidth. `AUTOTUNE` sizes the
-#   reads from the number of cores: the line above says how many shards it kept open
-#   here. Give a number when you mean parallel reads.
+#   overlaps them, and several streams add up their bandwidth. `AUTOTUNE` lets `tf.data`
+#   choose; the line above compares the shards it kept open with one reader's count (one
+#   reader also opens the next shards ahead). Give a number when you mean parallel reads.
 # - **shards**: fewer, larger files mean fewer waits, but fewer files to read in parallel;
 #   the usual guidance is files of 10-100 MB or more, and at least 10 times as many files
 #   as hosts reading them. Whether it shows here depends on the bandwidth printed above:
@@ -568,11 +590,11 @@ figure = display.plot_ablation(ablation.results, title=simulated_storage.describ
 # - **deterministic**: keeping the order makes the pipeline wait for the file whose turn
 #   it is; letting go of it lets the fastest file go first. A slow request costs only
 #   when it is waited on: each shard is opened once per pass, so with few opens (see the
-#   count above) a slow first byte is rare, and the gain is small unless it is beyond
-#   the noise above.
+#   count above) a slow first byte is rare. Its verdict says whether keeping the order
+#   cost anything measurable here.
 # - **prefetch**: it lets the pipeline prepare the next batches while the consumer works
-#   on the current one. Here the consumer only counts images, so there is nothing to
-#   overlap; lab 4 measures it with a training step as the consumer.
+#   on the current one. Here the consumer only counts images, so there is little to
+#   overlap; lesson 5 measures it with a training step as the consumer.
 # - **cache**: after the first pass, no storage and no decoding at all, as long as the
 #   decoded images fit in memory (here `num_records * TARGET_SIZE**2 * 3` bytes).
 #
@@ -580,7 +602,7 @@ figure = display.plot_ablation(ablation.results, title=simulated_storage.describ
 # (now `options.deterministic`) and applied it with `with_options()`, as this lab does; a
 # sibling notebook of the same family (fast-and-lean 07, Xception) set it on a dataset it
 # then discarded, which is why the check of TODO 2 looks for the option on the dataset you
-# use. It read with `num_parallel_reads=AUTOTUNE`, which opens only as many shards as the
+# use. It read with `num_parallel_reads=AUTOTUNE`, which here opened as many shards as the
 # line above printed; and it did not measure the result against individual files or the
 # decode ceiling.
 

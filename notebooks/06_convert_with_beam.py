@@ -11,7 +11,7 @@
 # **You will:**
 #
 # 1. Convert one image in a Beam `DoFn`, sending unreadable images to a side output (TODO 1).
-# 2. Assemble the pipeline: match files, convert, write TFRecord shards and the skip list (TODO 2).
+# 2. Assemble the pipeline: match, reshuffle, convert, write the shards and skip list (TODO 2).
 #
 # Then you run it, validate its output, and compare its speed with lab 2's loop.
 
@@ -65,7 +65,7 @@ SEED = 42
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 print(source.describe())
 # The lesson's scratch folder: deleted when the kernel stops (or by `scratch.cleanup()`).
-scratch = tempfile.TemporaryDirectory(prefix="lesson5-")
+scratch = tempfile.TemporaryDirectory(prefix="lesson6-")
 output_dir = OUTPUT_DIR or f"{scratch.name}/flowers-beam"
 print("Beam's shards will go to:", output_dir)
 
@@ -112,12 +112,17 @@ checks.check_convert_dofn(ConvertImage, todo=1, class_names=source.class_names)
 # %% [markdown]
 # ## 2. The pipeline (TODO 2)
 #
-# - `fileio.MatchFiles(source.match_pattern)` lists the files (on Dataflow, as a
-#   distributed step: the list itself can be large); `beam.Map(lambda match: match.path)`
-#   keeps their paths, and `beam.Filter(sources.is_image_file)` only the images' (a class
-#   folder may also hold notes or other files). `match_pattern` is the folder's glob with
-#   its own path escaped: a folder named `photos [2024]` is matched as written, not as
-#   a glob's `[...]`.
+# - `fileio.MatchFiles(source.match_pattern)` lists the files; `beam.Map(lambda match:
+#   match.path)` keeps their paths, and `beam.Filter(sources.is_image_file)` only the
+#   images' (a class folder may also hold notes or other files). `match_pattern` is the
+#   folder's glob with its own path escaped: a folder named `photos [2024]` is matched as
+#   written, not as a glob's `[...]`.
+# - `beam.Reshuffle()` right after them. `MatchFiles` is `Create([pattern]) | MatchAll()`:
+#   one match call, on one worker, which yields every path. A runner that fuses
+#   consecutive steps into one (Dataflow does) would then run the conversion of every
+#   path on that same worker. `Reshuffle()` breaks the fusion: the paths are
+#   redistributed, and the conversion spreads over the workers. (The DirectRunner used
+#   here runs on one machine either way.)
 # - `beam.ParDo(ConvertImage()).with_outputs("skipped", main="records")` gives both
 #   outputs: `converted.records` and `converted.skipped`.
 # - `beam.io.WriteToTFRecord(prefix, file_name_suffix=".tfrec", num_shards=N)` writes the
@@ -127,7 +132,7 @@ checks.check_convert_dofn(ConvertImage, todo=1, class_names=source.class_names)
 # - `beam.io.WriteToText(path, shard_name_template="")` writes the skipped list as one file.
 #
 # **TODO 2.** Complete `build_conversion(pipeline, source, output_dir, num_shards)` with
-# those four steps. Write the shards with the prefix `f"{output_dir}/flowers"` and the
+# those five steps. Write the shards with the prefix `f"{output_dir}/flowers"` and the
 # skipped list to `f"{output_dir}/{beam_conversion.SKIPPED_FILE}"`.
 
 
@@ -141,6 +146,7 @@ def build_conversion(pipeline, source, output_dir, num_shards):
         | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda match: match.path)
         | "Images only" >> beam.Filter(sources.is_image_file)
+        | "Spread over workers" >> beam.Reshuffle()
     )
     converted = paths | "Convert" >> beam.ParDo(ConvertImage()).with_outputs(
         "skipped", main="records"
@@ -176,7 +182,8 @@ beam_run = beam_conversion.convert_with_beam(
 )
 
 # %%
-beam_validation = validation.validate(output_dir)  # Beam spreads records over shards at random.
+# Beam deals the records to its shards in turn, from a random first shard in each bundle.
+beam_validation = validation.validate(output_dir)
 
 # %% [markdown]
 # ## Beam against lab 2's loop, on this machine
@@ -212,10 +219,10 @@ print(f"Beam and lab 2's loop wrote the same (label, image) pairs: {same_images}
 # ## Bad input, through Beam (optional)
 #
 # The folder of damaged files from lab 2: the unreadable files go to the side output and
-# into the sidecar, and the validation shows input = written + skipped.
+# into the sidecar, and the validation shows input = written + skipped. What TensorFlow's
+# JPEG decoder logged on the truncated file is printed once, after the report.
 
 # %%
-print("Expected below: TensorFlow logs 'Premature end of JPEG data' for truncated.jpg.")
 damaged_source = sources.resolve_source(
     str(data.make_damaged_dataset(Path(scratch.name) / "damaged"))
 )
@@ -255,9 +262,10 @@ print(
 # On one small machine, Beam is slower than a `tf.data` loop: it moves every element
 # through its own machinery (serialization between steps, bundles, a final rename of the
 # shards), and the DirectRunner exists to test pipelines, not to be fast. What it buys is
-# that the same code runs on many machines. On Dataflow, `MatchFiles`, the conversion and
-# the writes are spread over as many workers as the job needs, and a failed worker's work
-# is retried; the loop of lab 2 would take days for a hundred million images on one machine.
+# that the same code runs on many machines. On Dataflow, the match is one call, and the
+# conversion and the writes after the `Reshuffle()` are spread over as many workers as the
+# job needs, and a failed worker's work is retried; the loop of lab 2 would take days for
+# a hundred million images on one machine.
 #
 # **Running it on Dataflow** (not run here: it needs a Google Cloud project and billing).
 # The workers need TensorFlow and Beam (a requirements file) and the course's `utils` (a

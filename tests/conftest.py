@@ -1,10 +1,21 @@
-"""Test set-up: no progress bars, no TensorFlow log lines, and a data cache of the tests' own.
+"""Test set-up: no progress bars, no TensorFlow log lines, and one temporary root.
+
+Everything a test session writes to the temporary folder goes under one root made at
+start-up, `<system temp>/tpu_speed_pipelines_tests-XXXX/`, removed when the session ends:
+`TMPDIR` points there (for the notebooks' kernels and every subprocess), so do pytest's
+`tmp_path` folders and the tests' data cache. A test's `tmp_path` is deleted as soon as the
+test passes (`tmp_path_retention_policy = "failed"` in pyproject.toml), so a heavy one (the
+bootstrap's virtual environment) does not wait for the end. Pass `--basetemp DIR` to keep
+the tests' folders; set `TPU_SPEED_PIPELINES_CACHE` to keep the data cache between runs.
+`tests/test_temp_folder.py` runs last and checks that nothing of the course was left in the
+system temporary folder outside the root.
 
 Notebooks run by the tests inherit this environment; MPLBACKEND is left alone so that they
 show their figures inline, as they do for a learner.
 """
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,11 +25,37 @@ from utils import data, progress  # Neither imports TensorFlow.
 
 os.environ[progress.DISABLE_ENV_VAR] = "1"
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-os.environ.setdefault(
-    data.CACHE_ENV_VAR, str(Path(tempfile.gettempdir()) / "tpu_speed_pipelines_tests")
-)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+LAST_TEST = (
+    "tests/test_temp_folder.py::test_the_session_left_nothing_of_the_course_in_the_temp_folder"
+)
+SYSTEM_TEMP = Path(tempfile.gettempdir())
+TEMP_BEFORE: frozenset[str] = frozenset()  # The system temp folder's entries at start-up.
+TEMP_ROOT: Path | None = None  # The session's temporary root, once pytest is configured.
+
+
+def pytest_configure(config):
+    """Lists the system temp folder, then points TMPDIR at a new root of the session's own."""
+    global TEMP_BEFORE, TEMP_ROOT
+    TEMP_BEFORE = frozenset(p.name for p in SYSTEM_TEMP.iterdir())
+    TEMP_ROOT = Path(tempfile.mkdtemp(prefix="tpu_speed_pipelines_tests-"))
+    os.environ["TMPDIR"] = str(TEMP_ROOT)
+    tempfile.tempdir = str(TEMP_ROOT)  # tempfile caches its folder; pytest's tmp_path asks it.
+    os.environ.setdefault(data.CACHE_ENV_VAR, str(TEMP_ROOT / "cache"))
+
+
+def pytest_collection_modifyitems(items):
+    """Moves the temporary-folder check to the end of the session."""
+    last = [item for item in items if item.nodeid == LAST_TEST]
+    items[:] = [item for item in items if item.nodeid != LAST_TEST] + last
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Removes the session's temporary root (after pytest's own clean-up)."""
+    if TEMP_ROOT is not None:
+        shutil.rmtree(TEMP_ROOT, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

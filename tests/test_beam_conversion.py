@@ -52,12 +52,15 @@ def test_beam_output_validates_and_labs_3_and_4_find_it(source, tmp_path, capsys
     assert shard_set.num_records == 60
 
 
-def test_bad_images_go_to_the_skipped_list_not_away(tmp_path):
+def test_bad_images_go_to_the_skipped_list_not_away(tmp_path, capfd):
     root = data.make_damaged_dataset(tmp_path / "images", images_per_class=1)
     damaged = sources.resolve_source(str(root))
     run = beam_conversion.convert_with_beam(
-        damaged, tmp_path / "out", target_size=32, num_shards=2, verbose=False
+        damaged, tmp_path / "out", target_size=32, num_shards=2, verbose=True
     )
+    printed = capfd.readouterr()
+    assert "jpeg_mem.cc" not in printed.err
+    assert printed.out.count("TensorFlow's decoder logged, on the skipped files: Premature") == 1
     skipped = {image.path.rsplit("/", 2)[-2] + "/" + image.path.rsplit("/", 1)[-1]
                for image in run.report.skipped}  # fmt: skip
     unreadable = {name for name, why in data.DAMAGED_FILES.items() if why.startswith("unreadable")}
@@ -92,3 +95,46 @@ def test_beam_converts_a_real_folder_with_brackets_and_notes(real_photo_folder, 
     assert report.ok, report.problems
     assert (report.num_input_images, report.num_records) == (39, 36)
     assert sorted(path for path, _ in report.skipped) == real_photo_folder["unreadable"]
+
+
+def _top_level_steps(build, source, output_dir):
+    """The top-level steps `build` adds: {label: (transform, labels of the steps feeding it)}."""
+    import apache_beam as beam
+
+    pipeline = beam.Pipeline()
+    build(pipeline, source, str(output_dir), 2)
+    return {
+        step.full_label: (
+            step.transform,
+            [
+                value.producer.full_label.split("/")[0]
+                for value in step.main_inputs.values()
+                if getattr(value, "producer", None) is not None
+            ],
+        )
+        for step in pipeline.transforms_stack[0].parts
+    }
+
+
+def test_build_pipeline_reshuffles_right_after_matching(source, tmp_path):
+    # MatchFiles is one match call; without a fusion break, a fusing runner (Dataflow)
+    # would convert every image on the worker that matched them (issue 25).
+    import apache_beam as beam
+
+    def build(pipeline, source, output_dir, num_shards):
+        beam_conversion.build_pipeline(
+            pipeline, source, output_dir, num_shards, target_size=32, quality=90
+        )
+
+    steps = _top_level_steps(build, source, tmp_path)
+    assert list(steps)[:5] == [
+        "Match files",
+        "Paths",
+        "Images only",
+        "Spread over workers",
+        "Convert",
+    ]
+    reshuffle, reshuffle_inputs = steps["Spread over workers"]
+    assert isinstance(reshuffle, beam.Reshuffle)
+    assert reshuffle_inputs == ["Images only"]
+    assert steps["Convert"][1] == ["Spread over workers"]

@@ -1,6 +1,9 @@
 """Tests of tools/build_notebooks.py: regions, stubs, validation, determinism, --check."""
 
 import ast
+import base64
+import json
+import lzma
 import re
 import shutil
 import tempfile
@@ -12,6 +15,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
+from tools import setup_cell
 
 TMP = tempfile.gettempdir().rstrip("/")
 MINIMAL_LESSON = '''# %% [markdown]
@@ -162,8 +166,12 @@ def test_split_variants_marks_todo_and_check_cells(tmp_path):
     root = _lesson_root(tmp_path)
     lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
     marks = [cell.metadata.get("tpu_speed_pipelines") for cell in lab.cells]
-    assert [m for m in marks if m] == [{"todo": 1}, {"check": 1}, {"todo": 2}, {"check": 2}]
+    assert [m for m in marks if m] == [
+        {"todo": 1, "points": 1}, {"check": 1}, {"todo": 2, "points": 1}, {"check": 2}
+    ]  # fmt: skip
     assert ["parameters"] in [cell.metadata.get("tags") for cell in lab.cells]
+    ids = [cell.id for cell in lab.cells if cell.metadata.get("tpu_speed_pipelines")]
+    assert ids == ["todo-1", "check-1", "todo-2", "check-2"]  # Stable: from the TODO's number.
 
 
 def test_split_variants_header_banner_links_and_metadata(tmp_path):
@@ -172,11 +180,12 @@ def test_split_variants_header_banner_links_and_metadata(tmp_path):
     assert lab.cells[0].source.startswith(
         "<!-- Generated from notebooks/09_test_lesson.py by tools/build_notebooks.py."
     )
-    assert "/blob/main/labs/09_test_lesson.ipynb" in lab.cells[1].source
-    assert "/blob/main/solutions/09_test_lesson.ipynb" in solution.cells[1].source
+    assert lab.cells[1].source == build.graded_note({1: 1, 2: 1})  # Not published: no links.
+    assert "colab.research" not in nbformat.writes(lab) + nbformat.writes(solution)
     assert lab.metadata["tpu_speed_pipelines"] == {
         "source": "notebooks/09_test_lesson.py",
         "variant": "lab",
+        "version": setup_cell.course_version(),
     }
     assert lab.metadata["kernelspec"]["name"] == "python3"
     assert [cell.id for cell in lab.cells] == [cell.id for cell in solution.cells]
@@ -214,6 +223,71 @@ def test_split_variants_malformed_lesson_says_what_is_wrong(tmp_path, edit, mess
         build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
 
 
+def test_split_variants_links_to_the_configured_repository_at_the_version_tag(tmp_path):
+    root = _lesson_root(tmp_path)
+    (root / "pyproject.toml").write_text(
+        '[project]\nversion = "9.9"\n\n[tool.tpu-speed-pipelines]\nrepository = "someone/course"\n'
+    )
+    lab, solution = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    colab = "https://colab.research.google.com/github/someone/course/blob/v9.9"
+    raw = "https://raw.githubusercontent.com/someone/course/v9.9"
+    assert lab.cells[1].source == (
+        f"[Open in Colab]({colab}/labs/09_test_lesson.ipynb) · [Open in Vertex AI Workbench]"
+        "(https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url="
+        f"{raw}/labs/09_test_lesson.ipynb)\n\n{build.graded_note({1: 1, 2: 1})}"
+    )
+    assert solution.cells[1].source == (
+        f"[Open in Colab]({colab}/solutions/09_test_lesson.ipynb) · [Open in Vertex AI "
+        "Workbench](https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?"
+        f"download_url={raw}/solutions/09_test_lesson.ipynb)\n\n"
+        + build.SOLUTION_NOTE.format(stem="09_test_lesson")
+    )
+
+
+SETUP_LESSON = MINIMAL_LESSON.replace(
+    '# %% tags=["parameters"]', '# %% tags=["setup"]\n# The set-up.\n\n# %% tags=["parameters"]'
+)
+
+
+def _course_root(tmp_path):
+    root = _lesson_root(tmp_path, SETUP_LESSON)
+    (root / "pyproject.toml").write_text('[project]\nversion = "9.9"\n')
+    (root / "utils" / "checks").mkdir(parents=True)
+    (root / "utils" / "__init__.py").write_text('COURSE = "tpu-speed-pipelines"\n')
+    (root / "utils" / "checks" / "__init__.py").write_text('"""Checks."""\n')
+    build.build(root, execute=False)
+    return root
+
+
+UNEXECUTED = "solutions/09_test_lesson.ipynb has no outputs. Run: make build"
+
+
+def test_check_names_notebooks_whose_embedded_course_differs_from_utils(tmp_path):
+    root = _course_root(tmp_path)
+    assert build.check(root) == [UNEXECUTED]
+    (root / "utils" / "timing.py").write_text("SPEED = 1\n")
+    assert build.check(root) == [
+        f"{folder}/09_test_lesson.ipynb embeds a course package that differs from the "
+        "checkout's in 1 file(s): utils/timing.py. Run: make build"
+        for folder in ("labs", "solutions")
+    ]
+
+
+def test_check_accepts_the_same_course_compressed_differently(tmp_path):
+    root = _course_root(tmp_path)
+    path = root / "labs" / "09_test_lesson.ipynb"
+    text = path.read_text()
+    data = json.dumps(setup_cell.course_files(root), sort_keys=True).encode()
+    other = base64.b85encode(lzma.compress(data, preset=0)).decode()
+    _, ours = setup_cell.payload(root)
+    assert other != ours
+    path.write_text(text.replace(json.dumps(ours)[1:-1], other))
+    assert path.read_text() != text
+    assert build.check(root) == [UNEXECUTED]
+    path.write_text(text.replace("COURSE_MARK = ", "COURSE_MARK  = "))
+    assert build.check(root)[0].startswith("labs/09_test_lesson.ipynb is out of date")
+
+
 def test_build_twice_writes_identical_bytes(tmp_path):
     root = _lesson_root(tmp_path)
     first = {p: p.read_bytes() for p in build.build(root, execute=False)}
@@ -244,7 +318,13 @@ def test_build_executes_solution_and_keeps_only_its_outputs(tmp_path):
     assert printed == ["TODO 1 passed: 42\n", "TODO 2 passed: 4\n"]
     assert "papermill" not in solution.metadata
     assert [cell.id for cell in solution.cells if "papermill" in cell.metadata] == []
-    assert build.check(root) == []
+    seconds = solution.metadata[build.METADATA_KEY].pop(build.EXECUTION_SECONDS)
+    assert isinstance(seconds, int) and 0 <= seconds < 120  # The README's lesson time.
+    assert solution.metadata[build.METADATA_KEY] == {
+        "source": "notebooks/09_test_lesson.py",
+        "variant": "solution",
+    }
+    assert build.check(root) == []  # The time is not compared with the source.
 
 
 def test_check_hand_edited_lab_fails_naming_the_file(tmp_path):
@@ -321,8 +401,8 @@ def test_real_labs_have_no_solution_code_and_parse():
             for c in lab.cells
             if "todo" in c.metadata.get(build.METADATA_KEY, {})
         }
-        # The four labs have at least 4 TODOs each; the optional lessons 6 and 7 have 2 and 3.
-        optional = {"06": 2, "07": 3}
+        # Labs 1-4 have at least 4 TODOs each; lesson 5 has 2, the optional 6 and 7: 2 and 3.
+        optional = {"05": 2, "06": 2, "07": 3}
         assert len(todo_cells) >= optional.get(source.name[:2], 4), source.name
         blocks = [c.source for c in jupytext.read(source).cells if "### BEGIN SOLUTION" in c.source]
         assert len(blocks) == len(todo_cells), source.name

@@ -98,6 +98,8 @@ def _make_training_dataset(
     drop_remainder=True,
     options=False,
     buffer=100,
+    shuffle_after_batch=False,
+    prefetch_before_augment=False,
 ):
     """A learner's `make_training_dataset`, right by default, with one mistake on request."""
 
@@ -114,15 +116,20 @@ def _make_training_dataset(
             dataset = dataset.repeat()
         if cache and cache_first:
             dataset = dataset.cache()
-        dataset = dataset.shuffle(buffer, seed=1)
-        if cache and not cache_first:
-            dataset = dataset.cache()
-        if not repeat_first:
-            dataset = dataset.repeat()
-        dataset = dataset.batch(16, drop_remainder=drop_remainder)
+        if shuffle_after_batch:  # Whole batches shuffled: the same batches every epoch.
+            dataset = dataset.batch(16, drop_remainder=True).shuffle(buffer, seed=1).repeat()
+        else:
+            dataset = dataset.shuffle(buffer, seed=1)
+            if cache and not cache_first:
+                dataset = dataset.cache()
+            if not repeat_first:
+                dataset = dataset.repeat()
+            dataset = dataset.batch(16, drop_remainder=drop_remainder)
+        if prefetch_before_augment:
+            dataset = dataset.prefetch(tf.data.AUTOTUNE)
         if augment:
             dataset = dataset.map(flips, num_parallel_calls=tf.data.AUTOTUNE)
-        if prefetch:
+        if prefetch and not prefetch_before_augment:
             dataset = dataset.prefetch(tf.data.AUTOTUNE)
         if options:
             dataset = dataset.with_options(tf.data.Options())
@@ -189,6 +196,40 @@ def test_check_training_dataset_catches(flowers_400, mistake, message):
     assert message in str(failure.value)
 
 
+def test_check_training_dataset_shuffle_after_batch_says_batches_repeat(flowers_400):
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_training_dataset(flowers_400, _make_training_dataset(shuffle_after_batch=True))
+    assert str(failure.value) == (
+        "TODO 3 (make_training_dataset): expected new batches in each epoch; 100% of the "
+        "pairs of images that shared a batch in the first epoch share one again in the "
+        "second. shuffle() before batch(): shuffled after it, the same images stay batched "
+        "together in every epoch, in another order. On a TPU as anywhere, the steps then "
+        "repeat the same gradients and the model generalizes less from the same number of "
+        "steps."
+    )
+
+
+@pytest.mark.parametrize(
+    "mistake, found",
+    [
+        (dict(prefetch=False), "none"),
+        (dict(prefetch_before_augment=True), "one, but ParallelMapDatasetV2 comes after it"),
+    ],
+    ids=["no prefetch", "prefetch before augment"],
+)
+def test_check_training_dataset_without_prefetch_last_says_what_it_costs(
+    flowers_400, mistake, found
+):
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_training_dataset(flowers_400, _make_training_dataset(**mistake))
+    assert str(failure.value) == (
+        "TODO 3 (make_training_dataset): expected prefetch(tf.data.AUTOTUNE) at the end; "
+        f"found {found}. Without it, the accelerator waits at every step while the CPU "
+        "batches and augments the next batch: on a TPU each step then takes the input's "
+        "time plus the compute's, instead of the longer of the two."
+    )
+
+
 def test_check_training_dataset_not_done_and_shards_kept(flowers_400):
     with pytest.raises(checks.CheckFailed) as failure:
         _check_training_dataset(flowers_400, lambda paths: ...)
@@ -198,12 +239,19 @@ def test_check_training_dataset_not_done_and_shards_kept(flowers_400):
     assert all(Path(path).exists() for path in flowers_400)  # Only the copies are deleted.
 
 
-def _build_model(*, scope=True, loss="categorical_crossentropy", steps_per_execution=4):
+SCHEDULE = keras.optimizers.schedules.CosineDecay(
+    0.0, decay_steps=90, warmup_target=0.003, warmup_steps=10
+)
+
+
+def _build_model(
+    *, scope=True, loss="categorical_crossentropy", steps_per_execution=4, learning_rate=0.003
+):
     def build(choice):
         with choice.scope() if scope else contextlib.nullcontext():
             model = models.small_convnet(48, 5)
             model.compile(
-                optimizer=keras.optimizers.Adam(0.003),
+                optimizer=keras.optimizers.Adam(learning_rate),
                 loss=loss,
                 metrics=["accuracy"],
                 steps_per_execution=steps_per_execution,
@@ -232,12 +280,33 @@ def test_check_compiled_model_passes(cpu, capsys, loss):
     )
 
 
+def test_check_compiled_model_passes_the_schedule(cpu, capsys):
+    _check_compiled_model(cpu, _build_model(learning_rate=SCHEDULE), learning_rate=SCHEDULE)
+    assert capsys.readouterr().out.startswith("TODO 4 passed")
+
+
+def test_check_compiled_model_with_the_peak_rate_for_the_schedule_says_so(cpu):
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_compiled_model(cpu, _build_model(), learning_rate=SCHEDULE)
+    assert str(failure.value) == (
+        "TODO 4 (build_model): expected the learning-rate schedule CosineDecay({'initial_"
+        "learning_rate': 0.0, 'decay_steps': 90, 'alpha': 0.0, 'name': 'CosineDecay', "
+        "'warmup_target': 0.003, 'warmup_steps': 10}); found a constant 0.003. Give the "
+        "optimizer the schedule object, keras.optimizers.Adam(learning_rate_schedule), not a "
+        "number."
+    )
+
+
 @pytest.mark.parametrize(
     "build, settings, message",
     [
         (lambda choice: ..., {}, "not done yet: it returns Ellipsis. Expected a compiled"),
         (_build_model(steps_per_execution=1), {}, "steps_per_execution=4 in compile(); found 1"),
-        (_build_model(), dict(learning_rate=0.01), "expected learning rate 0.01; found 0.003"),
+        (
+            _build_model(),
+            dict(learning_rate=0.01),
+            "expected learning rate 0.01; found a constant 0.003.",
+        ),
         (
             _build_model(loss="mse"),
             {},

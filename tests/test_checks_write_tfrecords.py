@@ -36,9 +36,9 @@ def test_check_resize_and_crop_failures(sample_images):
         run(lambda image, size: ...)
     with pytest.raises(checks.CheckFailed, match=r"found float32 of shape \(64, 64, 3\)"):
         run(lambda image, size: tf.image.resize(image, [size, size]))
-    with pytest.raises(checks.CheckFailed, match=r"Scale so the SHORTER side"):
+    with pytest.raises(checks.CheckFailed, match=r"Cut the centre square, its side the SHORTER"):
         run(lambda image, size: tf.saturate_cast(tf.image.resize(image, [size, size]), tf.uint8))
-    with pytest.raises(checks.CheckFailed, match=r"Scale so the SHORTER side"):
+    with pytest.raises(checks.CheckFailed, match=r"Cut the centre square, its side the SHORTER"):
         run(lambda image, size: tf.image.resize_with_crop_or_pad(image, size, size))
     with pytest.raises(checks.CheckFailed, match=r"TensorFlow ops"):
         run(lambda image, size: tf.constant(image.numpy()[:size, :size]))
@@ -54,7 +54,9 @@ def test_check_resize_and_crop_scale_from_the_height_fails_on_a_tall_copy(sample
         cropped = tf.image.resize_with_crop_or_pad(resized, size, size)
         return tf.saturate_cast(tf.round(cropped), tf.uint8)
 
-    with pytest.raises(checks.CheckFailed, match=r"Scale so the SHORTER side is target_size"):
+    with pytest.raises(
+        checks.CheckFailed, match=r"Cut the centre square, its side the SHORTER of height and width"
+    ):
         checks.check_resize_and_crop(by_height, todo=1, sample_images=wide, target_size=64)
 
     def plain_cast(image, size):  # tf.cast instead of saturate_cast(round()): right too.

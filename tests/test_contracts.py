@@ -118,6 +118,7 @@ CHECK_MODULES = sorted(
 
 def test_each_lessons_checks_are_in_a_module_named_after_it():
     assert LESSONS == [
+        "accelerator_waiting",
         "convert_with_beam",
         "read_tfrecords",
         "scale_out_reading",

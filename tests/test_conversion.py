@@ -71,7 +71,8 @@ def test_interrupted_conversion_leaves_no_finished_looking_set(small_source, tmp
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_bad_inputs_are_converted_or_counted_and_listed(tmp_path, capsys):
+def test_bad_inputs_are_converted_or_counted_and_listed(tmp_path, capfd):
+    capsys = capfd  # File-descriptor level: TensorFlow's C++ log lines are seen too.
     root = data.make_damaged_dataset(tmp_path / "damaged", images_per_class=2)
     source = sources.resolve_source(str(root))
     assert source.num_images == 16 and source.empty_class_folders == ("lilies",)
@@ -84,8 +85,15 @@ def test_bad_inputs_are_converted_or_counted_and_listed(tmp_path, capsys):
     assert set(skipped) == unreadable
     assert skipped["daisy/empty.jpg"] == "Input is empty."
     assert "Unknown image file format" in skipped["roses/not_an_image.jpg"]
+    assert skipped["daisy/truncated.jpg"].startswith(
+        "jpeg::Uncompress failed. Invalid JPEG data or crop window. "
+        "(the decoder logged: Premature end of JPEG data."
+    )
     assert report.num_written == 13 and report.num_input_images == 16
-    assert "Empty class folder(s), not used as classes: lilies" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "Empty class folder(s), not used as classes: lilies" in printed.out
+    assert printed.out.count("Premature end of JPEG data") == 1  # Once, in the skipped line.
+    assert "jpeg_mem.cc" not in printed.err  # Not as TensorFlow's raw log line.
     written = {record["label"].decode() for record in _records(tmp_path / "out")}
     assert written == set(data.CLASSES)  # grayscale, CMYK and PNG inputs were written
     check = validation.validate(str(tmp_path / "out"))
@@ -147,3 +155,29 @@ def test_images_per_shard_gives_an_empty_run_to_a_shard_whose_images_all_failed(
     shard_of = {"a": 0, "b": 0, "c": 1, "d": 2}  # "c" failed to load: shard 1 has none.
     runs = conversion._images_per_shard(iter([image("a"), image("b"), image("d")]), shard_of, 3)
     assert [[i.path for i in run] for run in runs] == [["a", "b"], [], ["d"]]
+
+
+def test_reshard_copies_the_records_once_without_converting_again(
+    small_source, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv(data.CACHE_ENV_VAR, str(tmp_path / "cache"))
+    shard_set = conversion.ensure_shards(
+        small_source, tmp_path / "shards", target_size=16, num_shards=4, seed=3
+    )
+    original = list(tf.data.TFRecordDataset(shard_set.paths).as_numpy_iterator())
+
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("reshard must not convert the images again")
+
+    monkeypatch.setattr(conversion, "convert", no_conversion)
+    assert conversion.reshard(shard_set, 4) == shard_set.paths
+    paths = conversion.reshard(shard_set, 7)
+    assert [Path(p).name for p in paths] == [
+        f"flowers{i:02d}-{n}.tfrec" for i, n in enumerate([9, 9, 9, 9, 8, 8, 8])
+    ]
+    assert list(tf.data.TFRecordDataset(paths).as_numpy_iterator()) == original
+    assert capsys.readouterr().out.endswith(
+        f"Copied the 60 records into 7 shards in {Path(paths[0]).parent}.\n"
+    )
+    assert conversion.reshard(shard_set, 7) == paths  # Found, not written again.
+    assert capsys.readouterr().out == ""

@@ -74,3 +74,14 @@ def test_shards_with_latency_reads_each_record_once(tmp_path):
     records = data_service.shards_with_latency(paths, latency_ms=1, num_parallel_reads=2)
     assert len(sorted(records.as_numpy_iterator())) == 12
     assert len(set(records.as_numpy_iterator())) == 12
+
+
+def test_metered_runs_add_up_cpu_time_and_images_over_calls(capsys):
+    dataset = tf.data.Dataset.range(10_000).batch(50)
+    runs = data_service.MeteredRuns(
+        dataset.repeat(), num_images=200, pids_by_role={"test": os.getpid()}, warmup_images=50
+    )
+    assert runs() > 0 and runs() > 0
+    assert runs.images_seen == 2 * (200 + 50)
+    assert runs.cpu_seconds >= 0 and runs.cpu_ms_per_image == 1000 * runs.cpu_seconds / 500
+    assert capsys.readouterr().out == ""

@@ -26,8 +26,10 @@ def _jpeg(height, width, *, seed=0):
 JPEGS = [_jpeg(192, 192), _jpeg(37, 61, seed=1), _jpeg(200, 131, seed=2)]
 
 
-def _lab4_image_size():
-    notebook = jupytext.read(REPO_ROOT / "notebooks" / "04_train_keras.py", fmt="py:percent")
+def _lesson5_image_size():
+    notebook = jupytext.read(
+        REPO_ROOT / "notebooks" / "05_accelerator_waiting.py", fmt="py:percent"
+    )
     parameters = next(
         cell.source for cell in notebook.cells if "parameters" in cell.metadata.get("tags", [])
     )
@@ -45,8 +47,8 @@ def test_random_crop_window_stays_inside_the_image_and_keeps_8_percent():
 
 
 @pytest.mark.parametrize("label", list(decode_less.VARIANTS))
-def test_every_variant_gives_lab4_image_size_uint8_for_any_window(label):
-    image_size = _lab4_image_size()
+def test_every_variant_gives_lesson5_image_size_uint8_for_any_window(label):
+    image_size = _lesson5_image_size()
     decode = decode_less.VARIANTS[label]
     for jpeg in JPEGS:
         for window in ([0, 0, 1, 1], decode_less.random_crop_window(jpeg)):

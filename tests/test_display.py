@@ -75,19 +75,28 @@ def _result(label, rate):
     return timing.ThroughputResult(label, 100, 100 / rate, rate, None, 0.0)
 
 
-def test_plot_ablation_one_panel_per_knob_log_only_where_needed():
+def _runs(label, *values):
+    return timing.RepeatedResult(label, tuple(values))
+
+
+def test_plot_ablation_one_panel_per_knob_on_one_y_axis():
     figure = display.plot_ablation(
         {
-            "reads": [_result("1", 100), _result("16", 400)],
-            "cache": [_result("off", 10), _result("on", 1000)],
-        },  # fmt: skip
+            "reads": [_runs("1", 90, 100, 110), _runs("16", 400, 380, 420)],
+            "prefetch": [_runs("on", 390, 400, 410), _runs("off", 380, 400, 420)],
+        },
         title="t",
     )
-    reads, cache = figure.axes
+    reads, prefetch = figure.axes[:2]
     assert reads.get_title() == "reads" and reads.get_yscale() == "linear"
-    assert cache.get_title() == "cache (log scale)" and cache.get_yscale() == "log"
+    assert reads.get_ylim() == prefetch.get_ylim() == (0, pytest.approx(420 * 1.2))
     assert [t.get_text() for t in reads.get_xticklabels()] == ["1", "16"]
-    assert [t.get_text() for t in reads.texts] == ["100", "400"]
+    assert [t.get_text() for t in reads.texts] == ["100", "400"]  # Medians.
+    log = display.plot_ablation(
+        {"reads": [_runs("1", 10, 10)], "cache": [_runs("on", 1000, 1000)]}, title="t"
+    )
+    assert [axis.get_yscale() for axis in log.axes[:2]] == ["log", "log"]
+    assert log.axes[0].get_ylabel() == "images/s (log scale)"
 
 
 def test_plot_ablation_rejects_nothing_to_plot():
@@ -142,13 +151,12 @@ def _result(label, rate):
 
 def test_lab3_figures_fit_the_notebook_width(tmp_path):
     knobs = {
-        "course pipeline, again": [_result(f"run {i}", 1500) for i in (1, 2, 3)],
-        "num_parallel_reads": [_result(str(n), 300 * n) for n in (1, 2, 4, 8, 16)]
-        + [_result("AUTOTUNE", 1400)],
-        "shards": [_result(str(n), 1000 + n) for n in (1, 4, 16, 64)],
-        "deterministic": [_result("false", 1500), _result("true", 1400)],
-        "prefetch": [_result("true", 1500), _result("false", 1450)],
-        "cache": [_result("false", 1500), _result("true", 40000)],
+        "num_parallel_reads": [_runs(str(n), 300 * n, 310 * n) for n in (1, 4, 16)]
+        + [_runs("AUTOTUNE", 1400, 1450)],
+        "shards": [_runs(str(n), 1000 + n, 1010 + n) for n in (1, 4, 16, 64)],
+        "deterministic": [_runs("false", 1500, 1550), _runs("true", 1400, 1450)],
+        "prefetch": [_runs("true", 1500, 1550), _runs("false", 1450, 1500)],
+        "cache": [_runs("false", 1500, 1550), _runs("true", 40000, 41000)],
     }
     assert _saved_width(display.plot_ablation(knobs, title="x" * 90), tmp_path) <= 1000
     speed = [
@@ -233,3 +241,26 @@ def test_a_value_label_under_a_dashed_line_moves_inside_its_bar():
     assert labels["201"].get_va() == "top" and labels["201"].get_color() == "white"
     assert labels["2,300"].get_va() == "bottom" and labels["2,300"].get_color() == "black"
     plt.close("all")
+
+
+def test_image_title_wraps_a_long_class_name_whole():
+    title = display.image_title("sunflowers_in_the_late_afternoon_light", 192, 192)
+    assert title == "sunflowers_in_the_late_a\nfternoon_light (192x192)"
+    assert display.image_title("daisy", 180, 240) == "daisy (180x240)"
+
+
+def test_show_images_and_predictions_keep_long_class_names_whole():
+    names = ["sunflowers_in_the_morning_sun", "sunflowers_in_the_evening_sun"]
+    images = np.zeros((2, 8, 8, 3), np.uint8)
+    pairs = tf.data.Dataset.from_tensor_slices((images, [0, 1]))
+    figure = display.show_images(pairs, class_names=names, num_images=2, num_columns=2)
+    assert [axis.get_title() for axis in figure.axes] == [
+        "sunflowers_in_the_mornin\ng_sun (8x8)",
+        "sunflowers_in_the_evenin\ng_sun (8x8)",
+    ]
+    probabilities = np.array([[0.9, 0.1], [0.8, 0.2]])
+    figure = display.show_predictions(images, np.array([0, 1]), probabilities, class_names=names)
+    assert [axis.get_title() for axis in figure.axes[:2]] == [
+        "sunflowers_in_the_mornin\ng_sun",
+        "sunflowers_in_the_mornin\ng_sun (is sunflowers_in_\nthe_evening_sun)",
+    ]

@@ -2,7 +2,6 @@
 
 import copy
 import csv
-import json
 import re
 import subprocess
 import sys
@@ -13,20 +12,19 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools import grade, sandbox
+from tools import grade, grade_kernel, sandbox, setup_cell
 from tools.lesson_parameters import missing_modules
 
 KEY = build.METADATA_KEY
-# An optional lesson whose modules are not installed (Beam for lesson 6) is not graded here.
-LESSONS = [
-    path.stem
-    for path in sorted((REPO_ROOT / "labs").glob("*.ipynb"))
-    if not missing_modules(path.stem)
-]
+# Every lesson, from the files (an optional one whose modules are missing is left out).
+LESSONS = [p.stem for p in build.lesson_sources(REPO_ROOT) if not missing_modules(p.stem)]
+LAB2 = "02_write_tfrecords"
 
 
 def _notebook(folder, lesson):
-    return nbformat.read(REPO_ROOT / folder / f"{lesson}.ipynb", as_version=4)
+    """The lab or solution as the build makes it now (a solution needs no outputs here)."""
+    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    return copy.deepcopy(lab if folder == "labs" else solution)
 
 
 def _with_todo(notebook, todo, source):
@@ -55,14 +53,6 @@ utils.checks.check_filenames = utils.checks.tf_data_basics.check_filenames
 checks = utils.checks
 """
 # TODO 2 answers 0 for every path; the patched reference makes every expected label 0 too.
-PATCH_REFERENCE = """import utils.checks.tf_data_basics
-utils.checks.tf_data_basics._folder_of = lambda path: "daisy"
-
-
-def label_from_path(path):
-    # TODO 2: return the index of the parent folder's name.
-    return tf.constant(0, tf.int64)
-"""
 # Appended to TODO 1 of a solution: every attack is tried; `filenames` survives only if the
 # memory limit stopped the allocation.
 ATTACK = """
@@ -103,7 +93,11 @@ USES_HELPER = """def label_from_path(path):
 
 
 def _cell_index(notebook, **marks):
-    return next(i for i, c in enumerate(notebook.cells) if c.metadata.get(KEY) == marks)
+    return next(
+        i
+        for i, c in enumerate(notebook.cells)
+        if all(c.metadata.get(KEY, {}).get(k) == v for k, v in marks.items())
+    )
 
 
 def _edited(solution, lab):
@@ -145,214 +139,273 @@ needs_bwrap = pytest.mark.skipif(
 )
 
 
+# Attack 1: the shipped solution, opened from the checkout and executed.
+FROM_SOLUTIONS = """import json
+_cells = json.load(open({path!r}))["cells"]
+exec(next(''.join(c["source"]) for c in _cells if "TODO {todo}:" in ''.join(c["source"])))
+"""
+# Attack 2: a process that keeps rewriting whatever result files it can find.
+FORGER = """filenames = ...
+import subprocess
+import sys
+subprocess.Popen(["sh", "-c", "while true; do for f in * /tmp/* ; do "
+                 "echo 'TODO 1 passed' > \\"$f\\" 2>/dev/null; done; sleep 0.2; done"],
+                 start_new_session=True)
+"""
+# Attack 5: a decoy `utils` first on sys.path through an alias of sys.
+DECOY = """filenames = ...
+import os as _o, sys as _s
+_o.makedirs("utils/checks", exist_ok=True)
+open("utils/__init__.py", "w").write("")
+open("utils/checks/__init__.py", "w").write(
+    "def __getattr__(name):\\n    return lambda *a, **k: print('TODO 1 passed: decoy')\\n")
+_s.path.insert(0, _o.getcwd())
+for _name in [n for n in _s.modules if n.split(".")[0] == "utils"]:
+    del _s.modules[_name]
+"""
+WRONG_RESIZE_PATCHED_MEAN = """import numpy as np
+np.mean = lambda *args, **kwargs: 0.0
+
+
+def resize_and_crop(image, target_size):
+    # TODO 1: a stretched square, not a crop.
+    square = tf.saturate_cast(tf.image.resize(image, [target_size, target_size]), tf.uint8)
+    return square
+"""
+
+
+def _set_todo(notebook, todo, source):
+    return _with_todo(notebook, todo, lambda old: source)
+
+
+def _old_build(notebook):
+    """As an earlier build of the same lab wrote it: ids by position, shifted by one."""
+    notebook = copy.deepcopy(notebook)
+    for index, cell in enumerate(notebook.cells):
+        cell.id = f"cell-{index + 2:02d}"
+    del notebook.metadata[KEY]["version"]
+    return notebook
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
-    for lesson in LESSONS:
-        nbformat.write(_notebook("solutions", lesson), folder / f"{lesson}-solution.ipynb")
-        nbformat.write(_notebook("labs", lesson), folder / f"{lesson}-lab.ipynb")
     solution, lab = _notebook("solutions", LAB1), _notebook("labs", LAB1)
+    write = lambda notebook, name: nbformat.write(notebook, folder / name)  # noqa: E731
+    write(solution, "ann_01.ipynb")
+    write(lab, "bob_01.ipynb")
+    write(_notebook("solutions", LAB2), "cat_02.ipynb")
     (folder / "x-broken.ipynb").write_text('{"cells": [ not json')
-    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Homework 7")])
-    nbformat.write(other, folder / "x-other-course.ipynb")
-    loop = _with_todo(solution, 2, lambda source: "while True:\n    pass\n" + source)
-    nbformat.write(loop, folder / "x-infinite-loop.ipynb")
-    cheat = _without_checks(_with_todo(lab, 1, lambda source: CHEAT))
-    nbformat.write(cheat, folder / "x-cheat.ipynb")
-    nbformat.write(_with_todo(solution, 2, lambda s: PATCH_REFERENCE), folder / "x-patch.ipynb")
+    write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Homework 7")]),
+          "x-other-course.ipynb")  # fmt: skip
+    shipped = str(REPO_ROOT / "solutions" / f"{LAB1}.ipynb")
+    from_solutions = copy.deepcopy(lab)
+    for todo in (1, 2, 3, 4):
+        from_solutions = _set_todo(
+            from_solutions, todo, FROM_SOLUTIONS.format(path=shipped, todo=todo)
+        )
+    write(from_solutions, "x-1-solutions.ipynb")
+    write(_set_todo(lab, 1, FORGER), "x-2-forger.ipynb")
+    params = _with_todo(
+        solution, 4, lambda s: "NUM_PARALLEL_READS = 1\nsimulated_storage.latency_ms = 0\n" + s
+    )
+    write(params, "x-3-parameters.ipynb")
+    write(_set_todo(_notebook("solutions", LAB2), 1, WRONG_RESIZE_PATCHED_MEAN), "x-4-numpy.ipynb")
+    write(_set_todo(lab, 1, DECOY), "x-5-decoy.ipynb")
+    write(_with_todo(solution, 2, lambda s: "while True:\n    pass\n" + s), "x-loop.ipynb")
+    write(_with_todo(solution, 2, lambda s: s + "\n  misaligned = 1\n"), "x-indent.ipynb")
+    write(_with_todo(solution, 3, lambda s: "import os\nos._exit(1)\n" + s), "x-crash.ipynb")
+    old = _old_build(solution)
+    write(old, "x-old-build.ipynb")
+    other_version = copy.deepcopy(solution)
+    other_version.metadata[KEY]["version"] = "0.0.1"
+    write(other_version, "x-other-version.ipynb")
+    edited = _edited(solution, lab)
+    edited.metadata[KEY]["learner"] = "dee"
+    write(edited, "x-edited.ipynb")
+    write(_without_checks(_set_todo(lab, 1, CHEAT)), "x-cheat.ipynb")
     output_dir = tmp_path_factory.mktemp("grades")
     targets = [str(REPO_ROOT / "utils/checks/tf_data_basics.py"), str(REPO_ROOT / "tools/grade.py"),
                str(REPO_ROOT / "utils/new_module.py"), str(Path(sys.prefix) / "pyvenv.cfg"),
-               str(folder / "y-victim.ipynb"), str(output_dir / "scores.md")]  # fmt: skip
-    attack = ATTACK.format(targets=targets, token=TOKEN)
+               str(folder / "y-victim.ipynb"), str(output_dir / "grades.csv")]  # fmt: skip
     if sandbox.find_bwrap():  # Unsandboxed, it would really write into the course.
-        nbformat.write(_with_todo(solution, 1, lambda s: s + attack), folder / "x-attack.ipynb")
-    nbformat.write(_with_todo(solution, 3, lambda s: "import os\nos._exit(1)\n" + s),
-                   folder / "x-kernel-crash.ipynb")  # fmt: skip
-    nbformat.write(_edited(solution, lab), folder / "x-edited.ipynb")
-    name_error = _with_todo(solution, 2, lambda s: USES_HELPER)
-    nbformat.write(name_error, folder / "x-name-error.ipynb")
-    nbformat.write(_with_todo(solution, 1, lambda s: s + VICTIM), folder / "y-victim.ipynb")
+        attack = ATTACK.format(targets=targets, token=TOKEN)
+        write(_with_todo(solution, 1, lambda s: s + attack), "x-attack.ipynb")
+    write(_with_todo(solution, 1, lambda s: s + VICTIM), "y-victim.ipynb")
     before = {path.name: path.read_bytes() for path in folder.iterdir()}
-    git_before, venv_before = _git_status(), (Path(sys.prefix) / "pyvenv.cfg").read_bytes()
-    status = grade.main([str(folder), "--output-dir", str(output_dir), "--cell-timeout", "45",
-                         "--timeout", "600", "-j", "2"])  # fmt: skip
-    with open(output_dir / "scores.csv") as file:
+    git_before = _git_status()
+    status = grade.main([str(folder), "--output-dir", str(output_dir), "-j", "2",
+                         "--id-pattern", r"^(?P<id>[a-z]+)_\d\d\.ipynb$"])  # fmt: skip
+    with open(output_dir / "grades.csv") as file:
         rows = {row["submission"]: row for row in csv.DictReader(file)}
     after = {path.name: path.read_bytes() for path in folder.iterdir()}
-    untouched = (
-        after == before,
-        (git_before, _git_status()),
-        (Path(sys.prefix) / "pyvenv.cfg").read_bytes() == venv_before,
-    )
-    return status, rows, output_dir, untouched
+    return status, rows, output_dir, (after == before, git_before, _git_status())
 
 
-def _todo_count(lesson):
-    lab = _notebook("labs", lesson)
-    return sum("todo" in cell.metadata.get(KEY, {}) for cell in lab.cells)
+def _points(row):
+    return [row[f"TODO {n}"] for n in range(1, 5)]
 
 
-def _marks(row, count=4):
-    return [row[f"TODO {n}"] for n in range(1, count + 1)]
-
-
-def _lesson_marks(lesson, mark):
-    """A lesson's marks in the table: `mark` for each of its TODOs, "" for the columns after."""
-    return [mark] * _todo_count(lesson) + [""] * (4 - _todo_count(lesson))
-
-
-def test_grading_works_and_writes_both_reports(graded):
-    status, rows, output_dir, _ = graded
+def test_the_whole_grade_table(graded):
+    status, rows, _, _ = graded
     assert status == 0
-    assert len(rows) == 2 * len(LESSONS) + 9 + bool(sandbox.find_bwrap())
-    assert (output_dir / "scores.md").read_text().startswith("Sandbox: ")
-    assert (output_dir / f"{LAB1}-solution.junit.xml").exists()
-
-
-def test_the_whole_score_table(graded):
-    rows = graded[1]
-    table = {name: (_marks(row), row["total"], row["flags"]) for name, row in rows.items()}
+    table = {name: (row["learner"], _points(row), row["total"], row["maximum"], row["flags"])
+             for name, row in rows.items()}  # fmt: skip
     expected = {
-        **{
-            f"{lesson}-solution.ipynb": (
-                _lesson_marks(lesson, "pass"),
-                str(_todo_count(lesson)),
-                "",
-            )
-            for lesson in LESSONS
-        },
-        **{f"{lesson}-lab.ipynb": (_lesson_marks(lesson, "fail"), "0", "") for lesson in LESSONS},
-        "x-broken.ipynb": ([""] * 4, "0", ""),
-        "x-other-course.ipynb": ([""] * 4, "0", ""),
-        "x-cheat.ipynb": (["fail"] * 4, "0", "course modules; importlib"),
-        "x-patch.ipynb": (["pass", "fail", "fail", "pass"], "2", "course modules"),
-        "x-edited.ipynb": (["pass"] * 4, "4", ""),
-        "x-name-error.ipynb": (["pass", "fail", "fail", "fail"], "1", ""),
-        "x-infinite-loop.ipynb": (["pass", "fail", "fail", "fail"], "1", ""),
-        "x-kernel-crash.ipynb": (["pass", "pass", "fail", "fail"], "2", ""),
-        "y-victim.ipynb": (["pass"] * 4, "4", "paths outside the work folder"),
-    }
-    if sandbox.find_bwrap():
+        "ann_01.ipynb": ("ann", ["1"] * 4, "4", "4", ""),
+        "bob_01.ipynb": ("bob", ["0"] * 4, "0", "4", ""),
+        "cat_02.ipynb": ("cat", ["1"] * 4, "4", "4", ""),
+        "x-broken.ipynb": ("x-broken", [""] * 4, "0", "0", ""),
+        "x-other-course.ipynb": ("x-other-course", [""] * 4, "0", "0", ""),
+        "x-1-solutions.ipynb": (
+            "x-1-solutions", ["0"] * 4, "0", "4",
+            "exec/eval/compile; paths outside the work folder",
+        ),
+        "x-2-forger.ipynb": ("x-2-forger", ["0"] * 4, "0", "4", "processes"),
+        "x-3-parameters.ipynb": (
+            "x-3-parameters", ["1", "1", "1", "0"], "3", "4", "lab objects; reassigned parameters",
+        ),
+        "x-4-numpy.ipynb": ("x-4-numpy", ["0", "1", "1", "1"], "3", "4", "imported modules"),
+        "x-5-decoy.ipynb": (
+            "x-5-decoy", ["0"] * 4, "0", "4",
+            "imported modules; sys.modules; sys.path; aliased os/sys",
+        ),
+        "x-loop.ipynb": ("x-loop", ["1", "0", "0", "0"], "1", "4", ""),
+        "x-indent.ipynb": ("x-indent", ["1", "0", "0", "0"], "1", "4", ""),
+        "x-crash.ipynb": ("x-crash", ["1", "1", "0", "0"], "2", "4", ""),
+        "x-old-build.ipynb": ("x-old-build", ["1"] * 4, "4", "4", ""),
+        "x-other-version.ipynb": ("x-other-version", ["1"] * 4, "4", "4", ""),
+        "x-edited.ipynb": ("dee", ["1"] * 4, "4", "4", ""),
+        "x-cheat.ipynb": ("x-cheat", ["0"] * 4, "0", "4", "imported modules; import system"),
+        "y-victim.ipynb": ("y-victim", ["1"] * 4, "4", "4", "paths outside the work folder"),
+    }  # fmt: skip
+    if sandbox.find_bwrap():  # Every write refused, the 9 GB refused, nothing outlived it.
         expected["x-attack.ipynb"] = (
-            ["pass"] * 4,
-            "4",
-            "paths outside the work folder; processes",
-        )
+            "x-attack", ["1"] * 4, "4", "4", "paths outside the work folder; processes",
+        )  # fmt: skip
     assert table == expected
 
 
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_solutions_get_full_marks(graded, lesson):
-    row = graded[1][f"{lesson}-solution.ipynb"]
-    assert row["lab"] == lesson and row["status"] == "graded"
-    assert _marks(row) == _lesson_marks(lesson, "pass")
-    assert row["total"] == str(_todo_count(lesson))
-    assert row["first errors"] == ""
-
-
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_labs_as_generated_fail_every_todo_with_messages(graded, lesson):
-    row = graded[1][f"{lesson}-lab.ipynb"]
-    assert _marks(row) == _lesson_marks(lesson, "fail") and row["total"] == "0"
-    assert row["first errors"].startswith("TODO 1: TODO 1 (")
-    assert "not done yet" in row["first errors"]
-    assert all(f"TODO {n}: " in row["first errors"] for n in range(1, _todo_count(lesson) + 1))
-
-
-def test_unreadable_and_unknown_notebooks_are_reported_not_graded(graded):
-    rows = graded[1]
-    assert rows["x-broken.ipynb"]["status"].startswith("unreadable: ")
-    assert rows["x-other-course.ipynb"]["status"].startswith("unknown lab")
-    assert rows["x-broken.ipynb"]["total"] == rows["x-other-course.ipynb"]["total"] == "0"
-
-
-def test_an_infinite_loop_times_out_that_cell_and_the_rest_is_graded(graded):
-    row = graded[1]["x-infinite-loop.ipynb"]
-    assert row["TODO 1"] == "pass" and row["TODO 2"] == "fail"
-    assert "TODO 2: " in row["first errors"]
-    assert "imeout" in row["first errors"] or "timed out" in row["first errors"]
-
-
-def test_replaced_checks_and_a_replaced_reload_do_not_decide(graded):
-    row = graded[1]["x-cheat.ipynb"]
-    assert row["TODO 1"] == "fail"
-    assert "TODO 1: TODO 1 (filenames): not done yet" in row["first errors"]
-
-
-def test_a_patched_reference_is_restored_before_the_check(graded):
-    row = graded[1]["x-patch.ipynb"]
-    assert "TODO 2: TODO 2 (label_from_path): expected label " in row["first errors"]
-
-
-def test_a_kernel_crash_fails_the_rest_of_that_submission_only(graded):
-    row = graded[1]["x-kernel-crash.ipynb"]
-    assert _marks(row) == ["pass", "pass", "fail", "fail"]
-    assert graded[1]["y-victim.ipynb"]["total"] == "4"
-
-
-def test_learners_cells_are_kept_and_the_last_copy_of_a_todo_is_graded(graded):
-    row = graded[1]["x-edited.ipynb"]
-    assert row["total"] == "4" and row["first errors"] == ""
-    report = (graded[2] / "scores.md").read_text()
-    assert "- x-edited.ipynb: TODO 3: 2 cells found; the last one was graded\n" in report
-
-
-def test_the_innermost_error_line_is_reported(graded):
-    errors = graded[1]["x-name-error.ipynb"]["first errors"]
-    assert errors.startswith("TODO 2: NameError: name 'folder_name' is not defined; ")
-
-
-@needs_bwrap
-def test_a_hostile_submission_changes_nothing_outside_its_sandbox(graded):
-    rows, output_dir, untouched = graded[1], graded[2], graded[3]
-    assert rows["x-attack.ipynb"]["total"] == "4"  # Memory limit held; every write refused.
-    submissions_kept, (git_before, git_after), venv_kept = untouched
-    assert submissions_kept and venv_kept
-    assert git_after == git_before  # Nothing in the course changed (empty in a clean checkout).
-    assert rows["y-victim.ipynb"]["total"] == "4"  # No file of x-attack's reached it.
-    assert rows[f"{LAB1}-lab.ipynb"]["total"] == "0"  # The checks on disk are intact.
-    assert _processes_with(TOKEN) == []  # Nothing it started outlived it.
+def test_grades_csv_columns_and_versions(graded):
+    rows, output_dir = graded[1], graded[2]
+    with open(output_dir / "grades.csv") as file:
+        header = next(csv.reader(file))
+    assert header == ["learner", "lab", "version", "TODO 1", "TODO 2", "TODO 3", "TODO 4",
+                      "total", "maximum", "flags", "status", "submission"]  # fmt: skip
+    version = setup_cell.course_version()
+    assert rows["ann_01.ipynb"]["version"] == version and rows["ann_01.ipynb"]["lab"] == LAB1
+    assert rows["cat_02.ipynb"]["lab"] == LAB2
     report = (output_dir / "scores.md").read_text()
     assert (
-        "| x-attack.ipynb | 01_tf_data_basics | graded | pass | pass | pass | pass | 4/4 | "
-        in report
-    )
-    assert report.startswith("Sandbox: bwrap (read-only file system, ")
+        "- x-other-version.ipynb: made from version 0.0.1 of the lab, which this grader does "
+        f"not have (--releases); graded against the current lab (version {version})\n"
+    ) in report
     assert (
-        "- x-attack.ipynb: flagged for review (its code touches paths outside the work folder, "
-        "processes); still graded\n" in report
+        "- x-old-build.ipynb: no course version in the notebook's metadata; graded against "
+        f"the current lab (version {version})\n"
+    ) in report
+    assert "cells found" not in report.split("x-old-build")[-1].split("\n")[0]
+
+
+def test_a_todo_cells_own_error_and_a_timeout_are_reported_where_they_happened(graded):
+    report = (graded[2] / "scores.md").read_text()
+    assert "- x-indent.ipynb, TODO 2: your TODO 2 cell failed: IndentationError: " in report
+    assert re.search(
+        r"- x-loop.ipynb: Stopped: the cell of TODO 2 timed out after \d+ s; the cells "
+        r"after it were not run\n", report,
+    )  # fmt: skip
+    assert "- x-loop.ipynb, TODO 3: not run: the cell of TODO 2 timed out" in report
+    assert "- x-crash.ipynb, TODO 3: your TODO 3 cell failed: the kernel died" in report
+
+
+def test_a_feedback_file_per_learner(graded):
+    output_dir = graded[2]
+    names = sorted(path.name for path in (output_dir / "feedback").iterdir())
+    assert len(names) == len(graded[1]) and f"bob-{LAB1}.md" in names
+    text = (output_dir / "feedback" / f"bob-{LAB1}.md").read_text()
+    assert text.startswith(f"# Feedback: {LAB1}\n\nLearner: bob · submission: bob_01.ipynb · ")
+    assert "**Total: 0 / 4 points**" in text
+    assert (
+        "| 1 | 0 / 1 | TODO 1 (filenames): not done yet: filenames is still ... (Ellipsis). "
+        "Expected a tf.data.Dataset of 100 file paths. |"
+    ) in text
+    assert (
+        "| 2 | 0 / 1 | NameError: name 'sample_paths' is not defined (a name the lab makes "
+        "from TODO 1's result: fix TODO 1 first) |"
+    ) in text
+    assert "First error: the check cell of TODO 1: TODO 1 (filenames): not done yet" in text
+    text = (output_dir / "feedback" / f"ann-{LAB1}.md").read_text()
+    assert "**Total: 4 / 4 points**" in text and "| 1 | 1 / 1 | TODO 1 passed: " in text
+    assert "First error" not in text
+
+
+def test_a_junit_file_per_submission(graded):
+    text = (graded[2] / "junit" / f"bob-{LAB1}.xml").read_text()
+    assert f'<testsuite name="bob.{LAB1}" tests="4" failures="4" ' in text
+    assert (
+        '<testcase classname="01_tf_data_basics" name="TODO 1"><failure message="TODO 1 (' in text
     )
+    text = (graded[2] / "junit" / f"ann-{LAB1}.xml").read_text()
+    assert 'tests="4" failures="0"' in text and "<failure" not in text
 
 
-def test_the_readme_command_from_the_repository_root():
-    """The README's Grading command, exactly as written, from the repository root."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    command = re.search(r"^\.venv/bin/python -m tools\.grade .+$", readme, re.M).group(0)
-    assert command == ".venv/bin/python -m tools.grade submissions/ --output-dir build/grades"
-    submissions, output_dir = REPO_ROOT / "submissions", REPO_ROOT / "build" / "grades"
-    assert not submissions.exists(), f"{submissions} exists: move it away to run this test"
-    git_before = _git_status()
-    submissions.mkdir()
-    try:
-        for folder in ("solutions", "labs"):
-            nbformat.write(_notebook(folder, LAB1), submissions / f"{folder}.ipynb")
-        arguments = command.split()[1:]
-        result = subprocess.run([sys.executable, *arguments], cwd=REPO_ROOT, capture_output=True,
-                                text=True, timeout=600)  # fmt: skip
-        with open(output_dir / "scores.csv") as file:
-            rows = {row["submission"]: row for row in csv.DictReader(file)}
-    finally:
-        for path in submissions.glob("*.ipynb"):
-            path.unlink()
-        submissions.rmdir()
-    assert result.returncode == 0, result.stderr
-    assert _marks(rows["solutions.ipynb"]) == ["pass"] * 4
-    assert _marks(rows["labs.ipynb"]) == ["fail"] * 4
-    assert rows["labs.ipynb"]["first errors"].startswith("TODO 1: TODO 1 (filenames): not done")
-    assert re.search(r"^2 submissions in \d+ s with -j \d+: [\d.]+ s per submission$",
-                     result.stdout, re.M)  # fmt: skip
-    assert _git_status() == git_before
+def test_review_lists_flagged_submissions_with_their_diff(graded):
+    review = (graded[2] / "review.md").read_text()
+    assert "## x-3-parameters.ipynb (x-3-parameters, 01_tf_data_basics): lab objects, " in review
+    assert "+simulated_storage.latency_ms = 0\n" in review
+    assert "ann_01.ipynb" not in review
+
+
+def test_hostile_submissions_leave_everything_as_it_was(graded):
+    submissions_kept, git_before, git_after = graded[3]
+    assert submissions_kept and git_after == git_before
+    assert _processes_with("TODO 1 passed") == [] and _processes_with(TOKEN) == []
+
+
+def test_restore_finds_todos_of_every_lesson_by_their_stable_ids():
+    for lesson in LESSONS:
+        lab, solution = _notebook("labs", lesson), _notebook("solutions", lesson)
+        restored, notes = grade.restore_protected_cells(_old_build(solution), lab)
+        assert notes == [], lesson
+        todos = [c for c in restored.cells if "todo" in c.metadata.get(KEY, {})]
+        assert [c.id for c in todos] == [f"todo-{n}" for n in range(1, len(todos) + 1)]
+        assert [c.source for c in todos] == [
+            c.source for c in solution.cells if "todo" in c.metadata.get(KEY, {})
+        ]
+
+
+def test_scores_map_by_cell_marks_not_by_position():
+    lab, solution = _notebook("labs", LAB1), _notebook("solutions", LAB1)
+    restored, _ = grade.restore_protected_cells(solution, lab)
+    prepared = grade.prepare_cells(restored, {"NUM_IMAGES": 7})
+    shifted = [(nbformat.v4.new_code_cell(id="extra"), "print(1)")] + prepared
+    for cells in (prepared, shifted):
+        results = [
+            grade_kernel.CellResult(
+                "ok", output=f"TODO {cell.metadata[KEY]['check']} passed: yes"
+                if "check" in cell.metadata.get(KEY, {}) else "")
+            for cell, _ in cells
+        ]  # fmt: skip
+        mark = grade.Grade("a.ipynb", points={1: 1, 2: 2, 3: 1, 4: 1})
+        grade.score(mark, cells, results)
+        assert mark.passed == {1: True, 2: True, 3: True, 4: True} and mark.total == 5
+
+
+def test_points_come_from_the_lesson_source(tmp_path):
+    source = (REPO_ROOT / "notebooks" / f"{LAB1}.py").read_text()
+    marked = source.replace("# %%\n# TODO 1: list", "# %% points=3\n# TODO 1: list", 1)
+    assert marked != source
+    (tmp_path / "notebooks").mkdir()
+    for name in ("pyproject.toml", "requirements.txt", "requirements-beam.txt"):
+        (tmp_path / name).write_text((REPO_ROOT / name).read_text())
+    (tmp_path / "notebooks" / f"{LAB1}.py").write_text(marked)
+    lab, _ = build.split_variants(tmp_path / "notebooks" / f"{LAB1}.py", tmp_path)
+    todo1 = next(c for c in lab.cells if c.id == "todo-1")
+    assert todo1.metadata[KEY] == {"todo": 1, "points": 3}
+    assert lab.cells[1].source.endswith(
+        "Points: TODO 1: 3 points, TODO 2: 1 point, TODO 3: 1 point, TODO 4: 1 point (6 in all)."
+    )
+    assert lab.metadata[KEY]["version"] == setup_cell.course_version()
 
 
 def test_an_output_folder_that_is_or_holds_the_submissions_is_refused(tmp_path, capsys):
@@ -368,35 +421,21 @@ def test_an_output_folder_that_is_or_holds_the_submissions_is_refused(tmp_path, 
 
 
 def test_identify_lab_by_metadata_or_title():
-    labs = grade.load_labs()
+    labs = grade.load_labs()["current"]
     lab = _notebook("labs", LAB1)
     assert grade.identify_lab(lab, labs) == LAB1
     lab.metadata = {}
     assert grade.identify_lab(lab, labs) == LAB1  # From the "Lab 1" title.
     lab.cells[0].source = "# Lab 9 · Not a lab of this course"
     assert grade.identify_lab(lab, labs) is None
-    for lesson in LESSONS:  # "Lab N" and "Lesson N" titles.
-        notebook = _notebook("labs", lesson)
-        notebook.metadata = {}
-        assert grade.identify_lab(notebook, labs) == lesson
 
 
-def test_restore_takes_only_todo_cells_from_the_submission():
-    lab = _notebook("labs", LAB1)
-    submission = copy.deepcopy(_notebook("solutions", LAB1))
-    submission.cells[2].source = "print('an edited set-up cell')"
-    restored, notes = grade.restore_protected_cells(_without_checks(submission), lab)
-    assert notes == []
-    for mine, theirs in zip(restored.cells, lab.cells, strict=True):
-        marks = theirs.metadata.get(KEY, {})
-        if "todo" in marks:
-            assert mine.source != theirs.source  # The solution's code, not the stub.
-        elif "check" in marks:
-            assert mine.source == grade.GUARD % {"utils": str(REPO_ROOT / "utils")} + theirs.source
-        else:
-            assert mine.source == theirs.source
-    restored, notes = grade.restore_protected_cells(nbformat.v4.new_notebook(), lab)
-    assert notes == [f"TODO {n}: no cell found in the submission" for n in (1, 2, 3, 4)]
+def test_learner_id_from_pattern_metadata_or_file_name():
+    notebook = nbformat.v4.new_notebook(metadata={KEY: {"learner": "eve"}})
+    assert grade.learner_id(Path("s123_lab1.ipynb"), notebook, r"^s(?P<id>\d+)_") == "123"
+    assert grade.learner_id(Path("s123_lab1.ipynb"), notebook, None) == "eve"
+    assert grade.learner_id(Path("s123_lab1.ipynb"), None, r"^(\w)") == "s"
+    assert grade.learner_id(Path("s123_lab1.ipynb"), None, r"^nomatch") == "s123_lab1"
 
 
 def test_main_refuses_a_folder_without_notebooks(tmp_path, capsys):
@@ -405,21 +444,123 @@ def test_main_refuses_a_folder_without_notebooks(tmp_path, capsys):
     assert grade.main([str(tmp_path / "missing")]) == 2
 
 
-def test_inject_parameters_adds_a_cell_after_the_parameters_cell():
+@pytest.mark.parametrize(
+    "code, flags",
+    [
+        ("utils.checks.tf_data_basics.check_filenames = print", ["imported modules"]),
+        ("np.mean = lambda *a: 0", ["imported modules"]),
+        ("tf.data.Dataset.shuffle = f", ["imported modules"]),
+        ("setattr(storage, 'read_file', f)", ["imported modules"]),
+        ("exec(code)", ["exec/eval/compile"]),
+        ("model.compile(optimizer='adam')", []),
+        ("NUM_PARALLEL_READS = 1", ["reassigned parameters"]),
+        ("simulated_storage.latency_ms = 0", ["lab objects"]),
+        ("source = None", ["lab objects"]),
+        ("sys.modules['utils.checks'] = fake", ["imported modules", "sys.modules"]),
+        ("folder = 'mine'", []),
+        ("import sys as s\ns.path.insert(0, '.')", ["sys.path", "aliased os/sys"]),
+        ("sys.path.insert(0, '.')", ["sys.path"]),
+        ("import importlib", ["import system"]),
+        ("get_ipython().input_transformers_post.append(f)", ["IPython hooks"]),
+        ("!ls", ["IPython hooks"]),
+        ("open('/etc/passwd')", ["paths outside the work folder"]),
+        ("open('../other.ipynb')", ["paths outside the work folder"]),
+        ("import subprocess", ["processes"]),
+        ("pid = os.fork()", ["processes"]),
+        ("_grader_saved.clear()", ["the grader's names"]),
+        ("folder = tf.strings.split(path, '/')[-2]\nsame = names == folder", []),
+    ],
+)
+def test_flags_name_what_the_code_does(code, flags):
+    assert grade.find_flags(code, _notebook("labs", LAB1)) == flags
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_solutions_raise_no_flags(lesson):
+    lab, solution = _notebook("labs", lesson), _notebook("solutions", lesson)
+    restored, _ = grade.restore_protected_cells(solution, lab)
+    code = "\n".join(cell.source for cell in grade.learner_cells(restored))
+    assert grade.find_flags(code, lab) == []
+
+
+def test_without_bwrap_the_grader_says_not_isolated_and_how_to_fix_it(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    (tmp_path / "submissions").mkdir()
+    (tmp_path / "submissions" / "broken.ipynb").write_text("not json")
+    arguments = [str(tmp_path / "submissions"), "--output-dir", str(tmp_path / "grades")]
+    assert grade.main([*arguments, "--sandbox", "bwrap"]) == 2
+    assert capsys.readouterr().err.startswith("error: --sandbox bwrap, but bwrap ")
+    assert not (tmp_path / "grades").exists()
+    (tmp_path / "grades").mkdir()
+    (tmp_path / "grades" / "mine.txt").write_text("kept")
+    assert grade.main(arguments) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("WARNING: NOT ISOLATED (no working bwrap here): ")
+    assert " To isolate: " in err
+    report = (tmp_path / "grades" / "scores.md").read_text()
+    assert report.startswith("Sandbox: NOT ISOLATED (no working bwrap here)\n")
+    assert (tmp_path / "grades" / "mine.txt").read_text() == "kept"
+
+
+def test_the_bwrap_fix_names_ubuntus_apparmor_setting(monkeypatch):
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
+    real_read = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "1\n"
+                        if self.name == "apparmor_restrict_unprivileged_userns"
+                        else real_read(self, *a, **k))  # fmt: skip
+    fix = sandbox.bwrap_fix()
+    assert "kernel.apparmor_restrict_unprivileged_userns" in fix
+    assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in fix
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    assert sandbox.bwrap_fix().startswith("bwrap is not installed. Debian/Ubuntu: sudo apt-get")
+
+
+def test_the_readme_command_from_the_repository_root():
+    """The README's Grading command, exactly as written, from the repository root."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    command = re.search(r"^\.venv/bin/python -m tools\.grade .+$", readme, re.M).group(0)
+    assert command == ".venv/bin/python -m tools.grade submissions/ --output-dir build/grades"
+    submissions, output_dir = REPO_ROOT / "submissions", REPO_ROOT / "build" / "grades"
+    assert not submissions.exists(), f"{submissions} exists: move it away to run this test"
+    git_before = _git_status()
+    submissions.mkdir()
+    try:
+        nbformat.write(_notebook("solutions", LAB1), submissions / "s1_solution.ipynb")
+        result = subprocess.run([sys.executable, *command.split()[1:]], cwd=REPO_ROOT,
+                                capture_output=True, text=True, timeout=600)  # fmt: skip
+        with open(output_dir / "grades.csv") as file:
+            rows = list(csv.DictReader(file))
+    finally:
+        for path in submissions.glob("*.ipynb"):
+            path.unlink()
+        submissions.rmdir()
+    assert result.returncode == 0, result.stderr
+    assert [(row["learner"], row["total"], row["maximum"]) for row in rows] == [
+        ("s1_solution", "4", "4")
+    ]
+    assert f"Time limits for {LAB1}: " in result.stdout
+    assert re.search(r"^1 submissions in \d+ s with -j \d+: [\d.]+ s per submission$",
+                     result.stdout, re.M)  # fmt: skip
+    assert (output_dir / "feedback" / f"s1_solution-{LAB1}.md").exists()
+    assert _git_status() == git_before
+
+
+def test_restore_takes_only_todo_cells_from_the_submission():
     lab = _notebook("labs", LAB1)
-    injected = grade.inject_parameters(lab, {"NUM_IMAGES": 7})
-    index = next(
-        i for i, c in enumerate(injected.cells) if "parameters" in c.metadata.get("tags", [])
-    )
-    assert injected.cells[index + 1].source.endswith("NUM_IMAGES = 7")
-    assert json.dumps(lab) != json.dumps(injected) and len(injected.cells) == len(lab.cells) + 1
-
-
-def test_each_lab_header_says_what_is_graded():
-    for source in build.lesson_sources(REPO_ROOT):
-        lab, solution = build.split_variants(source)
-        assert lab.cells[1].source.endswith("\n\n" + build.GRADED_NOTE), source.name
-        assert build.GRADED_NOTE not in solution.cells[1].source
+    submission = _notebook("solutions", LAB1)
+    submission.cells[2].source = "print('an edited set-up cell')"
+    submission.cells = [c for c in submission.cells if "check" not in c.metadata.get(KEY, {})]
+    restored, notes = grade.restore_protected_cells(submission, lab)
+    assert notes == []
+    for mine, theirs in zip(restored.cells, lab.cells, strict=True):
+        if "todo" in theirs.metadata.get(KEY, {}):
+            assert mine.source != theirs.source  # The solution's code, not the stub.
+        else:
+            assert mine.source == theirs.source
+    restored, notes = grade.restore_protected_cells(nbformat.v4.new_notebook(), lab)
+    assert notes == [f"TODO {n}: no cell found in the submission" for n in (1, 2, 3, 4)]
 
 
 def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
@@ -430,54 +571,42 @@ def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
     assert len(restored.cells) == len(lab.cells) + 3  # Notes, scratch cell, helper.
     check1 = sources.index(next(s for s in sources if "checks.check_filenames(" in s))
     assert sources[check1 + 1 : check1 + 3] == ["My notes", "print('scratch')"]
-    todo2 = sources.index(USES_HELPER)
-    assert sources[todo2 - 1] == HELPER
-    assert sources.count(HELPER) == 1
-    todo1 = next(c for c in restored.cells if c.metadata.get(KEY) == {"todo": 1})
-    assert (
-        todo1.source == next(c for c in solution.cells if c.metadata.get(KEY) == {"todo": 1}).source
-    )
-    assert grade.find_flags(grade.learner_code(_edited(solution, lab), lab)) == []
+    assert sources[sources.index(USES_HELPER) - 1] == HELPER
+    code = "\n".join(cell.source for cell in grade.learner_cells(restored))
+    assert grade.find_flags(code, lab) == []
 
 
-@pytest.mark.parametrize(
-    "code, flags",
-    [
-        ("utils.checks.tf_data_basics.check_filenames = print", ["course modules"]),
-        ("setattr(storage, 'read_file', f)", ["course modules"]),
-        ("sys.modules['utils.checks'] = fake", ["sys.modules"]),
-        ("import importlib", ["importlib"]),
-        ("get_ipython().input_transformers_post.append(f)", ["IPython hooks"]),
-        ("!ls", ["IPython hooks"]),
-        ("open('/etc/passwd')", ["paths outside the work folder"]),
-        ("open('../other.ipynb')", ["paths outside the work folder"]),
-        ("import subprocess", ["processes"]),
-        ("os.posix_spawn(path, args, env)", ["processes"]),
-        ("folder = tf.strings.split(path, '/')[-2]\nsame = utils.data.CLASSES == names", []),
-    ],
-)
-def test_flags_name_what_the_code_touches(code, flags):
-    assert grade.find_flags(code) == flags
+def test_each_check_cell_starts_with_the_parameters_and_the_guard():
+    lab = _notebook("labs", LAB1)
+    restored, _ = grade.restore_protected_cells(lab, lab)
+    prepared = grade.prepare_cells(restored, grade.lab_parameters(lab, {"NUM_IMAGES": 7}))
+    ids = [cell.get("id") for cell, _ in prepared]
+    assert ids.index("injected-parameters") < ids.index("grader-snapshot") < ids.index("todo-1")
+    check = dict((cell.get("id"), code) for cell, code in prepared)["check-4"]
+    assert check.startswith("# Grader: the lab's parameters, as the grader set them.\n")
+    assert "\nNUM_IMAGES = 7\n" in check and "\nNUM_PARALLEL_READS = 16\n" in check
+    assert check.endswith(next(c.source for c in lab.cells if c.id == "check-4"))
 
 
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_solutions_raise_no_flags(lesson):
-    labs = grade.load_labs()
-    assert grade.find_flags(grade.learner_code(_notebook("solutions", lesson), labs[lesson])) == []
+def test_each_lab_header_lists_the_points():
+    for source in build.lesson_sources(REPO_ROOT):
+        lab, solution = build.split_variants(source)
+        todos = sum("todo" in c.metadata.get(KEY, {}) for c in lab.cells)
+        assert lab.cells[1].source.endswith(f" point ({todos} in all)."), source.name
+        assert build.GRADED_NOTE not in solution.cells[1].source
 
 
-def test_without_bwrap_the_grader_says_not_isolated(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
-    (tmp_path / "submissions").mkdir()
-    (tmp_path / "submissions" / "broken.ipynb").write_text("not json")
-    arguments = [str(tmp_path / "submissions"), "--output-dir", str(tmp_path / "grades")]
-    assert grade.main([*arguments, "--sandbox", "bwrap"]) == 2
-    assert capsys.readouterr().err.startswith("error: --sandbox bwrap, but bwrap is missing")
-    assert not (tmp_path / "grades").exists()
-    (tmp_path / "grades").mkdir()
-    (tmp_path / "grades" / "mine.txt").write_text("kept")
-    assert grade.main(arguments) == 0
-    assert capsys.readouterr().err.startswith("WARNING: NOT ISOLATED (no working bwrap here): ")
-    report = (tmp_path / "grades" / "scores.md").read_text()
-    assert report.startswith("Sandbox: NOT ISOLATED (no working bwrap here)\n")
-    assert (tmp_path / "grades" / "mine.txt").read_text() == "kept"  # Not the grader's file.
+def test_a_submission_is_graded_against_the_lab_of_its_version(tmp_path):
+    lab = _notebook("labs", LAB1)
+    old = copy.deepcopy(lab)
+    old.metadata[KEY]["version"] = "0.0.9"
+    (tmp_path / "0.0.9").mkdir()
+    nbformat.write(old, tmp_path / "0.0.9" / f"{LAB1}.ipynb")
+    labs = grade.load_labs(REPO_ROOT, tmp_path)
+    version = setup_cell.course_version()
+    submission = copy.deepcopy(old)
+    chosen, chosen_version, note = grade.choose_lab(submission, LAB1, labs)
+    assert (chosen.metadata[KEY]["version"], chosen_version, note) == ("0.0.9", "0.0.9", "")
+    submission.metadata[KEY]["version"] = version
+    chosen, chosen_version, note = grade.choose_lab(submission, LAB1, labs)
+    assert (chosen is labs["current"][LAB1], chosen_version, note) == (True, version, "")

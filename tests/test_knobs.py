@@ -6,23 +6,24 @@ import tensorflow as tf
 from utils import knobs, storage, timing
 
 
-def _result(label, rate):
-    return timing.ThroughputResult(label, 100, 100 / rate, rate, None, 0.0)
+def _runs(label, *values):
+    return timing.RepeatedResult(label, tuple(values))
 
 
 def _ablation():
     return knobs.Ablation(
         results={
-            knobs.REPEATS: [_result("run 1", 1000), _result("run 2", 1100), _result("run 3", 1050)],
-            "num_parallel_reads": [_result("1", 500), _result("AUTOTUNE", 1000)],
-            "prefetch": [_result("true", 1000), _result("false", 1050)],
+            "num_parallel_reads": [_runs("1", 500, 520, 480), _runs("AUTOTUNE", 1000, 950, 990)],
+            "prefetch": [_runs("true", 1000, 900, 1100), _runs("false", 1050, 1000, 980)],
         },
-        most_open={"AUTOTUNE": 3},
+        most_open={"num_parallel_reads": {"1": 3, "AUTOTUNE": 3}},
         first_bytes_ms=[50.0, 60.0, 400.0],
     )
 
 
-def test_measure_knobs_times_every_setting_and_counts_the_opens(write_small_shards, capsys):
+def test_measure_knobs_times_every_setting_in_turns_and_counts_the_opens(
+    write_small_shards, capsys
+):
     paths = write_small_shards(4)
     simulated = storage.SimulatedStorage(latency_ms=1)
     ablation = knobs.measure_knobs(
@@ -36,37 +37,67 @@ def test_measure_knobs_times_every_setting_and_counts_the_opens(write_small_shar
         batch_size=8,
         num_records=60,
         num_timed_images=16,
+        repeats=2,
     )
     labels = {
         knob: [result.label for result in results] for knob, results in ablation.results.items()
     }
     assert labels == {
-        knobs.REPEATS: ["run 1", "run 2", "run 3"],
         "num_parallel_reads": ["1", "AUTOTUNE"],
         "shards": ["1", "4"],
         "deterministic": ["false", "true"],
         "prefetch": ["true", "false"],
         "cache": ["false", "true"],
     }
-    assert ablation.most_open["1"] == 1
-    assert len(ablation.first_bytes_ms) >= 13  # At least one shard opened per run.
-    assert capsys.readouterr().out.count("    most shards open at once: ") == 13
+    assert {r.num_runs for results in ablation.results.values() for r in results} == {2}
+    assert ablation.most_open["num_parallel_reads"]["1"] >= 1
+    assert len(ablation.first_bytes_ms) >= 20  # At least one shard opened per run.
+    assert capsys.readouterr().out.count("runs) images/s, taken in turns") == 10
+    with pytest.raises(ValueError, match=r"`repeats` must be an integer >= 2. Received: repeats=1"):
+        knobs.measure_knobs(
+            paths,
+            paths_by_count={},
+            parallel_reads=[1],
+            storage=simulated,
+            target_size=32,
+            num_classes=5,
+            num_parallel_reads=4,
+            batch_size=8,
+            num_records=60,
+            num_timed_images=16,
+            repeats=1,
+        )
 
 
-def test_describe_verdicts_judges_each_knob_against_the_spread():
-    assert knobs.describe_verdicts(_ablation(), num_cores=2) == [
-        "The same pipeline, three times: 1,000 to 1,100 images/s, a spread of 10%: "
-        "differences smaller than that are noise.",
-        "With AUTOTUNE, at most 3 shards were open at once on this machine's 2 cores.",
-        "num_parallel_reads: best setting 100% above the worst, beyond the noise.",
-        "prefetch: best setting 5% above the worst, within the noise.",
+def test_describe_verdicts_beyond_only_when_the_ranges_separate():
+    ablation = _ablation()
+    assert knobs.describe_verdicts(ablation) == [
+        "num_parallel_reads: AUTOTUNE is 1.98x 1 (medians 990 and 500 images/s; ranges "
+        "950-1,000 and 480-520 over 3 rounds in turns): beyond the noise.",
+        "prefetch: false and true differ by 1.00x (medians 1,000 and 1,000 images/s; ranges "
+        "980-1,050 and 900-1,100 over 3 rounds in turns): the ranges overlap, within the noise.",
     ]
+    assert knobs.verdict(ablation, "num_parallel_reads") is True
+    assert knobs.verdict(ablation, "prefetch") is False
 
 
-def test_describe_ranges_goes_from_the_slowest_setting_to_the_fastest():
-    assert knobs.describe_ranges(_ablation().results)[1:] == [
-        "num_parallel_reads: from 500 images/s (1) to 1,000 images/s (AUTOTUNE)",
-        "prefetch: from 1,000 images/s (true) to 1,050 images/s (false)",
+def test_describe_open_shards_compares_autotune_with_one_reader():
+    ablation = _ablation()
+    assert knobs.describe_open_shards(ablation, num_cores=2) == (
+        "Most shards open at once, by num_parallel_reads: 1: 3, AUTOTUNE: 3 (2 cores). "
+        "AUTOTUNE opened no more shards than num_parallel_reads=1 (3 and 3): one reader too "
+        "opens the next shards before the current one ends."
+    )
+    ablation.most_open["num_parallel_reads"]["AUTOTUNE"] = 8
+    assert knobs.describe_open_shards(ablation, num_cores=16).endswith(
+        "AUTOTUNE opened 8, more than num_parallel_reads=1's 3."
+    )
+
+
+def test_describe_ranges_lists_every_setting_slowest_first():
+    assert knobs.describe_ranges(_ablation().results) == [
+        "num_parallel_reads: 1 500 (480-520); AUTOTUNE 990 (950-1,000) images/s",
+        "prefetch: true 1,000 (900-1,100); false 1,000 (980-1,050) images/s",
     ]
 
 
@@ -91,3 +122,13 @@ def test_describe_storage_demand_counts_the_streams_needed():
         knobs.describe_storage_demand(
             [], images_per_second=1, bytes_per_record=1, stream_megabytes_per_second=None
         )
+
+
+def test_cache_sample_bounds_the_decoded_bytes_the_cache_rows_hold():
+    paths = [f"/s/flowers{i:02d}-1250.tfrec" for i in range(16)]  # 20,000 records.
+    sample, num_records = knobs.cache_sample(paths, num_records=20000, target_size=192)
+    # 512 MB holds 4,854 decoded 192 x 192 images: 3 shards of 1,250.
+    assert (sample, num_records) == (paths[:3], 3750)
+    assert knobs.cache_sample(paths[:2], num_records=2500, target_size=192) == (paths[:2], 2500)
+    big = ["/s/flowers00-9000.tfrec", "/s/flowers01-9000.tfrec"]
+    assert knobs.cache_sample(big, num_records=18000, target_size=192) == (big[:1], 9000)

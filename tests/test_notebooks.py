@@ -248,12 +248,17 @@ PARAMETER_DEPENDENT = {
         "of ({IMAGE_SIZE}, {IMAGE_SIZE}, 3)",
         "{STEPS_PER_EXECUTION} steps per execution",
     ],
+    "05_accelerator_waiting": [
+        "({GLOBAL_BATCH}, {IMAGE_SIZE}, {IMAGE_SIZE}, 3), ({GLOBAL_BATCH}, 5)"
+    ],
     "06_convert_with_beam": [],
     "07_scale_out_reading": ["all {NUM_IMAGES} records", "in batches of {BATCH_PER_HOST}."],
 }
 DERIVED = {  # As the checks compute them.
     "HALF_THE_PARALLEL_READS": lambda p: max(2, p.get("NUM_PARALLEL_READS", 0) // 2),
     "BATCH_PER_HOST": lambda p: p.get("BATCH_SIZE", 0) // 2,  # check_dataset_fn's 2 hosts.
+    # Lesson 5's global batch: the CPU's 32 where BATCH_PER_REPLICA is None (1 replica).
+    "GLOBAL_BATCH": lambda p: p.get("BATCH_PER_REPLICA") or 32,
 }
 # Outputs that depend on the images drawn, not only on the parameters: masked in both.
 DATA_DEPENDENT = [

@@ -79,3 +79,31 @@ def test_decode_ceiling_decodes_batches_endlessly(shards):
     batches = list(pipeline.decode_ceiling_dataset(jpegs, batch_size=4).take(5))
     assert [tuple(batch.shape) for batch in batches] == [(4, 32, 32, 3)] * 5
     assert np.array_equal(batches[0][0], tf.io.decode_jpeg(jpegs[0]))
+
+
+@pytest.mark.parametrize(
+    "target_size, image_size, ratio",
+    [(192, 96, 2), (192, 32, 4), (64, 32, 2), (96, 96, 1), (100, 48, 2), (90, 60, 1)],  # fmt: skip
+)
+def test_decode_ratio_decodes_no_smaller_than_asked(target_size, image_size, ratio):
+    assert pipeline.decode_ratio(target_size, image_size) == ratio
+
+
+def test_decode_ratio_rejects_a_size_larger_than_stored():
+    with pytest.raises(ValueError, match=r"Received: image_size=200"):
+        pipeline.decode_ratio(192, 200)
+
+
+def test_tfrecord_images_decodes_at_the_image_size(shards):
+    paths, _ = shards
+    full = pipeline.tfrecord_images(paths, target_size=32, num_classes=5, batch_size=8,
+                                    num_parallel_reads=None, deterministic=True)  # fmt: skip
+    half = pipeline.tfrecord_images(paths, target_size=32, num_classes=5, batch_size=8,
+                                    image_size=16, num_parallel_reads=None,
+                                    deterministic=True)  # fmt: skip
+    (full_images, full_labels), (half_images, half_labels) = (next(iter(full)), next(iter(half)))
+    assert half_images.shape == (8, 16, 16, 3) and half_images.dtype == tf.uint8
+    np.testing.assert_array_equal(half_labels, full_labels)
+    # DCT scaling: close to the mean of each 2 x 2 block of the full decode.
+    pooled = tf.nn.avg_pool2d(tf.cast(full_images, tf.float32), 2, 2, "VALID")
+    assert float(tf.reduce_mean(tf.abs(pooled - tf.cast(half_images, tf.float32)))) < 8

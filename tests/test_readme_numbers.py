@@ -20,8 +20,12 @@ GENERATED = (
 )
 
 
-def _solution(root, stem="01_lab", tags=("summary",), texts=("sequential 18.9 images/s\n",)):
+def _solution(
+    root, stem="01_lab", tags=("summary",), texts=("sequential 18.9 images/s\n",), seconds=None
+):
     notebook = nbformat.v4.new_notebook()
+    if seconds is not None:
+        notebook.metadata["tpu_speed_pipelines"] = {"execution_seconds": seconds}
     cell = nbformat.v4.new_code_cell("print(...)", metadata={"tags": list(tags)})
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=t) for t in texts]
     notebook.cells = [nbformat.v4.new_code_cell("x = 1"), cell]
@@ -95,3 +99,51 @@ def test_a_solution_without_printed_summary_is_an_error(tmp_path, capsys, tags, 
 def test_this_readme_matches_the_committed_solutions(capsys):
     assert readme_numbers.main(["--check"], root=REPO_ROOT) == 0, capsys.readouterr().err
     assert capsys.readouterr().out == "README.md's numbers blocks match the committed solutions.\n"
+
+
+TIMES_README = README + "\n<!-- times:begin -->\nold\n<!-- times:end -->\nAfter.\n"
+
+
+def test_times_block_lists_each_solution_s_execution_time(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(readme_numbers.lesson_parameters.OPTIONAL_MODULES, "02_beam", ("beam",))
+    _solution(tmp_path, seconds=90)
+    _solution(tmp_path, stem="02_beam", seconds=150)
+    readme = TIMES_README + "<!-- numbers:02_beam:begin -->\n<!-- numbers:02_beam:end -->\n"
+    (tmp_path / "README.md").write_text(readme)
+    assert readme_numbers.main([], root=tmp_path) == 0
+    text = (tmp_path / "README.md").read_text()
+    times = text[text.index("<!-- times:begin -->") : text.index("After.")]
+    assert times == (
+        "<!-- times:begin -->\n"
+        "How long each solution took to execute in the build (`make build`, full parameters; "
+        "its `execution_seconds`):\n\n```\n"
+        "lesson                       minutes\n"
+        "01_lab                           1.5\n"
+        "02_beam                          2.5  optional: needs beam\n"
+        "all lessons                      4.0\n"
+        "without the optional ones        1.5\n"
+        "```\n<!-- times:end -->\n"
+    )
+    capsys.readouterr()
+    assert readme_numbers.main(["--check"], root=tmp_path) == 0
+    _solution(tmp_path, seconds=96)
+    assert readme_numbers.main(["--check"], root=tmp_path) == 1
+    assert capsys.readouterr().err == (
+        "README.md: the times block differs from the solutions' execution times. "
+        "Run: python -m tools.readme_numbers\n"
+    )
+
+
+def test_times_block_needs_every_solution_s_time(tmp_path, capsys):
+    _solution(tmp_path)
+    (tmp_path / "README.md").write_text(TIMES_README)
+    assert readme_numbers.main(["--check"], root=tmp_path) == 1
+    assert capsys.readouterr().err == (
+        "solutions/01_lab.ipynb has no execution time (tpu_speed_pipelines.execution_seconds "
+        "in its metadata): it was not executed by the build. Run: make build\n"
+    )
+
+
+def test_this_readme_has_a_times_block():
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert readme_numbers.TIMES.search(readme) is not None

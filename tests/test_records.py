@@ -1,6 +1,7 @@
 """Tests of utils/records.py: one image as a record (transforms, Example, parsing)."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from utils import data, records
@@ -32,3 +33,94 @@ def test_to_example_round_trips_through_the_schema():
     assert record["class"].numpy() == 2 and record["label"].numpy() == b"roses"
     assert record["size"].numpy().tolist() == [300, 400]
     assert record["one_hot_class"].numpy().tolist() == [0, 0, 1, 0, 0]
+
+
+def _quadrants(height: int, width: int) -> np.ndarray:
+    """An upright image: red, green / blue, white quadrants, so any turn or flip shows."""
+    image = np.zeros((height, width, 3), np.uint8)
+    image[: height // 2, : width // 2] = (255, 0, 0)
+    image[: height // 2, width // 2 :] = (0, 255, 0)
+    image[height // 2 :, : width // 2] = (0, 0, 255)
+    image[height // 2 :, width // 2 :] = (255, 255, 255)
+    return image
+
+
+def _stored_with_orientation(upright: np.ndarray, orientation: int) -> bytes:
+    """A JPEG whose pixels a viewer turns by `orientation` to show `upright` (Pillow)."""
+    import io
+
+    from PIL import Image
+
+    transpose = Image.Transpose
+    # The turn that undoes each orientation (viewers apply the orientation to the pixels).
+    undo = {
+        2: transpose.FLIP_LEFT_RIGHT,
+        3: transpose.ROTATE_180,
+        4: transpose.FLIP_TOP_BOTTOM,
+        5: transpose.TRANSPOSE,
+        6: transpose.ROTATE_90,
+        7: transpose.TRANSVERSE,
+        8: transpose.ROTATE_270,
+    }
+    image = Image.fromarray(upright)
+    stored = image.transpose(undo[orientation]) if orientation in undo else image
+    exif = Image.Exif()
+    exif[records.ORIENTATION_TAG] = orientation
+    buffer = io.BytesIO()
+    stored.save(buffer, "JPEG", quality=95, exif=exif.tobytes())
+    return buffer.getvalue()
+
+
+ORIENTATIONS = {
+    1: "1 upright",
+    2: "2 mirrored",
+    3: "3 upside down",
+    4: "4 mirrored upside down",
+    5: "5 transposed",
+    6: "6 phone held upright",
+    7: "7 transverse",
+    8: "8 phone held the other way",
+}
+
+
+@pytest.mark.parametrize("orientation", ORIENTATIONS, ids=ORIENTATIONS.values())
+def test_decode_upright_shows_each_exif_orientation_as_a_photo_viewer_does(orientation):
+    import io
+
+    from PIL import Image, ImageOps
+
+    upright = _quadrants(40, 24)
+    jpeg = _stored_with_orientation(upright, orientation)
+    viewer = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(jpeg))))
+    assert viewer.shape == (40, 24, 3)  # The file is what the case says.
+    assert records.exif_orientation(jpeg) == orientation
+    image, size = records.decode_upright(tf.constant(jpeg))
+    assert image.shape == (40, 24, 3) and size.numpy().tolist() == [40, 24]
+    assert np.abs(image.numpy().astype(int) - upright).mean() < 10  # JPEG noise only.
+    # The same inside Dataset.map, where the conversion runs it.
+    mapped = tf.data.Dataset.from_tensors(jpeg).map(lambda b: records.decode_upright(b)[0])
+    assert np.array_equal(next(iter(mapped)).numpy(), image.numpy())
+
+
+def test_exif_orientation_of_a_file_without_exif_is_upright():
+    png = tf.io.encode_png(tf.constant(_quadrants(8, 8))).numpy()
+    plain = tf.io.encode_jpeg(tf.constant(_quadrants(8, 8))).numpy()
+    assert [records.exif_orientation(b) for b in (png, plain, b"", b"\xff\xd8")] == [1, 1, 1, 1]
+
+
+def test_decode_upright_with_min_side_decodes_a_large_jpeg_reduced():
+    jpeg = _stored_with_orientation(_quadrants(800, 400), 6)  # Stored 400 x 800.
+    image, size = records.decode_upright(tf.constant(jpeg), min_side=96)
+    # 1/4 keeps 100 >= 96 pixels on the shorter side; 1/8 would keep 50.
+    assert image.shape == (200, 100, 3) and size.numpy().tolist() == [800, 400]
+    png = tf.io.encode_png(tf.constant(_quadrants(800, 400)))
+    image, size = records.decode_upright(png, min_side=96)
+    assert image.shape == (800, 400, 3) and size.numpy().tolist() == [800, 400]
+
+
+def test_resize_and_crop_of_a_60000_x_10_image_crops_before_it_resizes():
+    image = tf.zeros((60000, 10, 3), tf.uint8)
+    square = records.resize_and_crop(image, 192)
+    assert square.shape == (192, 192, 3) and square.dtype == tf.uint8
+    one_pixel = records.resize_and_crop(tf.fill((1, 60000, 3), tf.constant(7, tf.uint8)), 8)
+    assert one_pixel.numpy().tolist() == np.full((8, 8, 3), 7).tolist()

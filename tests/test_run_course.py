@@ -1,8 +1,13 @@
 """Tests of tools/run_course.py."""
 
+import os
+import tempfile
+from pathlib import Path
+
 import nbformat
 import pytest
 
+from tests import conftest
 from tools import lesson_parameters, run_course
 
 
@@ -85,3 +90,133 @@ def test_beam_install_command_names_this_environment_s_pip():
     command = lesson_parameters.beam_install_command()
     assert command.endswith(" -m pip install -r requirements-beam.txt")
     assert "python" in command.split()[0]
+
+
+def test_absolute_paths_reads_paths_as_typed_where_the_command_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    work = tmp_path / "work"
+    parameters = {
+        "DATA_SOURCE": "../messy",
+        "OUTPUT_DIR": "~/my-shards",
+        "SHARDS_DIR": None,
+        "NUM_IMAGES": 40,
+    }
+    assert run_course.absolute_paths(parameters, work) == {
+        "DATA_SOURCE": str(work / "../messy"),
+        "OUTPUT_DIR": str(tmp_path / "home" / "my-shards"),
+        "SHARDS_DIR": None,
+        "NUM_IMAGES": 40,
+    }
+    kept = {"DATA_SOURCE": "flower_photos", "OUTPUT_DIR": "gs://my-bucket/shards"}
+    assert run_course.absolute_paths(kept, work) == kept
+    assert run_course.absolute_paths({"DATA_SOURCE": "embedded"}, work) == {
+        "DATA_SOURCE": "embedded"
+    }
+
+
+def _course_with_one_lesson(root, cells: list[str]) -> None:
+    """A course root whose solutions/ holds 01_paths.ipynb: a parameters cell, then `cells`."""
+    (root / "solutions").mkdir(parents=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            'DATA_SOURCE = "embedded"\nOUTPUT_DIR = None', metadata={"tags": ["parameters"]}
+        ),
+        *[nbformat.v4.new_code_cell(source) for source in cells[:-1]],
+        nbformat.v4.new_code_cell(cells[-1], metadata={"tags": ["summary"]}),
+    ]
+    nbformat.write(notebook, root / "solutions" / "01_paths.ipynb")
+
+
+def _git_status() -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=run_course.REPO_ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def test_main_reads_relative_paths_from_where_the_user_ran_it(monkeypatch, tmp_path, capsys):
+    root = tmp_path / "course"
+    _course_with_one_lesson(
+        root,
+        [
+            "import os, pathlib\n"
+            "pathlib.Path(OUTPUT_DIR).mkdir()\n"
+            "pathlib.Path(OUTPUT_DIR, 'shard').write_text('x')",
+            "print(DATA_SOURCE, os.path.isdir(DATA_SOURCE))\nprint(OUTPUT_DIR)",
+        ],
+    )
+    (tmp_path / "user" / "messy").mkdir(parents=True)
+    (tmp_path / "user" / "work").mkdir()
+    monkeypatch.setattr(run_course, "REPO_ROOT", root)
+    monkeypatch.chdir(tmp_path / "user" / "work")
+    status_before = _git_status()
+    arguments = ["-p", "DATA_SOURCE", "../messy", "-p", "OUTPUT_DIR", "my-shards"]
+    assert run_course.main([*arguments, "--output-dir", str(tmp_path / "out")]) == 0
+    summary = capsys.readouterr().out.split("=== 01_paths: what it measured ===\n")[1]
+    work = tmp_path / "user" / "work"
+    assert summary.splitlines()[:2] == [f"{work / '../messy'} True", str(work / "my-shards")]
+    assert (work / "my-shards" / "shard").read_text() == "x"
+    assert sorted(p.name for p in (root / "solutions").iterdir()) == ["01_paths.ipynb"]
+    assert _git_status() == status_before
+
+
+def test_heartbeat_names_the_running_cell_from_papermill_s_copy(tmp_path):
+    running = tmp_path / "01_slow.running.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Lab")] + [
+        nbformat.v4.new_code_cell(f"step({i})") for i in range(3)
+    ]
+    for cell, status in zip(notebook.cells[1:], ["completed", "running", "pending"], strict=True):
+        cell.metadata["papermill"] = {"status": status}
+    nbformat.write(notebook, running)
+    assert run_course.Heartbeat("01_slow", running)._where() == ", cell 2 of 3"
+    assert run_course.Heartbeat("01_slow", tmp_path / "not-yet.ipynb")._where() == ""
+
+
+def test_main_prints_a_heartbeat_while_a_lesson_runs(monkeypatch, tmp_path, capsys):
+    root = tmp_path / "course"
+    _course_with_one_lesson(root, ["import time\ntime.sleep(2.5)", "print('done')"])
+    monkeypatch.setattr(run_course, "REPO_ROOT", root)
+    monkeypatch.setattr(run_course, "HEARTBEAT_SECONDS", 0.5)
+    assert run_course.main(["--output-dir", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    beats = [line for line in out.splitlines() if "still running" in line]
+    assert len(beats) >= 2, out
+    assert beats[0].startswith("  01_paths: still running, 0 m 0")
+    assert any(line.endswith(", cell 2 of 3") for line in beats), beats
+
+
+def test_the_kernels_temporary_files_go_with_the_run(monkeypatch, tmp_path, capsys):
+    root = tmp_path / "course"
+    (root / "solutions").mkdir(parents=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    left = (
+        "import tempfile\n"  # What TensorFlow's autograph does: a file it never deletes.
+        "handle, path = tempfile.mkstemp(prefix='__autograph_generated_file', suffix='.py')\n"
+        "print(path)"
+    )
+    notebook.cells = [nbformat.v4.new_code_cell(left, metadata={"tags": ["summary"]})]
+    nbformat.write(notebook, root / "solutions" / "01_leaves_a_file.ipynb")
+    monkeypatch.setattr(run_course, "REPO_ROOT", root)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "system-temp"))
+    (tmp_path / "system-temp").mkdir()
+    assert run_course.main(["--output-dir", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    kernel_file = Path(printed[printed.index("=== 01_leaves_a_file: what it measured ===") + 1])
+    assert kernel_file.name.startswith("__autograph_generated_file")
+    assert kernel_file.parent.name.startswith("tpu_speed_pipelines_course-")
+    assert not kernel_file.parent.exists()
+    assert list((tmp_path / "system-temp").iterdir()) == []
+    assert os.environ["TMPDIR"] == str(tmp_path / "system-temp")
+    assert tempfile.gettempdir() == str(conftest.TEMP_ROOT)  # This process's, as before.

@@ -1,9 +1,7 @@
 """Tests of tools/sandbox.py: the memory limit, and what a command in bwrap can reach."""
 
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -47,6 +45,7 @@ def test_the_private_tmp_comes_before_the_binds_under_it(tmp_path):
     command = sandbox.bwrap_command("bwrap", ["true"], work=tmp_path, env={"A": "1"},
                                     read_only=[REPO_ROOT, tmp_path.parent])  # fmt: skip
     tmpfs = command.index("--tmpfs", command.index("--proc"))
+    assert command.index("--ro-bind", tmpfs) > tmpfs  # Binds under /tmp come after it.
     assert command[tmpfs + 1] == "/tmp"
     assert command.index("--bind") > tmpfs
     assert command[command.index("--bind") : command.index("--bind") + 3] == [
@@ -95,19 +94,19 @@ def test_nothing_started_inside_outlives_the_command(tmp_path):
 
 
 @needs_bwrap
-def test_hidden_folders_are_empty_but_what_runs_inside_them_is_kept(tmp_path):
-    (REPO_ROOT / "build").mkdir(exist_ok=True)  # Outside /tmp, which is hidden anyway.
-    hidden = Path(tempfile.mkdtemp(prefix="sandbox-test-", dir=REPO_ROOT / "build"))
+def test_only_the_bound_folders_are_there(tmp_path):
+    """The course's solutions, sources and git history are absent; utils/ is read-only."""
     work = tmp_path / "work"
-    (hidden / "needed").mkdir(parents=True)
-    (hidden / "secret.txt").write_text("secret")
-    (hidden / "needed" / "tool.txt").write_text("tool")
     work.mkdir()
-    script = f"ls {hidden}; cat {hidden}/needed/tool.txt"
+    script = (
+        f"ls {REPO_ROOT}; ls {REPO_ROOT}/solutions 2>&1 | head -c 0 || true; "
+        f"test -e {REPO_ROOT}/solutions && echo solutions-there; "
+        f"test -e {REPO_ROOT}/notebooks && echo sources-there; "
+        f"test -e {Path.home()} && ls {Path.home()} | grep -c . ; echo done"
+    )
     full = sandbox.bwrap_command(BWRAP, ["sh", "-c", script], work=work, env={},
-                                 read_only=[hidden / "needed"], hide=[hidden])  # fmt: skip
-    try:
-        result = subprocess.run(full, capture_output=True, text=True, timeout=60)
-    finally:
-        shutil.rmtree(hidden)
-    assert result.stdout == "needed\ntool"
+                                 read_only=[REPO_ROOT / "utils"])  # fmt: skip
+    result = subprocess.run(full, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split()[0] == "utils"
+    assert "solutions-there" not in result.stdout and "sources-there" not in result.stdout
+    assert result.stdout.rstrip().endswith("done")

@@ -1,6 +1,10 @@
 """Tests of the generated set-up cell (tools/setup_cell.py) and of utils/runtime.py."""
 
+import hashlib
+import json
 import os
+import re
+import subprocess
 
 import nbformat
 import pytest
@@ -20,42 +24,123 @@ def _setup_cells(notebook):
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_gets_the_one_template(lesson):
     lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
-    has_backend = lesson == "04_train_keras"
+    has_backend = lesson in ("04_train_keras", "05_accelerator_waiting")
     expected = setup_cell.render(lesson, has_backend_parameter=has_backend)
     for notebook in (lab, solution):
         (cell,) = _setup_cells(notebook)
         assert cell.source == expected
+        # Collapsed: a form on Colab, hidden input in JupyterLab.
+        assert cell.metadata["cellView"] == "form"
+        assert cell.metadata["jupyter"] == {"source_hidden": True}
+    lines = expected.splitlines()
+    assert lines[0] == '#@title Set-up: run this cell first { display-mode: "form" }'
     version = setup_cell.course_version()
-    assert f"course version {version}" in expected
-    assert f'f"git+{{COURSE_REPOSITORY}}@v{version}"' in expected
-    assert f'COURSE_REPOSITORY = "{setup_cell.REPOSITORY_URL}"' in expected
-    assert 'os.environ.get("TPU_SPEED_PIPELINES_SOURCE", ' in expected
+    assert f"course version {version}" in lines[1]
+    assert "git+" not in expected and "github.com" not in expected  # No repository needed.
     # An assignment, not an expression: the cell shows the printed line, not a repr.
-    last_line = expected.splitlines()[-1]
     backend = "BACKEND" if has_backend else '"auto"'
-    assert last_line.startswith(f"course_runtime = runtime.prepare({backend})  # ")
-    if lesson == "04_train_keras":  # The parameters cell comes first: the set-up reads it.
+    assert lines[-1].startswith(f"course_runtime = runtime.prepare({backend}")
+    if has_backend:  # The parameters cell comes first: the set-up reads it.
         tags = [c.metadata.get("tags", []) for c in lab.cells]
         assert tags.index(["parameters"]) < tags.index(["setup", "nbval-ignore-output"])
 
 
-def test_lesson_5_installs_beam_pinned_as_requirements_beam_txt():
+def test_embedded_course_equals_the_checkout_package():
+    lab, _ = build.split_variants(REPO_ROOT / "notebooks" / "01_tf_data_basics.py")
+    (cell,) = _setup_cells(lab)
+    embedded = setup_cell.embedded_files(cell.source)
+    on_disk = sorted(p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob("utils/**/*.py"))
+    assert sorted(embedded) == on_disk
+    assert "utils/checks/tf_data_basics.py" in embedded
+    assert all(embedded[name] == (REPO_ROOT / name).read_text() for name in on_disk)
+    sha256, text = setup_cell.payload()
+    data = json.dumps(setup_cell.course_files(), sort_keys=True).encode()
+    assert f'COURSE_SHA256 = "{hashlib.sha256(data).hexdigest()}"' in cell.source
+    assert sha256 == hashlib.sha256(data).hexdigest() and text in cell.source
+    assert len(text) < 120_000  # Small: the .py files only (96 KB at 0.1.0).
+
+
+def test_embedded_files_refuses_a_damaged_payload():
+    code = setup_cell.render("01_tf_data_basics", has_backend_parameter=False)
+    sha = setup_cell.SHA_PATTERN.search(code).group(1)
+    with pytest.raises(ValueError, match=r"does not match its SHA-256"):
+        setup_cell.embedded_files(code.replace(sha, "0" * 64))
+    with pytest.raises(ValueError, match=r"embeds no course"):
+        setup_cell.embedded_files("print(1)")
+
+
+def test_lesson_6_installs_beam_pinned_as_requirements_beam_txt():
     code = setup_cell.render("06_convert_with_beam", has_backend_parameter=False)
     pins = setup_cell.pinned_requirements(REPO_ROOT / "requirements-beam.txt")
     assert pins == ["apache-beam[tfrecord]==2.77.0", "pandas<3"]
-    assert f"packages = {pins!r}".replace("'", '"') in code
-    assert "apache_beam" not in setup_cell.render("01_tf_data_basics", has_backend_parameter=False)
+    assert code.splitlines()[-1].startswith(
+        'course_runtime = runtime.prepare("auto", also_install={"apache_beam": '
+        '["apache-beam[tfrecord]==2.77.0", "pandas<3"]})'
+    )
+    assert "apache" not in setup_cell.render("01_tf_data_basics", has_backend_parameter=False)
 
 
-def test_the_repository_address_is_written_in_one_place():
-    holders = [
-        path.relative_to(REPO_ROOT).as_posix()
-        for folder in ("notebooks", "tools", "utils")
-        for path in (REPO_ROOT / folder).rglob("*.py")
-        if "github.com/tpu-speed-pipelines" in path.read_text()
-        or setup_cell.GITHUB_REPO in path.read_text()
+@pytest.mark.parametrize(
+    "setting, expected",
+    [
+        ("", None),
+        ("[tool.tpu-speed-pipelines]\nrepository = \"\"\n", None),
+        ("[tool.tpu-speed-pipelines]\nrepository = \"someone/flowers-course\"\n",
+         "someone/flowers-course"),
+    ],
+    ids=["no table", "empty", "published"],
+)  # fmt: skip
+def test_repository_is_a_setting_empty_by_default(tmp_path, setting, expected):
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nversion = "9.9"\n\n{setting}')
+    assert setup_cell.repository(tmp_path) == expected
+    assert setup_cell.repository() is None  # This checkout: not published.
+
+
+@pytest.mark.parametrize("name", ["tpu-speed-pipelines/tpu-speed-pipelines", "https://x/y/z"])
+def test_repository_refuses_the_placeholder_and_non_repositories(tmp_path, name):
+    (tmp_path / "pyproject.toml").write_text(f'[tool.tpu-speed-pipelines]\nrepository = "{name}"\n')
+    with pytest.raises(ValueError, match=r"is not a repository of this course. Set it to"):
+        setup_cell.repository(tmp_path)
+
+
+# The course's own repository, wherever a notebook or the README could name it.
+COURSE_ADDRESS = re.compile(
+    r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)"
+    r"|raw\.githubusercontent\.com/([\w.-]+/[\w.-]+)"
+    r"|github\.com/([\w.-]+/tpu-speed-pipelines\b|tpu-speed-pipelines/[\w.-]+)"
+    r"|git\+https?://\S+"
+)
+
+
+def test_no_notebook_or_readme_line_points_at_an_unconfigured_address():
+    configured = setup_cell.repository()
+    texts = {"README.md": (REPO_ROOT / "README.md").read_text()}
+    for source in build.lesson_sources(REPO_ROOT):
+        lab, solution = build.split_variants(source)
+        texts[f"built lab of {source.name}"] = nbformat.writes(lab)
+        texts[f"built solution of {source.name}"] = nbformat.writes(solution)
+    for folder in ("labs", "solutions"):  # What a learner downloads.
+        for path in sorted((REPO_ROOT / folder).glob("*.ipynb")):
+            texts[f"{folder}/{path.name}"] = path.read_text()
+    found = [
+        (name, match.group(0))
+        for name, text in texts.items()
+        for match in COURSE_ADDRESS.finditer(text)
+        if configured is None or configured not in match.groups()
     ]
-    assert holders == ["tools/setup_cell.py"]
+    assert found == []
+
+
+def test_build_refuses_the_placeholder_repository(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nversion = "9.9"\n\n[tool.tpu-speed-pipelines]\n'
+        'repository = "tpu-speed-pipelines/tpu-speed-pipelines"\n'
+    )
+    (tmp_path / "notebooks" / "09_test.py").write_text(SETUP_SOURCE.replace(
+        '# %% tags=["setup"]\n# The build puts the set-up code here.\n\n', ""))  # fmt: skip
+    with pytest.raises(build.BuildError, match=r"repository = 'tpu-speed-pipelines/tpu-speed"):
+        build.split_variants(tmp_path / "notebooks" / "09_test.py", tmp_path)
 
 
 SETUP_SOURCE = """# %% [markdown]
@@ -150,3 +235,100 @@ def test_tensorflow_pin_matches_requirements_txt():
     requirement = runtime.tensorflow_requirement()
     assert requirement == "tensorflow-cpu==2.21.0"  # Linux x86_64, as in CI.
     assert requirement in (REPO_ROOT / "requirements.txt").read_text()
+
+
+PIP_COMMAND_TAIL = [
+    "-m", "pip", "install", "--quiet", "--no-color", "--progress-bar", "off",
+    "--disable-pip-version-check", "--timeout", "20", "--retries", "1",
+]  # fmt: skip
+
+
+def test_pip_install_is_quiet_and_never_waits_on_input(capsys):
+    calls = []
+
+    def install(command, **options):
+        calls.append((command, options))
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    runtime.pip_install(["tensorflow-cpu==2.21.0"], install=install)
+    ((command, options),) = calls
+    assert command[1:] == [*PIP_COMMAND_TAIL, "tensorflow-cpu==2.21.0"]
+    assert options["stdin"] is subprocess.DEVNULL and options["timeout"] == 600
+    assert options["env"]["GIT_TERMINAL_PROMPT"] == "0" and options["env"]["PIP_NO_INPUT"] == "1"
+    printed = capsys.readouterr().out
+    assert printed == "Installing tensorflow-cpu==2.21.0 with pip (at most 10 min) ...\n"
+
+
+def _failing_pip(command, **options):
+    stderr = "\x1b[31mERROR: Could not find a version\x1b[0m\nERROR: No matching distribution\n"
+    return subprocess.CompletedProcess(command, 1, "", stderr)
+
+
+def _offline_pip(command, **options):
+    stderr = (
+        "WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError("
+        "...: Failed to establish a new connection: [Errno -3]')': /simple/x/\n"
+        "ERROR: No matching distribution found\n"
+    )
+    return subprocess.CompletedProcess(command, 1, "", stderr)
+
+
+def _slow_pip(command, **options):
+    raise subprocess.TimeoutExpired(command, options["timeout"])
+
+
+@pytest.mark.parametrize(
+    "install, why",
+    [
+        (_failing_pip, "ERROR: No matching distribution"),
+        (
+            _offline_pip,
+            "ERROR: No matching distribution found; the package index could not be "
+            "reached: is this runtime online?",
+        ),
+        (_slow_pip, "no result within 600 s"),
+    ],
+    ids=["pip fails", "pip is offline", "pip times out"],
+)
+def test_pip_install_failure_is_one_line_saying_how_to_go_on(install, why):
+    with pytest.raises(runtime.SetupFailed) as failure:
+        runtime.pip_install(["tensorflow-cpu==2.21.0", "pandas<3"], install=install)
+    assert str(failure.value) == (
+        f"pip could not install tensorflow-cpu==2.21.0, pandas<3 ({why}). Run by hand in a "
+        "cell: %pip install tensorflow-cpu==2.21.0 'pandas<3' (or pick a runtime that has "
+        "them), then run this cell again."
+    )
+    assert failure.value._render_traceback_() == [f"SetupFailed: {failure.value}"]
+
+
+def test_pip_install_puts_a_new_pth_file_in_force(tmp_path, monkeypatch):
+    site_packages, added = tmp_path / "site-packages", tmp_path / "added"
+    site_packages.mkdir()
+    added.mkdir()
+    monkeypatch.setattr(runtime.site, "getsitepackages", lambda: [str(site_packages)])
+    monkeypatch.setattr(runtime.site, "getusersitepackages", lambda: str(site_packages))
+    monkeypatch.setattr(runtime.sys, "path", list(runtime.sys.path))
+
+    def install(command, **options):
+        (site_packages / "new.pth").write_text(f"# comment\nimport os\n{added}\n/no/such\n")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    runtime.pip_install(["x"], install=install)
+    assert runtime.sys.path[-1] == str(added) and "/no/such" not in runtime.sys.path
+
+
+def test_prepare_installs_what_is_missing_in_one_pip_command(monkeypatch, capsys):
+    calls = []
+
+    def install(command, **options):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setattr(runtime, "attached_tpu", lambda: None)
+    wanted = {"no_such_module_x": ["x==1"], "json": ["never"], "no_such_module_y": ["y", "z"]}
+    runtime.prepare("tensorflow", also_install=wanted, install=install)
+    assert [command[len(PIP_COMMAND_TAIL) + 1 :] for command in calls] == [["x==1", "y", "z"]]
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "Installing x==1, y, z with pip (at most 10 min) ..."
+    )

@@ -60,3 +60,22 @@ def test_describe_reads_names_each_process_and_the_overlap():
     ]
     with pytest.raises(ValueError, match=r"at least one HostReport. Received: \[\]"):
         sharding.describe_reads([], name="host", num_records=5)
+
+
+def test_describe_reads_names_the_host_whose_error_aborted_the_others():
+    failed = "InvalidArgumentError: Could not apply FILE based sharding"
+    reports = [
+        sharding.HostReport(0, 1, ["a"], {"FILE, 1 file": failed}),
+        sharding.HostReport(
+            1,
+            1,
+            ["b"],
+            {"FILE, 1 file": "UnavailableError: Collective ops is aborted by: Socket closed"},
+        ),
+    ]
+    lines = sharding.describe_reads(reports, name="host", num_records=2)
+    assert lines[0] == f"host 0: 1 shards, 1 records; {{'FILE, 1 file': '{failed}'}}"
+    assert lines[1] == (
+        "host 1: 1 shards, 1 records; {'FILE, 1 file': \"stopped by host 0's error "
+        '(UnavailableError: the shared step was aborted)"}'
+    )

@@ -3,6 +3,7 @@
 import contextlib
 import functools
 import http.server
+import re
 import shutil
 import tarfile
 import threading
@@ -56,7 +57,11 @@ def test_resolve_source_reads_every_extension_in_any_case(small_flowers, tmp_pat
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ("no/such/folder", r"Unknown data source 'no/such/folder': no such folder\. Expected"),
+        (
+            "no/such/folder",
+            rf"Unknown data source 'no/such/folder': no such folder "
+            rf"\({re.escape(str(Path.cwd() / 'no/such/folder'))}\)\. Expected",
+        ),
         ("s3://bucket/*.jpg", r"only gs:// is supported"),
         ("", r"`source` must be a non-empty string"),
         (None, r"`source` must be a non-empty string"),
@@ -140,3 +145,85 @@ def test_download_flower_photos_archive_without_images_is_an_error(tmp_path):
     assert str(error.value).endswith(
         f"delete what was downloaded under {tmp_path / 'cache' / 'datasets'} and run this again."
     )
+
+
+def test_resolve_source_expands_a_tilde_as_a_shell_does(small_flowers, tmp_path, monkeypatch):
+    shutil.copytree(small_flowers, tmp_path / "photos")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    source = sources.resolve_source("~/photos")
+    assert source.name == "~/photos" and source.num_images == 60
+    assert source.paths[0].startswith(str((tmp_path / "photos").resolve()))
+
+
+def test_resolve_source_a_file_says_it_is_a_file_not_a_folder(tmp_path, monkeypatch):
+    (tmp_path / "flowers.zip").write_bytes(b"PK")
+    with pytest.raises(ValueError) as raised:
+        sources.resolve_source(str(tmp_path / "flowers.zip"))
+    assert str(raised.value) == (
+        f"Data source '{tmp_path / 'flowers.zip'}' is a file, not a folder. Give the folder "
+        "that holds one folder of images per class: <folder>/<class>/*.jpg."
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as raised:
+        sources.resolve_source("flowers.zip")
+    assert str(raised.value).startswith(
+        f"Data source 'flowers.zip' is a file, not a folder ({tmp_path / 'flowers.zip'}). "
+    )
+
+
+OFFLINE_NEXT_STEP = (
+    'Without the network, set DATA_SOURCE = "embedded" (generated here, no download) or a '
+    "local folder of your photos (<folder>/<class>/*.jpg)."
+)
+SIGN_IN = (
+    "sign in with `gcloud auth application-default login` (on Colab: "
+    "`from google.colab import auth; auth.authenticate_user()`)"
+)
+
+
+def test_resolve_source_gcs_offline_is_one_line_with_the_next_step(monkeypatch):
+    def offline(pattern):  # What TF 2.21 raises without a network (issue 27).
+        raise tf.errors.FailedPreconditionError(
+            None,
+            None,
+            "Error executing an HTTP request: libcurl code 6 meaning 'Couldn't resolve host "
+            "name', error details: Could not resolve host: storage.googleapis.com",
+        )
+
+    monkeypatch.setattr(tf.io.gfile, "glob", offline)
+    with pytest.raises(ValueError) as raised:
+        sources.resolve_source("gs://my-bucket/flowers/*/*.jpg")
+    assert str(raised.value) == (
+        "Cannot reach gs://my-bucket/flowers/*/*.jpg: this machine is offline (Could not "
+        f"resolve host). {OFFLINE_NEXT_STEP} For your own bucket, go online and {SIGN_IN}."
+    )
+    assert raised.value.__suppress_context__  # No chained traceback under it.
+
+
+def test_resolve_source_gcs_not_signed_in_says_how_to_sign_in(monkeypatch):
+    def refused(pattern):
+        raise tf.errors.PermissionDeniedError(None, None, "Error executing an HTTP request: 401")
+
+    monkeypatch.setattr(tf.io.gfile, "glob", refused)
+    with pytest.raises(ValueError) as raised:
+        sources.resolve_source("gs://my-bucket/*/*.jpg")
+    assert str(raised.value) == (
+        "Cannot list gs://my-bucket/*/*.jpg: not allowed (Error executing an HTTP request: "
+        f"401). To read your own bucket, {SIGN_IN}; a public bucket may be closed "
+        f"(gs://flowers-public is). {OFFLINE_NEXT_STEP}"
+    )
+
+
+def test_resolve_source_flower_photos_offline_is_one_line_with_the_next_step(tmp_path):
+    closed = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    port = closed.server_port
+    closed.server_close()  # Nothing listens there now: the connection is refused.
+    url = f"http://127.0.0.1:{port}/flower_photos.tgz"
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError) as raised:
+        sources.resolve_source("flower_photos", cache_dir=cache, flower_photos_url=url)
+    assert str(raised.value) == (
+        f"Cannot download flower_photos from {url}: Connection refused. {OFFLINE_NEXT_STEP} "
+        f"Online, it is downloaded once and then read from {cache / 'datasets'}."
+    )
+    assert raised.value.__suppress_context__

@@ -58,44 +58,53 @@ def test_compiled_copy_of_an_uncompiled_model_says_so():
         step_timing.compiled_copy(model, steps_per_execution=1)
 
 
-def test_input_bound_summary_and_verdict():
-    bound = step_timing.InputBound(0.030, 0.020, 1.5, "input-bound")
-    assert bound.summary() == (
-        "Step time: 30.0 ms fed by the pipeline without cache, 20.0 ms with one batch in "
-        "memory: ratio 1.50\nTraining here is input-bound: reading and decoding cost 50% "
-        "of a step."
+def test_training_rate_times_steps_and_returns_images_per_second():
+    rate = step_timing.training_rate(_compiled_model(), _batches(8), num_steps=4, batch_size=8)
+    images_per_second = rate()
+    assert isinstance(images_per_second, float) and images_per_second > 0
+
+
+def test_describe_comparison_says_what_would_tell_only_within_the_noise():
+    ratio = timing.RepeatedResult("fed / in memory", (1.02, 1.31, 1.2))
+    noise = step_timing.describe_comparison(ratio, step_timing.NOISE_VERDICT, tolerance=1.1)
+    assert noise == (
+        "fed / in memory: 1.20 (1.02-1.31, 3 runs); tolerance 1.10: within the noise: can't "
+        "tell. To tell: more rounds, more steps per run, or a machine with nothing else running."
     )
+    clear = step_timing.describe_comparison(ratio, "input-bound", tolerance=1.05)
+    assert clear == "fed / in memory: 1.20 (1.02-1.31, 3 runs); tolerance 1.05: input-bound."
 
 
-def test_measure_input_bound_times_both_feeds():
-    bound = step_timing.measure_input_bound(_compiled_model(), _batches(), _batches(), num_steps=4)
-    assert bound.step_fed > 0 and bound.step_in_memory > 0
-    assert bound.ratio == pytest.approx(bound.step_fed / bound.step_in_memory)
-    expected = "not input-bound" if bound.ratio <= 1.1 else "input-bound"
-    assert bound.verdict == expected
+def test_median_bars_draw_the_median_and_label_the_range():
+    runs = {"from cache": timing.RepeatedResult("from cache", (900.0, 1000.0, 1200.0))}
+    (bar,) = step_timing.median_bars(runs)
+    assert bar.label == "from cache\n(900-1,200)"
+    assert bar.images_per_second == 1000.0
 
 
-def test_describe_keeps_up_compares_each_pipeline_with_each_consumer():
-    result = timing.ThroughputResult("cached", 100, 0.1, 1000.0, None, 0.0)
-    lines = step_timing.describe_keeps_up([result], {"cpu consumes": 500, "tpu consumes": 4000})
-    assert lines == [
-        "cached: 1,000 images/s; cpu consumes 500: 2.00x, keeps up",
-        "cached: 1,000 images/s; tpu consumes 4,000: 0.25x, input-bound",
-    ]
-
-
-def test_time_batch_sizes_prints_one_line_per_size(capsys):
+def test_batch_size_rates_make_one_candidate_per_size():
     example = next(iter(_batches(2)))
-    seconds = step_timing.time_batch_sizes(
+    rates = step_timing.batch_size_rates(
         lambda: step_timing.compiled_copy(_compiled_model(), steps_per_execution=1),
         example,
         batches_per_replica=[2, 8],
-        num_replicas=1,
+        num_replicas=2,
         num_timed_steps=2,
     )
-    assert sorted(seconds) == [2, 8]
-    lines = capsys.readouterr().out.splitlines()
-    assert [line[:24] for line in lines] == ["   2 images per replica:", "   8 images per replica:"]
+    assert list(rates) == ["2 per replica", "8 per replica"]
+    runs = timing.measure_in_turns(rates, repeats=2)
+    assert [run.num_runs for run in runs.values()] == [2, 2]
+
+
+def test_describe_matrix_shapes_counts_a_convolutions_rows_as_batch_height_width():
+    inputs = keras.Input((96, 96, 3))
+    features = keras.layers.Conv2D(32, 3, padding="same", name="conv")(inputs)
+    pooled = keras.layers.GlobalAveragePooling2D()(features)
+    model = keras.Model(inputs, keras.layers.Dense(200, name="dense")(pooled))
+    assert step_timing.describe_matrix_shapes(model, batch_per_replica=8) == [
+        "    conv: rows 8 x 96 x 96 = 73,728, depth 27, width 32: 25% of 128 columns",
+        "   dense: rows 8 = 8, depth 32, width 200: 78% of 256 columns",
+    ]
 
 
 def test_tiny_model_and_batches_fit_each_other():
@@ -106,11 +115,3 @@ def test_tiny_model_and_batches_fit_each_other():
     assert tiny.output_shape == (None, 5)
     assert [tuple(part.shape) for part in next(iter(batches))] == [(4, 8), (4, 5)]
     assert timing.time_training_steps(tiny, batches, num_steps=2) > 0
-
-
-def test_describe_steps_per_execution_gives_each_model_its_ratio():
-    step_times = {1: {"tiny model": 0.004}, 16: {"tiny model": 0.001}}
-    assert step_timing.describe_steps_per_execution(step_times, 16) == [
-        "  tiny model:    4.00 ms per step one at a time,    1.00 ms with "
-        "steps_per_execution=16: 4.00x"
-    ]

@@ -1,5 +1,6 @@
 """Tests of utils/storage.py: the simulated remote storage."""
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -124,6 +125,35 @@ def test_tfrecord_dataset_parallel_reads_overlap_their_waits(shard_paths):
     assert len(records) == 60
     assert simulated.max_in_flight == 6
     assert seconds < 3 * 0.200  # Six waits in sequence would take 1.2 s.
+
+
+def test_tfrecord_dataset_pool_runs_the_reads_and_nothing_downstream(shard_paths):
+    # The reads get one thread each; the map after them runs on tf.data's usual pool,
+    # as after a real TFRecordDataset (issue 25: the pool used to run it too).
+    threads = {"read": set(), "map": set()}
+    simulated = storage.SimulatedStorage(latency_ms=20)
+    original_open = simulated._open_stream
+
+    def open_stream(path):
+        threads["read"].add(threading.get_native_id())
+        return original_open(path)
+
+    simulated._open_stream = open_stream
+
+    def note_thread(batch):
+        threads["map"].add(threading.get_native_id())
+        return batch
+
+    records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=6)
+    mapped = records.batch(4).map(
+        lambda batch: tf.numpy_function(note_thread, [batch], tf.string, stateful=True),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    assert sum(len(batch) for batch in mapped.as_numpy_iterator()) == 60
+    assert simulated.max_in_flight == 6
+    assert threads["read"] and threads["map"]
+    assert threads["read"].isdisjoint(threads["map"])
+    assert records.options().threading.private_threadpool_size is None
 
 
 def test_tfrecord_dataset_on_real_remote_storage_is_plain_tfrecord_dataset(shard_paths):

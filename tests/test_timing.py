@@ -244,3 +244,25 @@ def test_time_training_steps_times_the_second_epoch():
     assert 0 < seconds < 5
     with pytest.raises(ValueError, match="`num_steps` must be a positive integer"):
         timing.time_training_steps(model, tf.data.Dataset.from_tensors(batch), num_steps=0)
+
+
+def test_describe_difference_beyond_only_when_the_ranges_separate():
+    fast = timing.RepeatedResult("16 reads", (900.0, 1000.0, 950.0))
+    slow = timing.RepeatedResult("1 read", (400.0, 500.0, 450.0))
+    assert timing.describe_difference({"a": slow, "b": fast}, name="reads") == (
+        "reads: 16 reads is 2.11x 1 read (medians 950 and 450 images/s; ranges 900-1,000 and "
+        "400-500 over 3 rounds in turns): beyond the noise."
+    )
+    touching = timing.RepeatedResult("1 read", (400.0, 900.0, 450.0))
+    assert timing.describe_difference([fast, touching], name="reads").endswith(
+        "the ranges overlap, within the noise."
+    )
+    assert timing.ranges_separate(fast, slow) and not timing.ranges_separate(fast, touching)
+    with pytest.raises(ValueError, match="at least two settings. Received: 1"):
+        timing.describe_difference([fast], name="reads")
+
+
+def test_throughput_timer_times_quietly_each_call(capsys):
+    timer = timing.throughput_timer(tf.data.Dataset.range(100).repeat(), num_images=10)
+    assert timer() > 0 and timer() > 0
+    assert capsys.readouterr().out == ""

@@ -60,3 +60,15 @@ def test_validate_without_sidecar_says_so(tmp_path):
         f"0 shard-like file(s) in {tmp_path}; their records are not checked without the sidecar."
         in result.problems
     )
+
+
+def test_validation_table_keeps_whole_class_names_that_share_a_start():
+    names = ["sunflowers_red", "sunflowers_yellow", "daisy"]
+    counts = {"sunflowers_red": 1, "sunflowers_yellow": 2, "daisy": 3}
+    shard = validation.ShardReport("flowers00-6.tfrec", 6, 6, counts)
+    report = validation.ValidationReport("/shards", [shard], names, 6, [], [])
+    assert report.summary().splitlines()[:3] == [
+        "shard              records  sunflowers_red  sunflowers_yellow       daisy",
+        "-------------------------------------------------------------------------",
+        "flowers00-6.tfrec        6               1                  2           3",
+    ]

@@ -6,7 +6,7 @@ Steps:
    so that reading is not what is timed. With `--jpeg-source`, reads the JPEG files of a
    source instead (`"embedded"`: the originals lab 2 shrank to 192 px; or a folder), to
    see what the crop saves on larger images, as on ImageNet.
-2. Makes lab 4's random crops at `--image-size` from them, three ways
+2. Makes lesson 5's random crops at `--image-size` from them, three ways
    (`utils.decode_less.VARIANTS`): decode the whole JPEG then crop; decode only the crop
    (`tf.io.decode_and_crop_jpeg`); decode at half size (`decode_jpeg(ratio=2)`) then crop.
 3. Times each `--repeats` times, in turns (`timing.measure_in_turns`), and prints the
@@ -31,8 +31,8 @@ from pathlib import Path
 from PIL import Image
 
 TARGET_RATIO = 1.5
-DATASET_SIZE = 3670  # The embedded dataset, as in lab 4.
-TARGET_SIZE = 192  # Lab 4's shards.
+DATASET_SIZE = 3670  # The embedded dataset, as in lesson 5.
+TARGET_SIZE = 192  # Lesson 5's shards (lab 2's).
 NUM_SHARDS = 16
 
 
@@ -58,7 +58,7 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=_positive_int, default=5,
                         help="alternating runs of each variant (default 5)")  # fmt: skip
     parser.add_argument("--image-size", type=_positive_int, default=96,
-                        help="output side in pixels (default 96, lab 4's IMAGE_SIZE)")  # fmt: skip
+                        help="output side in pixels (default 96, lesson 5's)")  # fmt: skip
     parser.add_argument("--batch-size", type=_positive_int, default=64)
     return parser.parse_args(argv)
 

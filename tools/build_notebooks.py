@@ -41,7 +41,6 @@ import nbformat
 
 from tools import setup_cell
 from tools.lesson_parameters import KERNEL_OPTIONS
-from tools.setup_cell import GITHUB_REPO
 from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -51,12 +50,22 @@ OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
 CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
 BUILD_COMMAND = "make build"
 METADATA_KEY = "tpu_speed_pipelines"
+# A TODO cell's points: `# %% points=2` on its cell in the source; 1 when unset.
+DEFAULT_POINTS = 1
+# In a solution's metadata: how long its execution took, in seconds (the README's times).
+EXECUTION_SECONDS = "execution_seconds"
 # What an instructor's grading (tools/grade.py) scores, said in every lab's header.
 GRADED_NOTE = (
     "**What is graded:** the check cell after each TODO, run again on a small dataset. "
     "Your TODO cells and the cells you add are kept where you put them; every other cell "
     "(set-up, parameters, text, checks) is restored from the course first, so put your "
     "work in the TODO cells or in new cells."
+)
+
+# The same place in every solution: what it is, and where the lab is.
+SOLUTION_NOTE = (
+    "**This is the solution:** the lab `labs/{stem}.ipynb` with every TODO done, executed "
+    "with the full parameters."
 )
 
 
@@ -200,20 +209,33 @@ def split_variants(
         if len(numbers) > 1:
             raise BuildError(f"{where}: one cell holds TODOs {sorted(numbers)}; split it.")
         metadata = {"tags": cell.metadata["tags"]} if cell.metadata.get("tags") else {}
+        cell_id = f"cell-{index + 1:02d}"
         if numbers:
             todos.append(numbers.pop())
-            metadata[METADATA_KEY] = {"todo": todos[-1]}
+            points = cell.metadata.get("points", DEFAULT_POINTS)
+            if not isinstance(points, int) or isinstance(points, bool) or points < 0:
+                raise BuildError(f"{where}: points must be a whole number >= 0; found {points!r}.")
+            metadata[METADATA_KEY] = {"todo": todos[-1], "points": points}
+            cell_id = f"todo-{todos[-1]}"
         check = CHECK_CALL.search(cell.source) if cell.cell_type == "code" else None
         if check:
             metadata[METADATA_KEY] = {"check": int(check.group(1))}
+            cell_id = f"check-{check.group(1)}"
         for variant, variant_lines in ((lab, lab_lines), (solution, solution_lines)):
-            new_cell = _new_cell(cell.cell_type, "\n".join(variant_lines), metadata, index)
+            new_cell = _new_cell(cell.cell_type, "\n".join(variant_lines), metadata, cell_id)
             variant.cells.append(new_cell)
     _validate_lesson(lab, todos, source_name)
+    points = {
+        c.metadata[METADATA_KEY]["todo"]: c.metadata[METADATA_KEY]["points"]
+        for c in lab.cells
+        if "todo" in c.metadata.get(METADATA_KEY, {})
+    }
     for variant in (lab, solution):
+        version_root = root if (root / "pyproject.toml").exists() else REPO_ROOT
+        variant.metadata[METADATA_KEY]["version"] = setup_cell.course_version(version_root)
         _put_setup_code(variant, source_path.stem, source_name, root)
         _tag_unchecked_outputs(variant)
-        _add_header(variant, source_path.stem, source_name)
+        _add_header(variant, source_path.stem, source_name, root, points)
     return lab, solution
 
 
@@ -230,11 +252,19 @@ def _reject_empty_cells(notebook: nbformat.NotebookNode, text: str, source_name:
             )
 
 
-def _new_cell(cell_type: str, source: str, metadata: dict, index: int) -> nbformat.NotebookNode:
+def _new_cell(cell_type: str, source: str, metadata: dict, cell_id: str) -> nbformat.NotebookNode:
+    """A cell with a stable id: `todo-n` and `check-n` from the TODO's number (they stay
+    the same when cells are added above them), `cell-NN` by position for the others."""
     maker = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
     cell = maker(source=source, metadata=copy.deepcopy(metadata))
-    cell.id = f"cell-{index + 1:02d}"
+    cell.id = cell_id
     return cell
+
+
+def graded_note(points: dict[int, int]) -> str:
+    """Returns the lab header's "What is graded" paragraph, with each TODO's points."""
+    each = ", ".join(f"TODO {todo}: {n} point{'s' * (n != 1)}" for todo, n in points.items())
+    return f"{GRADED_NOTE} Points: {each} ({sum(points.values())} in all)."
 
 
 def _empty_notebook(source_name: str, variant: str) -> nbformat.NotebookNode:
@@ -296,6 +326,7 @@ def _put_setup_code(
         )
     code = setup_cell.render(stem, has_backend_parameter=has_backend, root=root)
     cells[setups[0]].source = code
+    cells[setups[0]].metadata.update(copy.deepcopy(setup_cell.CELL_METADATA))
 
 
 def _tag_unchecked_outputs(notebook: nbformat.NotebookNode) -> None:
@@ -307,7 +338,13 @@ def _tag_unchecked_outputs(notebook: nbformat.NotebookNode) -> None:
             cell.metadata["tags"] = [*tags, "nbval-ignore-output"]
 
 
-def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) -> None:
+def _add_header(
+    notebook: nbformat.NotebookNode,
+    stem: str,
+    source_name: str,
+    root: Path,
+    points: dict[int, int],
+) -> None:
     folder = "labs" if notebook.metadata[METADATA_KEY]["variant"] == "lab" else "solutions"
     title = notebook.cells[0]
     banner = (
@@ -315,24 +352,36 @@ def _add_header(notebook: nbformat.NotebookNode, stem: str, source_name: str) ->
         f"Edit the source, then run: {BUILD_COMMAND} -->"
     )
     title.source = banner + "\n" + title.source
-    colab = (
-        f"https://colab.research.google.com/github/{GITHUB_REPO}/blob/main/{folder}/{stem}.ipynb"
-    )
-    raw = f"https://raw.githubusercontent.com/{GITHUB_REPO}/main/{folder}/{stem}.ipynb"
-    workbench = (
-        f"https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url={raw}"
-    )
-    links_text = f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})"
+    try:
+        repository = setup_cell.repository(root)
+    except ValueError as error:
+        raise BuildError(str(error)) from None
+    parts = []
+    if repository:  # Published: links that open this notebook at its version's tag.
+        tag = f"v{setup_cell.course_version(root)}"
+        colab = (
+            f"https://colab.research.google.com/github/{repository}/blob/{tag}/"
+            f"{folder}/{stem}.ipynb"
+        )
+        raw = f"https://raw.githubusercontent.com/{repository}/{tag}/{folder}/{stem}.ipynb"
+        workbench = (
+            "https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?"
+            f"download_url={raw}"
+        )
+        parts.append(f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})")
     if folder == "labs":
-        links_text += "\n\n" + GRADED_NOTE
-    links = nbformat.v4.new_markdown_cell(source=links_text)
+        parts.append(graded_note(points))
+    else:
+        parts.append(SOLUTION_NOTE.format(stem=stem))
+    links = nbformat.v4.new_markdown_cell(source="\n\n".join(parts))
     links.id = "cell-links"
     notebook.cells.insert(1, links)
 
 
 def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Returns a copy with outputs and execution counts removed."""
+    """Returns a copy with outputs, execution counts and the execution time removed."""
     stripped = copy.deepcopy(notebook)
+    stripped.metadata.get(METADATA_KEY, {}).pop(EXECUTION_SECONDS, None)
     for cell in stripped.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -344,9 +393,11 @@ def execute_solution(
 ) -> nbformat.NotebookNode:
     """Runs a notebook with papermill in `cwd`; returns a copy of it with the outputs.
 
-    Only outputs and execution counts are taken from the run, so the metadata papermill
-    and the kernel add (timestamps, versions, empty tags) never reach the file; the
-    outputs show machine paths portably (`without_machine_paths`).
+    Only outputs, execution counts and the run's duration (papermill's, in whole seconds,
+    as `tpu_speed_pipelines.execution_seconds`: the README's lesson times) are taken from
+    the run, so the metadata papermill and the kernel add (timestamps, versions, empty
+    tags) never reach the file; the outputs show machine paths portably
+    (`without_machine_paths`).
     """
     import papermill
 
@@ -362,8 +413,12 @@ def execute_solution(
             progress_bar=False,
             **KERNEL_OPTIONS,
         )
-        executed_cells = nbformat.read(executed, as_version=4).cells
+        executed_notebook = nbformat.read(executed, as_version=4)
+        executed_cells = executed_notebook.cells
     result = copy.deepcopy(notebook)
+    duration = executed_notebook.metadata.get("papermill", {}).get("duration")
+    if duration is not None:
+        result.metadata.setdefault(METADATA_KEY, {})[EXECUTION_SECONDS] = round(duration)
     if len(executed_cells) != len(result.cells):
         raise BuildError("papermill added cells; build solutions with their default parameters.")
     for cell, executed_cell in zip(result.cells, executed_cells, strict=True):
@@ -408,7 +463,12 @@ def lesson_sources(root: Path, only: str | None = None) -> list[Path]:
 
 
 def check(root: Path) -> list[str]:
-    """Returns one message per generated file that is out of date, stale or unexecuted."""
+    """Returns one message per generated file that is out of date, stale or unexecuted.
+
+    A notebook whose embedded course differs from `utils/` gets its own message. The
+    embedded text itself is compared by what it decodes to, as compressors may differ
+    between machines.
+    """
     problems = []
     sources = lesson_sources(root)
     expected = {f"{folder}/{p.stem}.ipynb" for p in sources for folder in ("labs", "solutions")}
@@ -419,6 +479,7 @@ def check(root: Path) -> list[str]:
                     f"{folder}/{path.name} has no source in notebooks/. Delete it, or add "
                     f"notebooks/{path.stem}.py."
                 )
+    course = setup_cell.course_files(root)
     for source in sources:
         lab, solution = split_variants(source, root)
         for folder, built in (("labs", lab), ("solutions", solution)):
@@ -431,6 +492,11 @@ def check(root: Path) -> list[str]:
                 problems.append(f"{folder}/{path.name} is missing. Run: {BUILD_COMMAND}")
                 continue
             on_disk = nbformat.read(path, as_version=4)
+            embedded = _embedded_course_problem(on_disk, course)
+            if embedded:
+                problems.append(f"{folder}/{path.name} {embedded} Run: {BUILD_COMMAND}")
+                continue
+            built = _with_payload_of(on_disk, built)
             if to_text(strip_outputs(on_disk)) != to_text(strip_outputs(built)):
                 problems.append(stale)
             elif folder == "labs" and path.read_text() != to_text(built):
@@ -440,6 +506,49 @@ def check(root: Path) -> list[str]:
             ):
                 problems.append(f"{folder}/{path.name} has no outputs. Run: {BUILD_COMMAND}")
     return problems
+
+
+def _embedded_course_problem(notebook: nbformat.NotebookNode, course: dict) -> str | None:
+    """Says how a notebook's embedded course differs from `course`; None if it does not."""
+    cells = [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+    if not cells:
+        return None
+    if not setup_cell.PAYLOAD_PATTERN.search(cells[0].source):
+        return None  # Built before notebooks carried the course: out of date, said below.
+    try:
+        embedded = setup_cell.embedded_files(cells[0].source)
+    except ValueError as error:
+        return f"is damaged: {error}"
+    if embedded == course:
+        return None
+    differ = sorted(name for name in embedded.keys() | course.keys()
+                    if embedded.get(name) != course.get(name))  # fmt: skip
+    return (
+        f"embeds a course package that differs from the checkout's in {len(differ)} "
+        f"file(s): {', '.join(differ[:3])}{' ...' if len(differ) > 3 else ''}."
+    )
+
+
+def _with_payload_of(
+    on_disk: nbformat.NotebookNode, built: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
+    """Returns `built` with the embedded course's encoded text of `on_disk`.
+
+    Call it once both embed the same files: compressors may encode them differently on
+    different machines, and that is no change.
+    """
+
+    def setup_cells(notebook):
+        return [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+
+    result = copy.deepcopy(built)
+    for disk_cell, cell in zip(setup_cells(on_disk), setup_cells(result), strict=False):
+        found = setup_cell.PAYLOAD_PATTERN.search(disk_cell.source)
+        built_found = setup_cell.PAYLOAD_PATTERN.search(cell.source)
+        if found and built_found:
+            start, end = built_found.span()
+            cell.source = cell.source[:start] + found.group(0) + cell.source[end:]
+    return result
 
 
 def build(root: Path, *, only: str | None = None, execute: bool = True) -> list[Path]:

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         status = grade.main([str(submissions), *common, "-j", str(args.jobs)])
         elapsed = time.perf_counter() - started
-        with open(output_dir / "scores.csv") as file:
+        with open(output_dir / "grades.csv") as file:
             full = sum(row["total"] == "4" for row in csv.DictReader(file))
     print(
         f"\n{args.count} lab-1 submissions, -j {args.jobs}, {os.cpu_count()} cores: "

@@ -8,6 +8,10 @@ markers, so that no number in that block is ever typed by hand:
     ...generated...
     <!-- numbers:01_tf_data_basics:end -->
 
+It also writes, between `<!-- times:begin -->` and `<!-- times:end -->`, how long each
+solution's execution took when the build ran it (`tpu_speed_pipelines.execution_seconds` in
+the solution's metadata), so that the README's times cover every lesson and cannot drift.
+
 Usage:
     python -m tools.readme_numbers            # rewrite the blocks in README.md
     python -m tools.readme_numbers --check    # exit 1, naming each block that differs
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools import run_course
+from tools import build_notebooks, lesson_parameters, run_course
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUMMARY_TAG = "summary"
@@ -31,6 +35,8 @@ BLOCK = re.compile(
     r"(<!-- numbers:(?P<stem>[\w-]+):begin -->\n)(?P<body>.*?)(<!-- numbers:(?P=stem):end -->)",
     re.DOTALL,
 )
+
+TIMES = re.compile(r"(<!-- times:begin -->\n)(?P<body>.*?)(<!-- times:end -->)", re.DOTALL)
 
 
 class NumbersError(Exception):
@@ -63,6 +69,36 @@ def render_block(path: Path) -> str:
     )
 
 
+def render_times(root: Path) -> str:
+    """Returns the generated table of each solution's execution time, in minutes.
+
+    Raises:
+        NumbersError: if a solution has no recorded execution time.
+    """
+    key, field = build_notebooks.METADATA_KEY, build_notebooks.EXECUTION_SECONDS
+    rows = []
+    for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
+        seconds = nbformat.read(path, as_version=4).metadata.get(key, {}).get(field)
+        if seconds is None:
+            raise NumbersError(
+                f"solutions/{path.name} has no execution time ({key}.{field} in its metadata): "
+                "it was not executed by the build. Run: make build"
+            )
+        rows.append((path.stem, seconds, lesson_parameters.OPTIONAL_MODULES.get(path.stem)))
+    lines = [f"{'lesson':<28}{'minutes':>8}"]
+    for stem, seconds, optional in rows:
+        note = f"  optional: needs {', '.join(optional)}" if optional else ""
+        lines.append(f"{stem:<28}{seconds / 60:>8.1f}{note}")
+    required = sum(seconds for _, seconds, optional in rows if not optional)
+    lines.append(f"{'all lessons':<28}{sum(seconds for _, seconds, _ in rows) / 60:>8.1f}")
+    if required != sum(seconds for _, seconds, _ in rows):
+        lines.append(f"{'without the optional ones':<28}{required / 60:>8.1f}")
+    return (
+        "How long each solution took to execute in the build (`make build`, full parameters; "
+        "its `execution_seconds`):\n\n```\n" + "\n".join(lines) + "\n```\n"
+    )
+
+
 def update(readme_text: str, root: Path) -> tuple[str, list[str]]:
     """Returns README text with every numbers block regenerated, and the stems that changed.
 
@@ -88,6 +124,11 @@ def update(readme_text: str, root: Path) -> tuple[str, list[str]]:
         return match[1] + body + match[4]
 
     text = BLOCK.sub(replace, readme_text)
+    if TIMES.search(text):
+        times = render_times(root)
+        if TIMES.search(text)["body"] != times:
+            changed.append("times")
+        text = TIMES.sub(lambda match: match[1] + times + match[3], text)
     for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
         if path.stem not in stems_in_readme:
             raise NumbersError(
@@ -110,11 +151,12 @@ def main(argv: list[str] | None = None, root: Path = REPO_ROOT) -> int:
         return 1
     if args.check:
         for stem in changed:
-            print(
-                f"README.md: the numbers block of {stem} differs from solutions/{stem}.ipynb. "
-                f"Run: {COMMAND}",
-                file=sys.stderr,
+            what = (
+                "the times block differs from the solutions' execution times"
+                if stem == "times"
+                else f"the numbers block of {stem} differs from solutions/{stem}.ipynb"
             )
+            print(f"README.md: {what}. Run: {COMMAND}", file=sys.stderr)
         if not changed:
             print("README.md's numbers blocks match the committed solutions.")
         return 1 if changed else 0

@@ -1,12 +1,14 @@
 """Runs one command sealed off with bubblewrap (`bwrap`), the sandbox Flatpak uses.
 
-Inside: the whole file system read-only (course, virtual environment, tools, data cache),
-the folders it has no business reading hidden (the submissions and output folders, the
-grader's HOME), one writable work folder (HOME is inside it), a private `/tmp`, no network (loopback
-only), its own PID, IPC and UTS namespaces, a new `/proc` that shows only its own
-processes, and a memory limit per process. When the command ends, every process it left
-behind ends with it (bwrap's init, PID 1 of the namespace, exits and the kernel kills the
-rest); `--die-with-parent` does the same if the grader is killed.
+Inside: an empty root with only the system folders, the folders the command needs
+(read-only: the virtual environment, Python, the course package `utils/`, the data cache)
+and one writable work folder (HOME is inside it); a private `/tmp`; no network (loopback
+only); its own PID, IPC and UTS namespaces, a new `/proc` that shows only its own
+processes, and a memory limit per process. The rest of the machine (the course's
+solutions and sources, other submissions, the grader's output and HOME) is not there.
+When the command ends, every process it left behind ends with it (bwrap's init, PID 1
+of the namespace, exits and the kernel kills the rest); `--die-with-parent` does the
+same if the grader is killed.
 
 The memory limit is RLIMIT_DATA (private writable memory per process): TensorFlow runs
 under it, while RLIMIT_AS also counts the large virtual reservations of thread stacks and
@@ -52,6 +54,10 @@ def with_memory_limit(command: Sequence[str], memory_bytes: int) -> list[str]:
     return [sys.executable, "-c", _LIMIT, str(memory_bytes), *command]
 
 
+# The system folders a Python program needs; everything else on the machine is absent.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+
+
 def bwrap_command(
     bwrap: str,
     command: Sequence[str],
@@ -59,29 +65,56 @@ def bwrap_command(
     work: Path,
     env: dict[str, str],
     read_only: Sequence[Path] = (),
-    hide: Sequence[Path] = (),
 ) -> list[str]:
     """Returns the bwrap command line that runs `command` in `work`, sealed off.
 
-    `work` is the only writable folder from the outside (same path inside). Each folder of
-    `hide` (besides `/tmp`) is covered by an empty tmpfs; `read_only` names folders the
-    command needs that may sit under a hidden one: they are bound again, read-only, after
-    it. Mount order matters: a later `--tmpfs /tmp` hides anything under /tmp bound before
-    it, so the mounts go parents first.
+    The sandbox's root is empty: only the system folders (`SYSTEM_FOLDERS`), the folders of
+    `read_only` (read-only) and `work` (writable, the same path inside) are there, with a
+    private `/tmp`, `/dev` and `/proc`. So a course checkout, its solutions, its git
+    history, other submissions and the grader's output are not hidden but absent, wherever
+    they are, unless a folder of `read_only` holds them. Mount order: `/tmp` first, then
+    parents before children, so a folder under `/tmp` is bound on top of the private one.
     """
-    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"]
-    args += ["--proc", "/proc"]
-    hidden = [SANDBOX_TMP, *(Path(path).resolve() for path in hide if Path(path).is_dir())]
-    needed = {Path(path).resolve() for path in read_only}
-    hidden = [path for path in hidden if path != Path("/") and path not in needed]
-    mounts = [(path, "--tmpfs") for path in hidden]
-    for path in needed:
-        if path.exists() and any(path.is_relative_to(h) and path != h for h in hidden):
-            mounts.append((path, "--ro-bind"))
-    for path, kind in sorted(set(mounts), key=lambda mount: len(mount[0].parts)):
-        args += ["--tmpfs", str(path)] if kind == "--tmpfs" else [kind, str(path), str(path)]
+    args = [bwrap]
+    for folder in SYSTEM_FOLDERS:
+        args += ["--ro-bind-try", folder, folder]
+    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
+    paths = sorted({Path(path).resolve() for path in read_only}, key=lambda p: len(p.parts))
+    for path in paths:
+        if path.exists() and str(path) not in SYSTEM_FOLDERS:
+            args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(work), str(work), "--chdir", str(work)]
     args += ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
     return [*args, "--", *command]
+
+
+USERNS_SETTING = "kernel.apparmor_restrict_unprivileged_userns"
+
+
+def bwrap_fix() -> str:
+    """Returns what to do where bwrap is missing or blocked, with the exact commands."""
+    if shutil.which("bwrap") is None:
+        return (
+            "bwrap is not installed. Debian/Ubuntu: sudo apt-get install bubblewrap; "
+            "Fedora: sudo dnf install bubblewrap"
+        )
+    setting = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+    try:
+        restricted = setting.read_text().strip() == "1"
+    except OSError:
+        restricted = False
+    if restricted:
+        return (
+            f"bwrap cannot make user namespaces: Ubuntu's AppArmor setting {USERNS_SETTING} "
+            "is 1 (the default since Ubuntu 23.10). Allow them until reboot: sudo sysctl -w "
+            f"{USERNS_SETTING}=0; for good: echo '{USERNS_SETTING}=0' | sudo tee "
+            "/etc/sysctl.d/60-userns.conf && sudo sysctl --system (or load an AppArmor "
+            "profile that gives /usr/bin/bwrap `userns`, as Ubuntu 25.04's "
+            "bwrap-userns-restrict does)"
+        )
+    return (
+        "bwrap cannot make user namespaces here (in a container: run it with user namespaces "
+        f"allowed; on Ubuntu 23.10+: sudo sysctl -w {USERNS_SETTING}=0)"
+    )

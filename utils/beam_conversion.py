@@ -82,10 +82,11 @@ def convert_image(
         decoded.
     """
     try:
-        image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        # Upright (EXIF Orientation) and decoded no larger than needed, as `conversion` does.
+        image, size = records.decode_upright(tf.io.read_file(path), min_side=target_size)
     except tf.errors.OpError as error:
         return None, errors.error_message(error)
-    original_size = [int(side) for side in image.shape[:2]]
+    original_size = [int(side) for side in size.numpy()]
     resized = records.resize_and_crop(image, target_size)
     jpeg = records.recompress(resized, quality).numpy()
     class_index = list(class_names).index(path.replace("\\", "/").rsplit("/", 2)[-2])
@@ -134,7 +135,7 @@ def build_pipeline(
     target_size: int,
     quality: int,
 ) -> None:
-    """Adds the conversion to a Beam `pipeline`: match files, convert, write shards and skips.
+    """Adds the conversion to a Beam `pipeline`: match, reshuffle, convert, write shards, skips.
 
     Args:
         pipeline: the Beam pipeline to add the steps to.
@@ -155,6 +156,10 @@ def build_pipeline(
         | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda metadata: metadata.path)
         | "Images only" >> beam.Filter(sources.is_image_file)
+        # MatchFiles is Create([pattern]) | MatchAll(): one match call. A runner that fuses
+        # steps (Dataflow) would run every step after it on that one worker; a Reshuffle
+        # breaks the fusion and spreads the paths over the workers.
+        | "Spread over workers" >> beam.Reshuffle()
     )
     converted = paths | "Convert" >> beam.ParDo(
         make_convert_dofn(source.class_names, target_size, quality)
@@ -221,7 +226,8 @@ def convert_with_beam(
     start = time.perf_counter()
     if build is None:
         build = functools.partial(build_pipeline, target_size=target_size, quality=jpeg_quality)
-    with _own_temporary_folder():
+    # TensorFlow's decoder logs a line of its own on a bad file: said once, after the report.
+    with _own_temporary_folder(), errors.decoder_messages() as logged:
         with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
             build(pipeline, source, output_dir, num_shards)
     pipeline_seconds = time.perf_counter() - start
@@ -229,6 +235,8 @@ def convert_with_beam(
     report = dataclasses.replace(report, seconds=pipeline_seconds)
     if verbose:
         print(report.summary())
+        if logged:
+            print(f"TensorFlow's decoder logged, on the skipped files: {'; '.join(logged)}")
     return BeamRun(report, pipeline_seconds)
 
 

@@ -9,10 +9,12 @@ conversion deletes only files that a sidecar or a manifest lists, never a file b
 from __future__ import annotations
 
 import dataclasses
+import errno as _errno
 import functools
 import hashlib
 import itertools
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -57,6 +59,18 @@ class SkippedImage:
 
 
 @dataclasses.dataclass(frozen=True)
+class SmallImage:
+    """An input image smaller than the target on its shorter side: written, enlarged."""
+
+    path: str
+    size: tuple[int, int]
+
+
+# At most this many small images are named in a report; the count is always complete.
+_MAX_SMALL_LISTED = 10
+
+
+@dataclasses.dataclass(frozen=True)
 class ConversionReport:
     """What `convert` did.
 
@@ -70,6 +84,10 @@ class ConversionReport:
         input_bytes: bytes of the images written, as stored in the source.
         output_image_bytes: bytes of the same images recompressed.
         seconds: time taken.
+        small_images: images written whose shorter side was under `target_size` pixels:
+            kept (a small photo still shows its class, and dropping it would change the
+            class counts without a word), enlarged, and listed so you can remove them.
+        target_size: side of the square images written.
     """
 
     output_dir: str
@@ -81,6 +99,8 @@ class ConversionReport:
     input_bytes: int
     output_image_bytes: int
     seconds: float
+    small_images: list[SmallImage] = dataclasses.field(default_factory=list)
+    target_size: int = records.DEFAULT_TARGET_SIZE
 
     @property
     def num_written(self) -> int:
@@ -111,6 +131,18 @@ class ConversionReport:
             f"+ {len(self.skipped)} skipped.",
         ]
         lines += [f"  skipped {image.path}: {image.error}" for image in self.skipped]
+        if self.small_images:
+            side = self.target_size
+            lines.append(
+                f"Smaller than {side} x {side}: {len(self.small_images)} image(s), kept and "
+                "enlarged (blurry; remove them from the folder if they are thumbnails):"
+            )
+            lines += [
+                f"  {image.path}: {image.size[0]} x {image.size[1]}"
+                for image in self.small_images[:_MAX_SMALL_LISTED]
+            ]
+            if len(self.small_images) > _MAX_SMALL_LISTED:
+                lines.append(f"  ... and {len(self.small_images) - _MAX_SMALL_LISTED} more.")
         if self.empty_class_folders:
             empty = ", ".join(self.empty_class_folders)
             lines.append(f"Empty class folder(s), not used as classes: {empty}")
@@ -155,6 +187,8 @@ def convert(
     Raises:
         ValueError: if a parameter is out of range, `output_dir` is inside the source's
             images or holds a file the conversion would overwrite, or no image could be read.
+        OutputFolderError: in one line, if `output_dir` is full, read-only or not yours
+            to write; what the run wrote there is deleted first (by its manifest).
 
     Example:
         report = conversion.convert(source, "/tmp/flowers-tfrec", num_shards=16)
@@ -168,15 +202,126 @@ def convert(
         seed=seed,
     )
     output_dir = check_output_dir(source, output_dir)
+    manifest = None
+    try:
+        manifest = _Manifest(output_dir, start_new_set(output_dir))
+        report = _write_set(
+            source,
+            output_dir,
+            manifest,
+            steps,
+            target_size=target_size,
+            num_shards=num_shards,
+            jpeg_quality=jpeg_quality,
+            seed=seed,
+        )
+    except (tf.errors.OpError, OSError) as error:
+        problem = output_folder_problem(error)
+        if problem is None:
+            raise
+        raise OutputFolderError(_clean_up_after(output_dir, manifest, problem)) from None
+    print(report.summary())
+    return report
+
+
+def _clean_up_after(output_dir: str, manifest: _Manifest | None, problem: tuple) -> str:
+    """Deletes every file the manifests list after a failed write; returns the one-line message.
+
+    The previous set's files go too (the run had begun replacing them), so that the next
+    run finds the folder as the course found it first, with only the user's own files.
+    """
+    listed = files_of_previous_set(output_dir) | set(manifest.files if manifest else ())
+    deleted, left = _delete_quietly(output_dir, listed)
+    written = set() if manifest is None else set(manifest.files) - set(manifest.previous)
+    written.add(MANIFEST_FILE)  # This run's manifest, when it could be written.
+    left_of_this_run = [name for name in left if name in written]
+    if left_of_this_run:
+        names = ", ".join(left_of_this_run[:3])
+        cleaned = f"{len(left_of_this_run)} file(s) it wrote could not be deleted ({names})"
+    elif manifest is not None and any(name in written for name in deleted):
+        cleaned = "the files this run wrote there are deleted, so the next run starts clean"
+    else:
+        cleaned = "nothing of this run is left there"
+    what_happened, what_to_do = problem
+    return f"Cannot write the shards in {output_dir}: {what_happened}; {cleaned}. {what_to_do}"
+
+
+class OutputFolderError(OSError):
+    """The output folder cannot take the shards (disk full, read-only); one line says what to do."""
+
+
+def output_folder_problem(error: BaseException) -> tuple[str, str] | None:
+    """Says what went wrong in an output folder, and what to do, if a write error says so.
+
+    Args:
+        error: an error raised while writing (TensorFlow's or Python's).
+
+    Returns:
+        (what happened, what to do), or None when the error is not about the folder.
+    """
+    errno_value = getattr(error, "errno", None)
+    text = str(getattr(error, "message", "") or error)
+    elsewhere = (
+        "Set OUTPUT_DIR to a folder you can write to (None: the course cache), then run it again."
+    )
+    if (
+        isinstance(error, tf.errors.ResourceExhaustedError)
+        or errno_value in (_errno.ENOSPC, _errno.EDQUOT)
+        or "No space left on device" in text
+    ):
+        return (
+            "the disk is full (No space left on device)",
+            "Free some space there, or set OUTPUT_DIR to a folder on a disk with room, "
+            "then run it again.",
+        )
+    if errno_value == _errno.EROFS or "Read-only file system" in text:
+        return "the folder is read-only (Read-only file system)", elsewhere
+    if (
+        isinstance(error, tf.errors.PermissionDeniedError)
+        or errno_value in (_errno.EACCES, _errno.EPERM)
+        or "Permission denied" in text
+    ):
+        return "you are not allowed to write there (Permission denied)", elsewhere
+    return None
+
+
+def _delete_quietly(output_dir: str, names: set[str]) -> tuple[list[str], list[str]]:
+    """Deletes the listed files that are there, the manifest last; returns (deleted, left)."""
+    deleted, left = [], []
+    for name in sorted(names - {MANIFEST_FILE}) + [MANIFEST_FILE]:
+        path = f"{output_dir}/{name}"
+        try:
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
+                deleted.append(name)
+        except (tf.errors.OpError, OSError):
+            left.append(name)
+    return deleted, left
+
+
+def _write_set(
+    source: sources.ImageSource,
+    output_dir: str,
+    manifest: _Manifest,
+    steps: ConversionSteps,
+    *,
+    target_size: int,
+    num_shards: int,
+    jpeg_quality: int,
+    seed: int,
+) -> ConversionReport:
+    """Writes the shards and the sidecar of `convert`, listing each file in `manifest` first."""
     start = time.perf_counter()
-    manifest = _Manifest(output_dir, start_new_set(output_dir))
     paths = source_paths(source)
     np.random.default_rng(seed).shuffle(paths)
     chunks = np.array_split(paths, min(num_shards, len(paths)))
     manifest.add([Path(shard_files.temporary_path(output_dir, i)).name for i in range(len(chunks))])
     images = _load_images(paths, source.class_names, steps, target_size, jpeg_quality)
     shard_of = {path: index for index, chunk in enumerate(chunks) for path in chunk}
-    written = _write_shards(images, shard_of, len(chunks), output_dir, steps, source, manifest)
+    written = _WrittenShards(target_size=target_size)
+    # A bad file's decoder log line is said once, in its skipped line (`_why_unreadable`).
+    with errors.decoder_messages():
+        _write_shards(images, shard_of, len(chunks), output_dir, steps, source, manifest, written)
     unwritten = sorted(set(paths) - set(written.paths))
     skipped = [SkippedImage(path, _why_unreadable(path)) for path in unwritten]
     if not written.paths:
@@ -197,6 +342,8 @@ def convert(
         input_bytes=written.input_bytes,
         output_image_bytes=written.output_bytes,
         seconds=time.perf_counter() - start,
+        small_images=written.small_images,
+        target_size=target_size,
     )
     fingerprint = input_fingerprint(
         source,
@@ -209,7 +356,6 @@ def convert(
         output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint
     )
     manifest.finish()
-    print(report.summary())
     return report
 
 
@@ -286,7 +432,12 @@ def check_output_dir(source: sources.ImageSource, output_dir: str | Path) -> str
     """
     if not isinstance(output_dir, (str, Path)) or not str(output_dir).strip():
         raise ValueError(f"`output_dir` must be a folder path. Received: {output_dir!r}")
-    output_dir = str(output_dir).rstrip("/")
+    output_dir = as_typed(output_dir)
+    if "://" not in output_dir and Path(output_dir).is_file():
+        raise ValueError(
+            f"`output_dir` {Path(output_dir).absolute()} is a file, not a folder: give a "
+            "folder for the shards (it is created if needed)."
+        )
     image_root = source.pattern.rsplit("/", 2)[0]
     if f"{output_dir}/".startswith(f"{image_root}/"):
         raise ValueError(
@@ -304,6 +455,21 @@ def check_output_dir(source: sources.ImageSource, output_dir: str | Path) -> str
             "overwrite it. Move it, or choose another output_dir."
         )
     return output_dir
+
+
+def as_typed(folder: str | Path) -> str:
+    """Returns a folder path as a shell reads it: `~` expanded, without a final "/".
+
+    Args:
+        folder: a local folder or a `gs://` folder.
+
+    Returns:
+        The path as a string; a `gs://` path is kept as given.
+    """
+    folder = str(folder)
+    if "://" not in folder:
+        folder = os.path.expanduser(folder)
+    return folder.rstrip("/") or folder
 
 
 def source_paths(source: sources.ImageSource) -> list[str]:
@@ -364,8 +530,9 @@ class _LoadedImage:
 def _load_image(path, *, class_table, steps: ConversionSteps, target_size: int, jpeg_quality: int):
     """Reads and transforms one image in the graph; returns its fields as tensors."""
     image_bytes = tf.io.read_file(path)
-    image = tf.io.decode_jpeg(image_bytes, channels=3)
-    original_size = tf.shape(image)[:2]
+    # Upright as a photo viewer shows it (EXIF Orientation), and a large JPEG decoded at
+    # 1/2, 1/4 or 1/8 of its size where its shorter side keeps `target_size` pixels.
+    image, original_size = records.decode_upright(image_bytes, min_side=target_size)
     jpeg = steps.recompress(steps.resize_and_crop(image, target_size), jpeg_quality)
     class_index = class_table.lookup(tf.strings.split(path, "/")[-2])
     return path, tf.strings.length(image_bytes), jpeg, class_index, original_size
@@ -419,11 +586,13 @@ def _images_per_shard(
 class _WrittenShards:
     """The shards written so far, and the images in them."""
 
+    target_size: int
     shards: list[str] = dataclasses.field(default_factory=list)
     shard_counts: list[int] = dataclasses.field(default_factory=list)
     paths: list[str] = dataclasses.field(default_factory=list)
     input_bytes: int = 0
     output_bytes: int = 0
+    small_images: list[SmallImage] = dataclasses.field(default_factory=list)
 
 
 def _write_shards(
@@ -434,9 +603,12 @@ def _write_shards(
     steps: ConversionSteps,
     source: sources.ImageSource,
     manifest: _Manifest,
-) -> _WrittenShards:
-    """Writes each shard's images with `steps.write_shard`, and lists each shard in the manifest."""
-    written = _WrittenShards()
+    written: _WrittenShards,
+) -> None:
+    """Writes each shard's images with `steps.write_shard`, and lists each shard in the manifest.
+
+    What is written is noted in `written` as it goes.
+    """
     images_per_shard = _images_per_shard(images, shard_of, num_shards)
     for index in progress.track(range(num_shards), desc="Writing shards"):
         records_before = len(written.paths)
@@ -447,7 +619,6 @@ def _write_shards(
         manifest.add([Path(shard).name])
         written.shards.append(shard)
         written.shard_counts.append(len(written.paths) - records_before)
-    return written
 
 
 def _serialized_examples(
@@ -461,6 +632,8 @@ def _serialized_examples(
         written.paths.append(image.path)
         written.input_bytes += image.num_bytes
         written.output_bytes += len(image.jpeg)
+        if min(image.original_size) < written.target_size:
+            written.small_images.append(SmallImage(image.path, tuple(image.original_size)))
         example = to_example(image.jpeg, image.class_index, image.original_size, class_names)
         # Deterministic: the features map is serialized in key order, so that the same
         # input gives the same bytes in every run (else the order varies per process).
@@ -476,12 +649,18 @@ def _class_table(class_names: Sequence[str]) -> tf.lookup.StaticHashTable:
 
 
 def _why_unreadable(path: str) -> str:
-    """Returns the first line of the error that reading and decoding `path` raises."""
-    try:
-        tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
-    except tf.errors.OpError as error:
-        return errors.error_message(error)
-    return "it decodes on its own, but failed in the pipeline (resize or recompress)"
+    """Returns the first line of the error that reading and decoding `path` raises.
+
+    What TensorFlow's decoder logged meanwhile (`Premature end of JPEG data`) is added in
+    parentheses, rather than left on stderr as a raw log line.
+    """
+    with errors.decoder_messages() as logged:
+        try:
+            records.decode_upright(tf.io.read_file(path))
+            why = "it decodes on its own, but failed in the pipeline (resize or recompress)"
+        except tf.errors.OpError as error:
+            why = errors.error_message(error)
+    return why + (f" (the decoder logged: {'; '.join(logged)})" if logged else "")
 
 
 def files_of_previous_set(output_dir: str) -> set[str]:
@@ -655,7 +834,7 @@ def ensure_shards(
     )
     if output_dir is None:
         output_dir = default_output_dir(source, target_size=target_size, num_shards=num_shards)
-    output_dir = str(output_dir).rstrip("/")
+    output_dir = as_typed(output_dir)
     fingerprint = input_fingerprint(
         source,
         target_size=target_size,
@@ -693,3 +872,62 @@ def ensure_shards(
         jpeg_quality=metadata["jpeg_quality"],
         fingerprint=metadata.get("fingerprint"),
     )
+
+
+RESHARDED_FILE = "resharded.json"
+
+
+def reshard(shard_set: ShardSet, num_shards: int) -> list[str]:
+    """Returns `shard_set`'s records split into `num_shards` shards: written once, not decoded.
+
+    The records are copied as they are, in order, into nearly equal shards (the set was
+    shuffled when written, so each shard still mixes the classes): no image is decoded,
+    resized or recompressed again. They go to the course cache, beside nothing of yours,
+    and are found there on the next call while `shard_set` is unchanged.
+
+    Args:
+        shard_set: a finished set (`ensure_shards`).
+        num_shards: the number of shards wanted; fewer if there are fewer records.
+
+    Returns:
+        The shard paths, sorted; `shard_set.paths` itself when it has `num_shards` shards.
+
+    Example:
+        paths_by_count = {n: conversion.reshard(shard_set, n) for n in [1, 4, 64]}
+    """
+    check_integer("num_shards", num_shards, 1)
+    num_shards = min(num_shards, shard_set.num_records)
+    if num_shards == len(shard_set.paths):
+        return shard_set.paths
+    # What the set is: its folder, its input and parameters, and its shards' counts.
+    identity = [shard_set.output_dir, shard_set.fingerprint, shard_set.record_counts]
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    folder = str(data.default_cache_dir() / "tfrecords" / f"resharded-{key[:10]}-{num_shards}")
+    sidecar = f"{folder}/{RESHARDED_FILE}"
+    found = shard_files.read_json(sidecar) or {}
+    names = found.get("shards", {})
+    if (
+        found.get("fingerprint") == key
+        and names
+        and all(tf.io.gfile.exists(f"{folder}/{name}") for name in names)
+    ):
+        return sorted(f"{folder}/{name}" for name in names)
+    tf.io.gfile.makedirs(folder)
+    for name in [*names, RESHARDED_FILE]:  # Only what this function wrote there before.
+        if "/" not in name and tf.io.gfile.exists(f"{folder}/{name}"):
+            tf.io.gfile.remove(f"{folder}/{name}")
+    serialized = tf.data.TFRecordDataset(shard_set.paths).as_numpy_iterator()
+    counts = [len(part) for part in np.array_split(np.arange(shard_set.num_records), num_shards)]
+    paths = [
+        shard_files.write_shard(itertools.islice(serialized, count), folder, index)
+        for index, count in enumerate(counts)
+    ]
+    shard_files.write_json(
+        sidecar,
+        {
+            "fingerprint": key,
+            "shards": {Path(p).name: n for p, n in zip(paths, counts, strict=True)},
+        },
+    )
+    print(f"Copied the {shard_set.num_records} records into {len(paths)} shards in {folder}.")
+    return sorted(paths)

@@ -161,6 +161,59 @@ def shards_with_latency(
     )
 
 
+class MeteredRuns:
+    """Times a dataset one run per call (for `timing.measure_in_turns`), counting CPU time.
+
+    Each call times `num_images` of `dataset` (its line not printed) while
+    `processes.CpuUse` watches the named processes; the CPU seconds and the images seen
+    add up over the calls, so that a setting measured in turns still has its CPU cost.
+
+    Args:
+        dataset: the (endless) dataset to time.
+        num_images: images timed per call.
+        pids_by_role: {name: pid} of the processes whose CPU time counts (this notebook,
+            the dispatcher, the workers).
+        warmup_images: images in the warm-up element (one batch), not timed but counted
+            in the CPU time per image.
+
+    Example:
+        runs = timing.measure_in_turns({"1 worker": data_service.MeteredRuns(
+            dataset, num_images=2000, pids_by_role=pids)}, repeats=3)
+    """
+
+    def __init__(
+        self,
+        dataset: tf.data.Dataset,
+        *,
+        num_images: int,
+        pids_by_role: dict,
+        warmup_images: int = 0,
+    ):
+        self.dataset = dataset
+        self.num_images = num_images
+        self.warmup_images = warmup_images
+        self.pids_by_role = dict(pids_by_role)
+        self.cpu_seconds = 0.0
+        self.images_seen = 0
+
+    def __call__(self) -> float:
+        import contextlib
+        import io
+
+        from utils import timing
+
+        with processes.CpuUse(self.pids_by_role) as cpu, contextlib.redirect_stdout(io.StringIO()):
+            result = timing.measure_throughput(self.dataset, num_images=self.num_images)
+        self.cpu_seconds += cpu.cpu_seconds
+        self.images_seen += result.num_images + self.warmup_images  # The warm-up costs CPU too.
+        return result.images_per_second
+
+    @property
+    def cpu_ms_per_image(self) -> float:
+        """CPU milliseconds per image over all the calls so far (all named processes)."""
+        return 1000 * self.cpu_seconds / max(self.images_seen, 1)
+
+
 def _serve(arguments: list[str] | None = None) -> None:
     """Runs a dispatcher or a worker until it is stopped (the command line of this module)."""
     parser = argparse.ArgumentParser(prog="python -m utils.data_service")

@@ -1,9 +1,12 @@
 """Random-crop augmentation that decodes less: only the crop, or at a reduced scale.
 
-The crop window is chosen from the JPEG's header alone, as the TPU reference ResNet
-preprocessing does (`tensorflow/tpu`, `models/official/resnet/resnet_preprocessing.py`:
-`tf.image.extract_jpeg_shape`, `tf.image.sample_distorted_bounding_box`, then
-`tf.image.decode_and_crop_jpeg`). Each `decode_*` function below turns the same JPEG and
+The crop window is chosen from the JPEG's header alone (`tf.image.extract_jpeg_shape`,
+`tf.image.sample_distorted_bounding_box`, then `tf.image.decode_and_crop_jpeg`), with the
+ranges of `tensorflow/tpu`'s ResNet preprocessing
+(`models/official/resnet/resnet_preprocessing.py`). That preprocessing cropped its
+training images so until its commit 9a3c65a (2023-11-08); since then its training crop
+decodes the whole image (`decode_image`, then crop), and only its evaluation centre crop
+uses `decode_and_crop_jpeg`. Each `decode_*` function below turns the same JPEG and
 the same window into the same kind of output: a uint8 image `(image_size, image_size, 3)`.
 """
 
@@ -31,8 +34,8 @@ def _resize(image: tf.Tensor, image_size: int) -> tf.Tensor:
     """Resizes a crop to `image_size` square, bilinear, and rounds it back to uint8.
 
     No antialiasing, as in the reference preprocessing (bicubic there): it is cheaper,
-    and near enough when a crop is at most about twice the output's side (lab 4: crops
-    of 192 px shards, output 96 px). Lab 4's `read_example()` antialiases its resize.
+    and near enough when a crop is at most about twice the output's side (lesson 5: crops
+    of 192 px shards, output 96 px).
     """
     image = tf.image.resize(image, [image_size, image_size], antialias=False)
     return tf.saturate_cast(tf.round(image), tf.uint8)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -66,23 +67,47 @@ def show_images(
             image = image / 255.0
         axis.imshow(image)
         height, width = image.shape[:2]
-        axis.set_title(f"{class_names[int(label)]} ({height}x{width})")
+        axis.set_title(image_title(class_names[int(label)], height, width), fontsize=10)
     figure.tight_layout()
     return figure
 
 
+# Characters of a title line that fit above one image of `show_images` at font size 10.
+TITLE_LINE_CHARACTERS = 24
+
+
+def image_title(class_name: str, height: int, width: int) -> str:
+    """Returns an image's title: its whole class name and size, wrapped to fit its column.
+
+    A long class name goes on several lines rather than being cut or overlapping the
+    next image's title: two names that share their start still read differently.
+
+    Args:
+        class_name: the class name, whole.
+        height: the image's height in pixels.
+        width: the image's width in pixels.
+
+    Returns:
+        The title, lines of at most `TITLE_LINE_CHARACTERS` characters.
+    """
+    text = f"{class_name} ({height}x{width})"
+    return "\n".join(textwrap.wrap(text, TITLE_LINE_CHARACTERS, break_on_hyphens=False))
+
+
 def plot_throughput(
-    results: Sequence[timing.ThroughputResult],
+    results: Sequence[timing.ThroughputResult | timing.RepeatedResult],
     *,
     title: str = "Images per second",
     log_scale: bool | None = None,
     ceiling: timing.ThroughputResult | timing.RepeatedResult | None = None,
     references: dict[str, float] | None = None,
 ) -> Figure:
-    """Draws one bar per `ThroughputResult`, labelled with its images/s.
+    """Draws one bar per result, labelled with its images/s.
 
     Args:
-        results: `timing.ThroughputResult`s, in the order to draw them.
+        results: `timing.ThroughputResult`s, or `timing.RepeatedResult`s of images/s
+            (drawn at their median, with a line spanning their range), in the order to
+            draw them.
         title: the chart's title.
         log_scale: use a log y axis; None chooses it when the fastest is 30x the slowest.
         ceiling: a `ThroughputResult`, or a `RepeatedResult` of images/s (drawn at its
@@ -101,7 +126,11 @@ def plot_throughput(
     """
     if not results:
         raise ValueError("`results` must hold at least one ThroughputResult. Received: []")
-    rates = [result.images_per_second for result in results]
+    repeated = [result for result in results if isinstance(result, timing.RepeatedResult)]
+    rates = [
+        result.median if isinstance(result, timing.RepeatedResult) else result.images_per_second
+        for result in results
+    ]
     lines = []  # (text, images/s) of each dashed line.
     if isinstance(ceiling, timing.RepeatedResult):
         lines.append((f"{ceiling.label}: {ceiling.summary().split(': ', 1)[1]}", ceiling.median))
@@ -109,12 +138,16 @@ def plot_throughput(
         rate = ceiling.images_per_second
         lines.append((f"{ceiling.label}: {rate:,.0f}", rate))
     lines += [(f"{label}: {rate:,.0f}", rate) for label, rate in (references or {}).items()]
-    top = max(rates + [rate for _, rate in lines])
-    bottom = min(rates + [rate for _, rate in lines])
+    top = max(rates + [rate for _, rate in lines] + [result.maximum for result in repeated])
+    bottom = min(rates + [rate for _, rate in lines] + [result.minimum for result in repeated])
     if log_scale is None:
         log_scale = top / min(rates) >= 30
     figure, axis = plt.subplots(figsize=(min(MAX_WIDTH_INCHES, 1.6 + 1.9 * len(results)), 4))
     bars = axis.bar([result.label for result in results], rates, color="tab:blue")
+    if repeated:  # The range of each measured-in-turns bar.
+        low = [rate - getattr(r, "minimum", rate) for rate, r in zip(rates, results, strict=True)]
+        high = [getattr(r, "maximum", rate) - rate for rate, r in zip(rates, results, strict=True)]
+        axis.errorbar(range(len(rates)), rates, yerr=[low, high], fmt="none", ecolor="black")
     axis.set_ylabel("images/s" + (" (log scale)" if log_scale else ""))
     if log_scale:
         axis.set_yscale("log")
@@ -162,13 +195,17 @@ def _points_above(axis, value: float, line: float) -> float:
 
 
 def plot_ablation(
-    results_by_knob: dict[str, list[timing.ThroughputResult]], *, title: str = "What each knob buys"
+    results_by_knob: dict[str, list[timing.RepeatedResult]], *, title: str = "What each knob buys"
 ) -> Figure:
-    """Draws one small bar chart per knob, three to a row: images/s for each setting.
+    """Draws one small bar chart per knob, three to a row, on one shared y-axis.
+
+    Each bar is a setting's median images/s; its line spans the setting's range (min-max
+    over the rounds). All panels share one y-axis, so bars compare across knobs; it is
+    logarithmic when the fastest and slowest medians differ by 30x or more.
 
     Args:
-        results_by_knob: knob name -> `timing.ThroughputResult`s, one per setting, each
-            labelled with its setting.
+        results_by_knob: knob name -> `timing.RepeatedResult`s of images/s, one per
+            setting, each labelled with its setting.
         title: the figure's title.
 
     Returns:
@@ -185,26 +222,39 @@ def plot_ablation(
     num_columns = min(3, len(results_by_knob))
     num_rows = math.ceil(len(results_by_knob) / num_columns)
     figure, axes = plt.subplots(
-        num_rows, num_columns, figsize=(MAX_WIDTH_INCHES, 3.0 * num_rows + 0.5), squeeze=False
+        num_rows,
+        num_columns,
+        figsize=(MAX_WIDTH_INCHES, 3.0 * num_rows + 0.5),
+        squeeze=False,
+        sharey=True,
     )
     for axis in axes.flat[len(results_by_knob) :]:
         axis.axis("off")
+    everything = [result for results in results_by_knob.values() for result in results]
+    top = max(result.maximum for result in everything)
+    log_scale = top / min(result.median for result in everything) >= 30
     for axis, (knob, results) in zip(axes.flat, results_by_knob.items(), strict=False):
-        rates = [result.images_per_second for result in results]
-        bars = axis.bar([result.label for result in results], rates, color="tab:blue")
-        axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in rates], fontsize=8, padding=1)
+        medians = [result.median for result in results]
+        spans = [
+            [result.median - result.minimum for result in results],
+            [result.maximum - result.median for result in results],
+        ]
+        bars = axis.bar([result.label for result in results], medians, color="tab:blue")
+        axis.errorbar(
+            [result.label for result in results], medians, yerr=spans, fmt="none", ecolor="black"
+        )
+        axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in medians], fontsize=8, padding=1)
         axis.set_title(knob, fontsize=10)
         axis.tick_params(axis="x", labelrotation=30, labelsize=8)
-        axis.tick_params(axis="y", labelsize=8)
-        if max(rates) / min(rates) >= 30:
-            axis.set_yscale("log")
-            axis.set_ylim(top=max(rates) * 3)
-            axis.set_title(f"{knob} (log scale)", fontsize=10)
-        else:
-            axis.set_ylim(0, max(rates) * 1.2)
+        axis.tick_params(axis="y", labelsize=8, labelleft=True)
+    if log_scale:
+        axes.flat[0].set_yscale("log")
+        axes.flat[0].set_ylim(top=top * 3)
+    else:
+        axes.flat[0].set_ylim(0, top * 1.2)
     for row in axes:
-        row[0].set_ylabel("images/s", fontsize=9)
-    figure.suptitle(title, fontsize=11)
+        row[0].set_ylabel("images/s (log scale)" if log_scale else "images/s", fontsize=9)
+    figure.suptitle(f"{title}\nmedian of the rounds; the line spans their range", fontsize=11)
     figure.tight_layout()
     return figure
 
@@ -278,7 +328,8 @@ def show_predictions(
         axis.imshow(image)
         right = guess == label
         text = class_names[guess] if right else f"{class_names[guess]} (is {class_names[label]})"
-        axis.set_title(text, color="black" if right else "red", fontsize=9)
+        wrapped = "\n".join(textwrap.wrap(text, TITLE_LINE_CHARACTERS, break_on_hyphens=False))
+        axis.set_title(wrapped, color="black" if right else "red", fontsize=9)
     figure.tight_layout()
     return figure
 
@@ -341,7 +392,7 @@ def plot_timelines(
 def plot_quality_trade_off(
     qualities: Sequence[int],
     kilobytes: Sequence[float],
-    images_per_second: Sequence[float],
+    images_per_second: Sequence[float | timing.RepeatedResult],
     *,
     reference: tuple[str, float, float] | None = None,
 ) -> Figure:
@@ -350,7 +401,8 @@ def plot_quality_trade_off(
     Args:
         qualities: the JPEG qualities measured.
         kilobytes: mean kB per image at each quality.
-        images_per_second: decode speed at each quality.
+        images_per_second: decode speed at each quality: numbers, or
+            `timing.RepeatedResult`s (drawn at their median, a bar spanning their range).
         reference: optional (label, kilobytes, images_per_second) drawn as dashed lines,
             such as the original images.
 
@@ -361,10 +413,19 @@ def plot_quality_trade_off(
         display.plot_quality_trade_off([50, 90], [6.1, 14.2], [2900, 2100])
     """
     figure, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_INCHES, 3.4))
-    panels = (("kB per image", kilobytes), ("decoded images/s (all cores)", images_per_second))
+    repeated = [r for r in images_per_second if isinstance(r, timing.RepeatedResult)]
+    speeds = [r.median if isinstance(r, timing.RepeatedResult) else r for r in images_per_second]
+    panels = (("kB per image", kilobytes), ("decoded images/s (all cores)", speeds))
     for index, (axis, (name, values)) in enumerate(zip(axes, panels, strict=True)):
         axis.plot(qualities, values, "o-", label="resized, at this quality")
         top = max(values)
+        if index == 1 and repeated:
+            spans = [
+                [value - result.minimum for value, result in zip(values, repeated, strict=True)],
+                [result.maximum - value for value, result in zip(values, repeated, strict=True)],
+            ]
+            axis.errorbar(qualities, values, yerr=spans, fmt="none", ecolor="black", capsize=3)
+            top = max(result.maximum for result in repeated)
         if reference is not None:
             level = reference[1 + index]
             axis.axhline(level, color="tab:red", linestyle="--", label=reference[0])

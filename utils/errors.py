@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import sys
+import tempfile
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -33,3 +38,43 @@ def error_message(error: tf.errors.OpError) -> str:
     """
     message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message)
     return re.sub(r"\s*\[Op:\w+\]", "", message).strip().splitlines()[0]
+
+
+# A line TensorFlow's image decoders log from C++ on a bad file, e.g.
+# "E0000 00:00:1795452832.636017  6258 jpeg_mem.cc:329] Premature end of JPEG data. ..."
+DECODER_LOG_LINE = re.compile(r"\b(?:jpeg_mem|png_io|gif_io)\.cc:\d+\] (?P<message>.*)")
+
+
+@contextlib.contextmanager
+def decoder_messages() -> Iterator[list[str]]:
+    """Takes TensorFlow's decoder log lines off stderr and hands them to the caller.
+
+    TensorFlow's C++ image decoders log a line of their own on a bad file (`Premature end
+    of JPEG data`), at error level, so `TF_CPP_MIN_LOG_LEVEL=2` keeps it. Inside this
+    block stderr (file descriptor 2) goes to a temporary file; at its end the decoders'
+    messages are appended to the list yielded, and any other line is written to stderr.
+
+    Yields:
+        A list that holds the decoders' messages once the block has ended.
+
+    Example:
+        with errors.decoder_messages() as messages:
+            tf.io.decode_jpeg(truncated_bytes)
+    """
+    messages: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield messages
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            others = []
+            for line in capture.read().decode(errors="replace").splitlines():
+                found = DECODER_LOG_LINE.search(line)
+                (messages.append(found["message"].strip()) if found else others.append(line))
+            if others:
+                os.write(2, ("\n".join(others) + "\n").encode())

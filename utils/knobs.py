@@ -1,14 +1,14 @@
 """Measures what each setting of the course pipeline buys: one knob changed at a time.
 
 Lab 3 times `pipeline.tfrecord_images` on simulated storage with one setting changed
-per run (parallel reads, shard count, order, prefetch, cache), and the unchanged
-pipeline three times, whose spread is the machine's noise. The functions here run
-those measurements and word their results; the lesson prints them.
+(parallel reads, shard count, order, prefetch, cache). The settings of one knob are timed
+in turns (`timing.measure_in_turns`), several rounds, and a knob's verdict follows the
+course's rule: "beyond the noise" only when its fastest and slowest settings' ranges do
+not overlap. The functions here run those measurements and word their results.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
 import statistics
@@ -16,16 +16,45 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import pipeline, timing
+from utils import pipeline, shard_files, timing
 
 if TYPE_CHECKING:
     from utils.storage import SimulatedStorage
 
-# The group of unchanged runs: its spread is the noise the other groups are judged by.
-REPEATS = "course pipeline, again"
-
 # The knobs switched both ways, each with the course pipeline's own setting first.
 SWITCHES = [("deterministic", False), ("prefetch", True), ("cache", False)]
+
+# The cache keeps every decoded image it has seen in memory: a 20,000-photo folder at
+# 192 px would hold 2.2 GB. Above this many bytes, both cache rows read only the first
+# shards that fit, and their labels say so.
+CACHE_MAX_BYTES = 512 * 1024**2
+
+
+def cache_sample(
+    shard_paths: list[str], *, num_records: int, target_size: int
+) -> tuple[list[str], int]:
+    """Returns the shards the cache rows read, and their records: all that fit in `CACHE_MAX_BYTES`.
+
+    Args:
+        shard_paths: the course's shards, named with their record counts.
+        num_records: records in all of them.
+        target_size: side of the stored images.
+
+    Returns:
+        (paths, records): every shard when the decoded set fits, else the first shards
+        that fit (at least one).
+    """
+    per_record = target_size * target_size * 3
+    if num_records * per_record <= CACHE_MAX_BYTES:
+        return list(shard_paths), num_records
+    paths, total = [], 0
+    for path in shard_paths:
+        count = shard_files.shard_record_count(path) or 0
+        if paths and (total + count) * per_record > CACHE_MAX_BYTES:
+            break
+        paths.append(path)
+        total += count
+    return paths, total
 
 
 @dataclasses.dataclass
@@ -33,13 +62,14 @@ class Ablation:
     """The measurements of one ablation.
 
     Attributes:
-        results: {knob: one `timing.ThroughputResult` per setting}, `REPEATS` first.
-        most_open: {run label: most shards open at once during that run}.
+        results: {knob: one `timing.RepeatedResult` of images/s per setting, labelled
+            with the setting}, each knob's settings taken in turns.
+        most_open: {knob: {setting: most shards open at once, over its rounds}}.
         first_bytes_ms: every first-byte wait the storage drew, over all the runs.
     """
 
-    results: dict[str, list[timing.ThroughputResult]]
-    most_open: dict[str, int]
+    results: dict[str, list[timing.RepeatedResult]]
+    most_open: dict[str, dict[str, int]]
     first_bytes_ms: list[float]
 
 
@@ -55,10 +85,11 @@ def measure_knobs(
     batch_size: int,
     num_records: int,
     num_timed_images: int,
+    repeats: int = 3,
 ) -> Ablation:
-    """Times the course pipeline three times unchanged, then with each knob changed.
+    """Times each knob's settings in turns, `repeats` rounds, the others as the course sets them.
 
-    Prints each run's throughput and the most shards it had open at once.
+    Prints each setting's median and range (`timing.measure_in_turns`).
 
     Args:
         shard_paths: the course's shards.
@@ -70,16 +101,22 @@ def measure_knobs(
         num_classes: length of the one-hot labels.
         num_parallel_reads: the course pipeline's parallel reads.
         batch_size: images per batch.
-        num_records: records in `shard_paths` (a pass; the cache's run times the second).
+        num_records: records in `shard_paths` (a pass; the cache's runs time the second).
         num_timed_images: images timed per run.
+        repeats: rounds; at least 2 for a range.
 
     Returns:
         An `Ablation`.
+
+    Raises:
+        ValueError: if `repeats` is below 2.
     """
-    most_open: dict[str, int] = {}
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 2:
+        raise ValueError(f"`repeats` must be an integer >= 2. Received: repeats={repeats!r}")
+    most_open: dict[str, dict[str, int]] = {}
     first_bytes_ms: list[float] = []
 
-    def measure(label, paths=shard_paths, **settings):
+    def timed(knob, label, paths=shard_paths, records_per_pass=num_records, **settings):
         course_settings = {"num_parallel_reads": num_parallel_reads, "batch_size": batch_size}
         variant = pipeline.tfrecord_images(
             paths,
@@ -87,89 +124,127 @@ def measure_knobs(
             num_classes=num_classes,
             storage=storage,
             **{**course_settings, **settings},
-        )
-        warmup = math.ceil(num_records / batch_size) if settings.get("cache") else 1
-        storage.reset_counters()
-        result = timing.measure_throughput(
-            variant.repeat(), num_images=num_timed_images, num_warmup_elements=warmup, label=label
-        )
-        print(f"    most shards open at once: {storage.max_in_flight}")
-        most_open[label] = storage.max_in_flight
-        first_bytes_ms.extend(storage.latencies_ms)
-        return result
+        ).repeat()
+        warmup = math.ceil(records_per_pass / batch_size) if settings.get("cache") else 1
 
-    results = collections.defaultdict(list)
-    for run in range(1, 4):
-        results[REPEATS].append(measure(f"run {run}"))
-    for reads in parallel_reads:
-        label = "AUTOTUNE" if reads == tf.data.AUTOTUNE else str(reads)
-        results["num_parallel_reads"].append(measure(label, num_parallel_reads=reads))
-    for paths in paths_by_count.values():
-        results["shards"].append(measure(str(len(paths)), paths=paths))
+        timer = timing.throughput_timer(
+            variant, num_images=num_timed_images, num_warmup_elements=warmup
+        )
+
+        def run():
+            storage.reset_counters()
+            images_per_second = timer()
+            opened = most_open.setdefault(knob, {})
+            opened[label] = max(opened.get(label, 0), storage.max_in_flight)
+            first_bytes_ms.extend(storage.latencies_ms)
+            return images_per_second
+
+        return run
+
+    settings_by_knob = {
+        "num_parallel_reads": {
+            "AUTOTUNE" if reads == tf.data.AUTOTUNE else str(reads): {"num_parallel_reads": reads}
+            for reads in parallel_reads
+        },
+        "shards": {str(len(paths)): {"paths": paths} for paths in paths_by_count.values()},
+    }
+    cache_paths, cache_records = cache_sample(
+        shard_paths, num_records=num_records, target_size=target_size
+    )
     for knob, course_value in SWITCHES:
+        settings_by_knob[knob] = {}
         for value in (course_value, not course_value):
-            results[knob].append(measure(str(value).lower(), **{knob: value}))
-    return Ablation(dict(results), most_open, first_bytes_ms)
+            label, values = str(value).lower(), {knob: value}
+            if knob == "cache" and len(cache_paths) < len(shard_paths):
+                label += f" ({len(cache_paths)} of {len(shard_paths)} shards)"
+                values.update(paths=cache_paths, records_per_pass=cache_records)
+            settings_by_knob[knob][label] = values
+    results = {}
+    for knob, settings in settings_by_knob.items():
+        print(f"{knob}:")
+        candidates = {label: timed(knob, label, **values) for label, values in settings.items()}
+        runs = timing.measure_in_turns(candidates, repeats=repeats)
+        results[knob] = list(runs.values())
+    return Ablation(results, most_open, first_bytes_ms)
 
 
-def noise(results: dict[str, list[timing.ThroughputResult]]) -> float:
-    """Returns the spread of the unchanged runs: the machine's noise.
-
-    Args:
-        results: {knob: results}, with the unchanged runs under `REPEATS`.
-
-    Returns:
-        The fastest unchanged run's images/s over the slowest's, minus 1.
-    """
-    repeats = [result.images_per_second for result in results[REPEATS]]
-    return max(repeats) / min(repeats) - 1
-
-
-def describe_verdicts(ablation: Ablation, *, num_cores: int) -> list[str]:
-    """Says how much each knob moved the throughput, against the machine's noise.
+def describe_verdicts(ablation: Ablation) -> list[str]:
+    """Says, for each knob, whether its settings differ beyond the noise.
 
     Args:
-        ablation: the measurements (with an "AUTOTUNE" run among `most_open`).
-        num_cores: the machine's cores, named beside the AUTOTUNE line.
+        ablation: the measurements.
 
     Returns:
-        The spread of the unchanged runs, the most shards AUTOTUNE kept open, then one
-        line per knob: its best setting's gain over its worst, beyond or within the noise.
+        One line per knob (`timing.describe_difference`): its fastest and slowest
+        settings, their medians and ranges, and "beyond the noise" only when the ranges
+        do not overlap.
     """
-    repeats = [result.images_per_second for result in ablation.results[REPEATS]]
-    spread = noise(ablation.results)
-    lines = [
-        f"The same pipeline, three times: {min(repeats):,.0f} to {max(repeats):,.0f} images/s, "
-        f"a spread of {spread:.0%}: differences smaller than that are noise.",
-        f"With AUTOTUNE, at most {ablation.most_open['AUTOTUNE']} shards were open at once "
-        f"on this machine's {num_cores} cores.",
+    return [
+        timing.describe_difference(results, name=knob) for knob, results in ablation.results.items()
     ]
-    for knob, results in ablation.results.items():
-        if knob == REPEATS:
-            continue
-        rates = [result.images_per_second for result in results]
-        gain = max(rates) / min(rates) - 1
-        verdict = "beyond the noise" if gain > spread else "within the noise"
-        lines.append(f"{knob}: best setting {gain:.0%} above the worst, {verdict}.")
-    return lines
 
 
-def describe_ranges(results: dict[str, list[timing.ThroughputResult]]) -> list[str]:
-    """Says how far each knob moved the throughput.
+def verdict(ablation: Ablation, knob: str) -> bool:
+    """Returns whether `knob`'s fastest and slowest settings' ranges separate.
 
     Args:
-        results: {knob: one result per setting}.
+        ablation: the measurements.
+        knob: a knob measured in it.
 
     Returns:
-        One line per knob: from its slowest setting to its fastest, in images/s.
+        True: beyond the noise; False: within it.
+    """
+    slowest, *_, fastest = sorted(ablation.results[knob], key=lambda result: result.median)
+    return timing.ranges_separate(fastest, slowest)
+
+
+def describe_open_shards(ablation: Ablation, *, num_cores: int) -> str:
+    """Says how many shards each `num_parallel_reads` setting kept open at most.
+
+    Args:
+        ablation: the measurements, with a "num_parallel_reads" knob.
+        num_cores: the machine's cores, named in the line.
+
+    Returns:
+        One line, e.g. "Most shards open at once, by num_parallel_reads: 1: 3, 16: 16,
+        AUTOTUNE: 3 (2 cores)." When AUTOTUNE and 1 are both there, a second sentence
+        compares them: the interleave opens the next shards before the current one ends,
+        so one reader can have several open.
+    """
+    opened = ablation.most_open["num_parallel_reads"]
+    counts = ", ".join(f"{label}: {count}" for label, count in opened.items())
+    line = f"Most shards open at once, by num_parallel_reads: {counts} ({num_cores} cores)."
+    if "AUTOTUNE" in opened and "1" in opened:
+        autotune, one = opened["AUTOTUNE"], opened["1"]
+        if autotune <= one:
+            line += (
+                f" AUTOTUNE opened no more shards than num_parallel_reads=1 ({autotune} and "
+                f"{one}): one reader too opens the next shards before the current one ends."
+            )
+        else:
+            line += f" AUTOTUNE opened {autotune}, more than num_parallel_reads=1's {one}."
+    return line
+
+
+def describe_ranges(results: dict[str, list[timing.RepeatedResult]]) -> list[str]:
+    """Says how far each knob moved the throughput, median and range per setting.
+
+    Args:
+        results: {knob: one `RepeatedResult` per setting}.
+
+    Returns:
+        One line per knob: every setting's median and range, slowest first.
     """
     lines = []
     for knob, knob_results in results.items():
-        best = max(knob_results, key=lambda result: result.images_per_second)
-        worst = min(knob_results, key=lambda result: result.images_per_second)
+        settings = sorted(knob_results, key=lambda result: result.median)
         lines.append(
-            f"{knob}: from {worst.images_per_second:,.0f} images/s ({worst.label}) "
-            f"to {best.images_per_second:,.0f} images/s ({best.label})"
+            f"{knob}: "
+            + "; ".join(
+                f"{result.label} {result.median:,.0f} ({result.minimum:,.0f}-{result.maximum:,.0f})"
+                for result in settings
+            )
+            + " images/s"
         )
     return lines
 

@@ -17,8 +17,41 @@ if TYPE_CHECKING:
     from utils.storage import SimulatedStorage
 
 
+def decode_ratio(target_size: int, image_size: int) -> int:
+    """Returns the largest JPEG scale-down (1, 2, 4 or 8) that decodes no smaller than asked.
+
+    `tf.io.decode_jpeg(..., ratio=r)` computes the image at 1/r of its size from the
+    JPEG's coarse frequencies, without decoding every pixel first: at r = 2 it does about a
+    quarter of the work. The ratio must divide `target_size`, so the size is exact.
+
+    Args:
+        target_size: side of the stored images.
+        image_size: side wanted.
+
+    Returns:
+        The ratio: `target_size // ratio` is `image_size`, or the nearest size above it.
+
+    Raises:
+        ValueError: if `image_size` is not between 1 and `target_size`.
+
+    Example:
+        pipeline.decode_ratio(192, 96)  # 2: decode_jpeg(..., ratio=2) gives 96 px.
+    """
+    if not 1 <= image_size <= target_size:
+        raise ValueError(
+            f"`image_size` must be between 1 and target_size={target_size}. Received: "
+            f"image_size={image_size}"
+        )
+    fitting = [r for r in (8, 4, 2) if target_size % r == 0 and target_size // r >= image_size]
+    return fitting[0] if fitting else 1
+
+
 def parse_batch(
-    serialized_batch: tf.Tensor, *, target_size: int, num_classes: int
+    serialized_batch: tf.Tensor,
+    *,
+    target_size: int,
+    num_classes: int,
+    image_size: int | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Parses a batch of records at once and decodes each image.
 
@@ -27,15 +60,24 @@ def parse_batch(
             of `records.FEATURES`.
         target_size: side of the stored images (the sidecar's `target_size`).
         num_classes: number of classes (length of the one-hot label).
+        image_size: side of the images returned; None: `target_size`. Smaller sizes are
+            decoded smaller (`decode_ratio`), then resized only if that is not the size.
 
     Returns:
         (uint8 images (batch, size, size, 3), float32 one-hot labels (batch, num_classes)).
     """
     parsed = tf.io.parse_example(serialized_batch, records.FEATURES)
+    image_size = image_size or target_size
+    ratio = decode_ratio(target_size, image_size)
+    decoded_size = target_size // ratio
 
     def decode(image_jpeg):
-        image = tf.io.decode_jpeg(image_jpeg, channels=3)
-        return tf.reshape(image, [target_size, target_size, 3])
+        image = tf.io.decode_jpeg(image_jpeg, channels=3, ratio=ratio)
+        image = tf.reshape(image, [decoded_size, decoded_size, 3])
+        if decoded_size != image_size:
+            image = tf.image.resize(image, [image_size, image_size], antialias=True)
+            image = tf.saturate_cast(tf.round(image), tf.uint8)
+        return image
 
     images = tf.map_fn(decode, parsed["image"], fn_output_signature=tf.uint8)
     one_hots = tf.reshape(tf.sparse.to_dense(parsed["one_hot_class"]), [-1, num_classes])
@@ -48,6 +90,7 @@ def tfrecord_images(
     target_size: int,
     num_classes: int,
     batch_size: int,
+    image_size: int | None = None,
     storage: SimulatedStorage | None = None,
     num_parallel_reads: int | None = 16,
     deterministic: bool = False,
@@ -65,6 +108,8 @@ def tfrecord_images(
         target_size: side of the stored images (the sidecar's `target_size`).
         num_classes: number of classes (length of the one-hot label).
         batch_size: images per batch (the last batch may be smaller).
+        image_size: side of the images delivered; None: `target_size`. Decoded at that
+            size where the stored size is 2, 4 or 8 times it (`decode_ratio`).
         storage: a `storage.SimulatedStorage` to read through; None reads directly. A
             truncated, missing or extra shard is caught by name before reading
             (`shard_files.list_shards` against the sidecar); a shard corrupted in place
@@ -93,7 +138,9 @@ def tfrecord_images(
     options.deterministic = deterministic
     records = records.with_options(options)
     dataset = records.batch(batch_size).map(
-        lambda batch: parse_batch(batch, target_size=target_size, num_classes=num_classes),
+        lambda batch: parse_batch(
+            batch, target_size=target_size, num_classes=num_classes, image_size=image_size
+        ),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     if cache:

@@ -1,11 +1,14 @@
 """Measures what recompressing JPEGs buys: fewer bytes, faster decoding, at what quality.
 
 Lab 2 recompresses the resized images with the learner's own `recompress` function; the
-functions here time decoding the results and sweep the JPEG quality.
+functions here draw a sample from every class, time decoding the results (in turns, with
+`timing.measure_in_turns`) and encode at several JPEG qualities.
 """
 
 from __future__ import annotations
 
+import collections
+import itertools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -48,10 +51,10 @@ def mean_bytes(encoded_images: list[bytes]) -> float:
     return float(np.mean([len(encoded) for encoded in encoded_images]))
 
 
-def sweep_qualities(
+def encode_at_qualities(
     images: Sequence[tf.Tensor | np.ndarray], recompress: Callable, qualities: list[int]
-) -> tuple[list[float], list[float]]:
-    """Recompresses `images` at each quality: kilobytes per image and decoding speed.
+) -> dict[int, list[bytes]]:
+    """Recompresses `images` at each quality.
 
     Args:
         images: uint8 images (tensors or arrays), all of one size.
@@ -59,15 +62,77 @@ def sweep_qualities(
         qualities: the JPEG qualities to try.
 
     Returns:
-        (mean kilobytes per image, images/s decoded) for each quality, in order.
+        {quality: the images' JPEG bytes at that quality}, in the order of `qualities`.
     """
-    kilobytes, rates = [], []
-    for quality in qualities:
-        encoded = [recompress(image, quality).numpy() for image in images]
-        kilobytes.append(mean_bytes(encoded) / 1e3)
-        label = f"decode, resized, quality {quality}"
-        rates.append(decode_rate(encoded, label).images_per_second)
-    return kilobytes, rates
+    return {
+        quality: [recompress(image, quality).numpy() for image in images] for quality in qualities
+    }
+
+
+def decode_timer(encoded_images: list[bytes], *, num_images: int) -> Callable[[], float]:
+    """Returns a function that times decoding in-memory JPEGs on all cores, quietly.
+
+    For `timing.measure_in_turns`: each call decodes `num_images` of `encoded_images`
+    (cycling through them, after one warm-up element) and returns images/s.
+
+    Args:
+        encoded_images: the JPEG bytes.
+        num_images: images decoded per call (make a run last about a second or more: a
+            run of 0.1 s is mostly noise).
+
+    Returns:
+        A function of no arguments that returns images/s.
+
+    Raises:
+        ValueError: if `encoded_images` is empty.
+
+    Example:
+        runs = timing.measure_in_turns({"originals": recompression.decode_timer(jpegs,
+                                                                               num_images=2000)})
+    """
+    if not encoded_images:
+        raise ValueError("`encoded_images` must hold at least one JPEG. Received: []")
+    decoded = tf.data.Dataset.from_tensor_slices(encoded_images).repeat()
+    decoded = decoded.map(
+        lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3), num_parallel_calls=tf.data.AUTOTUNE
+    )
+    return timing.throughput_timer(decoded, num_images=num_images)
+
+
+def paths_from_every_class(paths: Sequence[str]) -> list[str]:
+    """Orders `paths` so that any first N of them draw from every class folder in turn.
+
+    A sample that stands for the data set must hold every class: the first 200 of a
+    sorted listing are all one class's.
+
+    Args:
+        paths: image paths, `<root>/<class>/<name>`.
+
+    Returns:
+        The same paths, round robin over their parent folders (each folder's own order
+        kept): one of each class, then the second of each, and so on.
+
+    Example:
+        sample, _, _ = sources.readable_sample(recompression.paths_from_every_class(paths), 200)
+    """
+    by_class: dict[str, list[str]] = {}
+    for path in paths:
+        by_class.setdefault(str(path).replace("\\", "/").rsplit("/", 2)[-2], []).append(path)
+    rounds = itertools.zip_longest(*by_class.values())
+    return [path for round_paths in rounds for path in round_paths if path is not None]
+
+
+def count_classes(paths: Sequence[str]) -> dict[str, int]:
+    """Counts `paths` by their parent folder (the class).
+
+    Args:
+        paths: image paths, `<root>/<class>/<name>`.
+
+    Returns:
+        {class folder: paths in it}, sorted by folder name.
+    """
+    counts = collections.Counter(str(path).replace("\\", "/").rsplit("/", 2)[-2] for path in paths)
+    return dict(sorted(counts.items()))
 
 
 def mean_psnr(images: Sequence[tf.Tensor | np.ndarray], encoded_images: list[bytes]) -> float:

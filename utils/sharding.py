@@ -327,7 +327,9 @@ def describe_reads(
 
     Returns:
         One line per process (shards, records, counts by way of reading), then one line
-        with the records read by more than one process and by all of them together.
+        with the records read by more than one process and by all of them together. A
+        host whose read was aborted because another host's failed (`Collective ops is
+        aborted by: Socket closed`) is said to be stopped by that host's error.
 
     Raises:
         ValueError: if `reports` is empty.
@@ -336,7 +338,7 @@ def describe_reads(
         raise ValueError(f"`reports` must hold at least one HostReport. Received: {reports!r}")
     lines = [
         f"{name} {report.host_index}: {report.num_files} shards, {len(report.record_ids)} "
-        f"records; {policy_prefix}{report.policy_counts}"
+        f"records; {policy_prefix}{_name_collateral(report.policy_counts, reports)}"
         for report in reports
     ]
     read = [set(report.record_ids) for report in reports]
@@ -345,6 +347,26 @@ def describe_reads(
         f"together: {len(set.union(*read))} of {num_records}."
     )
     return lines
+
+
+COLLATERAL = "Collective ops is aborted"
+
+
+def _name_collateral(policy_counts: dict, reports: list[HostReport]) -> dict:
+    """Replaces a collective's collateral abort by what caused it: another host's error."""
+    named = {}
+    for label, value in policy_counts.items():
+        if isinstance(value, str) and COLLATERAL in value:
+            causes = [
+                report.host_index
+                for report in reports
+                if isinstance(report.policy_counts.get(label), str)
+                and COLLATERAL not in report.policy_counts[label]
+            ]
+            cause = f"host {causes[0]}'s error" if causes else "another host's error"
+            value = f"stopped by {cause} (UnavailableError: the shared step was aborted)"
+        named[label] = value
+    return named
 
 
 if __name__ == "__main__":

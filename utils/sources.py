@@ -100,7 +100,8 @@ def resolve_source(
     Args:
         source: "embedded" (generated here, no network), "flower_photos" (the public
             archive, downloaded once and cached; needs the network the first time), a local
-            folder laid out as `<folder>/<class>/*.jpg`, or a `gs://` glob of JPEG files.
+            folder laid out as `<folder>/<class>/*.jpg` (relative to the working
+            directory, `~` expanded), or a `gs://` glob of JPEG files.
         num_images: size of the embedded dataset; ignored for the other sources.
         seed: seed of the embedded dataset.
         cache_dir: where downloads and generated data are cached.
@@ -110,7 +111,8 @@ def resolve_source(
         The resolved `ImageSource`.
 
     Raises:
-        ValueError: if `source` is unknown or matches no images.
+        ValueError: in one line, if `source` is unknown, a file, no folder (its absolute
+            path is named), matches no images, or is on a network that cannot be reached.
 
     Example:
         source = sources.resolve_source("embedded", num_images=500)
@@ -127,9 +129,17 @@ def resolve_source(
         return _from_gcs_glob(source)
     if "://" in source:
         raise ValueError(f"Unknown data source {source!r}: only gs:// is supported. {_EXPECTED}")
-    if not Path(source).is_dir():
-        raise ValueError(f"Unknown data source {source!r}: no such folder. {_EXPECTED}")
-    return _from_local_folder(source, Path(source))
+    folder = Path(source).expanduser()  # "~/photos" as a shell reads it.
+    # The absolute path, where the one given is not: which folder was looked for.
+    where = "" if str(folder.absolute()) == source else f" ({folder.absolute()})"
+    if folder.is_file():
+        raise ValueError(
+            f"Data source {source!r} is a file, not a folder{where}. Give the folder that "
+            "holds one folder of images per class: <folder>/<class>/*.jpg."
+        )
+    if not folder.is_dir():
+        raise ValueError(f"Unknown data source {source!r}: no such folder{where}. {_EXPECTED}")
+    return _from_local_folder(source, folder)
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
@@ -178,7 +188,10 @@ def _from_gcs_glob(pattern: str) -> ImageSource:
     import tensorflow as tf  # Imported here: the other sources do not need TensorFlow.
 
     os.environ.setdefault("NO_GCE_CHECK", "true")  # Off Google Cloud, skip the metadata probe.
-    paths = tf.io.gfile.glob(pattern)
+    try:
+        paths = tf.io.gfile.glob(pattern)
+    except tf.errors.OpError as error:
+        raise ValueError(gcs_failure_message(pattern, errors.error_message(error))) from None
     if not paths:
         raise ValueError(f"Data source {pattern!r} matched no files. {_EXPECTED}")
     paths = sorted(paths)
@@ -189,6 +202,56 @@ def _from_gcs_glob(pattern: str) -> ImageSource:
             "classifier needs at least 2 classes to learn anything."
         )
     return ImageSource(pattern, pattern, class_names, len(paths), True, paths=tuple(paths))
+
+
+# What to do when a source on the network cannot be reached.
+_OFFLINE_NEXT_STEP = (
+    'Without the network, set DATA_SOURCE = "embedded" (generated here, no download) or '
+    "a local folder of your photos (<folder>/<class>/*.jpg)."
+)
+_NETWORK_ERRORS = (
+    "Could not resolve host",
+    "Name or service not known",
+    "Temporary failure in name resolution",
+    "Connection refused",
+    "Network is unreachable",
+    "timed out",
+    "Timeout was reached",
+    "Couldn't connect",
+)
+
+
+def gcs_failure_message(pattern: str, error: str) -> str:
+    """Says, in one line, why a `gs://` source could not be listed and what to do.
+
+    Args:
+        pattern: the `gs://` glob given.
+        error: the first line of TensorFlow's error.
+
+    Returns:
+        The message: offline, not signed in or not allowed, or the error as it came.
+    """
+    sign_in = (
+        "sign in with `gcloud auth application-default login` (on Colab: "
+        "`from google.colab import auth; auth.authenticate_user()`)"
+    )
+    if any(sign in error for sign in _NETWORK_ERRORS):
+        return (
+            f"Cannot reach {pattern}: this machine is offline ({_network_reason(error)}). "
+            f"{_OFFLINE_NEXT_STEP} For your own bucket, go online and {sign_in}."
+        )
+    if any(code in error for code in ("401", "403", "Permission", "credentials", "Unauth")):
+        return (
+            f"Cannot list {pattern}: not allowed ({error[:120]}). To read your own bucket, "
+            f"{sign_in}; a public bucket may be closed (gs://flowers-public is). "
+            f"{_OFFLINE_NEXT_STEP}"
+        )
+    return f"Cannot list {pattern}: {error[:200]}. {_OFFLINE_NEXT_STEP}"
+
+
+def _network_reason(error: str) -> str:
+    """The known network error named in `error`."""
+    return next(sign for sign in _NETWORK_ERRORS if sign in error)
 
 
 def download_flower_photos(
@@ -204,7 +267,8 @@ def download_flower_photos(
         The folder that holds the class folders (daisy, dandelion, ...).
 
     Raises:
-        ValueError: if the archive holds no class folders of images.
+        ValueError: if the download fails (offline: one line with what to do instead), or
+            the archive holds no class folders of images.
 
     Example:
         root = sources.download_flower_photos()
@@ -216,7 +280,16 @@ def download_flower_photos(
     root = _find_image_root(extracted)
     if root is None:
         cache.mkdir(parents=True, exist_ok=True)  # Else Keras falls back to /tmp/.keras.
-        keras.utils.get_file("flower_photos", origin=url, extract=True, cache_dir=str(cache))
+        try:
+            keras.utils.get_file("flower_photos", origin=url, extract=True, cache_dir=str(cache))
+        except Exception as error:  # Keras wraps every download error in a bare Exception.
+            text = errors.first_line(error)
+            reason = _network_reason(text) if any(s in text for s in _NETWORK_ERRORS) else text
+            raise ValueError(
+                f"Cannot download flower_photos from {url}: {reason[:200]}. "
+                f"{_OFFLINE_NEXT_STEP} Online, it is downloaded once and then read from "
+                f"{cache / 'datasets'}."
+            ) from None
         root = _find_image_root(extracted)
     if root is None:
         raise ValueError(
@@ -240,7 +313,7 @@ def _find_image_root(folder: Path) -> Path | None:
 def readable_sample(
     paths: Sequence[str | bytes], count: int, *, verbose: bool = True
 ) -> tuple[list[str], list[np.ndarray], list[tuple[str, str]]]:
-    """Returns the first `count` of `paths` that decode as images, with the ones skipped.
+    """Returns the first `count` of `paths` that decode as images, upright, with the ones skipped.
 
     A learner's folder may hold files that do not decode (truncated, empty, not an
     image); a cell that shows or checks a sample must not stop at the first of them.
@@ -259,13 +332,15 @@ def readable_sample(
     """
     import tensorflow as tf  # Imported here: the other functions do not need TensorFlow.
 
+    from utils import records
+
     readable, images, skipped = [], [], []
     for path in paths:
         if len(readable) == count:
             break
         path = path.decode() if isinstance(path, bytes) else str(path)
         try:
-            image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3).numpy()
+            image = records.decode_upright(tf.io.read_file(path))[0].numpy()  # As viewers show it.
         except tf.errors.OpError as error:
             skipped.append((path, errors.error_message(error)))
             continue

@@ -1,15 +1,13 @@
 """Times training steps: fed by a pipeline or from memory, by batch size, by steps per call.
 
-Lab 4 asks three questions of its trained model: does the pipeline keep up with the
-training step, how does a step's cost change with the batch size, and what does
-`steps_per_execution` save. Each function here times one of them on a fresh copy of the
-model and returns the numbers with the lines the lesson prints.
+Lesson 5 asks three questions of a training step: does the pipeline keep up with it, how
+does its cost change with the batch size, and what does `steps_per_execution` save. The
+functions here make what `timing.measure_in_turns` times, and the lines the lesson prints.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
@@ -26,8 +24,11 @@ if TYPE_CHECKING:
 # The formats mixed precision chooses between, in the order the lesson prints them.
 FLOAT_FORMATS = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
-# A step fed by the pipeline at most this much slower than one fed from memory keeps up.
-INPUT_BOUND_TOLERANCE = 1.1
+# A ratio counts as a difference only beyond this (10%); closer than that is "the same".
+TOLERANCE = 1.1
+# The verdict where a ratio's range straddles the tolerance, and what would tell.
+NOISE_VERDICT = "within the noise: can't tell"
+TO_TELL = "more rounds, more steps per run, or a machine with nothing else running"
 
 
 def describe_float_formats() -> list[str]:
@@ -83,122 +84,155 @@ def compiled_copy(
     return copy
 
 
-@dataclasses.dataclass(frozen=True)
-class InputBound:
-    """Training steps fed by the pipeline against steps fed from memory.
+def training_rate(
+    model: keras.Model, dataset: tf.data.Dataset, *, num_steps: int, batch_size: int
+) -> Callable[[], float]:
+    """Returns a function that trains `model` on `dataset` and returns the images/s it took.
 
-    Attributes:
-        step_fed: seconds per step fed by the pipeline.
-        step_in_memory: seconds per step fed one batch held in memory (input costs nothing).
-        ratio: `step_fed / step_in_memory`.
-        verdict: "not input-bound" where the ratio is at most `INPUT_BOUND_TOLERANCE`,
-            else "input-bound".
+    The function is a candidate for `timing.measure_in_turns`: each call fits two epochs
+    of `num_steps` steps and times the second (`timing.time_training_steps`).
+
+    Args:
+        model: the compiled model to train (its weights change: not the one you keep).
+        dataset: endless batches of `batch_size` images.
+        num_steps: steps timed per call.
+        batch_size: images per batch (the global batch).
+
+    Returns:
+        A function of no arguments returning images/s.
+
+    Example:
+        runs = timing.measure_in_turns({"from memory": step_timing.training_rate(
+            model, in_memory, num_steps=32, batch_size=32)}, repeats=5)
     """
 
-    step_fed: float
-    step_in_memory: float
-    ratio: float
-    verdict: str
+    def images_per_second() -> float:
+        return batch_size / timing.time_training_steps(model, dataset, num_steps=num_steps)
 
-    def summary(self) -> str:
-        """Says how the two step times compare.
+    return images_per_second
 
-        Returns:
-            The two lines the lesson prints: both step times and their ratio, then the
-            verdict and the share of a step that reading and decoding cost.
-        """
-        return (
-            f"Step time: {self.step_fed * 1000:.1f} ms fed by the pipeline without cache, "
-            f"{self.step_in_memory * 1000:.1f} ms with one batch in memory: "
-            f"ratio {self.ratio:.2f}\n"
-            f"Training here is {self.verdict}: reading and decoding cost "
-            f"{max(self.ratio - 1, 0):.0%} of a step."
+
+def describe_comparison(
+    ratio: timing.RepeatedResult, verdict: str, *, tolerance: float = TOLERANCE
+) -> str:
+    """Says what a ratio taken in turns is, against its tolerance, and the verdict.
+
+    Args:
+        ratio: the ratio, one value per round (`timing.ratio_in_turns`).
+        verdict: what the range says (the lesson's `verdict()`).
+        tolerance: the ratio beyond which a difference counts (`TOLERANCE`).
+
+    Returns:
+        `label: median (min-max, N runs); tolerance 1.10: verdict.`, and, where the verdict
+        is `NOISE_VERDICT`, what to change to tell.
+
+    Example:
+        print(step_timing.describe_comparison(ratio, "input-bound", tolerance=1.1))
+    """
+    line = f"{ratio.summary('.2f')}; tolerance {tolerance:.2f}: {verdict}."
+    if verdict == NOISE_VERDICT:
+        line += f" To tell: {TO_TELL}."
+    return line
+
+
+def median_bars(runs: dict[str, timing.RepeatedResult]) -> list[timing.ThroughputResult]:
+    """Turns images/s taken in turns into bars for `display.plot_throughput`: median, range.
+
+    Args:
+        runs: {label: `timing.RepeatedResult` of images/s}.
+
+    Returns:
+        One `timing.ThroughputResult` per run, at its median, its label carrying the range.
+
+    Example:
+        display.plot_throughput(step_timing.median_bars(delivered), references=consumed)
+    """
+    return [
+        timing.ThroughputResult(
+            f"{label}\n({result.minimum:,.0f}-{result.maximum:,.0f})",
+            num_images=0,
+            seconds=0.0,
+            images_per_second=result.median,
+            megabytes_per_second=None,
+            warmup_seconds=0.0,
         )
+        for label, result in runs.items()
+    ]
 
 
-def measure_input_bound(
-    model: keras.Model, fed: tf.data.Dataset, in_memory: tf.data.Dataset, *, num_steps: int
-) -> InputBound:
-    """Times `model`'s training steps fed by `fed`, then by `in_memory`.
-
-    Args:
-        model: the compiled model to train (its weights change: pass a copy).
-        fed: the pipeline to feed it, endless.
-        in_memory: one batch repeated, endless.
-        num_steps: training steps timed on each.
-
-    Returns:
-        An `InputBound`.
-    """
-    step_in_memory = timing.time_training_steps(model, in_memory, num_steps=num_steps)
-    step_fed = timing.time_training_steps(model, fed, num_steps=num_steps)
-    ratio = step_fed / step_in_memory
-    verdict = "not input-bound" if ratio <= INPUT_BOUND_TOLERANCE else "input-bound"
-    return InputBound(step_fed, step_in_memory, ratio, verdict)
-
-
-def describe_keeps_up(
-    results: list[timing.ThroughputResult], consumers: dict[str, float]
-) -> list[str]:
-    """Says, for each pipeline and each consumer, whether the pipeline keeps up.
-
-    Args:
-        results: `timing.ThroughputResult`s of the pipelines.
-        consumers: {"<who> consumes": images/s}.
-
-    Returns:
-        One line per pipeline and consumer: the share of the consumer's need that the
-        pipeline delivers, and "keeps up" or "input-bound".
-    """
-    lines = []
-    for result in results:
-        for consumer, needed in consumers.items():
-            share = result.images_per_second / needed
-            keeps_up = "keeps up" if share >= 1 else "input-bound"
-            lines.append(
-                f"{result.label}: {result.images_per_second:,.0f} images/s; {consumer} "
-                f"{needed:,.0f}: {share:.2f}x, {keeps_up}"
-            )
-    return lines
-
-
-def time_batch_sizes(
+def batch_size_rates(
     make_model: Callable[[], keras.Model],
     example: tuple[tf.Tensor, tf.Tensor],
     *,
     batches_per_replica: list[int],
     num_replicas: int,
     num_timed_steps: int,
-) -> dict[int, float]:
-    """Times training steps, with data in memory, at several batch sizes per replica.
+) -> dict[str, Callable[[], float]]:
+    """Candidates for `timing.measure_in_turns`: training images/s at each batch per replica.
 
-    Each batch repeats one example; the larger batches take fewer steps (at least 4), so
-    that each size trains on about as many images. Prints one line per size.
+    Each batch repeats one example, in memory; the larger batches take fewer steps (at
+    least 4), so that each size trains on about as many images. One model per size.
 
     Args:
-        make_model: returns a fresh compiled model (one per size).
-        example: one (image, label) pair of batches; its first image and label are used.
+        make_model: returns a fresh compiled model.
+        example: one (images, labels) batch; its first image and label are used.
         batches_per_replica: the images per replica to time.
         num_replicas: the replicas each batch is split over.
         num_timed_steps: steps timed at 8 images per replica (fewer for larger batches).
 
     Returns:
-        {images per replica: seconds per step}.
+        {"N per replica": a function of no arguments returning images/s}.
+
+    Example:
+        runs = timing.measure_in_turns(step_timing.batch_size_rates(
+            make_model, batch, batches_per_replica=[8, 128], num_replicas=1,
+            num_timed_steps=32), repeats=5)
     """
-    seconds_per_step = {}
+    rates = {}
     for per_replica in batches_per_replica:
         size = per_replica * num_replicas
         images = tf.repeat(example[0][:1], size, axis=0)
         labels = tf.repeat(example[1][:1], size, axis=0)
         batches = tf.data.Dataset.from_tensors((images, labels)).repeat()
         num_steps = max(4, 8 * num_timed_steps // per_replica)
-        seconds = timing.time_training_steps(make_model(), batches, num_steps=num_steps)
-        seconds_per_step[per_replica] = seconds
-        print(
-            f"{per_replica:>4} images per replica: {seconds * 1000:7.1f} ms per step, "
-            f"{size / seconds:8,.0f} images/s"
+        rates[f"{per_replica} per replica"] = training_rate(
+            make_model(), batches, num_steps=num_steps, batch_size=size
         )
-    return seconds_per_step
+    return rates
+
+
+def describe_matrix_shapes(model: keras.Model, *, batch_per_replica: int) -> list[str]:
+    """Says the matrix multiply each Conv2D and Dense layer of `model` makes, per replica.
+
+    A convolution is a matrix multiply whose rows are batch x height x width (one per
+    output pixel), whose depth is kernel height x width x input channels, and whose
+    width is its filters; a dense layer's rows are the batch alone.
+
+    Args:
+        model: a built Keras model.
+        batch_per_replica: the images each replica takes.
+
+    Returns:
+        One line per layer: rows, depth, width, and the width's share of the columns it
+        is padded to (a multiple of 128).
+
+    Example:
+        print("\n".join(step_timing.describe_matrix_shapes(model, batch_per_replica=8)))
+    """
+    lines = []
+    for layer in model.layers:
+        if layer.__class__.__name__ not in ("Conv2D", "Dense"):
+            continue
+        depth, width = int(np.prod(layer.kernel.shape[:-1])), int(layer.kernel.shape[-1])
+        pixels = [int(size) for size in layer.output.shape[1:-1]]
+        rows = " x ".join(str(size) for size in [batch_per_replica, *pixels])
+        num_rows = batch_per_replica * int(np.prod(pixels, dtype=int))
+        padded = -(-width // 128) * 128
+        lines.append(
+            f"{layer.name:>8}: rows {rows} = {num_rows:,}, depth {depth:,}, width {width}: "
+            f"{width / padded:.0%} of {padded} columns"
+        )
+    return lines
 
 
 def tiny_model_and_batches(
@@ -231,24 +265,3 @@ def tiny_model_and_batches(
         (tf.zeros([batch_size, 8]), tf.zeros([batch_size, num_outputs]))
     ).repeat()
     return tiny, batches
-
-
-def describe_steps_per_execution(step_times: dict[int, dict[str, float]], many: int) -> list[str]:
-    """Compares seconds per step at `steps_per_execution` 1 and `many`, for each model.
-
-    Args:
-        step_times: {steps_per_execution: {model name: seconds per step}}, with keys 1
-            and `many` (the same key where `many` is 1).
-        many: the larger `steps_per_execution`.
-
-    Returns:
-        One line per model: both times and their ratio.
-    """
-    lines = []
-    for name, one in step_times[1].items():
-        several = step_times[many][name]
-        lines.append(
-            f"{name:>12}: {one * 1000:7.2f} ms per step one at a time, {several * 1000:7.2f} ms "
-            f"with steps_per_execution={many}: {one / several:.2f}x"
-        )
-    return lines

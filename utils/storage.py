@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.data.ops import dataset_ops
+from tensorflow.python.ops import gen_experimental_dataset_ops
 
 if TYPE_CHECKING:
     from utils.sources import ImageSource
@@ -375,12 +377,12 @@ class SimulatedStorage:
             stream_records, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
         )
         # A real read blocks one of the interleave's own threads; the simulated wait runs as
-        # a function, which also needs a thread of tf.data's pool. Give it one per read, so
-        # that the simulation does not limit the reads in flight more than storage would.
-        options = tf.data.Options()
-        pool_size = (os.cpu_count() or 1) + max(num_parallel_reads, 1)
-        options.threading.private_threadpool_size = pool_size
-        return records.with_options(options)
+        # a function, which also needs a thread of tf.data's pool. Give the reads a pool of
+        # their own, one thread per read, so that the simulation does not limit the reads in
+        # flight more than storage would. The pool runs the reads only: the parse and decode
+        # steps after them keep tf.data's usual pool, as after a real `TFRecordDataset`.
+        # (`options.threading.private_threadpool_size` would hand them the reads' pool too.)
+        return _ReadsOnOwnThreads(records, (os.cpu_count() or 1) + max(num_parallel_reads, 1))
 
     def _wait_for_path(self, path: bytes) -> np.int64:
         num_bytes = _size_of(path)
@@ -393,6 +395,22 @@ class SimulatedStorage:
     def _wait_for_stream(self, stream: np.int64, num_bytes: np.int64) -> np.int64:
         self.wait_for_bytes(int(stream), int(num_bytes))
         return np.int64(num_bytes)
+
+
+class _ReadsOnOwnThreads(dataset_ops.UnaryUnchangedStructureDataset):
+    """Runs its input dataset, and nothing after it, on a private pool of `num_threads`.
+
+    tf.data's `PrivateThreadPoolDataset` op gives the pool to the iterators it creates,
+    which are its input's; the steps downstream of it run on their own pool. (TensorFlow
+    has no public API for a pool scoped to part of a pipeline.)
+    """
+
+    def __init__(self, input_dataset: tf.data.Dataset, num_threads: int):
+        self._input_dataset = input_dataset
+        variant = gen_experimental_dataset_ops.private_thread_pool_dataset(
+            input_dataset._variant_tensor, num_threads=num_threads, **self._flat_structure
+        )
+        super().__init__(input_dataset, variant)
 
 
 def _size_of(path: bytes | np.ndarray) -> int:

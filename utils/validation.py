@@ -61,17 +61,24 @@ class ValidationReport:
             A table of shards by class, the totals, the skipped files and the problems.
         """
         width = max([len(s.name) for s in self.shards] + [5])
+        # Each class column is as wide as its whole name: a name cut short could look like
+        # another ("sunflowers_red" and "sunflowers_yellow" both cut to "sunflowers").
+        columns = {name: max(10, len(name)) for name in self.class_names}
         header = f"{'shard':<{width}}  {'records':>7}  " + "  ".join(
-            f"{name[:10]:>10}" for name in self.class_names
+            f"{name:>{columns[name]}}" for name in self.class_names
         )
+
+        def row(counts: dict) -> str:
+            return "  ".join(f"{counts.get(n, 0):>{columns[n]}}" for n in self.class_names)
+
         lines = [header, "-" * len(header)]
         for shard in self.shards:
-            counts = "  ".join(f"{shard.class_counts.get(n, 0):>10}" for n in self.class_names)
+            counts = row(shard.class_counts)
             lines.append(f"{shard.name:<{width}}  {shard.num_records:>7}  {counts}")
         totals = collections.Counter()
         for shard in self.shards:
             totals.update(shard.class_counts)
-        counts = "  ".join(f"{totals.get(n, 0):>10}" for n in self.class_names)
+        counts = row(totals)
         lines += ["-" * len(header), f"{'total':<{width}}  {self.num_records:>7}  {counts}", ""]
         lines.append(
             f"Input images: {self.num_input_images} = {self.num_records} written "

@@ -7,6 +7,7 @@ Each lesson's checks live in a module named after it (`tf_data_basics` for
 """
 
 from utils.checks._base import CheckFailed, DataProblem
+from utils.checks.accelerator_waiting import check_in_memory, check_verdict
 from utils.checks.convert_with_beam import check_build_conversion, check_convert_dofn
 from utils.checks.read_tfrecords import (
     check_fast_dataset,
@@ -45,6 +46,7 @@ __all__ = [
     "check_fast_dataset",
     "check_filenames",
     "check_host_cores",
+    "check_in_memory",
     "check_label_from_path",
     "check_parallel_reading",
     "check_parallel_records",
@@ -57,5 +59,6 @@ __all__ = [
     "check_through_service",
     "check_to_example",
     "check_training_dataset",
+    "check_verdict",
     "check_write_shard",
 ]

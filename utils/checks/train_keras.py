@@ -7,6 +7,7 @@ the training pipeline read for two epochs with its shards taken away after the f
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import numbers
@@ -28,6 +29,7 @@ from utils.checks._base import (
     _passed,
     _require_dataset,
     _require_result,
+    dataset_ops,
 )
 
 if TYPE_CHECKING:
@@ -35,6 +37,14 @@ if TYPE_CHECKING:
 
 # The replica counts TODO 1 is probed with: one (this laptop), two, and a TPU's eight cores.
 PROBED_REPLICAS = (1, 2, 8)
+# Pairs of images that shared a batch in one epoch and share one again in the next: a few
+# in ten at most with a shuffle before the batch (fewer, the larger the buffer); all of
+# them when whole batches are shuffled, and about half or more when an endless stream is
+# batched, then shuffled (each epoch's batches shifted by the epoch's remainder).
+MAX_REPEATED_PAIRS = 0.4
+# Ops that may follow prefetch() and change nothing in what is prefetched.
+_AFTER_PREFETCH = {"OptionsDataset", "ModelDataset", "PrivateThreadPoolDataset",
+                   "MaxIntraOpParallelismDataset"}  # fmt: skip
 
 
 def check_scaling(
@@ -164,14 +174,48 @@ def _flip_free_key(image: np.ndarray) -> tuple[int, int]:
     return min(hashes), hashes[0]
 
 
-def _read_elements(iterator, count: int, keys: list | None) -> None:
-    """Reads `count` elements (image, label) from batches; appends their keys to `keys`."""
+def _read_elements(iterator, count: int, keys: list | None, batches: list | None = None) -> None:
+    """Reads `count` elements (image, label) from batches; appends their keys to `keys`.
+
+    `batches`, if given, gets each batch's flip-free keys, one list per batch.
+    """
     read = 0
     while read < count:
         images, _ = next(iterator)
         if keys is not None:
-            keys.extend(_flip_free_key(image) for image in np.asarray(images))
+            batch_keys = [_flip_free_key(image) for image in np.asarray(images)]
+            keys.extend(batch_keys)
+            if batches is not None:
+                batches.append([key for key, _ in batch_keys])
         read += len(images)
+
+
+def _repeated_pairs(batches: list, batches_per_epoch: int) -> float:
+    """The share of pairs of images together in a batch of epoch 2 that were so in epoch 1."""
+    first, second = batches[:batches_per_epoch], batches[batches_per_epoch : 2 * batches_per_epoch]
+    together = {pair for batch in first for pair in itertools.combinations(sorted(batch), 2)}
+    pairs = [pair for batch in second for pair in itertools.combinations(sorted(batch), 2)]
+    return sum(pair in together for pair in pairs) / len(pairs) if pairs else 0.0
+
+
+def _check_prefetch_last(dataset, todo: int, name: str) -> None:
+    """Fails unless the dataset's graph ends with prefetch() (options aside)."""
+    __tracebackhide__ = True
+    ops = dataset_ops(dataset)
+    if ops is None:  # The graph cannot be read with this TensorFlow: nothing to say.
+        return
+    last = next((op for op in reversed(ops) if op not in _AFTER_PREFETCH), None)
+    if last == "PrefetchDataset":
+        return
+    where = "none" if "PrefetchDataset" not in ops else f"one, but {last} comes after it"
+    _fail(
+        todo,
+        name,
+        f"expected prefetch(tf.data.AUTOTUNE) at the end; found {where}. Without it, the "
+        "accelerator waits at every step while the CPU batches and augments the next batch: "
+        "on a TPU each step then takes the input's time plus the compute's, instead of the "
+        "longer of the two.",
+    )
 
 
 def check_training_dataset(
@@ -188,8 +232,9 @@ def check_training_dataset(
 
     The shards are copied to a scratch folder; the dataset is built on the copies, read
     for one epoch, and the copies are deleted: the next epochs must come from `cache()`.
-    Then: each epoch in a new order (shuffled after the cache), and each image flipped
-    anew in each epoch (augmented after the cache). The learner's shards are not touched.
+    Then: each epoch in a new order (shuffled after the cache), in new batches (shuffled
+    before the batch), each image flipped anew in each epoch (augmented after the cache),
+    and prefetch() last. The learner's shards are not touched.
 
     Args:
         make_training_dataset: the learner's function, called on the copies' paths.
@@ -203,7 +248,8 @@ def check_training_dataset(
     Raises:
         CheckFailed: naming the TODO, when the batches are not of static shape, the
             dataset ends, later epochs read the shards again, repeat the first epoch's
-            order, or are not flipped anew.
+            order or its batches (shuffle after batch), are not flipped anew, or the
+            pipeline does not end with prefetch (read from its graph).
 
     Example:
         checks.check_training_dataset(make_training_dataset, train_paths, todo=3,
@@ -233,16 +279,18 @@ def check_training_dataset(
                 "this one ends. Add repeat() after shuffle().",
             )
         keys = []  # (flip-free key, this orientation's key) of each image read, in order.
+        batches = []  # The flip-free keys of each batch read.
         iterator = iter(dataset)
         try:
-            _read_elements(iterator, num_images + batch_size, keys)  # Past the first epoch.
+            # Past the first epoch.
+            _read_elements(iterator, num_images + batch_size, keys, batches)
         except CHECK_ERRORS as error:
             _fail(
                 todo, name, f"expected it to read the shards; found an error: {_first_line(error)}"
             )
         shutil.rmtree(scratch)  # Later epochs must come from the cache.
         try:
-            _read_elements(iterator, num_images, keys)
+            _read_elements(iterator, num_images, keys, batches)
             # Past what the shuffle buffer and prefetch may have read ahead (a buffer of
             # up to 4096 images): one more epoch must then be read from somewhere.
             _read_elements(iterator, 4096 + 8 * batch_size, None)
@@ -264,6 +312,17 @@ def check_training_dataset(
             "expected each epoch in a new order; the second epoch repeats the first one's. "
             "shuffle() after cache(): a cache after the shuffle replays the first epoch's order.",
         )
+    repeated = _repeated_pairs(batches, num_images // batch_size)
+    if repeated > MAX_REPEATED_PAIRS:
+        _fail(
+            todo,
+            name,
+            f"expected new batches in each epoch; {repeated:.0%} of the pairs of images that "
+            "shared a batch in the first epoch share one again in the second. shuffle() "
+            "before batch(): shuffled after it, the same images stay batched together in every "
+            "epoch, in another order. On a TPU as anywhere, the steps then repeat the same "
+            "gradients and the model generalizes less from the same number of steps.",
+        )
     orientation = dict(first)
     seen_again = [(key, flipped) for key, flipped in second if key in orientation]
     changed = sum(orientation[key] != flipped for key, flipped in seen_again)
@@ -275,6 +334,7 @@ def check_training_dataset(
             "seen in both epochs came back exactly as before. Map augment after batch(), "
             "after cache().",
         )
+    _check_prefetch_last(dataset, todo, name)
     _passed(
         todo,
         f"endless batches of {batch_size} images of {(image_size, image_size, 3)}; later "
@@ -320,12 +380,41 @@ def _loss_value(loss, labels, probabilities) -> float:
     return float(np.mean(keras.ops.convert_to_numpy(function(labels, probabilities))))
 
 
+def _describe_rate(rate) -> str:
+    if isinstance(rate, dict):  # A schedule, as the optimizer's config holds it.
+        return f"the schedule {rate.get('class_name')}({rate.get('config')})"
+    return f"a constant {rate:g}" if isinstance(rate, numbers.Real) else repr(rate)
+
+
+def _check_learning_rate(optimizer, learning_rate, todo: int, name: str) -> None:
+    """Fails unless the optimizer's rate is `learning_rate`: the same schedule, or number."""
+    __tracebackhide__ = True
+    found = optimizer.get_config()["learning_rate"]
+    if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        expected = keras.optimizers.schedules.serialize(learning_rate)
+        if found != expected:
+            _fail(
+                todo,
+                name,
+                f"expected the learning-rate schedule {expected['class_name']}"
+                f"({expected['config']}); found "
+                f"{_describe_rate(found)}. Give the optimizer the schedule object, "
+                "keras.optimizers.Adam(learning_rate_schedule), not a number.",
+            )
+    elif not isinstance(found, numbers.Real) or not math.isclose(
+        found, learning_rate, rel_tol=1e-5
+    ):
+        _fail(
+            todo, name, f"expected learning rate {learning_rate:g}; found {_describe_rate(found)}."
+        )
+
+
 def check_compiled_model(
     build_model: Callable,
     *,
     todo: int,
     choice: StrategyChoice,
-    learning_rate: float,
+    learning_rate: float | keras.optimizers.schedules.LearningRateSchedule,
     steps_per_execution: int,
     image_size: int,
     num_classes: int,
@@ -340,7 +429,8 @@ def check_compiled_model(
         build_model: the learner's function, called eagerly.
         todo: the TODO's number, named in every message.
         choice: the lab's strategy (`strategy.find_strategy`).
-        learning_rate: the learning rate the optimizer must have.
+        learning_rate: the learning rate the optimizer must have: a number, or a
+            schedule object (compared by its configuration).
         steps_per_execution: the value `compile()` must be given.
         image_size: the side of the input images, in pixels.
         num_classes: the number of outputs.
@@ -352,7 +442,8 @@ def check_compiled_model(
 
     Example:
         checks.check_compiled_model(build_model, todo=4, choice=choice,
-                                    learning_rate=0.002, steps_per_execution=16,
+                                    learning_rate=learning_rate_schedule,
+                                    steps_per_execution=16,
                                     image_size=96, num_classes=5)
     """
     __tracebackhide__ = True
@@ -368,9 +459,7 @@ def check_compiled_model(
         _fail(todo, name, f"expected float32 outputs of shape (None, {num_classes}).")
     if not model.compiled or model.optimizer is None:
         _fail(todo, name, "expected the model compiled: call model.compile(...).")
-    rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
-    if not math.isclose(rate, learning_rate, rel_tol=1e-5):
-        _fail(todo, name, f"expected learning rate {learning_rate:g}; found {rate:g}.")
+    _check_learning_rate(model.optimizer, learning_rate, todo, name)
     if model.steps_per_execution != steps_per_execution:
         _fail(
             todo,

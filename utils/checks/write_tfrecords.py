@@ -93,8 +93,8 @@ def check_resize_and_crop(
             name,
             f"expected the centre of the image, resized with its proportions kept; the "
             f"images differ from that by {np.mean(differences):.1f} levels on average "
-            f"(at most {_MAX_RESIZE_DIFFERENCE:g} expected). Scale so the SHORTER side is "
-            "target_size, then crop the centre square.",
+            f"(at most {_MAX_RESIZE_DIFFERENCE:g} expected). Cut the centre square, its side "
+            "the SHORTER of height and width, then resize it to target_size.",
         )
     _require_antialiased(resize_and_crop, todo, name, target_size)
     _passed(todo, f"{num_sample} images resized and cropped to {expected[2:]}.")

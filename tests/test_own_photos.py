@@ -1,0 +1,275 @@
+"""Issue 27: a learner's own photos as a viewer shows them, and every failure says what to do.
+
+Phone photos with an EXIF Orientation, extreme and tiny images, a full disk and a read-only
+output folder, each on small files made here with Pillow. The user's own files in the
+output folder are checked by hash after every failure.
+"""
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from tests.conftest import REPO_ROOT
+from utils import conversion, records, shard_files, sources
+
+USER_FILES = {"notes.txt": b"my notes, not the course's", "flowers00-9.tfrec.bak": b"mine"}
+
+
+def _jpeg(pixels: np.ndarray, orientation: int | None = None) -> bytes:
+    """Encodes `pixels` as JPEG with Pillow, with an EXIF Orientation if given."""
+    buffer = io.BytesIO()
+    exif = Image.Exif()
+    if orientation is not None:
+        exif[records.ORIENTATION_TAG] = orientation
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=95, exif=exif.tobytes())
+    return buffer.getvalue()
+
+
+def _make_folder(root: Path, files: dict[str, bytes]) -> Path:
+    """Writes `files` ({"class/name.jpg": bytes}) under `root`; returns `root`."""
+    for name, content in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(content)
+    return root
+
+
+def _plain_photos(num_per_class: int = 3, size: tuple[int, int] = (48, 64)) -> dict:
+    """Ordinary photos of two classes, each a different flat colour."""
+    rng = np.random.default_rng(27)
+    return {
+        f"{name}/{name}_{index}.jpg": _jpeg(rng.integers(0, 255, (*size, 3), dtype=np.uint8))
+        for name in ("daisy", "tulips")
+        for index in range(num_per_class)
+    }
+
+
+def _with_user_files(folder: Path) -> dict[str, str]:
+    """Puts the user's own files in `folder`; returns their hashes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in USER_FILES.items():
+        (folder / name).write_bytes(content)
+    return _hashes(folder, USER_FILES)
+
+
+def _hashes(folder: Path, names) -> dict[str, str]:
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in names}
+
+
+def _records(output_dir) -> list[dict]:
+    """Every record of a finished set, parsed."""
+    paths = shard_files.list_shards(str(output_dir))
+    return [records.parse_record(r) for r in tf.data.TFRecordDataset(paths)]
+
+
+# Item 1: a phone photo (EXIF Orientation 6) is stored upright, with its size as shown.
+def test_convert_stores_a_phone_photo_upright_with_the_size_a_viewer_shows(tmp_path):
+    upright = np.zeros((60, 40, 3), np.uint8)  # Portrait, as the viewer shows it.
+    upright[:30] = (255, 0, 0)  # Top half red, bottom half blue.
+    upright[30:] = (0, 0, 255)
+    stored = np.rot90(upright, 1)  # The sensor's landscape pixels: 40 x 60.
+    files = {"roses/phone.jpg": _jpeg(np.ascontiguousarray(stored), orientation=6)}
+    files["tulips/plain.jpg"] = _jpeg(np.full((40, 40, 3), 128, np.uint8))
+    source = sources.resolve_source(str(_make_folder(tmp_path / "photos", files)))
+    conversion.convert(source, tmp_path / "out", target_size=16, num_shards=1)
+    (phone,) = [r for r in _records(tmp_path / "out") if r["label"].numpy() == b"roses"]
+    assert phone["size"].numpy().tolist() == [60, 40]
+    image = tf.io.decode_jpeg(phone["image"]).numpy().astype(int)
+    assert image[:6, :, 0].mean() > 200 and image[:6, :, 2].mean() < 50  # Red on top.
+    assert image[-6:, :, 2].mean() > 200 and image[-6:, :, 0].mean() < 50  # Blue below.
+
+
+# Item 2: an extreme panorama and a 1 x 1 image: written, listed as smaller than the target.
+def test_convert_lists_images_smaller_than_the_target_and_keeps_them(tmp_path, capsys):
+    files = _plain_photos(num_per_class=1)
+    files["daisy/panorama.jpg"] = _jpeg(np.full((10, 60000, 3), 90, np.uint8))
+    files["tulips/dot.png"] = tf.io.encode_png(tf.fill((1, 1, 3), tf.constant(7, tf.uint8))).numpy()
+    root = _make_folder(tmp_path / "photos", files)
+    source = sources.resolve_source(str(root))
+    report = conversion.convert(source, tmp_path / "out", target_size=32, num_shards=2)
+    assert report.num_written == 4 and not report.skipped
+    assert sorted((Path(i.path).name, i.size) for i in report.small_images) == [
+        ("dot.png", (1, 1)),
+        ("panorama.jpg", (10, 60000)),
+    ]
+    printed = capsys.readouterr().out
+    assert (
+        "Smaller than 32 x 32: 2 image(s), kept and enlarged (blurry; remove them from the "
+        "folder if they are thumbnails):"
+    ) in printed
+    assert f"  {root.resolve() / 'daisy' / 'panorama.jpg'}: 10 x 60000" in printed
+    assert f"  {root.resolve() / 'tulips' / 'dot.png'}: 1 x 1" in printed
+    sizes = sorted(r["size"].numpy().tolist() for r in _records(tmp_path / "out"))
+    assert sizes == [[1, 1], [10, 60000], [48, 64], [48, 64]]
+
+
+_PEAK_SCRIPT = """
+import json, resource, sys
+from utils import conversion, sources
+root = sys.argv[1]
+conversion.convert(sources.resolve_source(root + "/warm"), root + "/out-warm", num_shards=1)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+conversion.convert(sources.resolve_source(root + "/extreme"), root + "/out-extreme", num_shards=1)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"before_kb": before, "after_kb": after}))
+"""
+
+
+# Item 2: the 60000 x 10 image that took 3.3 GB: its peak memory is bounded by the output.
+def test_convert_a_60000_x_10_jpeg_adds_under_100_mb_of_peak_memory(tmp_path):
+    warm = _plain_photos(num_per_class=2, size=(300, 400))
+    _make_folder(tmp_path / "warm", warm)
+    extreme = dict(warm)
+    extreme["daisy/panorama.jpg"] = _jpeg(np.full((10, 60000, 3), 90, np.uint8))
+    _make_folder(tmp_path / "extreme", extreme)
+    result = subprocess.run(
+        [sys.executable, "-c", _PEAK_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    peak = json.loads(result.stdout.strip().splitlines()[-1])
+    added_megabytes = (peak["after_kb"] - peak["before_kb"]) / 1024
+    assert added_megabytes < 100, f"peak memory grew by {added_megabytes:.0f} MB"
+
+
+def _disk_full_message(output_dir) -> str:
+    return (
+        f"Cannot write the shards in {output_dir}: the disk is full (No space left on device); "
+        "the files this run wrote there are deleted, so the next run starts clean. Free some "
+        "space there, or set OUTPUT_DIR to a folder on a disk with room, then run it again."
+    )
+
+
+def _read_only_message(output_dir) -> str:
+    return (
+        f"Cannot write the shards in {output_dir}: the folder is read-only (Read-only file "
+        "system); nothing of this run is left there. Set OUTPUT_DIR to a folder you can write "
+        "to (None: the course cache), then run it again."
+    )
+
+
+@pytest.fixture
+def small_filesystem(tmp_path):
+    """A 96 KiB tmpfs folder (root only); skipped where this process cannot mount one."""
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode:
+        pytest.skip("cannot mount a tmpfs here; the simulated disk-full test covers it")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+# Item 3: a full disk (a real 96 KiB file system): one line, this run's files deleted,
+# the user's files untouched, and a smaller set fits on the next run.
+def test_convert_on_a_full_small_filesystem_cleans_up_and_the_next_run_fits(
+    small_source, small_filesystem
+):
+    output_dir = small_filesystem / "shards"
+    hashes = _with_user_files(output_dir)
+    with pytest.raises(conversion.OutputFolderError) as raised:
+        conversion.convert(small_source, output_dir, target_size=64, num_shards=8)
+    assert str(raised.value) == _disk_full_message(output_dir)
+    assert sorted(p.name for p in output_dir.iterdir()) == sorted(USER_FILES)
+    report = conversion.convert(small_source, output_dir, target_size=16, num_shards=2)
+    assert report.num_written == 60
+    assert _hashes(output_dir, USER_FILES) == hashes
+
+
+# Item 3, simulated (runs everywhere): the disk fills while the third shard is written.
+def test_convert_disk_full_while_writing_a_shard_deletes_what_the_run_wrote(small_source, tmp_path):
+    output_dir = tmp_path / "shards"
+    hashes = _with_user_files(output_dir)
+    conversion.convert(small_source, output_dir, target_size=16, num_shards=3)  # A set before.
+
+    def write_shard_until_full(examples, folder, index):
+        if index == 2:
+            Path(shard_files.temporary_path(folder, index)).write_bytes(b"half a shard")
+            raise tf.errors.ResourceExhaustedError(
+                None, None, f"{folder}/flowers02.tfrec.tmp; No space left on device"
+            )
+        return shard_files.write_shard(examples, folder, index)
+
+    steps = conversion.ConversionSteps(write_shard=write_shard_until_full)
+    with pytest.raises(conversion.OutputFolderError) as raised:
+        conversion.convert(small_source, output_dir, target_size=32, num_shards=4, steps=steps)
+    assert str(raised.value) == _disk_full_message(output_dir)
+    assert sorted(p.name for p in output_dir.iterdir()) == sorted(USER_FILES)
+    assert _hashes(output_dir, USER_FILES) == hashes
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder holding the user's files, mounted read-only (a bind mount: root ignores
+    permissions); skipped where this process cannot mount."""
+    writable, folder = tmp_path / "writable", tmp_path / "read-only"
+    hashes = _with_user_files(writable)
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "--bind", "-o", "ro", str(writable), str(folder)], capture_output=True
+    )
+    if mounted.returncode:
+        pytest.skip("cannot bind-mount here; the simulated read-only test covers it")
+    try:
+        yield folder, hashes
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+# Item 3: a read-only output folder (a real read-only mount): one line, what to do.
+def test_convert_into_a_read_only_folder_says_so_in_one_line(small_source, read_only_folder):
+    folder, hashes = read_only_folder
+    with pytest.raises(conversion.OutputFolderError) as raised:
+        conversion.convert(small_source, folder, target_size=16, num_shards=2)
+    assert str(raised.value) == _read_only_message(folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(USER_FILES)
+    assert _hashes(folder, USER_FILES) == hashes
+
+
+# Item 3, simulated (runs everywhere): the first write is refused as read-only.
+def test_convert_read_only_error_on_the_first_write_is_one_line(
+    small_source, tmp_path, monkeypatch
+):
+    output_dir = tmp_path / "shards"
+    hashes = _with_user_files(output_dir)
+
+    def refuse(path, content):
+        raise tf.errors.FailedPreconditionError(None, None, f"{path}.tmp; Read-only file system")
+
+    monkeypatch.setattr(shard_files, "write_json", refuse)
+    with pytest.raises(conversion.OutputFolderError) as raised:
+        conversion.convert(small_source, output_dir, target_size=16, num_shards=2)
+    assert str(raised.value) == _read_only_message(output_dir)
+    assert _hashes(output_dir, USER_FILES) == hashes
+
+
+def test_convert_output_dir_that_is_a_file_says_so(small_source, tmp_path):
+    (tmp_path / "shards").write_bytes(b"a file of yours")
+    with pytest.raises(ValueError) as raised:
+        conversion.convert(small_source, tmp_path / "shards", target_size=16, num_shards=2)
+    assert str(raised.value) == (
+        f"`output_dir` {tmp_path / 'shards'} is a file, not a folder: give a folder for the "
+        "shards (it is created if needed)."
+    )
+    assert (tmp_path / "shards").read_bytes() == b"a file of yours"
+
+
+def test_convert_output_dir_with_a_tilde_is_in_the_home_folder(small_source, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    report = conversion.convert(small_source, "~/my-shards", target_size=16, num_shards=2)
+    assert report.output_dir == str(tmp_path / "my-shards")
+    assert len(shard_files.list_shards(str(tmp_path / "my-shards"))) == 2

@@ -1,0 +1,83 @@
+"""utils/training.py: the training's length in steps, and its learning-rate schedule."""
+
+import keras
+import numpy as np
+import pytest
+
+from utils import training
+
+
+@pytest.mark.parametrize(
+    "global_batch_size, steps_per_execution, epoch_steps, total_steps",
+    [
+        (16, 16, 128, 768),  # 1 replica: 125 steps an epoch, rounded up to 8 executions.
+        (128, 16, 16, 96),  # 8 replicas: 16 steps an epoch, one execution each.
+        (1024, 16, 2, 12),  # 64 replicas: steps_per_execution capped to the epoch's 2 steps.
+    ],
+    ids=["1 replica", "8 replicas", "64 replicas"],
+)
+def test_plan_training_sets_length_in_images(
+    global_batch_size, steps_per_execution, epoch_steps, total_steps
+):
+    plan = training.plan_training(
+        training_images=12_000,
+        global_batch_size=global_batch_size,
+        epochs=6,
+        steps_per_execution=steps_per_execution,
+    )
+    assert (plan.steps_per_epoch, plan.total_steps) == (epoch_steps, total_steps)
+    assert plan.steps_per_execution <= plan.steps_per_epoch
+    assert plan.steps_per_epoch % plan.steps_per_execution == 0
+    assert plan.warmup_steps == round(0.1 * total_steps)
+    assert plan.images_seen == total_steps * global_batch_size >= 12_000
+
+
+def test_plan_training_describe_names_steps_images_and_warmup():
+    plan = training.plan_training(training_images=12_000, global_batch_size=128, epochs=6,
+                                  steps_per_execution=16)  # fmt: skip
+    assert plan.describe() == (
+        "Training: 96 steps of 128 images (12,288 images seen), 6 epochs of 16 steps, "
+        "warm-up 10 steps, steps_per_execution 16"
+    )
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (dict(epochs=0), r"`epochs` must be a positive integer. Received: epochs=0"),
+        (dict(global_batch_size=2.5), r"Received: global_batch_size=2.5"),
+        (dict(warmup_fraction=1.0), r"Received: warmup_fraction=1.0"),
+    ],
+    ids=["no epochs", "fractional batch", "all warm-up"],
+)
+def test_plan_training_rejects_bad_input(arguments, message):
+    settings = dict(training_images=1000, global_batch_size=16, epochs=2)
+    with pytest.raises(ValueError, match=message):
+        training.plan_training(**{**settings, **arguments})
+
+
+def test_warmup_cosine_rises_to_the_peak_then_falls_to_zero():
+    plan = training.plan_training(training_images=1600, global_batch_size=16, epochs=2)
+    schedule = training.warmup_cosine(0.002, plan)
+    rates = [float(schedule(step)) for step in range(plan.total_steps + 1)]
+    assert rates[0] == 0.0
+    assert rates[plan.warmup_steps] == pytest.approx(0.002)
+    assert max(rates) == pytest.approx(0.002)
+    assert rates[-1] == pytest.approx(0.0, abs=1e-9)
+    assert np.all(np.diff(rates[plan.warmup_steps :]) <= 1e-12)  # Only falls after the peak.
+    restored = keras.optimizers.schedules.deserialize(
+        keras.optimizers.schedules.serialize(schedule)
+    )
+    assert float(restored(plan.warmup_steps)) == pytest.approx(0.002)
+
+
+def test_learning_rate_log_puts_the_rate_in_the_history():
+    plan = training.plan_training(training_images=64, global_batch_size=8, epochs=2)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(training.warmup_cosine(0.1, plan)), loss="mse")
+    data = np.ones((8, 2), np.float32), np.ones((8, 1), np.float32)
+    history = model.fit(*data, epochs=plan.epochs, steps_per_epoch=plan.steps_per_epoch,
+                        callbacks=[training.LearningRateLog()], verbose=0)  # fmt: skip
+    rates = history.history["learning_rate"]
+    assert len(rates) == 2 and all(isinstance(rate, float) for rate in rates)
+    assert rates[1] == pytest.approx(0.0, abs=1e-9)  # The last step's rate: the cosine's end.

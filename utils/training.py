@@ -1,0 +1,158 @@
+"""How long to train, in optimizer steps, and the learning rate at each step: warm-up, then cosine.
+
+The length is set in images seen, not in epochs: at one batch size an epoch is many steps,
+at eight replicas' global batch it can be two. Planned in images, 1, 2 and 8 replicas all
+train on as many images, in as many steps as their global batch allows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import keras
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPlan:
+    """A training's length in optimizer steps, cut into `epochs` for `fit()`.
+
+    Attributes:
+        global_batch_size: images per optimizer step, over all replicas.
+        epochs: `fit()`'s epochs: the validation set is evaluated after each.
+        steps_per_epoch: optimizer steps per epoch, a multiple of `steps_per_execution`.
+        steps_per_execution: steps per call into the compiled function; never above
+            `steps_per_epoch`.
+        warmup_steps: steps over which the learning rate rises from 0 to its peak.
+    """
+
+    global_batch_size: int
+    epochs: int
+    steps_per_epoch: int
+    steps_per_execution: int
+    warmup_steps: int
+
+    @property
+    def total_steps(self) -> int:
+        """Optimizer steps in all."""
+        return self.epochs * self.steps_per_epoch
+
+    @property
+    def images_seen(self) -> int:
+        """Images the optimizer sees in all (an image seen twice counts twice)."""
+        return self.total_steps * self.global_batch_size
+
+    def describe(self) -> str:
+        """Says the plan in one line.
+
+        Returns:
+            "Training: N steps of B images (I images seen), E epochs of S steps, warm-up W
+            steps, steps_per_execution X".
+        """
+        return (
+            f"Training: {self.total_steps} steps of {self.global_batch_size} images "
+            f"({self.images_seen:,} images seen), {self.epochs} epochs of "
+            f"{self.steps_per_epoch} steps, warm-up {self.warmup_steps} steps, "
+            f"steps_per_execution {self.steps_per_execution}"
+        )
+
+
+def plan_training(
+    *,
+    training_images: int,
+    global_batch_size: int,
+    epochs: int,
+    steps_per_execution: int = 1,
+    warmup_fraction: float = 0.1,
+) -> TrainingPlan:
+    """Plans `training_images` images seen as optimizer steps of `global_batch_size`.
+
+    The steps are cut into `epochs` (evaluations), each a whole number of executions: each
+    epoch is rounded up to a multiple of `steps_per_execution`, which is capped to the
+    steps of an epoch (Keras runs every call's steps in full, past the end of an epoch).
+
+    Args:
+        training_images: images the optimizer should see in all.
+        global_batch_size: images per step, over all replicas.
+        epochs: how many times to evaluate on the validation set.
+        steps_per_execution: steps per call into the compiled function, asked for.
+        warmup_fraction: the share of the steps that warm the learning rate up, 0 to 1.
+
+    Returns:
+        The `TrainingPlan`, at least one step per epoch.
+
+    Raises:
+        ValueError: naming the argument, if a count is not a positive integer or
+            `warmup_fraction` is outside 0 to 1.
+
+    Example:
+        plan = training.plan_training(training_images=12_000, global_batch_size=128,
+                                      epochs=6, steps_per_execution=16)
+    """
+    for name, value in [
+        ("training_images", training_images),
+        ("global_batch_size", global_batch_size),
+        ("epochs", epochs),
+        ("steps_per_execution", steps_per_execution),
+    ]:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+    if not 0 <= warmup_fraction < 1:
+        raise ValueError(
+            f"`warmup_fraction` must be at least 0 and below 1. Received: "
+            f"warmup_fraction={warmup_fraction!r}"
+        )
+    steps = math.ceil(training_images / global_batch_size / epochs)
+    executed = min(steps_per_execution, steps)
+    steps_per_epoch = math.ceil(steps / executed) * executed
+    warmup_steps = round(warmup_fraction * epochs * steps_per_epoch)
+    return TrainingPlan(global_batch_size, epochs, steps_per_epoch, executed, warmup_steps)
+
+
+def warmup_cosine(
+    peak_learning_rate: float, plan: TrainingPlan
+) -> keras.optimizers.schedules.CosineDecay:
+    """The learning rate per step: from 0 up to `peak_learning_rate`, then a cosine down to 0.
+
+    A Keras schedule object (Keras's own `CosineDecay` with its warm-up): the optimizer
+    asks it for the rate at every step, and it is saved with the model.
+
+    Args:
+        peak_learning_rate: the rate at the end of the warm-up.
+        plan: the training's steps (`plan_training`).
+
+    Returns:
+        A `keras.optimizers.schedules.CosineDecay`.
+
+    Example:
+        optimizer = keras.optimizers.Adam(training.warmup_cosine(0.002, plan))
+    """
+    return keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0,
+        decay_steps=max(plan.total_steps - plan.warmup_steps, 1),
+        warmup_target=peak_learning_rate,
+        warmup_steps=plan.warmup_steps,
+    )
+
+
+class LearningRateLog(keras.callbacks.Callback):
+    """Adds the optimizer's learning rate at the end of each epoch to the logs.
+
+    `fit()`'s history then holds it under `"learning_rate"`, as Keras's own learning-rate
+    callbacks name it.
+
+    Example:
+        history = model.fit(..., callbacks=[training.LearningRateLog()])
+        history.history["learning_rate"]
+    """
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        """Puts the rate the optimizer will use next into `logs["learning_rate"]`.
+
+        Args:
+            epoch: the epoch's index (unused).
+            logs: the epoch's logs, which `History` records after this callback.
+        """
+        if logs is not None:
+            rate = self.model.optimizer.learning_rate
+            logs["learning_rate"] = float(keras.ops.convert_to_numpy(rate))
