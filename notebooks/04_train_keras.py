@@ -498,7 +498,9 @@ print(
 )
 
 # %% [markdown]
-# *What changed from the original course:* it found the TPU with a resolver that no
-# longer works on TPU VMs and failed with a `NameError` when there was none; it used
-# `input_shape=` on layers, a learning-rate schedule returning a tensor and the history
-# key `lr`, all of which Keras 3 changed.
+# *What changed from the original course:* it found the TPU with
+# `TPUClusterResolver()`, which raises `ValueError` on today's TPU VMs (they need
+# `tpu="local"`); its code catches that error and goes on with the default strategy, so
+# it would train without the TPU and say nothing. It used `input_shape=` on layers, a
+# learning-rate schedule returning a tensor and the history key `lr`, all of which Keras
+# 3 changed.
