@@ -119,9 +119,9 @@ def test_times_block_lists_each_solution_s_execution_time(tmp_path, monkeypatch,
         "its `execution_seconds`):\n\n```\n"
         "lesson                       minutes\n"
         "01_lab                           1.5\n"
-        "02_beam                          2.5  optional: needs beam\n"
+        "02_beam                          2.5  run_course runs it only with beam\n"
         "all lessons                      4.0\n"
-        "without the optional ones        1.5\n"
+        "without 02                       1.5\n"
         "```\n<!-- times:end -->\n"
     )
     capsys.readouterr()

@@ -87,12 +87,13 @@ def render_times(root: Path) -> str:
         rows.append((path.stem, seconds, lesson_parameters.OPTIONAL_MODULES.get(path.stem)))
     lines = [f"{'lesson':<28}{'minutes':>8}"]
     for stem, seconds, optional in rows:
-        note = f"  optional: needs {', '.join(optional)}" if optional else ""
+        note = f"  run_course runs it only with {', '.join(optional)}" if optional else ""
         lines.append(f"{stem:<28}{seconds / 60:>8.1f}{note}")
     required = sum(seconds for _, seconds, optional in rows if not optional)
     lines.append(f"{'all lessons':<28}{sum(seconds for _, seconds, _ in rows) / 60:>8.1f}")
     if required != sum(seconds for _, seconds, _ in rows):
-        lines.append(f"{'without the optional ones':<28}{required / 60:>8.1f}")
+        skipped = ", ".join(stem[:2] for stem, _, optional in rows if optional)
+        lines.append(f"{'without ' + skipped:<28}{required / 60:>8.1f}")
     return (
         "How long each solution took to execute in the build (`make build`, full parameters; "
         "its `execution_seconds`):\n\n```\n" + "\n".join(lines) + "\n```\n"
