@@ -155,6 +155,9 @@ def _run_upload_only(tmp_path, python, runs, env=None, timeout=900):
     sandbox = [
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
         "--tmpfs", "/tmp", "--dir", "/tmp/home", "--bind", str(tmp_path), str(tmp_path),
+        # After the tmpfs, which would hide them: this Python's environment, where a clone
+        # (and its .venv) lives under /tmp.
+        "--ro-bind", sys.prefix, sys.prefix,
         "--unshare-net", "--unshare-pid", "--die-with-parent",
     ]  # fmt: skip
     command = ["env", "-i", *(f"{k}={v}" for k, v in environment.items())]
