@@ -323,6 +323,7 @@ def test_build_executes_solution_and_keeps_only_its_outputs(tmp_path):
     assert solution.metadata[build.METADATA_KEY] == {
         "source": "notebooks/09_test_lesson.py",
         "variant": "solution",
+        "version": setup_cell.course_version(),
     }
     assert build.check(root) == []  # The time is not compared with the source.
 
