@@ -99,7 +99,7 @@ def test_check_convert_dofn_skipped_entry_must_be_json_of_path_and_error():
     with pytest.raises(
         checks.CheckFailed,
         match=r"expected the skipped entry for an empty file \(daisy/empty.jpg\) to be "
-        r"json.dumps\(\{'path': path, 'error': error\}\); found '.*empty.jpg: .*\. Each line",
+        r"json.dumps\(\{'path': path, 'error': error\}\); found '.*empty.jpg: .*'\. Each line",
     ):
         _check_dofn(_yielding(lambda path, error: f"{path}: {error}"))
     with pytest.raises(
