@@ -90,11 +90,13 @@ def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) 
             "each entry as one line of text, which lab 2's validation reads back as JSON.",
         )
     if not isinstance(entry, dict) or entry.get("path") != path or not entry.get("error"):
+        found = repr(output.value)  # A long path is cut in the middle: its end says most.
+        found = found if len(found) <= 80 else f"{found[:30]}...{found[-47:]}"
         _fail(
             todo,
             name,
             f"expected the skipped entry for {what} to be json.dumps({{'path': path, "
-            f"'error': error}}); found {output.value!r:.80}. Each line of the skipped list is "
+            f"'error': error}}); found {found}. Each line of the skipped list is "
             "read back as a JSON object naming the file and why it was skipped.",
         )
 
