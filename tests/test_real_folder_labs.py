@@ -105,5 +105,8 @@ def test_lab_runs_to_the_end_on_a_real_100_image_folder(
         match = re.search(r"validation: 1 shards?, (\d+) images", text)
         assert match, text[-3000:]
         num_validation = int(match.group(1))
-        assert num_validation < 32  # Smaller than one batch: the case that used to crash.
-        assert f"Validation: 1 batch(es) of {num_validation} images (0 left out)" in text
+        assert num_validation < 32  # Fewer than the old global batch: what used to crash.
+        # Even batches of at most the global batch (16 per replica here), none left out.
+        batches = re.search(r"Validation: (\d+) batch\(es\) of (\d+) images \(0 left out\)", text)
+        assert batches, text[-3000:]
+        assert int(batches.group(1)) * int(batches.group(2)) == num_validation
