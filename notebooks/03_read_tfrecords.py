@@ -472,8 +472,8 @@ figure = display.plot_timelines(traced)
 # ## What each knob buys
 #
 # Each group changes one setting of the course pipeline and keeps the others (simulated
-# storage, `NUM_PARALLEL_READS` reads, order not kept, prefetch on, no cache, `NUM_SHARDS`
-# shards). `cache` keeps the decoded images in memory after the first pass; its row times
+# storage, `NUM_PARALLEL_READS` reads, the passes repeated before the reads, order not
+# kept, prefetch on, no cache, `NUM_SHARDS` shards). `cache` keeps the decoded images in memory after the first pass; its row times
 # the second pass (on a folder whose decoded images would pass 512 MB, both cache rows
 # read only the first shards, as their labels say). A knob's settings are timed in turns,
 # `ABLATION_REPEATS` rounds, and each setting is given as its median and range. A knob's
@@ -587,6 +587,12 @@ figure = display.plot_ablation(ablation.results, title=simulated_storage.describ
 #   when one stream gives more than the pipeline needs, one shard can keep up, and only
 #   the first-byte wait at the start of each pass is left to lose. A faster host needs
 #   the number of streams printed above, so several shards read at once.
+# - **repeat**: `repeat()` after the pipeline starts it again at each pass, and every
+#   shard then waits for its first byte at the same moment, with nothing to decode;
+#   repeating the file names *before* the reads (`pipeline.tfrecord_images(...,
+#   epochs=None)`, or `.repeat()` on the list of names before `interleave`) joins the
+#   passes, so the next pass's shards open while this one's last records are read. (Lab
+#   4 caches the decoded images, so there the repeat comes after the cache.)
 # - **deterministic**: keeping the order makes the pipeline wait for the file whose turn
 #   it is; letting go of it lets the fastest file go first. A slow request costs only
 #   when it is waited on: each shard is opened once per pass, so with few opens (see the

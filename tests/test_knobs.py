@@ -45,14 +45,15 @@ def test_measure_knobs_times_every_setting_in_turns_and_counts_the_opens(
     assert labels == {
         "num_parallel_reads": ["1", "AUTOTUNE"],
         "shards": ["1", "4"],
+        "repeat": ["before the reads", "after the pipeline"],
         "deterministic": ["false", "true"],
         "prefetch": ["true", "false"],
         "cache": ["false", "true"],
     }
     assert {r.num_runs for results in ablation.results.values() for r in results} == {2}
     assert ablation.most_open["num_parallel_reads"]["1"] >= 1
-    assert len(ablation.first_bytes_ms) >= 20  # At least one shard opened per run.
-    assert capsys.readouterr().out.count("runs) images/s, taken in turns") == 10
+    assert len(ablation.first_bytes_ms) >= 24  # At least one shard opened per run.
+    assert capsys.readouterr().out.count("runs) images/s, taken in turns") == 12
     with pytest.raises(ValueError, match=r"`repeats` must be an integer >= 2. Received: repeats=1"):
         knobs.measure_knobs(
             paths,

@@ -42,6 +42,26 @@ def test_tfrecord_images_yields_every_image_once_in_batches(shards):
     assert dataset_ops(dataset)[-1] == "PrefetchDataset"
 
 
+def test_tfrecord_images_repeats_the_file_names_before_the_reads(shards):
+    paths, _ = shards
+    twice = pipeline.tfrecord_images(paths, target_size=32, num_classes=5, batch_size=20, epochs=2)
+    assert sum(len(images) for images, _ in twice.as_numpy_iterator()) == 120
+    # One interleave over a repeated list of names: the epochs join before the reads.
+    assert dataset_ops(twice)[:2] == ["TensorSliceDataset", "RepeatDataset"]
+    endless = pipeline.tfrecord_images(
+        paths, target_size=32, num_classes=5, batch_size=20, epochs=None
+    )
+    assert sum(len(images) for images, _ in endless.take(9).as_numpy_iterator()) == 180
+    with pytest.raises(
+        ValueError,
+        match=r"`cache` needs `epochs=1`: call `repeat\(\)` on the cached dataset. "
+        r"Received: epochs=None",
+    ):
+        pipeline.tfrecord_images(
+            paths, target_size=32, num_classes=5, batch_size=8, epochs=None, cache=True
+        )
+
+
 def test_tfrecord_images_knobs_change_the_graph(shards):
     paths, _ = shards
     plain = pipeline.tfrecord_images(

@@ -193,7 +193,8 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
             batch_size=BATCH_SIZE,
             storage=storage,
             num_parallel_reads=NUM_PARALLEL_READS,
-        ).repeat()
+            epochs=None,  # Endless, the epochs joined before the reads.
+        )
 
     def grain_arrayrecord(request_per_record=False):
         from tools import grain_loader
