@@ -473,9 +473,10 @@ figure = display.plot_timelines(traced)
 #
 # Each group changes one setting of the course pipeline and keeps the others (simulated
 # storage, `NUM_PARALLEL_READS` reads, the passes repeated before the reads, order not
-# kept, prefetch on, no cache, `NUM_SHARDS` shards). `cache` keeps the decoded images in memory after the first pass; its row times
-# the second pass (on a folder whose decoded images would pass 512 MB, both cache rows
-# read only the first shards, as their labels say). A knob's settings are timed in turns,
+# kept, prefetch on, no cache, `NUM_SHARDS` shards). `cache` keeps the decoded images in
+# memory after the first pass; its row times the second pass (on a folder whose decoded
+# images would pass 512 MB, both cache rows read only the first shards, as their labels
+# say). A knob's settings are timed in turns,
 # `ABLATION_REPEATS` rounds, and each setting is given as its median and range. A knob's
 # verdict compares its fastest and slowest settings: "beyond the noise" only when their
 # ranges do not overlap, else "within the noise", however far apart the medians are. With

@@ -4,7 +4,8 @@ Lab 3 times `pipeline.tfrecord_images` on simulated storage with one setting cha
 (parallel reads, shard count, where the epochs repeat, order, prefetch, cache). The
 settings of one knob are timed in turns (`timing.measure_in_turns`), several rounds, and a
 knob's verdict follows the course's rule: "beyond the noise" only when its fastest and
-slowest settings' ranges do not overlap. The functions here run those measurements and word their results.
+slowest settings' ranges do not overlap. The functions here run those measurements and
+word their results.
 """
 
 from __future__ import annotations
