@@ -476,12 +476,12 @@ figure = display.plot_timelines(traced)
 # kept, prefetch on, no cache, `NUM_SHARDS` shards). `cache` keeps the decoded images in
 # memory after the first pass; its row times the second pass (on a folder whose decoded
 # images would pass 512 MB, both cache rows read only the first shards, as their labels
-# say). A knob's settings are timed in turns,
-# `ABLATION_REPEATS` rounds, and each setting is given as its median and range. A knob's
-# verdict compares its fastest and slowest settings: "beyond the noise" only when their
-# ranges do not overlap, else "within the noise", however far apart the medians are. With
-# 5 rounds each, two settings that do not differ at all get separate ranges by chance in
-# fewer than 1% of cases (2 in 252 orderings); with 3 rounds, in 10%.
+# say). A knob's settings are timed in turns, `ABLATION_REPEATS` rounds, and each setting
+# is given as its median and range. A knob's verdict compares its fastest and slowest
+# settings: "beyond the noise" only when their ranges do not overlap, else "within the
+# noise", however far apart the medians are. With 5 rounds each, two settings that do not
+# differ at all get separate ranges by chance in fewer than 1% of cases (2 in 252
+# orderings); with 3 rounds, in 10%.
 
 
 # %%
