@@ -64,6 +64,9 @@ def test_plot_throughput_bars_labels_and_log_scale():
     assert [round(bar.get_height()) for bar in axis.patches] == [10, 1000]
     assert axis.get_yscale() == "log"
     assert display.plot_throughput(results[:1]).axes[0].get_yscale() == "linear"
+    # A dashed line 50x below the bars would sit on the axis, its label under a bar.
+    far_below = display.plot_throughput(results[1:], references={"the CPU consumes": 20})
+    assert far_below.axes[0].get_yscale() == "log"
 
 
 def test_plot_throughput_needs_results():

@@ -109,7 +109,8 @@ def plot_throughput(
             (drawn at their median, with a line spanning their range), in the order to
             draw them.
         title: the chart's title.
-        log_scale: use a log y axis; None chooses it when the fastest is 30x the slowest.
+        log_scale: use a log y axis; None chooses it when the highest bar or line is 30x
+            the lowest.
         ceiling: a `ThroughputResult`, or a `RepeatedResult` of images/s (drawn at its
             median, labelled with its range), drawn as a dashed reference line (the decode
             ceiling: no bar can pass it for long); None for none.
@@ -141,7 +142,7 @@ def plot_throughput(
     top = max(rates + [rate for _, rate in lines] + [result.maximum for result in repeated])
     bottom = min(rates + [rate for _, rate in lines] + [result.minimum for result in repeated])
     if log_scale is None:
-        log_scale = top / min(rates) >= 30
+        log_scale = top / bottom >= 30  # Bars and lines: a line far below hides on a linear axis.
     figure, axis = plt.subplots(figsize=(min(MAX_WIDTH_INCHES, 1.6 + 1.9 * len(results)), 4))
     bars = axis.bar([result.label for result in results], rates, color="tab:blue")
     if repeated:  # The range of each measured-in-turns bar.
