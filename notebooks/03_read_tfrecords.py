@@ -55,7 +55,7 @@ ABLATION_PARALLEL_READS = [1, 4, 16]  # Settings of num_parallel_reads to measur
 ABLATION_SHARD_COUNTS = [1, 4, 16, 64]  # Shard counts to measure (written if missing).
 ABLATION_REPEATS = 5  # Rounds of each knob's settings, taken in turns.
 STEP_MS = 20  # Time of the stand-in accelerator's step per batch, in the timeline.
-TIMELINE_BATCHES = 12  # Batches traced in the timeline.
+TIMELINE_BATCHES = 40  # Batches traced in the timeline (both pipelines start slowly).
 SEED = 42
 
 # %% [markdown]
@@ -404,7 +404,8 @@ local_pipeline = pipeline.tfrecord_images(
     num_classes=len(class_names),
     num_parallel_reads=NUM_PARALLEL_READS,
     batch_size=BATCH_SIZE,
-).repeat()
+    epochs=None,  # Endless: the passes joined before the reads (see the knobs below).
+)
 ceiling_dataset = pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)
 # Taken in turns, five rounds, the order reversed every other round, so that a busy
 # moment on a shared machine does not land on one side only. The share is taken within

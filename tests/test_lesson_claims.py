@@ -1,6 +1,9 @@
 """The lessons' sentences rely only on numbers a cell above them prints (issue 18)."""
 
+import re
+
 import jupytext
+import nbformat
 import pytest
 
 from tests.conftest import REPO_ROOT
@@ -176,6 +179,23 @@ def test_lab3_autotune_open_shards_are_compared_with_one_reader():
         "03_read_tfrecords"
     )
     assert "With AUTOTUNE, at most" not in _code("03_read_tfrecords")
+
+
+def test_lab3_committed_timeline_shows_the_parallel_pipeline_ahead():
+    """The timeline's text draws the performance guide's picture: the run must show it."""
+    solution = nbformat.read(REPO_ROOT / "solutions" / "03_read_tfrecords.ipynb", as_version=4)
+    printed = "".join(
+        output.get("text", "")
+        for cell in solution.cells
+        if cell.cell_type == "code" and "timeline.trace_pipeline(" in cell.source
+        for output in cell.outputs
+    )
+    seconds = {
+        label: float(value)
+        for label, value in re.findall(r"^(.+?): \d+ steps in ([\d.]+) s", printed, re.M)
+    }
+    assert set(seconds) == {"one reader, one stage at a time", "parallel reads, map, prefetch"}
+    assert seconds["parallel reads, map, prefetch"] < seconds["one reader, one stage at a time"]
 
 
 def test_lab3_knob_prose_states_no_verdict_of_its_own():
