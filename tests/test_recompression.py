@@ -64,3 +64,15 @@ def test_mean_psnr_is_higher_at_higher_quality_and_checks_lengths():
     assert 20 < low < high
     with pytest.raises(ValueError, match="must be as long. Received: 3 and 1"):
         recompression.mean_psnr(images, [_recompress(images[0], 90).numpy()])
+
+
+def test_mean_psnr_stays_finite_with_a_flat_image_encoded_exactly():
+    flat = np.full((32, 32, 3), 128, np.uint8)
+    textured = _images()[0]
+    jpegs = [_recompress(image, 90).numpy() for image in (flat, textured)]
+    assert np.array_equal(tf.io.decode_jpeg(jpegs[0]), flat)  # Its own PSNR is infinite.
+    both = recompression.mean_psnr([flat, textured], jpegs)
+    alone = recompression.mean_psnr([textured], jpegs[1:])
+    assert np.isfinite(both) and both > alone  # Half the squared error: 3 dB more.
+    assert round(both - alone, 2) == 3.01
+    assert recompression.mean_psnr([flat], jpegs[:1]) == float("inf")

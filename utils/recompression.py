@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -136,14 +137,19 @@ def count_classes(paths: Sequence[str]) -> dict[str, int]:
 
 
 def mean_psnr(images: Sequence[tf.Tensor | np.ndarray], encoded_images: list[bytes]) -> float:
-    """Returns the mean PSNR, in dB, of each JPEG in `encoded_images` against its image.
+    """Returns the PSNR, in dB, of the JPEGs in `encoded_images` against their images.
+
+    The squared error is averaged over every pixel of every image first, then turned into
+    one PSNR: a flat image that a JPEG encodes exactly has an infinite PSNR of its own,
+    which would make a mean of per-image PSNRs infinite.
 
     Args:
         images: uint8 images (tensors or arrays).
         encoded_images: the same images as JPEG bytes, in the same order.
 
     Returns:
-        The mean peak signal-to-noise ratio (above about 35 dB, differences are hard to see).
+        The peak signal-to-noise ratio (above about 35 dB, differences are hard to see);
+        infinite only when every JPEG decodes to its image exactly.
 
     Raises:
         ValueError: if the two lists differ in length.
@@ -154,11 +160,9 @@ def mean_psnr(images: Sequence[tf.Tensor | np.ndarray], encoded_images: list[byt
             f"`images` and `encoded_images` must be as long. Received: {len(images)} and "
             f"{len(decoded)}"
         )
-    return float(
-        np.mean(
-            [
-                tf.image.psnr(image, jpeg, max_val=255).numpy()
-                for image, jpeg in zip(images, decoded, strict=True)
-            ]
-        )
-    )
+    squared_errors = [
+        np.mean((np.asarray(image, np.float64) - np.asarray(jpeg, np.float64)) ** 2)
+        for image, jpeg in zip(images, decoded, strict=True)
+    ]
+    mean_squared_error = float(np.mean(squared_errors))
+    return math.inf if mean_squared_error == 0 else 10 * math.log10(255**2 / mean_squared_error)
