@@ -26,6 +26,7 @@ Usage:
     python -m tools.build_notebooks            # rebuild everything (executes solutions)
     python -m tools.build_notebooks --check    # compare only
     python -m tools.build_notebooks --only 01 --no-execute
+    python -m tools.build_notebooks --embed-only   # after a utils/ change: set-up cells only
 """
 
 from __future__ import annotations
@@ -408,7 +409,7 @@ def check(root: Path) -> list[str]:
 
 def _embedded_course_problem(notebook: nbformat.NotebookNode, course: dict) -> str | None:
     """Says how a notebook's embedded course differs from `course`; None if it does not."""
-    cells = [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+    cells = _setup_cells(notebook)
     if not cells:
         return None
     if not setup_cell.PAYLOAD_PATTERN.search(cells[0].source):
@@ -436,11 +437,8 @@ def _with_payload_of(
     different machines, and that is no change.
     """
 
-    def setup_cells(notebook):
-        return [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
-
     result = copy.deepcopy(built)
-    for disk_cell, cell in zip(setup_cells(on_disk), setup_cells(result), strict=False):
+    for disk_cell, cell in zip(_setup_cells(on_disk), _setup_cells(result), strict=False):
         found = setup_cell.PAYLOAD_PATTERN.search(disk_cell.source)
         built_found = setup_cell.PAYLOAD_PATTERN.search(cell.source)
         if found and built_found:
@@ -467,11 +465,55 @@ def build(root: Path, *, only: str | None = None, execute: bool = True) -> list[
     return written
 
 
+def embed_only(root: Path, *, only: str | None = None) -> list[Path]:
+    """Re-embeds the course in the committed notebooks' set-up cells; returns those written.
+
+    Every change to `utils/` leaves every lab and solution embedding a stale course, and a
+    full build executes every solution again. This rewrites only the source of each
+    committed notebook's set-up cell, as the build would write it; every other cell,
+    outputs included, stays as it is. `--check` still fails where anything else differs
+    from the source.
+
+    Raises:
+        BuildError: if a notebook is missing, or its set-up cells are not the built ones.
+    """
+    written = []
+    for source in lesson_sources(root, only):
+        for folder, built in zip(("labs", "solutions"), split_variants(source, root), strict=True):
+            path = root / folder / f"{source.stem}.ipynb"
+            if not path.exists():
+                raise BuildError(f"{folder}/{path.name} is missing. Run: {BUILD_COMMAND}")
+            on_disk = nbformat.read(path, as_version=4)
+            disk_cells, built_cells = _setup_cells(on_disk), _setup_cells(built)
+            if [c.id for c in disk_cells] != [c.id for c in built_cells]:
+                raise BuildError(
+                    f"{folder}/{path.name}: its set-up cells are not the source's. "
+                    f"Run: {BUILD_COMMAND}"
+                )
+            for disk_cell, built_cell in zip(disk_cells, built_cells, strict=True):
+                disk_cell.source = built_cell.source
+            text = to_text(on_disk)
+            if path.read_text() != text:
+                path.write_text(text)
+                written.append(path)
+                print(f"Re-embedded the course in {path.relative_to(root)}")
+    return written
+
+
+def _setup_cells(notebook: nbformat.NotebookNode) -> list:
+    return [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare only; write nothing")
     parser.add_argument("--only", help="build only the lessons whose file name starts so")
     parser.add_argument("--no-execute", action="store_true", help="write solutions unexecuted")
+    parser.add_argument(
+        "--embed-only",
+        action="store_true",
+        help="only re-embed the course in the committed notebooks' set-up cells (outputs kept)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.check:
@@ -482,6 +524,10 @@ def main(argv: list[str] | None = None) -> int:
                 count = len(lesson_sources(REPO_ROOT))
                 print(f"labs/ and solutions/ match notebooks/ ({count} lessons).")
             return 1 if problems else 0
+        if args.embed_only:
+            written = embed_only(REPO_ROOT, only=args.only)
+            print(f"Re-embedded the course in {len(written)} notebook(s).")
+            return 0
         build(REPO_ROOT, only=args.only, execute=not args.no_execute)
     except BuildError as error:
         print(error, file=sys.stderr)
