@@ -162,6 +162,28 @@ def test_split_variants_lab_has_stubs_solution_has_code(tmp_path):
         ast.parse(code)  # Every stub still runs.
 
 
+def test_the_build_is_its_named_steps_in_order(tmp_path):
+    root = _lesson_root(tmp_path)
+    assert [name for name, _ in build.STEPS] == [
+        "split into lab and solution, stubs for the lab",
+        "validate the TODOs and checks",
+        "stamp the course version",
+        "put the set-up code",
+        "tag the unchecked outputs",
+        "add the header",
+    ]
+    lesson = build.Lesson(root / "notebooks" / "09_test_lesson.py", root)
+    first, *rest = [step for _, step in build.STEPS]
+    first(lesson)
+    assert lesson.todos == [1, 2] and len(lesson.lab.cells) == len(lesson.solution.cells) == 6
+    assert "answer = ..." in lesson.lab.cells[2].source  # A stub, no header yet.
+    for step in rest:
+        step(lesson)
+    assert lesson.lab.cells[1].id == "cell-links"
+    expected = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    assert [build.to_text(n) for n in lesson.variants] == [build.to_text(n) for n in expected]
+
+
 def test_split_variants_marks_todo_and_check_cells(tmp_path):
     root = _lesson_root(tmp_path)
     lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
