@@ -1,13 +1,16 @@
 # Thin aliases for the README's commands. Each target runs on its own.
 PYTHON ?= .venv/bin/python
 
-.PHONY: setup build check numbers test course lab benchmark
+.PHONY: setup build embed check numbers test course lab benchmark
 
 setup:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt
 
 build:  ## Regenerate labs/ and solutions/ from notebooks/ (executes the solutions), then README's numbers.
 	$(PYTHON) -m tools.build_notebooks && $(PYTHON) -m tools.readme_numbers
+
+embed:  ## After a utils/ change: re-embed the course in labs/ and solutions/ (set-up cells only, outputs kept).
+	$(PYTHON) -m tools.build_notebooks --embed-only
 
 check:  ## Fail if labs/ or solutions/ differ from what notebooks/ gives, or README from solutions/.
 	$(PYTHON) -m tools.build_notebooks --check && $(PYTHON) -m tools.readme_numbers --check

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from tools import benchmark, grain_loader
+from tools.benchmark import CEILING, Row
 
 PIPELINES = [
     "files, one at a time",
@@ -30,8 +31,11 @@ def test_every_pipeline_is_measured_at_each_latency_and_the_ceiling_once(quick_r
         f"{name} @ {latency} ms" for latency in benchmark.LATENCIES_MS for name in PIPELINES
     ]
     assert list(report["pipelines"]) == expected
-    for figures in report["pipelines"].values():
-        assert set(figures) - {"cpu_us_per_image"} == {"median", "min", "max", "runs"}
+    for label, figures in report["pipelines"].items():
+        assert Row(figures["pipeline"], figures["latency_ms"]).label == label
+        assert set(figures) - {"cpu_us_per_image"} == {
+            "pipeline", "latency_ms", "median", "min", "max", "runs"
+        }  # fmt: skip
         assert 0 < figures["min"] <= figures["median"] <= figures["max"]
     headline = ["decode ceiling (no I/O)", "course pipeline @ 0 ms", "course pipeline @ 50 ms"]
     headline += [
@@ -63,7 +67,11 @@ def test_growth_and_shard_counts_are_positive_numbers(quick_run):
 
 def test_table_and_targets_give_ratios_to_the_ceiling_and_to_files(quick_run, capsys):
     report, _ = quick_run
-    lines = benchmark.format_table(report["pipelines"])
+    results = benchmark.results_from_json(report["pipelines"])
+    assert list(results) == [CEILING] + [
+        Row(name, latency) for latency in benchmark.LATENCIES_MS for name in PIPELINES
+    ]
+    lines = benchmark.format_table(results)
     assert lines[0].split() == [
         "pipeline",
         "images/s",
@@ -75,7 +83,7 @@ def test_table_and_targets_give_ratios_to_the_ceiling_and_to_files(quick_run, ca
     ]
     assert len(lines) == 1 + len(report["pipelines"])
     assert lines[1].split()[-2:] == ["1.000", "1.0x"]  # The ceiling against itself.
-    targets = benchmark.targets(report["pipelines"])
+    targets = benchmark.targets(results)
     assert [line.split(":")[0] for line in targets if not line.startswith("  ")] == [
         "course pipeline at 0 ms / decode ceiling",
         "course pipeline at 50 ms / decode ceiling",
@@ -93,14 +101,14 @@ def test_targets_take_ratios_within_each_round_and_say_met_or_not():
         return {"median": 0, "min": 0, "max": 0, "runs": list(values)}
 
     results = {
-        "decode ceiling (no I/O)": runs(100, 110, 90),
-        "course pipeline @ 0 ms": runs(96, 99, 90),  # 0.96, 0.90, 1.00 of the ceiling.
-        "course pipeline @ 50 ms": runs(80, 88, 81),  # 0.80, 0.80, 0.90.
-        "original course TFRecords @ 0 ms": runs(70, 75, 70),
-        "original course TFRecords @ 50 ms": runs(60, 60, 60),
-        "image_dataset_from_directory @ 50 ms": {"median": 4.0},
+        CEILING: runs(100, 110, 90),
+        Row("course pipeline", 0): runs(96, 99, 90),  # 0.96, 0.90, 1.00 of the ceiling.
+        Row("course pipeline", 50): runs(80, 88, 81),  # 0.80, 0.80, 0.90.
+        Row("original course TFRecords", 0): runs(70, 75, 70),
+        Row("original course TFRecords", 50): runs(60, 60, 60),
+        Row("image_dataset_from_directory", 50): {"median": 4.0},
     }
-    results["course pipeline @ 50 ms"]["median"] = 81
+    results[Row("course pipeline", 50)]["median"] = 81
     assert benchmark.targets(results) == [
         "course pipeline at 0 ms / decode ceiling: 0.96 (range 0.90-1.00, -0.06/+0.04, "
         "3 runs in turns); target >= 0.95: met; spread within +-0.05: NOT met",
@@ -127,13 +135,10 @@ def test_growth_summary_says_linear_flat_or_not():
 
 def test_cores_busy_per_run_and_the_runs_that_fell_short():
     results = {
-        "decode ceiling (no I/O)": {
-            "runs": [10_000.0, 6_000.0],
-            "cpu_us_per_image": [190.0, 180.0],
-        },
-        "course pipeline @ 0 ms": {"runs": [9_000.0, 8_000.0], "cpu_us_per_image": [200.0, 230.0]},
-        "course pipeline @ 50 ms": {"runs": [6_000.0], "cpu_us_per_image": [200.0]},
-        "files, one at a time @ 0 ms": {"runs": [20.0]},
+        CEILING: {"runs": [10_000.0, 6_000.0], "cpu_us_per_image": [190.0, 180.0]},
+        Row("course pipeline", 0): {"runs": [9_000.0, 8_000.0], "cpu_us_per_image": [200.0, 230.0]},
+        Row("course pipeline", 50): {"runs": [6_000.0], "cpu_us_per_image": [200.0]},
+        Row("files, one at a time", 0): {"runs": [20.0]},
     }
     assert benchmark.cores_busy_lines(results, num_cores=2) == [
         "  decode ceiling (no I/O): cores busy per run 1.90 1.08",
@@ -173,7 +178,8 @@ def test_grain_rows_without_grain_are_skipped_with_the_reason(quick_run):
         assert not any(name.startswith("Grain") for name in report["pipelines"])
     else:
         assert "skipped" not in report
-        lines = benchmark.latency_and_grain_lines(report["pipelines"])
+        results = benchmark.results_from_json(report["pipelines"])
+        lines = benchmark.latency_and_grain_lines(results)
         assert [line.split(":")[0] for line in lines] == [
             "course pipeline at 50 ms / at 0 ms",
             "Grain + ArrayRecord at 50 ms / at 0 ms",
@@ -189,11 +195,11 @@ def test_latency_and_grain_lines_take_ratios_within_each_round():
         return {"runs": list(values), "cpu_us_per_image": list(cpu)}
 
     results = {
-        "decode ceiling (no I/O)": runs(100, 200),
-        "course pipeline @ 0 ms": runs(90, 160),
-        "course pipeline @ 50 ms": runs(81, 160),  # 0.90 and 1.00 of 0 ms.
-        "Grain + ArrayRecord @ 0 ms": runs(50, 60, cpu=(600.0, 700.0)),
-        "Grain + ArrayRecord @ 50 ms": runs(40, 60, cpu=(650.0, 640.0)),
+        CEILING: runs(100, 200),
+        Row("course pipeline", 0): runs(90, 160),
+        Row("course pipeline", 50): runs(81, 160),  # 0.90 and 1.00 of 0 ms.
+        Row("Grain + ArrayRecord", 0): runs(50, 60, cpu=(600.0, 700.0)),
+        Row("Grain + ArrayRecord", 50): runs(40, 60, cpu=(650.0, 640.0)),
     }
     assert benchmark.latency_and_grain_lines(results) == [
         "course pipeline at 50 ms / at 0 ms: 0.95 (range 0.90-1.00, 2 runs); target >= 0.97",
@@ -207,5 +213,5 @@ def test_latency_and_grain_lines_take_ratios_within_each_round():
         "  CPU time per image at 50 ms, microseconds: Grain + ArrayRecord 645 (640-650); "
         "course pipeline 310 (300-320)",
     ]
-    del results["Grain + ArrayRecord @ 0 ms"], results["Grain + ArrayRecord @ 50 ms"]
+    del results[Row("Grain + ArrayRecord", 0)], results[Row("Grain + ArrayRecord", 50)]
     assert len(benchmark.latency_and_grain_lines(results)) == 1

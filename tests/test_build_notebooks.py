@@ -162,6 +162,28 @@ def test_split_variants_lab_has_stubs_solution_has_code(tmp_path):
         ast.parse(code)  # Every stub still runs.
 
 
+def test_the_build_is_its_named_steps_in_order(tmp_path):
+    root = _lesson_root(tmp_path)
+    assert [name for name, _ in build.STEPS] == [
+        "split into lab and solution, stubs for the lab",
+        "validate the TODOs and checks",
+        "stamp the course version",
+        "put the set-up code",
+        "tag the unchecked outputs",
+        "add the header",
+    ]
+    lesson = build.Lesson(root / "notebooks" / "09_test_lesson.py", root)
+    first, *rest = [step for _, step in build.STEPS]
+    first(lesson)
+    assert lesson.todos == [1, 2] and len(lesson.lab.cells) == len(lesson.solution.cells) == 6
+    assert "answer = ..." in lesson.lab.cells[2].source  # A stub, no header yet.
+    for step in rest:
+        step(lesson)
+    assert lesson.lab.cells[1].id == "cell-links"
+    expected = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    assert [build.to_text(n) for n in lesson.variants] == [build.to_text(n) for n in expected]
+
+
 def test_split_variants_marks_todo_and_check_cells(tmp_path):
     root = _lesson_root(tmp_path)
     lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
@@ -271,6 +293,36 @@ def test_check_names_notebooks_whose_embedded_course_differs_from_utils(tmp_path
         "checkout's in 1 file(s): utils/timing.py. Run: make build"
         for folder in ("labs", "solutions")
     ]
+
+
+def test_embed_only_rewrites_only_the_set_up_cells_and_keeps_the_outputs(
+    tmp_path, monkeypatch, capsys
+):
+    root = _course_root(tmp_path)
+    path = root / "solutions" / "09_test_lesson.ipynb"
+    solution = nbformat.read(path, as_version=4)
+    answer = next(c for c in solution.cells if c.id == "todo-1")
+    answer.outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
+    path.write_text(build.to_text(solution))
+    (root / "utils" / "timing.py").write_text("SPEED = 1\n")
+    before = {p: nbformat.read(p, as_version=4) for p in (path, root / "labs" / path.name)}
+    monkeypatch.setattr(build, "REPO_ROOT", root)
+    capsys.readouterr()  # What the build above printed.
+    assert build.main(["--embed-only"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "Re-embedded the course in labs/09_test_lesson.ipynb",
+        "Re-embedded the course in solutions/09_test_lesson.ipynb",
+        "Re-embedded the course in 2 notebook(s).",
+    ]
+    assert build.check(root) == []  # The solution's output is still there.
+    for written, old in before.items():
+        new = nbformat.read(written, as_version=4)
+        changed = [c.id for c, o in zip(new.cells, old.cells, strict=True) if c != o]
+        assert changed == [c.id for c in old.cells if "setup" in c.metadata.get("tags", [])]
+    assert build.embed_only(root) == []  # Nothing left to embed.
+    (root / "labs" / path.name).unlink()
+    with pytest.raises(build.BuildError, match=r"^labs/09_test_lesson.ipynb is missing"):
+        build.embed_only(root)
 
 
 def test_check_accepts_the_same_course_compressed_differently(tmp_path):

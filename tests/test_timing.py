@@ -137,6 +137,12 @@ def test_measure_in_turns_alternates_the_order_and_keeps_every_run(capsys):
     ]
 
 
+def test_spread_is_the_median_and_range_the_tools_and_summaries_print():
+    assert timing.spread([1200.0, 950.4, 3100.0]) == "1,200 (950-3,100)"
+    assert timing.spread((0.5, 0.25), ".2f") == "0.38 (0.25-0.50)"
+    assert timing.spread([7], ".0f", note="1 runs") == "7 (7-7, 1 runs)"
+
+
 def test_ratio_in_turns_divides_round_by_round():
     pipeline_runs = timing.RepeatedResult("pipeline", (80, 99, 70))
     ceiling_runs = timing.RepeatedResult("ceiling", (100, 90, 100))

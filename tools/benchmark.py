@@ -47,6 +47,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from utils import progress
 
@@ -55,16 +56,44 @@ LATENCIES_MS = (0, 50)
 TARGET_SIZE = 192
 BATCH_SIZE = 64
 NUM_PARALLEL_READS = 16
+NUM_SHARDS = 16  # Of the pipelines' data and of each growth size.
+NUM_CLASSES = 5  # The embedded flowers' classes.
 FULL = dict(num_images=3670, headline_repeats=7, repeats=3, sizes=[1000, 4000, 16000],
             shard_counts=[4, 16, 64], timed=8000, timed_files=400, timed_sequential=40)  # fmt: skip
 QUICK = dict(num_images=300, headline_repeats=2, repeats=1, sizes=[200, 400], shard_counts=[2, 4],
              timed=600, timed_files=60, timed_sequential=6)  # fmt: skip
 # Measured in turns with the ceiling, `headline_repeats` rounds: the ratios that are quoted.
-HEADLINE = ("original course TFRecords", "course pipeline", "Grain + ArrayRecord")
+FILES_ONE_AT_A_TIME = "files, one at a time"
+FILES_IN_FLIGHT = f"files, {NUM_PARALLEL_READS} in flight"
+FROM_DIRECTORY = "image_dataset_from_directory"
+ORIGINAL = "original course TFRecords"
+COURSE = "course pipeline"
 GRAIN = "Grain + ArrayRecord"
 GRAIN_PER_RECORD = "Grain, a request per record"
-TARGETS = {"ceiling at 0 ms": 0.95, "ceiling at 50 ms": 0.9, "original at 0 ms": 1.3,
-           "spread": 0.05, "latency ratio": 0.97}  # fmt: skip
+HEADLINE = (ORIGINAL, COURSE, GRAIN)
+
+
+class Row(NamedTuple):
+    """What one result measured: a pipeline, at a simulated latency (None: no I/O at all)."""
+
+    pipeline: str
+    latency_ms: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The row's name in the table and in `benchmark.json`: `pipeline @ N ms`."""
+        if self.latency_ms is None:
+            return self.pipeline
+        return f"{self.pipeline} @ {self.latency_ms} ms"
+
+
+CEILING = Row("decode ceiling (no I/O)")
+# The issue's targets for the course pipeline.
+TARGET_SHARE_OF_CEILING = {0: 0.95, 50: 0.9}  # Its images/s / the ceiling's, by latency (ms).
+TARGET_SPREAD = 0.05  # That share's range around its median, either side.
+TARGET_OVER_ORIGINAL = 1.3  # Its images/s / the original course's, at the first latency.
+TARGET_LATENCY_RATIO = 0.97  # Its images/s at the last latency / at the first.
+TARGET_OVER_FROM_DIRECTORY = 10  # Its images/s / image_dataset_from_directory's, last latency.
 
 
 def _quietly(function, *args, **kwargs):
@@ -208,17 +237,17 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
         )
 
     named = {
-        "files, one at a time": (
+        FILES_ONE_AT_A_TIME: (
             lambda: files(False).repeat(),
             settings["timed_sequential"] if slow else settings["timed_files"],
         ),
-        "files, 16 in flight": (lambda: files(True).repeat(), settings["timed_files"]),
-        "image_dataset_from_directory": (
+        FILES_IN_FLIGHT: (lambda: files(True).repeat(), settings["timed_files"]),
+        FROM_DIRECTORY: (
             from_directory,
             settings["timed_files"] // (4 if slow else 1),
         ),
-        "original course TFRecords": (original_course, settings["timed"]),
-        "course pipeline": (course, settings["timed"]),
+        ORIGINAL: (original_course, settings["timed"]),
+        COURSE: (course, settings["timed"]),
     }
     if array_records:
         named[GRAIN] = (grain_arrayrecord, settings["timed"])
@@ -240,10 +269,12 @@ def compare_pipelines(settings: dict) -> dict:
     import tensorflow as tf
 
     from tools import grain_loader
-    from utils import conversion, pipeline, records, sources, storage, timing
+    from utils import conversion, pipeline, records, sources, storage
 
     source = sources.resolve_source("embedded", num_images=settings["num_images"])
-    shard_set = _quietly(conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
+    shard_set = _quietly(
+        conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
+    )
     shard_paths = shard_set.paths
     skipped = grain_loader.missing_reason()
     array_records = None if skipped else grain_loader.ensure_array_records(shard_paths)
@@ -254,9 +285,8 @@ def compare_pipelines(settings: dict) -> dict:
         for record in tf.data.TFRecordDataset(shard_paths).take(1000)
     ]
     ceiling = lambda: pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)  # noqa: E731
-    ceiling_name = "decode ceiling (no I/O)"
-    cpu = {ceiling_name: []}
-    headline = {"decode ceiling (no I/O)": _rate(ceiling, settings["timed"], cpu[ceiling_name])}
+    cpu = {CEILING: []}
+    headline = {CEILING: _rate(ceiling, settings["timed"], cpu[CEILING])}
     others = {}
     for latency in LATENCIES_MS:
         simulated = storage.SimulatedStorage(latency_ms=latency)
@@ -264,24 +294,51 @@ def compare_pipelines(settings: dict) -> dict:
             source, shard_paths, shard_set.class_names, simulated, settings, array_records
         )
         for name, (make_dataset, num_images) in named.items():
-            label = f"{name} @ {latency} ms"
+            row = Row(name, latency)
             if name in HEADLINE:
-                cpu[label] = []
-                headline[label] = _rate(make_dataset, num_images, cpu[label])
+                cpu[row] = []
+                headline[row] = _rate(make_dataset, num_images, cpu[row])
             else:
-                others[label] = _rate(make_dataset, num_images)
+                others[row] = _rate(make_dataset, num_images)
     print(f"  headline: {len(headline)} pipelines in turns, {settings['headline_repeats']} "
           "rounds ...", flush=True)  # fmt: skip
-    measured = timing.measure_in_turns(headline, repeats=settings["headline_repeats"])
+    measured = _in_turns_by_row(headline, repeats=settings["headline_repeats"])
     print(f"  the others: {len(others)} in turns, {settings['repeats']} rounds ...", flush=True)
-    measured.update(timing.measure_in_turns(others, repeats=settings["repeats"]))
-    order = ["decode ceiling (no I/O)"] + [
-        f"{name} @ {latency} ms" for latency in LATENCIES_MS for name in named
-    ]
-    results = {name: _figures(measured[name]) for name in order}
-    for name, per_image in cpu.items():
-        results[name]["cpu_us_per_image"] = [seconds * 1e6 for seconds in per_image]
+    measured.update(_in_turns_by_row(others, repeats=settings["repeats"]))
+    order = [CEILING] + [Row(name, latency) for latency in LATENCIES_MS for name in named]
+    results = {row: _figures(measured[row]) for row in order}
+    for row, per_image in cpu.items():
+        results[row]["cpu_us_per_image"] = [seconds * 1e6 for seconds in per_image]
     return results
+
+
+def _in_turns_by_row(candidates: dict, repeats: int) -> dict:
+    """`timing.measure_in_turns` over `Row` -> candidate; its results keyed by the same rows."""
+    from utils import timing
+
+    by_label = {row.label: row for row in candidates}
+    measured = timing.measure_in_turns(
+        {row.label: candidate for row, candidate in candidates.items()}, repeats=repeats
+    )
+    return {by_label[label]: result for label, result in measured.items()}
+
+
+def results_to_json(results: dict) -> dict:
+    """The results as `benchmark.json` holds them: by label, each with its row's fields."""
+    return {
+        row.label: {"pipeline": row.pipeline, "latency_ms": row.latency_ms, **figures}
+        for row, figures in results.items()
+    }
+
+
+def results_from_json(by_label: dict) -> dict:
+    """`benchmark.json`'s pipelines back as `Row` -> figures (from the fields, not the label)."""
+    return {
+        Row(figures["pipeline"], figures["latency_ms"]): {
+            key: value for key, value in figures.items() if key not in Row._fields
+        }
+        for figures in by_label.values()
+    }
 
 
 def read_one_epoch(shards_dir: str) -> dict:
@@ -304,7 +361,11 @@ def read_one_epoch(shards_dir: str) -> dict:
 
     paths = shard_files.find_shards(shards_dir)
     dataset = pipeline.tfrecord_images(
-        paths, target_size=TARGET_SIZE, num_classes=5, batch_size=64, num_parallel_reads=16
+        paths,
+        target_size=TARGET_SIZE,
+        num_classes=NUM_CLASSES,
+        batch_size=BATCH_SIZE,
+        num_parallel_reads=NUM_PARALLEL_READS,
     )
     count, start = 0, None
     for images, _ in dataset:
@@ -340,9 +401,11 @@ def scaling(settings: dict) -> dict:
     for size in settings["sizes"]:
         print(f"  {size} images ...", flush=True)
         source = sources.resolve_source("embedded", num_images=size)
-        output_dir = conversion.default_output_dir(source, target_size=TARGET_SIZE, num_shards=16)
+        output_dir = conversion.default_output_dir(
+            source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
+        )
         report = _quietly(
-            conversion.convert, source, output_dir, target_size=TARGET_SIZE, num_shards=16
+            conversion.convert, source, output_dir, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
         )
         by_size[size] = {"write_seconds": report.seconds, **read_in_own_process(output_dir)}
     largest = sources.resolve_source("embedded", num_images=settings["sizes"][-1])
@@ -419,15 +482,15 @@ def cores_busy_lines(results: dict, num_cores: int) -> list[str]:
     """
     lines, short, total = [], 0, 0
     threshold = FULL_CORES_SHARE * num_cores
-    for name, figures in results.items():
+    for row, figures in results.items():
         if "cpu_us_per_image" not in figures:
             continue
         pairs = zip(figures["runs"], figures["cpu_us_per_image"], strict=True)
         busy = [rate * cpu_us / 1e6 for rate, cpu_us in pairs]
-        if "@ " not in name or name.endswith("@ 0 ms"):
+        if not row.latency_ms:  # No I/O, or local disk: nothing to wait for.
             short += sum(cores < threshold for cores in busy)
             total += len(busy)
-        lines.append(f"  {name}: cores busy per run " + " ".join(f"{c:.2f}" for c in busy))
+        lines.append(f"  {row.label}: cores busy per run " + " ".join(f"{c:.2f}" for c in busy))
     lines.append(
         f"  runs without simulated latency that kept fewer than {threshold:.1f} of {num_cores} "
         f"cores busy: {short} of {total}"
@@ -456,29 +519,28 @@ def growth_summary(by_size: dict) -> list[str]:
 
 def format_table(results: dict) -> list[str]:
     """Formats the pipeline results with ratios (of medians) to the ceiling and to files."""
-    ceiling = results["decode ceiling (no I/O)"]["median"]
+    ceiling = results[CEILING]["median"]
     lines = [
         f"{'pipeline':<38} {'images/s':>10} {'min-max':>15} {'runs':>4} {'/ceiling':>8} "
         f"{'/files 1x1':>10}",
     ]
-    for name, figures in results.items():
-        latency = name.rsplit("@ ", 1)[-1] if "@" in name else None
-        baseline = results.get(f"files, one at a time @ {latency}", figures)["median"]
+    for row, figures in results.items():
+        baseline = results.get(Row(FILES_ONE_AT_A_TIME, row.latency_ms), figures)["median"]
         spread = f"{figures['min']:,.0f}-{figures['max']:,.0f}"
         lines.append(
-            f"{name:<38} {figures['median']:>10,.1f} {spread:>15} {len(figures['runs']):>4} "
+            f"{row.label:<38} {figures['median']:>10,.1f} {spread:>15} {len(figures['runs']):>4} "
             f"{figures['median'] / ceiling:>8.3f} {figures['median'] / baseline:>9.1f}x"
         )
     return lines
 
 
-def _in_turns(results: dict, numerator: str, denominator: str, *, key: str = "runs"):
+def _in_turns(results: dict, numerator: Row, denominator: Row, *, key: str = "runs"):
     """The ratio of two headline results, round by round (`timing.ratio_in_turns`)."""
     from utils import timing
 
     return timing.ratio_in_turns(
-        timing.RepeatedResult(numerator, tuple(results[numerator][key])),
-        timing.RepeatedResult(denominator, tuple(results[denominator][key])),
+        timing.RepeatedResult(numerator.label, tuple(results[numerator][key])),
+        timing.RepeatedResult(denominator.label, tuple(results[denominator][key])),
     )
 
 
@@ -488,47 +550,45 @@ def _verdict(met: bool) -> str:
 
 def targets(results: dict) -> list[str]:
     """Checks the issue's targets against these results, ratios taken within each round."""
-    ceiling = "decode ceiling (no I/O)"
     lines = []
     for latency in LATENCIES_MS:
-        share = _in_turns(results, f"course pipeline @ {latency} ms", ceiling)
-        target = TARGETS[f"ceiling at {latency} ms"]
+        share = _in_turns(results, Row(COURSE, latency), CEILING)
+        target = TARGET_SHARE_OF_CEILING[latency]
         low, high = share.median - share.minimum, share.maximum - share.median
-        spread_met = max(low, high) <= TARGETS["spread"]
+        spread_met = max(low, high) <= TARGET_SPREAD
         lines.append(
-            f"course pipeline at {latency} ms / decode ceiling: {share.median:.2f} "
+            f"{COURSE} at {latency} ms / decode ceiling: {share.median:.2f} "
             f"(range {share.minimum:.2f}-{share.maximum:.2f}, -{low:.2f}/+{high:.2f}, "
             f"{share.num_runs} runs in turns); target >= {target}: "
             f"{_verdict(share.median >= target)}; spread within "
-            f"+-{TARGETS['spread']}: {_verdict(spread_met)}"
+            f"+-{TARGET_SPREAD}: {_verdict(spread_met)}"
         )
-        if "cpu_us_per_image" in results[ceiling]:
-            work = _in_turns(results, ceiling, f"course pipeline @ {latency} ms",
-                             key="cpu_us_per_image")  # fmt: skip
+        if "cpu_us_per_image" in results[CEILING]:
+            work = _in_turns(results, CEILING, Row(COURSE, latency), key="cpu_us_per_image")
             lines.append(
                 f"  work share at {latency} ms (the ceiling's CPU time per image / the "
                 f"pipeline's; moves little with load): {work.median:.2f} "
                 f"(range {work.minimum:.2f}-{work.maximum:.2f})"
             )
     speedups = [
-        _in_turns(results, f"course pipeline @ {latency} ms",
-                  f"original course TFRecords @ {latency} ms")
-        for latency in LATENCIES_MS
-    ]  # fmt: skip
+        _in_turns(results, Row(COURSE, latency), Row(ORIGINAL, latency)) for latency in LATENCIES_MS
+    ]
     lines.append(
-        "course pipeline / original course pipeline: "
+        f"{COURSE} / original course pipeline: "
         + ", ".join(
             f"{s.median:.2f}x ({s.minimum:.2f}-{s.maximum:.2f}) at {latency} ms"
             for s, latency in zip(speedups, LATENCIES_MS, strict=True)
         )
-        + f"; target >= {TARGETS['original at 0 ms']}x at 0 ms: "
-        + _verdict(speedups[0].median >= TARGETS["original at 0 ms"])
+        + f"; target >= {TARGET_OVER_ORIGINAL}x at {LATENCIES_MS[0]} ms: "
+        + _verdict(speedups[0].median >= TARGET_OVER_ORIGINAL)
     )
-    directory = results["image_dataset_from_directory @ 50 ms"]["median"]
-    course = results["course pipeline @ 50 ms"]["median"]
+    slow = LATENCIES_MS[-1]
+    directory = results[Row(FROM_DIRECTORY, slow)]["median"]
+    course = results[Row(COURSE, slow)]["median"]
     lines.append(
-        f"course pipeline / image_dataset_from_directory at 50 ms: {course / directory:.1f}x "
-        f"(medians); target >= 10x: {_verdict(course / directory >= 10)}"
+        f"{COURSE} / {FROM_DIRECTORY} at {slow} ms: {course / directory:.1f}x "
+        f"(medians); target >= {TARGET_OVER_FROM_DIRECTORY}x: "
+        f"{_verdict(course / directory >= TARGET_OVER_FROM_DIRECTORY)}"
     )
     return lines
 
@@ -553,36 +613,29 @@ def latency_and_grain_lines(results: dict) -> list[str]:
         latency ratio and, at each latency, its ratio to the ceiling and to the course
         pipeline and both CPU times per image.
     """
-    ceiling = "decode ceiling (no I/O)"
+    from utils.timing import spread
+
+    fast, slow = LATENCIES_MS
     lines = [
-        f"{name} at {LATENCIES_MS[1]} ms / at {LATENCIES_MS[0]} ms: "
-        + _ratio_text(
-            _in_turns(results, f"{name} @ {LATENCIES_MS[1]} ms", f"{name} @ {LATENCIES_MS[0]} ms")
-        )
-        + (f"; target >= {TARGETS['latency ratio']}" if name == "course pipeline" else "")
-        for name in ("course pipeline", GRAIN)
-        if f"{name} @ {LATENCIES_MS[0]} ms" in results
+        f"{name} at {slow} ms / at {fast} ms: "
+        + _ratio_text(_in_turns(results, Row(name, slow), Row(name, fast)))
+        + (f"; target >= {TARGET_LATENCY_RATIO}" if name == COURSE else "")
+        for name in (COURSE, GRAIN)
+        if Row(name, fast) in results
     ]
-    for latency in LATENCIES_MS if f"{GRAIN} @ {LATENCIES_MS[0]} ms" in results else ():
-        grain, course = f"{GRAIN} @ {latency} ms", f"course pipeline @ {latency} ms"
+    for latency in LATENCIES_MS if Row(GRAIN, fast) in results else ():
+        grain, course = Row(GRAIN, latency), Row(COURSE, latency)
         lines.append(
             f"{GRAIN} at {latency} ms / decode ceiling: "
-            f"{_ratio_text(_in_turns(results, grain, ceiling))}; / course pipeline: "
+            f"{_ratio_text(_in_turns(results, grain, CEILING))}; / {COURSE}: "
             f"{_ratio_text(_in_turns(results, grain, course))}"
         )
-        cpu = [timing_summary(results[name]["cpu_us_per_image"]) for name in (grain, course)]
+        cpu = [spread(results[row]["cpu_us_per_image"]) for row in (grain, course)]
         lines.append(
             f"  CPU time per image at {latency} ms, microseconds: {GRAIN} {cpu[0]}; "
-            f"course pipeline {cpu[1]}"
+            f"{COURSE} {cpu[1]}"
         )
     return lines
-
-
-def timing_summary(values: list[float]) -> str:
-    """Returns `median (min-max)` of a list of numbers, rounded to units."""
-    import statistics
-
-    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
 
 
 def plot(results: dict, scale: dict, path: Path) -> None:
@@ -593,20 +646,22 @@ def plot(results: dict, scale: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, (bars, growth) = plt.subplots(1, 2, figsize=(14, 5), width_ratios=[2, 1])
-    names = list(results)
-    medians = [results[n]["median"] for n in names]
-    errors = [[m - results[n]["min"] for n, m in zip(names, medians, strict=True)],
-              [results[n]["max"] - m for n, m in zip(names, medians, strict=True)]]  # fmt: skip
-    colors = ["black" if "ceiling" in n else "tab:orange" if "50 ms" in n else "tab:blue"
-              for n in names]  # fmt: skip
-    drawn = bars.barh(names, medians, xerr=errors, color=colors)
-    for bar, name in zip(drawn, names, strict=True):
-        if name.startswith("Grain"):
+    rows = list(results)
+    medians = [results[row]["median"] for row in rows]
+    errors = [[m - results[row]["min"] for row, m in zip(rows, medians, strict=True)],
+              [results[row]["max"] - m for row, m in zip(rows, medians, strict=True)]]  # fmt: skip
+    colors = ["black" if row.latency_ms is None else "tab:orange" if row.latency_ms else "tab:blue"
+              for row in rows]  # fmt: skip
+    drawn = bars.barh([row.label for row in rows], medians, xerr=errors, color=colors)
+    for bar, row in zip(drawn, rows, strict=True):
+        if row.pipeline in (GRAIN, GRAIN_PER_RECORD):
             bar.set_hatch("//")
     bars.set_xscale("log")
     bars.invert_yaxis()
-    bars.set_xlabel("images/s (log scale; blue: local disk, orange: 50 ms simulated latency)")
-    bars.set_title("Pipelines on the same data (hatched: Grain + ArrayRecord)")
+    bars.set_xlabel(
+        f"images/s (log scale; blue: local disk, orange: {LATENCIES_MS[-1]} ms simulated latency)"
+    )
+    bars.set_title(f"Pipelines on the same data (hatched: {GRAIN})")
     sizes = sorted(scale["by_size"])
     rates = [scale["by_size"][s]["images_per_second"] for s in sizes]
     memory = [scale["by_size"][s]["peak_rss_mb"] for s in sizes]
@@ -695,7 +750,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name, watch in [("pipelines", pipelines_load), ("growth", growth_load)]
     }
-    report = {"settings": settings, "machine": machine, "load": load, "pipelines": results,
+    report = {"settings": settings, "machine": machine, "load": load,
+              "pipelines": results_to_json(results),
               "scaling": scale, "seconds": time.perf_counter() - start}  # fmt: skip
     if grain_skipped:
         report["skipped"] = {GRAIN: grain_skipped}

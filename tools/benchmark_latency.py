@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 
 from utils import progress
@@ -105,12 +104,7 @@ def format_results(results: dict) -> list[str]:
     the share of its local-disk rate that the latency leaves (the issue's target: 0.97
     at a fixed 50 ms, 0.95 under the object-storage model).
     """
-
-    def spread(values, number_format):
-        return (
-            f"{statistics.median(values):{number_format}} "
-            f"({min(values):{number_format}}-{max(values):{number_format}})"
-        )
+    from utils.timing import spread
 
     lines = [
         f"{'variant':<54} {'images/s':>20} {'CPU us/image':>16} {'cores busy':>17} "
@@ -121,8 +115,8 @@ def format_results(results: dict) -> list[str]:
         rates = figures["images_per_second"]
         ratios = [rate / base for rate, base in zip(rates, baseline, strict=True)]
         lines.append(
-            f"{name:<54} {spread(rates, ',.0f'):>20} "
-            f"{spread(figures['cpu_us_per_image'], ',.0f'):>16} "
+            f"{name:<54} {spread(rates):>20} "
+            f"{spread(figures['cpu_us_per_image']):>16} "
             f"{spread(figures['cores_busy'], '.2f'):>17} {spread(ratios, '.2f'):>22}"
         )
     return lines

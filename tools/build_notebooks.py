@@ -14,6 +14,10 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
 3. Solution: drop the marker lines, execute it with papermill on the embedded dataset
    (default parameters), keep the outputs, and write `solutions/NN_*.ipynb`.
 
+The steps are named in `STEPS` (one function each, run in order by `split_variants`);
+the regions and stubs are `tools/build_regions.py`'s job, executing a solution and
+keeping only its outputs `tools/build_outputs.py`'s.
+
 `--check` builds in memory, writes nothing, and fails naming each generated file that
 differs from what its source gives (outputs aside), each stale file, and each solution
 that was never executed.
@@ -22,38 +26,46 @@ Usage:
     python -m tools.build_notebooks            # rebuild everything (executes solutions)
     python -m tools.build_notebooks --check    # compare only
     python -m tools.build_notebooks --only 01 --no-execute
+    python -m tools.build_notebooks --embed-only   # after a utils/ change: set-up cells only
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import copy
-import os
+import dataclasses
 import re
 import sys
-import tempfile
-import textwrap
 from pathlib import Path
 
 import jupytext
 import nbformat
 
 from tools import setup_cell
-from tools.lesson_parameters import KERNEL_OPTIONS
-from utils import progress
+from tools.build_outputs import (  # noqa: F401  (re-exported: the build's names)
+    EXECUTION_SECONDS,
+    METADATA_KEY,
+    execute_solution,
+    strip_outputs,
+    without_machine_paths,
+)
+from tools.build_regions import (  # noqa: F401  (re-exported: the build's names)
+    BEGIN,
+    END,
+    TODO_LINE,
+    BuildError,
+    cell_regions,
+    find_regions,
+    make_stub,
+    todo_number,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-TODO_LINE = re.compile(r"^\s*# TODO (\d+):")
 OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
 CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
 BUILD_COMMAND = "make build"
-METADATA_KEY = "tpu_speed_pipelines"
 # A TODO cell's points: `# %% points=2` on its cell in the source; 1 when unset.
 DEFAULT_POINTS = 1
-# In a solution's metadata: how long its execution took, in seconds (the README's times).
-EXECUTION_SECONDS = "execution_seconds"
 # What an instructor's grading (tools/grade.py) scores, said in every lab's header.
 GRADED_NOTE = (
     "**What is graded:** the check cell after each TODO, run again on a small dataset. "
@@ -69,137 +81,44 @@ SOLUTION_NOTE = (
 )
 
 
-class BuildError(Exception):
-    """A lesson source is malformed; the message names the file and line."""
+@dataclasses.dataclass
+class Lesson:
+    """One lesson being built: its source, and the lab and solution the steps make of it."""
+
+    source_path: Path
+    root: Path
+    lab: nbformat.NotebookNode | None = None
+    solution: nbformat.NotebookNode | None = None
+    todos: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def source_name(self) -> str:
+        """The source's path from the root, as messages name it."""
+        return self.source_path.relative_to(self.root).as_posix()
+
+    @property
+    def variants(self) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+        """(lab, solution)."""
+        return self.lab, self.solution
 
 
-def find_regions(text: str, source_name: str) -> list[tuple[int, int]]:
-    """Returns (begin, end) line numbers (1-based) of the solution regions of a source.
-
-    Raises:
-        BuildError: on a region that is nested, unclosed, or closed without a BEGIN.
-    """
-    regions, begin = [], None
-    for number, line in enumerate(text.splitlines(), start=1):
-        marker = line.strip()
-        if marker == BEGIN:
-            if begin is not None:
-                raise BuildError(
-                    f"{source_name}:{number}: {BEGIN} inside the region opened at line {begin}."
-                )
-            begin = number
-        elif marker == END:
-            if begin is None:
-                raise BuildError(f"{source_name}:{number}: {END} without {BEGIN}.")
-            regions.append((begin, number))
-            begin = None
-    if begin is not None:
-        raise BuildError(f"{source_name}:{begin}: {BEGIN} without {END}.")
-    return regions
-
-
-def make_stub(region_lines: list[str], todo: int, where: str) -> list[str]:
-    """Returns lines that replace a solution region: `name = ...` per name it assigns.
-
-    The region's indentation is kept, so a region inside a function stays inside it.
-
-    Raises:
-        BuildError: if the region is not valid Python.
-    """
-    indent = min(
-        (len(line) - len(line.lstrip()) for line in region_lines if line.strip()), default=0
-    )
-    code = textwrap.dedent("\n".join(region_lines))
-    try:
-        statements = ast.parse(code).body
-    except SyntaxError as error:
-        raise BuildError(
-            f"{where}: the solution of TODO {todo} is not valid Python: {error}"
-        ) from None
-    names: list[str] = []
-    # Assignments at the region's top level and inside its blocks (`with`, `for`, `if`),
-    # so that `with strategy.scope(): model = ...` gives the stub `model = ...`.
-    assignments = [node for statement in statements for node in _walk_blocks(statement)]
-    for statement in assignments:
-        targets = []
-        if isinstance(statement, ast.Assign):
-            targets = statement.targets
-        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
-            targets = [statement.target]
-        for target in targets:
-            for name in _bound_names(target):
-                if name not in names:
-                    names.append(name)
-    stub = [f"{name} = ..." for name in names] or ["..."]
-    return [" " * indent + line for line in stub]
-
-
-def _bound_names(target: ast.expr) -> list[str]:
-    """Returns the names an assignment target binds, in order.
-
-    `a, (b, *c) = ...` binds a, b and c. `x[i] = ...` and `x.y = ...` bind no name: they
-    change an object that exists already, so neither `x` nor `i` may be stubbed.
-    """
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Starred):
-        return _bound_names(target.value)
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in _bound_names(element)]
-    return []
-
-
-def _walk_blocks(statement: ast.stmt):
-    """Yields `statement` and the statements in its blocks, not those in nested functions."""
-    yield statement
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return
-    for field in ("body", "orelse", "finalbody"):
-        for child in getattr(statement, field, []):
-            yield from _walk_blocks(child)
-
-
-def _cell_regions(lines: list[str]) -> list[tuple[int, int]]:
-    regions, begin = [], None
-    for index, line in enumerate(lines):
-        if line.strip() == BEGIN:
-            begin = index
-        elif line.strip() == END:
-            regions.append((begin, index))
-    return regions
-
-
-def _todo_number(lines: list[str], begin: int, where: str) -> int:
-    for line in reversed(lines[:begin]):
-        match = TODO_LINE.match(line)
-        if match:
-            return int(match.group(1))
-    raise BuildError(f"{where}: a solution region with no `# TODO n:` comment before it.")
-
-
-def split_variants(
-    source_path: Path, root: Path = REPO_ROOT
-) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-    """Reads a lesson source and returns its (lab, solution) notebooks, unexecuted.
-
-    Raises:
-        BuildError: if the source breaks a rule listed in this module's docstring.
-    """
-    source_name = source_path.relative_to(root).as_posix()
-    text = source_path.read_text()
+def split_into_lab_and_solution(lesson: Lesson) -> None:
+    """Reads the source; the lab gets each region's stub, the solution its code."""
+    text = lesson.source_path.read_text()
+    source_name = lesson.source_name
     find_regions(text, source_name)
     notebook = jupytext.reads(text, fmt="py:percent")
     _reject_empty_cells(notebook, text, source_name)
     lab, solution = _empty_notebook(source_name, "lab"), _empty_notebook(source_name, "solution")
-    todos: list[int] = []
+    todos = lesson.todos
     for index, cell in enumerate(notebook.cells):
         where = f"{source_name} (cell {index + 1})"
         lines = cell.source.splitlines()
-        regions = _cell_regions(lines) if cell.cell_type == "code" else []
+        regions = cell_regions(lines) if cell.cell_type == "code" else []
         lab_lines, solution_lines, last = [], [], 0
         numbers = set()
         for begin, end in regions:
-            todo = _todo_number(lines, begin, where)
+            todo = todo_number(lines, begin, where)
             numbers.add(todo)
             lab_lines += lines[last:begin] + make_stub(lines[begin + 1 : end], todo, where)
             solution_lines += lines[last:begin] + lines[begin + 1 : end]
@@ -224,19 +143,72 @@ def split_variants(
         for variant, variant_lines in ((lab, lab_lines), (solution, solution_lines)):
             new_cell = _new_cell(cell.cell_type, "\n".join(variant_lines), metadata, cell_id)
             variant.cells.append(new_cell)
-    _validate_lesson(lab, todos, source_name)
+    lesson.lab, lesson.solution = lab, solution
+
+
+def validate(lesson: Lesson) -> None:
+    """TODOs 1..N in order, named by the objectives, each followed by its check cell."""
+    _validate_lesson(lesson.lab, lesson.todos, lesson.source_name)
+
+
+def stamp_version(lesson: Lesson) -> None:
+    """Both variants carry the course version they were built from."""
+    root = lesson.root
+    version_root = root if (root / "pyproject.toml").exists() else REPO_ROOT
+    for variant in lesson.variants:
+        variant.metadata[METADATA_KEY]["version"] = setup_cell.course_version(version_root)
+
+
+def put_setup_code(lesson: Lesson) -> None:
+    """The cell tagged `setup` gets the set-up code, the course package embedded."""
+    for variant in lesson.variants:
+        _put_setup_code(variant, lesson.source_path.stem, lesson.source_name, lesson.root)
+
+
+def tag_unchecked_outputs(lesson: Lesson) -> None:
+    """Cells without `# NBVAL_CHECK_OUTPUT` are tagged for strict nbval to skip."""
+    for variant in lesson.variants:
+        _tag_unchecked_outputs(variant)
+
+
+def add_header(lesson: Lesson) -> None:
+    """The generated-from banner, the open-in links, and the graded or solution note."""
     points = {
         c.metadata[METADATA_KEY]["todo"]: c.metadata[METADATA_KEY]["points"]
-        for c in lab.cells
+        for c in lesson.lab.cells
         if "todo" in c.metadata.get(METADATA_KEY, {})
     }
-    for variant in (lab, solution):
-        version_root = root if (root / "pyproject.toml").exists() else REPO_ROOT
-        variant.metadata[METADATA_KEY]["version"] = setup_cell.course_version(version_root)
-        _put_setup_code(variant, source_path.stem, source_name, root)
-        _tag_unchecked_outputs(variant)
-        _add_header(variant, source_path.stem, source_name, root, points)
-    return lab, solution
+    for variant in lesson.variants:
+        _add_header(variant, lesson.source_path.stem, lesson.source_name, lesson.root, points)
+
+
+# How a lesson source becomes its lab and solution, step by step (as nbgrader's converters
+# list their preprocessors). `build` then executes the solution (`execute_solution`) and
+# writes both; `check` compares them, outputs stripped (`strip_outputs`), with the files.
+STEPS = (
+    ("split into lab and solution, stubs for the lab", split_into_lab_and_solution),
+    ("validate the TODOs and checks", validate),
+    ("stamp the course version", stamp_version),
+    ("put the set-up code", put_setup_code),
+    ("tag the unchecked outputs", tag_unchecked_outputs),
+    ("add the header", add_header),
+)
+
+
+def split_variants(
+    source_path: Path, root: Path = REPO_ROOT
+) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """Reads a lesson source and returns its (lab, solution) notebooks, unexecuted.
+
+    Runs `STEPS` in order.
+
+    Raises:
+        BuildError: if the source breaks a rule listed in this module's docstring.
+    """
+    lesson = Lesson(source_path, root)
+    for _, step in STEPS:
+        step(lesson)
+    return lesson.variants
 
 
 def _reject_empty_cells(notebook: nbformat.NotebookNode, text: str, source_name: str) -> None:
@@ -378,79 +350,6 @@ def _add_header(
     notebook.cells.insert(1, links)
 
 
-def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Returns a copy with outputs, execution counts and the execution time removed."""
-    stripped = copy.deepcopy(notebook)
-    stripped.metadata.get(METADATA_KEY, {}).pop(EXECUTION_SECONDS, None)
-    for cell in stripped.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    return stripped
-
-
-def execute_solution(
-    notebook: nbformat.NotebookNode, *, cwd: Path, parameters: dict | None = None
-) -> nbformat.NotebookNode:
-    """Runs a notebook with papermill in `cwd`; returns a copy of it with the outputs.
-
-    Only outputs, execution counts and the run's duration (papermill's, in whole seconds,
-    as `tpu_speed_pipelines.execution_seconds`: the README's lesson times) are taken from
-    the run, so the metadata papermill and the kernel add (timestamps, versions, empty
-    tags) never reach the file; the outputs show machine paths portably
-    (`without_machine_paths`).
-    """
-    import papermill
-
-    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
-    with tempfile.TemporaryDirectory() as scratch:
-        unexecuted, executed = Path(scratch) / "in.ipynb", Path(scratch) / "out.ipynb"
-        nbformat.write(notebook, unexecuted)
-        papermill.execute_notebook(
-            str(unexecuted),
-            str(executed),
-            parameters=parameters or {},
-            cwd=str(cwd),
-            progress_bar=False,
-            **KERNEL_OPTIONS,
-        )
-        executed_notebook = nbformat.read(executed, as_version=4)
-        executed_cells = executed_notebook.cells
-    result = copy.deepcopy(notebook)
-    duration = executed_notebook.metadata.get("papermill", {}).get("duration")
-    if duration is not None:
-        result.metadata.setdefault(METADATA_KEY, {})[EXECUTION_SECONDS] = round(duration)
-    if len(executed_cells) != len(result.cells):
-        raise BuildError("papermill added cells; build solutions with their default parameters.")
-    for cell, executed_cell in zip(result.cells, executed_cells, strict=True):
-        if cell.cell_type == "code":
-            cell.outputs = without_machine_paths(executed_cell.outputs)
-            cell.execution_count = executed_cell.execution_count
-    return result
-
-
-def without_machine_paths(outputs: list, home: Path | None = None) -> list:
-    """Returns `outputs` with the home folder shown as `~` and temporary folders as `$TMPDIR`.
-
-    A committed solution then prints `~/.cache/tpu_speed_pipelines/...`, as the README
-    names the cache, and `$TMPDIR/...` for a folder made by `tempfile`, rather than the
-    paths of the machine that built it.
-    """
-    home_prefix = str(home or Path.home()).rstrip("/") + "/"
-    temporary = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/tmp\w+/")
-
-    def portable(text: str) -> str:
-        return temporary.sub("$TMPDIR/", text.replace(home_prefix, "~/"))
-
-    outputs = copy.deepcopy(outputs)
-    for output in outputs:
-        if "text" in output:
-            output["text"] = portable(output["text"])
-        for kind, value in output.get("data", {}).items():
-            if kind.startswith("text/") and isinstance(value, str):
-                output["data"][kind] = portable(value)
-    return outputs
-
-
 def to_text(notebook: nbformat.NotebookNode) -> str:
     """Returns the notebook as the exact text written to disk."""
     return nbformat.writes(notebook) + "\n"
@@ -510,7 +409,7 @@ def check(root: Path) -> list[str]:
 
 def _embedded_course_problem(notebook: nbformat.NotebookNode, course: dict) -> str | None:
     """Says how a notebook's embedded course differs from `course`; None if it does not."""
-    cells = [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+    cells = _setup_cells(notebook)
     if not cells:
         return None
     if not setup_cell.PAYLOAD_PATTERN.search(cells[0].source):
@@ -538,11 +437,8 @@ def _with_payload_of(
     different machines, and that is no change.
     """
 
-    def setup_cells(notebook):
-        return [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
-
     result = copy.deepcopy(built)
-    for disk_cell, cell in zip(setup_cells(on_disk), setup_cells(result), strict=False):
+    for disk_cell, cell in zip(_setup_cells(on_disk), _setup_cells(result), strict=False):
         found = setup_cell.PAYLOAD_PATTERN.search(disk_cell.source)
         built_found = setup_cell.PAYLOAD_PATTERN.search(cell.source)
         if found and built_found:
@@ -569,11 +465,55 @@ def build(root: Path, *, only: str | None = None, execute: bool = True) -> list[
     return written
 
 
+def embed_only(root: Path, *, only: str | None = None) -> list[Path]:
+    """Re-embeds the course in the committed notebooks' set-up cells; returns those written.
+
+    Every change to `utils/` leaves every lab and solution embedding a stale course, and a
+    full build executes every solution again. This rewrites only the source of each
+    committed notebook's set-up cell, as the build would write it; every other cell,
+    outputs included, stays as it is. `--check` still fails where anything else differs
+    from the source.
+
+    Raises:
+        BuildError: if a notebook is missing, or its set-up cells are not the built ones.
+    """
+    written = []
+    for source in lesson_sources(root, only):
+        for folder, built in zip(("labs", "solutions"), split_variants(source, root), strict=True):
+            path = root / folder / f"{source.stem}.ipynb"
+            if not path.exists():
+                raise BuildError(f"{folder}/{path.name} is missing. Run: {BUILD_COMMAND}")
+            on_disk = nbformat.read(path, as_version=4)
+            disk_cells, built_cells = _setup_cells(on_disk), _setup_cells(built)
+            if [c.id for c in disk_cells] != [c.id for c in built_cells]:
+                raise BuildError(
+                    f"{folder}/{path.name}: its set-up cells are not the source's. "
+                    f"Run: {BUILD_COMMAND}"
+                )
+            for disk_cell, built_cell in zip(disk_cells, built_cells, strict=True):
+                disk_cell.source = built_cell.source
+            text = to_text(on_disk)
+            if path.read_text() != text:
+                path.write_text(text)
+                written.append(path)
+                print(f"Re-embedded the course in {path.relative_to(root)}")
+    return written
+
+
+def _setup_cells(notebook: nbformat.NotebookNode) -> list:
+    return [c for c in notebook.cells if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare only; write nothing")
     parser.add_argument("--only", help="build only the lessons whose file name starts so")
     parser.add_argument("--no-execute", action="store_true", help="write solutions unexecuted")
+    parser.add_argument(
+        "--embed-only",
+        action="store_true",
+        help="only re-embed the course in the committed notebooks' set-up cells (outputs kept)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.check:
@@ -584,6 +524,10 @@ def main(argv: list[str] | None = None) -> int:
                 count = len(lesson_sources(REPO_ROOT))
                 print(f"labs/ and solutions/ match notebooks/ ({count} lessons).")
             return 1 if problems else 0
+        if args.embed_only:
+            written = embed_only(REPO_ROOT, only=args.only)
+            print(f"Re-embedded the course in {len(written)} notebook(s).")
+            return 0
         build(REPO_ROOT, only=args.only, execute=not args.no_execute)
     except BuildError as error:
         print(error, file=sys.stderr)

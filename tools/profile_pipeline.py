@@ -432,16 +432,10 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
         fresh, settled = runs[count]["just written"], runs[count]["settled"]
         gain = statistics.median(b / a for a, b in zip(fresh, settled, strict=True))
         lines.append(
-            f"{count:>6} {sizes[count]:>8.1f} {_spread(fresh):>22} {_spread(settled):>22} "
-            f"{gain:>12.2f}"
+            f"{count:>6} {sizes[count]:>8.1f} {timing.spread(fresh):>22} "
+            f"{timing.spread(settled):>22} {gain:>12.2f}"
         )
     return {"load": load.summary(), "lines": lines, "runs": runs}
-
-
-def _spread(values) -> str:
-    import statistics
-
-    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -229,6 +229,23 @@ def time_training_steps(model: keras.Model, dataset: tf.data.Dataset, *, num_ste
     return epoch_seconds[-1] / num_steps
 
 
+def spread(values, number_format: str = ",.0f", *, note: str = "") -> str:
+    """Returns runs' median and range in one phrase: `median (min-max)`.
+
+    Args:
+        values: one number per run.
+        number_format: a format spec for the numbers, such as ",.0f" or ".2f".
+        note: put inside the parentheses after the range, as in `median (min-max, note)`.
+
+    Returns:
+        The median, then the smallest and largest run in parentheses.
+    """
+    values = list(values)
+    low, high = f"{min(values):{number_format}}", f"{max(values):{number_format}}"
+    inside = f"{low}-{high}, {note}" if note else f"{low}-{high}"
+    return f"{statistics.median(values):{number_format}} ({inside})"
+
+
 @dataclasses.dataclass(frozen=True)
 class RepeatedResult:
     """One quantity measured several times: its runs, median and range.
@@ -270,10 +287,7 @@ class RepeatedResult:
         Returns:
             `label: median (min-max, N runs)`.
         """
-        return (
-            f"{self.label}: {self.median:{number_format}} ({self.minimum:{number_format}}-"
-            f"{self.maximum:{number_format}}, {self.num_runs} runs)"
-        )
+        return f"{self.label}: {spread(self.values, number_format, note=f'{self.num_runs} runs')}"
 
 
 def measure_in_turns(

@@ -1,0 +1,98 @@
+"""The solution's outputs: execute it, keep only its outputs, show no machine paths.
+
+Steps of the build (`tools/build_notebooks.py`): `execute_solution` runs a solution with
+papermill and keeps its outputs, execution counts and duration (nothing else papermill or
+the kernel adds); `without_machine_paths` shows the home folder as `~` and temporary
+folders as `$TMPDIR`; `strip_outputs` removes them all (a lab, and `--check`'s comparison).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from tools.build_regions import BuildError
+from tools.lesson_parameters import KERNEL_OPTIONS
+from utils import progress
+
+METADATA_KEY = "tpu_speed_pipelines"
+# In a solution's metadata: how long its execution took, in seconds (the README's times).
+EXECUTION_SECONDS = "execution_seconds"
+
+
+def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Returns a copy with outputs, execution counts and the execution time removed."""
+    stripped = copy.deepcopy(notebook)
+    stripped.metadata.get(METADATA_KEY, {}).pop(EXECUTION_SECONDS, None)
+    for cell in stripped.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return stripped
+
+
+def execute_solution(
+    notebook: nbformat.NotebookNode, *, cwd: Path, parameters: dict | None = None
+) -> nbformat.NotebookNode:
+    """Runs a notebook with papermill in `cwd`; returns a copy of it with the outputs.
+
+    Only outputs, execution counts and the run's duration (papermill's, in whole seconds,
+    as `tpu_speed_pipelines.execution_seconds`: the README's lesson times) are taken from
+    the run, so the metadata papermill and the kernel add (timestamps, versions, empty
+    tags) never reach the file; the outputs show machine paths portably
+    (`without_machine_paths`).
+    """
+    import papermill
+
+    os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
+    with tempfile.TemporaryDirectory() as scratch:
+        unexecuted, executed = Path(scratch) / "in.ipynb", Path(scratch) / "out.ipynb"
+        nbformat.write(notebook, unexecuted)
+        papermill.execute_notebook(
+            str(unexecuted),
+            str(executed),
+            parameters=parameters or {},
+            cwd=str(cwd),
+            progress_bar=False,
+            **KERNEL_OPTIONS,
+        )
+        executed_notebook = nbformat.read(executed, as_version=4)
+        executed_cells = executed_notebook.cells
+    result = copy.deepcopy(notebook)
+    duration = executed_notebook.metadata.get("papermill", {}).get("duration")
+    if duration is not None:
+        result.metadata.setdefault(METADATA_KEY, {})[EXECUTION_SECONDS] = round(duration)
+    if len(executed_cells) != len(result.cells):
+        raise BuildError("papermill added cells; build solutions with their default parameters.")
+    for cell, executed_cell in zip(result.cells, executed_cells, strict=True):
+        if cell.cell_type == "code":
+            cell.outputs = without_machine_paths(executed_cell.outputs)
+            cell.execution_count = executed_cell.execution_count
+    return result
+
+
+def without_machine_paths(outputs: list, home: Path | None = None) -> list:
+    """Returns `outputs` with the home folder shown as `~` and temporary folders as `$TMPDIR`.
+
+    A committed solution then prints `~/.cache/tpu_speed_pipelines/...`, as the README
+    names the cache, and `$TMPDIR/...` for a folder made by `tempfile`, rather than the
+    paths of the machine that built it.
+    """
+    home_prefix = str(home or Path.home()).rstrip("/") + "/"
+    temporary = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/tmp\w+/")
+
+    def portable(text: str) -> str:
+        return temporary.sub("$TMPDIR/", text.replace(home_prefix, "~/"))
+
+    outputs = copy.deepcopy(outputs)
+    for output in outputs:
+        if "text" in output:
+            output["text"] = portable(output["text"])
+        for kind, value in output.get("data", {}).items():
+            if kind.startswith("text/") and isinstance(value, str):
+                output["data"][kind] = portable(value)
+    return outputs
