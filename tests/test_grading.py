@@ -18,7 +18,7 @@ from tools import build_notebooks as build
 from tools import grade
 from tools.grade_kernel import CellResult
 from tools.grading import flags, identify, kernel_guard, prepare, reports, score, versions
-from tools.grading.model import KEY, Grade, Options, Submission, marks, todo_of
+from tools.grading.model import KEY, Grade, Limits, Options, Submission, marks, todo_of
 
 LAB1 = "01_tf_data_basics"
 
@@ -52,6 +52,9 @@ class TestModel:
         with pytest.raises(TypeError, match="positional"):
             Options(30.0)
         assert Options(memory_gb=2.0).memory_gb == 2.0
+        with pytest.raises(TypeError, match="positional"):
+            Limits({}, 30.0, 120.0)
+        assert Limits(cells={"todo-1": 5.0}, added=30.0, total=120.0).of("added-3") == 30.0
 
     def test_marks_from_metadata_or_stable_id_and_todo_from_its_line(self):
         assert marks(nbformat.v4.new_code_cell(id="check-3")) == {"check": 3}

@@ -34,7 +34,7 @@ def fixed_limits(options: Options) -> Limits | None:
     cell = options.cell_timeout or 300
     total = options.timeout or 1200
     why = f"--cell-timeout {cell:g} s per cell, --timeout {total:g} s per submission"
-    return Limits({}, cell, total, why)
+    return Limits(cells={}, added=cell, total=total, why=why)
 
 
 def _solution_seconds(lesson, solution, lab, parameters, options: Options) -> dict:
@@ -53,7 +53,8 @@ def _solution_seconds(lesson, solution, lab, parameters, options: Options) -> di
     print(f"Timing {lesson}'s solution in the sandbox, for its time limits ...", flush=True)
     restored, _ = restore_protected_cells(solution, lab)
     prepared = prepare_cells(restored, parameters)
-    results = run_prepared(prepared, Limits({}, 900, 3600), options, f"time-{lesson}")
+    generous = Limits(cells={}, added=900, total=3600)
+    results = run_prepared(prepared, generous, options, f"time-{lesson}")
     bad = [r for r in results if r.status != "ok"]
     if bad:
         print(f"WARNING: {lesson}'s solution did not run cleanly ({bad[0].error}); "
@@ -76,7 +77,10 @@ def measure_limits(lesson: str, lab: nbformat.NotebookNode, options: Options) ->
     source = REPO_ROOT / "notebooks" / f"{lesson}.py"
     solution = build.split_variants(source)[1] if source.exists() else None
     if solution is None:
-        return Limits({}, 300, 1200, "no lesson source here: 300 s per cell, 1200 s in all")
+        return Limits(
+            cells={}, added=300, total=1200,
+            why="no lesson source here: 300 s per cell, 1200 s in all",
+        )  # fmt: skip
     parameters = lab_parameters(lab, SMALL_PARAMETERS.get(lesson, {}))
     seconds = _solution_seconds(lesson, solution, lab, parameters, options)
     cells = {cell_id: max(CELL_FLOOR, CELL_MULTIPLE * t) for cell_id, t in seconds.items()}
@@ -88,4 +92,4 @@ def measure_limits(lesson: str, lab: nbformat.NotebookNode, options: Options) ->
         f"(at least {CELL_FLOOR} s; up to {added:.0f} s), {total:.0f} s in all "
         f"({SUBMISSION_MULTIPLE}x, at least {SUBMISSION_FLOOR} s)"
     )
-    return Limits(cells, added, total, why)
+    return Limits(cells=cells, added=added, total=total, why=why)

@@ -49,7 +49,7 @@ class Grade:
         return sum(self.points.values())
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class Limits:
     """Seconds a lesson's cells may take: per lab cell id, for added cells, in all."""
 
