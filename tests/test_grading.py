@@ -1,0 +1,214 @@
+"""Tests of tools/grading/: one class per grading step, in the order `grade.STEPS` runs them.
+
+Small and in-process (no kernel, except the guard's own subprocess); the outside-in run
+over hostile submissions is tests/test_grade.py.
+"""
+
+import copy
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tools import build_notebooks as build
+from tools import grade
+from tools.grade_kernel import CellResult
+from tools.grading import flags, identify, kernel_guard, prepare, reports, score, versions
+from tools.grading.model import KEY, Grade, Limits, Options, Submission, marks, todo_of
+
+LAB1 = "01_tf_data_basics"
+
+
+@pytest.fixture(scope="module")
+def lab1():
+    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{LAB1}.py")
+    return lab, solution
+
+
+def _submission(path, labs=None):
+    return Submission(path=path, labs=labs or {"current": {}}, limits={}, options=Options(),
+                      grade=Grade(submission=path.name))  # fmt: skip
+
+
+def test_steps_are_listed_by_name_in_order():
+    assert [name for name, _ in grade.STEPS] == [
+        "read", "identify", "choose_lab", "restore", "flag", "prepare", "run", "score",
+    ]  # fmt: skip
+
+
+def test_grading_modules_are_small():
+    for path in sorted((REPO_ROOT / "tools" / "grading").glob("*.py")):
+        lines = len(path.read_text().splitlines())
+        assert lines <= 150, f"{path.name}: {lines} lines"
+        assert path.read_text().startswith('"""'), f"{path.name} has no docstring"
+
+
+class TestModel:
+    def test_options_are_keyword_only(self):
+        with pytest.raises(TypeError, match="positional"):
+            Options(30.0)
+        assert Options(memory_gb=2.0).memory_gb == 2.0
+        with pytest.raises(TypeError, match="positional"):
+            Limits({}, 30.0, 120.0)
+        assert Limits(cells={"todo-1": 5.0}, added=30.0, total=120.0).of("added-3") == 30.0
+
+    def test_marks_from_metadata_or_stable_id_and_todo_from_its_line(self):
+        assert marks(nbformat.v4.new_code_cell(id="check-3")) == {"check": 3}
+        assert marks(nbformat.v4.new_code_cell(id="cell-3")) == {}
+        assert todo_of(nbformat.v4.new_code_cell("# TODO 2: decode\nx = 1", id="x")) == 2
+        assert todo_of(nbformat.v4.new_markdown_cell("# TODO 2: decode")) is None
+
+
+class TestIdentify:
+    def test_read_an_unreadable_file_ends_its_grading_with_the_reason(self, tmp_path):
+        path = tmp_path / "x.ipynb"
+        path.write_text('{"cells": [ not json')
+        submission = _submission(path)
+        assert identify.read(submission) is False
+        assert submission.grade.status.startswith("unreadable: NotJSONError: ")
+
+    def test_identify_an_other_course_says_unknown_lab(self, tmp_path, lab1):
+        submission = _submission(tmp_path / "a.ipynb", {"current": {LAB1: lab1[0]}})
+        submission.notebook = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_markdown_cell("# Homework 7")]
+        )
+        assert identify.identify(submission) is False
+        assert submission.grade.status == (
+            "unknown lab: no course metadata and no 'Lab N' or 'Lesson N' title"
+        )
+
+
+class TestChooseLab:
+    def test_step_reads_the_points_and_notes_a_missing_version(self, tmp_path, lab1):
+        lab = copy.deepcopy(lab1[0])
+        next(c for c in lab.cells if c.id == "todo-2").metadata[KEY]["points"] = 3
+        submission = _submission(tmp_path / "a.ipynb", {"current": {LAB1: lab}, "version": "9"})
+        submission.notebook = copy.deepcopy(lab1[1])
+        del submission.notebook.metadata[KEY]["version"]
+        submission.grade.lab = LAB1
+        assert versions.step(submission) is True
+        assert submission.grade.points == {1: 1, 2: 3, 3: 1, 4: 1}
+        version = lab.metadata[KEY]["version"]
+        assert submission.grade.notes == [
+            "no course version in the notebook's metadata; graded against the current lab "
+            f"(version {version})"
+        ]
+
+
+class TestFlags:
+    def test_course_modules_are_the_packages_modules(self):
+        utils = REPO_ROOT / "utils"
+        files = {p.stem for p in utils.rglob("*.py") if p.name != "__init__.py"}
+        packages = {p.parent.name for p in utils.rglob("__init__.py")}
+        assert flags.COURSE_MODULES == files | packages
+        assert {"storage", "checks", "tf_data_basics", "utils"} <= flags.COURSE_MODULES
+
+    def test_a_new_module_is_covered_without_a_list(self, tmp_path):
+        (tmp_path / "utils" / "checks").mkdir(parents=True)
+        for name in ("__init__.py", "brand_new.py", "checks/__init__.py", "checks/lab9.py"):
+            (tmp_path / "utils" / name).write_text("")
+        assert flags.course_modules(tmp_path / "utils") == {
+            "utils", "brand_new", "checks", "lab9"
+        }  # fmt: skip
+
+    @pytest.mark.parametrize(
+        "code, found",
+        [
+            ("storage.read_file = f", ["imported modules"]),
+            ("tf_data_basics.check_filenames = print", ["imported modules"]),
+            ("data = {}\ndata['a'] = 1", []),
+            ("models = []\nmodels[0] = m", []),
+        ],
+        ids=["a course module", "a check module", "own dict named data", "own list"],
+    )
+    def test_course_module_names_without_a_lab(self, code, found):
+        assert flags.find_flags(code) == found
+
+
+class TestKernelGuard:
+    def test_top_level_names_all_start_with_grader(self):
+        import ast
+
+        tree = ast.parse(Path(kernel_guard.__file__).read_text())
+        names = [
+            getattr(node, "name", None) or node.targets[0].id
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.Assign)
+        ]
+        assert names == ["_grader_libraries", "_grader_snapshot", "_grader_restore"]
+        assert all(not isinstance(node, ast.Import | ast.ImportFrom) for node in tree.body)
+
+    def test_restore_undoes_patches_hooks_and_sys_path(self, tmp_path):
+        program = """
+import math, sys, types
+exec(open(sys.argv[1]).read())
+shell = types.SimpleNamespace(input_transformers_post=[], input_transformers_cleanup=[],
+                              ast_transformers=[])
+floor = math.floor
+state = _grader_snapshot(globals(), [], shell)
+math.floor = lambda x: 0
+sys.path.insert(0, "decoy")
+shell.ast_transformers.append("hook")
+_grader_restore(state, "/course", "/course/utils")
+print(math.floor is floor, sys.path[0], "decoy" in sys.path, shell.ast_transformers)
+"""
+        result = subprocess.run([sys.executable, "-c", program, kernel_guard.__file__],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert result.stdout == "True /course False []\n", result.stderr
+
+
+class TestPrepare:
+    def test_grader_cells_run_the_guard_file(self, lab1):
+        lab = lab1[0]
+        restored, _ = grade.restore_protected_cells(lab, lab)
+        cells = dict((c.get("id"), code) for c, code in prepare.prepare_cells(restored, {}))
+        guard = prepare.GUARD_FILE.read_text()
+        assert guard in cells["grader-snapshot"] and guard in cells["check-1"]
+        assert cells["grader-snapshot"].endswith(
+            f"_grader_state = _grader_snapshot(globals(), {prepare.lab_names(lab)!r}, "
+            "get_ipython())\n"
+        )
+        assert f"_grader_restore(_grader_state, {str(REPO_ROOT)!r}, " in cells["check-1"]
+        for code in cells.values():
+            compile(code, "cell", "exec")  # Without magics, every cell is plain Python.
+
+
+class TestScore:
+    def test_a_timeout_stops_the_run_and_names_its_cell(self):
+        cells = [nbformat.v4.new_code_cell(id=i) for i in ("todo-1", "check-1", "check-2")]
+        results = [CellResult("timeout", error="timed out after 30 s"), CellResult("not run"),
+                   CellResult("not run")]  # fmt: skip
+        mark = Grade("a.ipynb", points={1: 1, 2: 1})
+        score.score(mark, [(c, "") for c in cells], results)
+        stop = "the cell of TODO 1 timed out after 30 s; the cells after it were not run"
+        assert mark.notes == [f"Stopped: {stop}"]
+        assert mark.messages == {
+            1: "your TODO 1 cell failed: timed out after 30 s", 2: f"not run: {stop}"
+        }  # fmt: skip
+        assert mark.passed == {1: False, 2: False} and mark.total == 0
+
+
+class TestReports:
+    def test_write_reports_from_grades(self, tmp_path):
+        good = Grade("a.ipynb", learner="ann", lab=LAB1, version="1", points={1: 1, 2: 2},
+                     passed={1: True, 2: False}, messages={2: "TODO 2 (x): wrong"})  # fmt: skip
+        bad = Grade("b.ipynb", learner="b", status="unreadable: ValueError: x")
+        reports.write_reports([good, bad], tmp_path, "NOT ISOLATED (--sandbox none)")
+        with open(tmp_path / "grades.csv") as file:
+            rows = list(csv.reader(file))
+        assert rows[1:] == [
+            ["ann", LAB1, "1", "1", "0", "1", "3", "", "graded", "a.ipynb"],
+            ["b", "", "", "", "", "0", "0", "", "unreadable: ValueError: x", "b.ipynb"],
+        ]
+        assert "- a.ipynb, TODO 2: TODO 2 (x): wrong\n" in (tmp_path / "scores.md").read_text()
+        assert (tmp_path / "review.md").read_text() == "# Flagged submissions\n\nNone.\n"
+        assert sorted(p.name for p in (tmp_path / "feedback").iterdir()) == [
+            f"ann-{LAB1}.md", "b-unknown.md"
+        ]  # fmt: skip
+        (tmp_path / "mine.txt").write_text("kept")
+        reports.remove_old_reports(tmp_path)
+        assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["mine.txt"]

@@ -1,0 +1,95 @@
+"""Time limits per lesson: from its solution's own run in the sandbox, or the command line.
+
+Takes a lesson, its lab and the `Options`; gives its `Limits`. Each cell gets
+`CELL_MULTIPLE` times its solution time (at least `CELL_FLOOR` s), the submission
+`SUBMISSION_MULTIPLE` times the solution's total (at least `SUBMISSION_FLOOR` s). The
+solution's times are cached in the data cache (`LIMITS_FILE`), per lesson source and
+parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import nbformat
+
+from tools import build_notebooks as build
+from tools.grading.model import REPO_ROOT, Limits, Options
+from tools.grading.prepare import lab_parameters, prepare_cells
+from tools.grading.restore import restore_protected_cells
+from tools.grading.run import run_prepared
+from tools.lesson_parameters import SMALL_PARAMETERS
+from utils import data
+
+CELL_FLOOR, CELL_MULTIPLE = 30, 10
+SUBMISSION_FLOOR, SUBMISSION_MULTIPLE = 120, 5
+LIMITS_FILE = "grader-limits.json"  # In the data cache: each lesson's solution run.
+
+
+def fixed_limits(options: Options) -> Limits | None:
+    """The limits `--cell-timeout` and `--timeout` set, or None to measure them."""
+    if options.cell_timeout is None and options.timeout is None:
+        return None
+    cell = options.cell_timeout or 300
+    total = options.timeout or 1200
+    why = f"--cell-timeout {cell:g} s per cell, --timeout {total:g} s per submission"
+    return Limits(cells={}, added=cell, total=total, why=why)
+
+
+def _solution_seconds(lesson, solution, lab, parameters, options: Options) -> dict:
+    """Seconds per cell id of the solution's run in the sandbox (cached when clean)."""
+    digest = hashlib.sha256(
+        (build.to_text(solution) + json.dumps(parameters, sort_keys=True)).encode()
+    ).hexdigest()[:16]
+    store = (options.cache or data.default_cache_dir()) / LIMITS_FILE
+    try:
+        known = json.loads(store.read_text())
+    except (OSError, ValueError):
+        known = {}
+    seconds = known.get(lesson, {}).get(digest)
+    if seconds is not None:
+        return seconds
+    print(f"Timing {lesson}'s solution in the sandbox, for its time limits ...", flush=True)
+    restored, _ = restore_protected_cells(solution, lab)
+    prepared = prepare_cells(restored, parameters)
+    generous = Limits(cells={}, added=900, total=3600)
+    results = run_prepared(prepared, generous, options, f"time-{lesson}")
+    bad = [r for r in results if r.status != "ok"]
+    if bad:
+        print(f"WARNING: {lesson}'s solution did not run cleanly ({bad[0].error}); "
+              "limits from what did run", flush=True)  # fmt: skip
+    seconds = {
+        cell.get("id", ""): r.seconds for (cell, _), r in zip(prepared, results, strict=True)
+    }
+    known.setdefault(lesson, {})[digest] = seconds
+    if not bad:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        store.write_text(json.dumps(known, indent=1))
+    return seconds
+
+
+def measure_limits(lesson: str, lab: nbformat.NotebookNode, options: Options) -> Limits:
+    """Returns a lesson's limits from its solution's run in the sandbox (cached)."""
+    fixed = fixed_limits(options)
+    if fixed is not None:
+        return fixed
+    source = REPO_ROOT / "notebooks" / f"{lesson}.py"
+    solution = build.split_variants(source)[1] if source.exists() else None
+    if solution is None:
+        return Limits(
+            cells={}, added=300, total=1200,
+            why="no lesson source here: 300 s per cell, 1200 s in all",
+        )  # fmt: skip
+    parameters = lab_parameters(lab, SMALL_PARAMETERS.get(lesson, {}))
+    seconds = _solution_seconds(lesson, solution, lab, parameters, options)
+    cells = {cell_id: max(CELL_FLOOR, CELL_MULTIPLE * t) for cell_id, t in seconds.items()}
+    total_solution = sum(seconds.values())
+    total = max(SUBMISSION_FLOOR, SUBMISSION_MULTIPLE * total_solution)
+    added = max(cells.values(), default=CELL_FLOOR)
+    why = (
+        f"its solution ran in {total_solution:.0f} s: each cell {CELL_MULTIPLE}x its time "
+        f"(at least {CELL_FLOOR} s; up to {added:.0f} s), {total:.0f} s in all "
+        f"({SUBMISSION_MULTIPLE}x, at least {SUBMISSION_FLOOR} s)"
+    )
+    return Limits(cells=cells, added=added, total=total, why=why)

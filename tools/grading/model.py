@@ -1,0 +1,118 @@
+"""What the grading steps share: a submission's `Grade`, its `Limits`, the `Options`.
+
+Also the course marks of a cell (`marks`, `todo_of`), which every step reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import nbformat
+
+from tools import build_notebooks as build
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KEY = build.METADATA_KEY
+_STABLE_ID = re.compile(r"^(todo|check)-(\d+)$")
+
+
+@dataclasses.dataclass
+class Grade:
+    """The grading of one submission."""
+
+    submission: str
+    learner: str = ""
+    lab: str = ""
+    version: str = ""
+    status: str = "graded"
+    points: dict[int, int] = dataclasses.field(default_factory=dict)  # TODO -> its worth.
+    passed: dict[int, bool] = dataclasses.field(default_factory=dict)
+    messages: dict[int, str] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    flags: list[str] = dataclasses.field(default_factory=list)
+    first_error: str = ""
+    diff: str = ""
+    seconds: float = 0.0
+
+    @property
+    def earned(self) -> dict[int, int]:
+        return {todo: self.points[todo] * self.passed.get(todo, False) for todo in self.points}
+
+    @property
+    def total(self) -> int:
+        return sum(self.earned.values())
+
+    @property
+    def maximum(self) -> int:
+        return sum(self.points.values())
+
+
+@dataclasses.dataclass(kw_only=True)
+class Limits:
+    """Seconds a lesson's cells may take: per lab cell id, for added cells, in all."""
+
+    cells: dict[str, float]
+    added: float
+    total: float
+    why: str = ""
+
+    def of(self, cell_id: str) -> float:
+        return self.cells.get(cell_id, self.added)
+
+
+@dataclasses.dataclass(kw_only=True)
+class Options:
+    """How each submission runs: limits, memory, sandbox (a bwrap path or None), cache."""
+
+    cell_timeout: float | None = None
+    timeout: float | None = None
+    memory_gb: float = 4.0
+    bwrap: str | None = None
+    cache: Path | None = None
+    work_root: Path | None = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class Submission:
+    """One submission as it goes through the steps; each step fills in its part."""
+
+    path: Path
+    labs: dict
+    limits: dict
+    options: Options
+    id_pattern: str | None = None
+    grade: Grade
+    notebook: nbformat.NotebookNode | None = None
+    lab: nbformat.NotebookNode | None = None
+    restored: nbformat.NotebookNode | None = None
+    prepared: list = dataclasses.field(default_factory=list)
+    results: list = dataclasses.field(default_factory=list)
+
+
+def marks(cell: nbformat.NotebookNode) -> dict:
+    """A cell's course marks: its metadata, else what its stable id (`todo-3`) says."""
+    found = cell.get("metadata", {}).get(KEY, {})
+    if "todo" in found or "check" in found:
+        return found
+    match = _STABLE_ID.match(str(cell.get("id", "")))
+    return {match.group(1): int(match.group(2))} if match else {}
+
+
+def todo_of(cell: nbformat.NotebookNode) -> int | None:
+    """The TODO number of a learner's code cell: metadata, stable id, else `# TODO n:`."""
+    if cell.cell_type != "code":
+        return None
+    found = marks(cell)
+    if "check" in found:
+        return None
+    if "todo" in found:
+        return found["todo"]
+    match = next(filter(None, map(build.TODO_LINE.match, cell.source.splitlines())), None)
+    return int(match.group(1)) if match else None
+
+
+def without_magics(code: str) -> str:
+    """`code` with its IPython magics and shell lines (`%time`, `!ls`) blanked out."""
+    return "\n".join("" if re.match(r"^\s*[%!]", line) else line for line in code.splitlines())

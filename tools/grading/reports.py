@@ -1,0 +1,98 @@
+"""The reports of a grading run, from the `Grade`s: the files the README lists.
+
+Takes every submission's `Grade`, the output folder and the sandbox's description; writes
+`grades.csv`, `scores.md`, `review.md`, `feedback/<learner>-<lab>.md` and
+`junit/<learner>-<lab>.xml` (`feedback.py` makes the last two).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+from tools.grading.feedback import feedback, junit_xml
+from tools.grading.model import Grade
+
+GRADER_FILES = ("grades.csv", "scores.md", "review.md", "feedback/*.md", "junit/*.xml")
+
+
+def _mark(grade: Grade, todo: int) -> str:
+    if todo not in grade.points:
+        return ""
+    return "pass" if grade.passed.get(todo) else "fail"
+
+
+def write_grades_csv(grades: list[Grade], path: Path, max_todo: int) -> None:
+    """One row per submission: learner, lab, version, points per TODO, total, flags, ..."""
+    columns = [f"TODO {n}" for n in range(1, max_todo + 1)]
+    with open(path, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["learner", "lab", "version", *columns, "total", "maximum", "flags",
+                         "status", "submission"])  # fmt: skip
+        for grade in grades:
+            earned = grade.earned
+            marks = [earned.get(n, "") for n in range(1, max_todo + 1)]
+            writer.writerow([grade.learner, grade.lab, grade.version, *marks, grade.total,
+                             grade.maximum, "; ".join(grade.flags), grade.status,
+                             grade.submission])  # fmt: skip
+
+
+def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
+    """The instructor's table: pass/fail per TODO, then each failure, note and flag."""
+    columns = [f"TODO {n}" for n in range(1, max_todo + 1)]
+    lines = [
+        f"Sandbox: {isolation}",
+        "",
+        "| submission | learner | lab | status | " + " | ".join(columns) + " | total | flags |",
+        "|" + " --- |" * (len(columns) + 6),
+    ]
+    for grade in grades:
+        marks = " | ".join(_mark(grade, n) for n in range(1, max_todo + 1))
+        total = f"{grade.total}/{grade.maximum}" if grade.points else "0"
+        lines.append(f"| {grade.submission} | {grade.learner} | {grade.lab} | {grade.status} | "
+                     f"{marks} | {total} | {', '.join(grade.flags)} |")  # fmt: skip
+    lines.append("")
+    for grade in grades:
+        for todo in sorted(grade.points):
+            if not grade.passed.get(todo):
+                lines.append(f"- {grade.submission}, TODO {todo}: {grade.messages.get(todo, '')}")
+        for note in grade.notes:
+            lines.append(f"- {grade.submission}: {note}")
+        if grade.flags:
+            lines.append(f"- {grade.submission}: flagged for review (its code touches "
+                         f"{', '.join(grade.flags)}); still graded; see review.md")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def review_markdown(grades: list[Grade]) -> str:
+    """Each flagged submission's code as a diff against the lab, or `None.`"""
+    review = ["# Flagged submissions", ""]
+    for grade in grades:
+        if grade.flags:
+            title = f"## {grade.submission} ({grade.learner}, {grade.lab}): "
+            review += [title + ", ".join(grade.flags), "", "```diff", grade.diff, "```", ""]
+    if len(review) == 2:
+        review.append("None.")
+    return "\n".join(review) + "\n"
+
+
+def write_reports(grades: list[Grade], output_dir: Path, isolation: str) -> None:
+    """Writes grades.csv, scores.md, review.md and one feedback file per submission."""
+    max_todo = max([max(g.points, default=0) for g in grades] + [0])
+    write_grades_csv(grades, output_dir / "grades.csv", max_todo)
+    (output_dir / "scores.md").write_text(scores_markdown(grades, isolation, max_todo))
+    (output_dir / "review.md").write_text(review_markdown(grades))
+    (output_dir / "feedback").mkdir(exist_ok=True)
+    (output_dir / "junit").mkdir(exist_ok=True)
+    for grade in grades:
+        name = re.sub(r"[^\w.-]+", "_", f"{grade.learner}-{grade.lab or 'unknown'}")
+        (output_dir / "feedback" / f"{name}.md").write_text(feedback(grade))
+        (output_dir / "junit" / f"{name}.xml").write_bytes(junit_xml(grade))
+
+
+def remove_old_reports(output_dir: Path) -> None:
+    """Deletes only what an earlier grading wrote (`GRADER_FILES`); nothing else."""
+    for pattern in GRADER_FILES:
+        for old in output_dir.glob(pattern):
+            old.unlink()

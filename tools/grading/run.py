@@ -1,0 +1,70 @@
+"""Step `run`: the prepared cells, one by one, in a fresh sandboxed kernel.
+
+Takes `Submission.prepared`, the lesson's `Limits` and the `Options`; gives
+`Submission.results` (one `grade_kernel.CellResult` per prepared cell). The work folder
+holds the submission's HOME and its data cache (links to the shared, read-only datasets).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from tools import grade_kernel
+from tools.grading.model import REPO_ROOT, Limits, Options, Submission
+from utils import data, progress
+
+
+def prepare_work(work: Path, cache: Path | None) -> dict[str, str]:
+    """Makes a submission's work folder (home, data cache) and returns its environment.
+
+    The private cache links to each finished embedded dataset of the shared cache (read-only
+    in the sandbox); anything else a lab writes to its cache (shards) stays in the folder.
+    """
+    (work / "home").mkdir(parents=True)
+    (work / "cache").mkdir()
+    if cache is not None and cache.is_dir():
+        for dataset in cache.glob("flowers-embedded-*"):
+            if (dataset / "dataset.json").exists():
+                (work / "cache" / dataset.name).symlink_to(dataset)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": str(work / "home"),
+        "TMPDIR": "/tmp",
+        data.CACHE_ENV_VAR: str(work / "cache"),
+        progress.DISABLE_ENV_VAR: "1",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "PYTHONPATH": str(REPO_ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        "NO_GCE_CHECK": "true",
+    }
+
+
+def run_prepared(prepared: list, limits: Limits, options: Options, label: str):
+    """Runs prepared cells in a fresh sandboxed kernel; returns their results."""
+    work = Path(tempfile.mkdtemp(prefix=f"{label[:40]}-", dir=options.work_root))
+    env = prepare_work(work, options.cache)
+    read_only = [REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix)]
+    if options.cache is not None:
+        read_only.append(options.cache)
+    kernel = grade_kernel.SandboxedKernel(
+        work, env, bwrap=options.bwrap, read_only=read_only,
+        memory_bytes=int(options.memory_gb * 2**30),
+    )  # fmt: skip
+    cell_limits = [limits.of(cell.get("id", "")) for cell, _ in prepared]
+    return grade_kernel.run_cells(
+        [code for _, code in prepared], cell_limits, kernel, total_limit=limits.total
+    )
+
+
+def step(submission: Submission) -> bool:
+    """Runs the submission's prepared cells within its lesson's limits."""
+    limits = submission.limits[submission.grade.lab]
+    submission.results = run_prepared(
+        submission.prepared, limits, submission.options, submission.path.stem
+    )
+    return True

@@ -1,0 +1,82 @@
+"""Step `score`: each TODO's verdict and message, from the cells' results, by cell marks.
+
+Takes `Submission.prepared` and `.results`; gives `Grade.passed`, `.messages`,
+`.first_error` and a note where a cell stopped the run. A TODO passes only if its check
+cell ran and printed `TODO n passed`; a TODO cell's own error is reported for that TODO.
+"""
+
+from __future__ import annotations
+
+import nbformat
+
+from tools import grade_kernel
+from tools.grading.model import KEY, Grade, Submission, marks
+
+_FAILED = ("error", "timeout", "died")
+
+
+def describe(cell: nbformat.NotebookNode) -> str:
+    """The cell in the learner's words: `the cell of TODO 2`, `a cell you added (...)`."""
+    cell_marks = marks(cell) or cell.metadata.get(KEY, {})
+    if "todo" in cell_marks:
+        return f"the cell of TODO {cell_marks['todo']}"
+    if "check" in cell_marks:
+        return f"the check cell of TODO {cell_marks['check']}"
+    if "added" in cell_marks:
+        first = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else "empty"
+        return f"a cell you added ({first})"
+    return f"the lab's cell {cell.get('id')}"
+
+
+def _check_message(grade: Grade, todo: int, result, todo_errors: dict, stop: str) -> str:
+    """Why the check of `todo` did not pass."""
+    if todo in todo_errors:
+        return f"your TODO {todo} cell failed: {todo_errors[todo]}"
+    if result.status == "not run":
+        return f"not run: {stop or result.error or 'an earlier cell stopped the run'}"
+    if result.status == "ok":
+        return "the check printed no 'passed' line"
+    message = result.error or result.status
+    failed = [n for n, ok in grade.passed.items() if n < todo and not ok]
+    if result.error.startswith("NameError") and failed:
+        message += (
+            f" (a name the lab makes from TODO {failed[0]}'s result: fix TODO {failed[0]} first)"
+        )
+    return message
+
+
+def score(grade: Grade, prepared: list, results: list[grade_kernel.CellResult]) -> None:
+    """Sets each TODO's verdict and message from the cells' results, by cell marks."""
+    todo_errors: dict[int, str] = {}
+    stop = ""
+    for (cell, _), result in zip(prepared, results, strict=True):
+        cell_marks = marks(cell) or cell.metadata.get(KEY, {})
+        if result.status in ("timeout", "died") and not stop:
+            stop = f"{describe(cell)} {result.error}; the cells after it were not run"
+            grade.notes.append(f"Stopped: {stop}")
+        if result.status in _FAILED and not grade.first_error:
+            grade.first_error = f"{describe(cell)}: {result.error}"
+        if "todo" in cell_marks and result.status in _FAILED:
+            todo_errors[cell_marks["todo"]] = result.error
+        if "check" in cell_marks:
+            todo = cell_marks["check"]
+            passed = result.status == "ok" and f"TODO {todo} passed" in result.output
+            grade.passed[todo] = passed
+            if passed:
+                grade.messages[todo] = _passed_line(result.output, todo)
+            else:
+                grade.messages[todo] = _check_message(grade, todo, result, todo_errors, stop)
+    for todo in grade.points:
+        grade.passed.setdefault(todo, False)
+        grade.messages.setdefault(todo, "not run")
+
+
+def _passed_line(output: str, todo: int) -> str:
+    line = next(line for line in output.splitlines() if f"TODO {todo} passed" in line)
+    return line.strip()[:400]
+
+
+def step(submission: Submission) -> bool:
+    """Scores the submission from its results."""
+    score(submission.grade, submission.prepared, submission.results)
+    return True
