@@ -247,17 +247,15 @@ figure = display.plot_quality_trade_off(
 
 # %% [markdown]
 # Read the lines above: how much of the saving, in bytes and in decoding speed,
-# recompressing alone gives (at the originals' size), and how much comes with resizing.
-# The verdicts say which decoding differences are beyond the noise. Decoding time grows
-# with the number of pixels decoded. The plot shows what the quality alone moves at
-# `TARGET_SIZE`: bytes, and decoding speed (median, the bar spans the rounds), against the
-# originals (dashed); the last verdict above says whether the quality moved the speed at
-# all on this machine.
+# recompressing alone gives (at the originals' size), and how much comes with resizing;
+# the verdicts say which decoding differences are beyond the noise (decoding time grows
+# with the pixels decoded). The plot shows what the quality alone moves at `TARGET_SIZE`,
+# bytes and decoding speed (median, the bar spans the rounds), against the originals
+# (dashed); the last verdict says whether the quality moved the speed here at all.
 #
-# Fewer bytes means fewer seconds waiting on storage for every epoch of every training
-# run, and smaller images decode faster too. The costs: the time to convert, once (you
-# measure it below), and the detail lost, which the PSNR puts a number on. Raise
-# `JPEG_QUALITY` if your model needs fine detail.
+# Fewer bytes: fewer seconds waiting on storage in every epoch of every run, and faster
+# decoding. The costs: converting, once (measured below), and the detail lost, which the
+# PSNR puts a number on. Raise `JPEG_QUALITY` if your model needs fine detail.
 #
 # ## 3. One record per image (TODO 3)
 #
@@ -361,15 +359,14 @@ checks.check_write_shard(write_shard, todo=4)
 # ## Write every shard
 #
 # `conversion.convert()` runs your four functions over every image. It shuffles the file
-# list once (so each shard mixes the classes) and splits it into `NUM_SHARDS` nearly
-# equal parts. One `tf.data` pipeline reads each image, decodes it to 3 channels, upright,
-# and calls `resize_and_crop` and `recompress` in a parallel `map()`, on all cores (a
-# JPEG much larger than `TARGET_SIZE` is decoded at 1/2, 1/4 or 1/8 of its size, which
-# costs less; an image smaller than `TARGET_SIZE` is enlarged and listed); the records then
-# go through `to_example` and `write_shard`, one shard after another. An image that cannot
-# be decoded is skipped and listed with its error, never dropped silently. Shards from an
-# earlier run that this one does not replace are deleted at the end, and a sidecar JSON
-# file describing the set (classes, size, counts, schema) is written last.
+# list once (each shard mixes the classes) and splits it into `NUM_SHARDS` nearly equal
+# parts. One `tf.data` pipeline decodes each image to 3 channels, upright, and calls
+# `resize_and_crop` and `recompress` in a parallel `map()` on all cores (a JPEG much
+# larger than `TARGET_SIZE` is decoded at 1/2, 1/4 or 1/8 of its size, cheaper; a smaller
+# one is enlarged and listed); then `to_example` and `write_shard`, shard after shard. An
+# image that cannot be decoded is skipped and listed with its error. Earlier shards this
+# run does not replace are deleted, and a sidecar JSON (classes, size, counts, schema)
+# is written last.
 
 # %%
 steps = conversion.ConversionSteps(resize_and_crop, recompress, to_example, write_shard)

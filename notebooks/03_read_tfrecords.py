@@ -78,29 +78,23 @@ print(f"{len(shard_paths)} shards, {num_records} records, {shard_megabytes:.1f} 
 print("Classes:", class_names)
 
 # %% [markdown]
-# The simulated storage behaves like object storage, with these defaults and sources:
+# The simulated storage behaves like object storage, with lab 1's model and defaults (so
+# the two labs' numbers compare):
 #
-# - First-byte latency: most requests are quick, a few are very slow. The wait is drawn
-#   from a lognormal distribution with median `LATENCY_MS` and 99th percentile
-#   `LATENCY_P99_MS`. AWS's guide "Best practices design patterns: optimizing Amazon S3
-#   performance" gives median latencies in the tens of milliseconds for small requests and
-#   100-200 ms first-byte latency for larger objects, and advises retrying the slowest
-#   1-5% of requests; "The Tail at Scale" (Dean and Barroso, CACM 2013, Table 1) measured
-#   a 99th percentile 10 times the median for one request to a large service.
-# - Per-stream bandwidth `STREAM_MEGABYTES_PER_SECOND`: the same AWS guide advises one
-#   concurrent request per 85-90 MB/s of throughput wanted. A shard streams: its first
-#   records arrive before its last bytes.
-# - Total bandwidth `TOTAL_MEGABYTES_PER_SECOND` (your machine's network), off by default.
+# - First-byte latency: most requests are quick, a few very slow; lognormal, median
+#   `LATENCY_MS`, 99th percentile `LATENCY_P99_MS`. AWS's "Best practices design patterns:
+#   optimizing Amazon S3 performance" gives tens of milliseconds for small requests and
+#   100-200 ms for larger objects, and advises retrying the slowest 1-5%; "The Tail at
+#   Scale" (Dean and Barroso, CACM 2013, Table 1) measured a 99th percentile 10 times the
+#   median for one request to a large service.
+# - Per-stream bandwidth `STREAM_MEGABYTES_PER_SECOND` (the same guide: one concurrent
+#   request per 85-90 MB/s wanted). A shard streams: its first records arrive first.
+# - Total bandwidth `TOTAL_MEGABYTES_PER_SECOND` (your network), off by default.
 #
-# Lab 1 read its files through the same model with the same defaults, so the two labs'
-# numbers compare. Set `LATENCY_P99_MS` and `STREAM_MEGABYTES_PER_SECOND` to `None` (here
-# and in lab 1) to get the simpler model back: every request exactly `LATENCY_MS`, no
-# bandwidth limit.
-#
-# The simulated wait holds a thread, as a blocking read does, so the simulated reads get a
-# thread pool of their own, one thread per read in flight. That pool runs the reads only:
-# parsing and decoding after them run on `tf.data`'s usual pool, as they do after a real
-# `tf.data.TFRecordDataset`.
+# `None` for `LATENCY_P99_MS` and `STREAM_MEGABYTES_PER_SECOND` (here and in lab 1) gives
+# the simpler model: every request exactly `LATENCY_MS`, no bandwidth limit. A simulated
+# wait holds a thread, as a blocking read does, so the reads get a pool of their own, one
+# thread per read in flight; parsing and decoding run on `tf.data`'s usual pool.
 
 # %%
 simulated_storage = storage.SimulatedStorage.for_source(
@@ -291,12 +285,10 @@ for what in ("parse", "parse+decode"):
     print(timing.describe_difference([batched, one_by_one], name=f"{what} by batch"))
 
 # %% [markdown]
-# Every element that passes through a `map()` costs a function call and some
-# bookkeeping in `tf.data`. Parsing alone is cheap, so that overhead weighs on it most,
-# and batches remove most of it. Decoding a JPEG costs much more than parsing its record,
-# so with decoding the same saving is a smaller share: the two lines above say whether
-# either difference is beyond the noise on this machine. The course pipeline parses by
-# batch.
+# Every element through a `map()` costs a function call and some bookkeeping. Parsing
+# alone is cheap, so that overhead weighs on it most, and batches remove most of it.
+# Decoding costs much more than parsing, so there the same saving is a smaller share: the
+# two lines above say whether either is beyond the noise here. The course parses by batch.
 #
 # ## 4. The pipeline that feeds training (TODO 4)
 #
@@ -324,12 +316,11 @@ checks.check_fast_dataset(fast, todo=4, batch_size=BATCH_SIZE)
 # ## The fast speed test
 #
 # The same images on the same simulated storage (lab 1's model and settings), four ways:
-# lab 1's individual files, one request at a time and with `NUM_PARALLEL_READS` requests
-# in flight; the shards read one after another; and your pipeline. Lab 1's files are the
-# originals (larger, so slower to decode), the shards hold lab 2's recompressed images:
-# both effects are in the ratio, as they are in practice. The four are timed in turns,
-# `SPEED_TEST_REPEATS` rounds, and each is given as a median and a range; the ratios are
-# taken within each round.
+# lab 1's files, one request at a time and `NUM_PARALLEL_READS` in flight; the shards one
+# after another; and your pipeline. Lab 1's files are the originals (larger, slower to
+# decode), the shards lab 2's recompressed images: both effects are in the ratio, as in
+# practice. Timed in turns, `SPEED_TEST_REPEATS` rounds: a median and a range each, the
+# ratios taken within each round.
 
 # %%
 image_paths = list(conversion.source_paths(source))
@@ -385,13 +376,11 @@ print(timing.describe_difference([records_parallel, speed_runs["files, parallel"
 # %% [markdown]
 # ## Against the machine's limit
 #
-# No pipeline of JPEGs can go faster than the CPU decodes them. The ceiling: decoding the
-# same JPEG bytes, already in memory, a batch at a time on all cores, with no storage
-# and no parsing. The course pipeline, reading the shards from local disk (no latency),
-# is compared with it. The two are timed in turns, several rounds, and the share is given
-# with its range: one pair of runs on a shared machine can land on a busy moment. A
-# share above 100% is noise, not a result: reading, parsing and decoding the same JPEGs
-# cannot be faster than decoding them alone.
+# No pipeline of JPEGs goes faster than the CPU decodes them. The ceiling: the same JPEG
+# bytes decoded from memory, a batch at a time on all cores, no storage, no parsing;
+# against it, the course pipeline reading the shards from local disk. Timed in turns, the
+# share given with its range (one pair of runs can land on a busy moment). A share above
+# 100% is noise: reading, parsing and decoding cannot beat decoding alone.
 
 # %%
 stored_jpegs = [
@@ -407,9 +396,7 @@ local_pipeline = pipeline.tfrecord_images(
     epochs=None,  # Endless: the passes joined before the reads (see the knobs below).
 )
 ceiling_dataset = pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)
-# Taken in turns, five rounds, the order reversed every other round, so that a busy
-# moment on a shared machine does not land on one side only. The share is taken within
-# each round; its median and range are printed, with how busy the machine was.
+# In turns, the order reversed every other round: a busy moment lands on both sides.
 with timing.LoadWatch() as machine_load:
     runs = timing.measure_in_turns(
         {
@@ -433,13 +420,12 @@ figure = display.plot_throughput(
 #
 # ## A timeline of the pipeline, measured
 #
-# A speed test gives one number; it does not show *when* each batch is ready. Here two
-# pipelines feed a stand-in for an accelerator that takes `STEP_MS` per batch, and every
-# batch is timed: when its records came out of storage (read), when it was parsed and
-# decoded, and when the step used it (consume). A grey line is a decoded batch waiting
-# for its step. On the left, one shard at a time and one stage after another; on the
-# right, your `records` (several shards at once, any order) with a parallel map and
-# prefetch: the picture the TensorFlow performance guide draws, here measured.
+# A speed test gives one number, not *when* each batch is ready. Here two pipelines feed
+# a stand-in accelerator taking `STEP_MS` per batch, and each batch is timed: read from
+# storage, parsed and decoded, consumed by the step (a grey line: a batch waiting for its
+# step). Left, one shard and one stage at a time; right, your `records` (several shards,
+# any order) with a parallel map and prefetch: the TensorFlow performance guide's
+# picture, measured.
 
 # %%
 traced = [
@@ -474,15 +460,13 @@ figure = display.plot_timelines(traced)
 #
 # Each group changes one setting of the course pipeline and keeps the others (simulated
 # storage, `NUM_PARALLEL_READS` reads, the passes repeated before the reads, order not
-# kept, prefetch on, no cache, `NUM_SHARDS` shards). `cache` keeps the decoded images in
-# memory after the first pass; its row times the second pass (on a folder whose decoded
-# images would pass 512 MB, both cache rows read only the first shards, as their labels
-# say). A knob's settings are timed in turns, `ABLATION_REPEATS` rounds, and each setting
-# is given as its median and range. A knob's verdict compares its fastest and slowest
-# settings: "beyond the noise" only when their ranges do not overlap, else "within the
-# noise", however far apart the medians are. With 5 rounds each, two settings that do not
-# differ at all get separate ranges by chance in fewer than 1% of cases (2 in 252
-# orderings); with 3 rounds, in 10%.
+# kept, prefetch on, no cache, `NUM_SHARDS` shards). `cache`'s row times the second pass,
+# from memory (where the decoded images would pass 512 MB, both cache rows read only the
+# first shards, as labelled). Settings are timed in turns, `ABLATION_REPEATS` rounds, each
+# a median and range. The verdict compares the fastest and slowest: "beyond the noise"
+# only when their ranges do not overlap, however far apart the medians. With 5 rounds, two
+# equal settings get separate ranges by chance in fewer than 1% of cases (2 in 252
+# orderings); with 3, in 10%.
 
 
 # %%
@@ -522,10 +506,9 @@ print("\n".join(storage_demand))
 # %% [markdown]
 # ## Order, when you need it
 #
-# With `deterministic = False` the records come in whatever order the reads finish. Two
-# passes over `dataset` give the same records (the same multiset of images), in a
-# different order. Keep the order when it matters: to pair predictions with their
-# inputs, or to compare two evaluation runs record by record.
+# With `deterministic = False` the records come in the order the reads finish: two passes
+# over `dataset` give the same records in a different order. Keep the order to pair
+# predictions with their inputs, or to compare two evaluation runs record by record.
 
 
 # %%
@@ -617,27 +600,21 @@ figure = display.plot_ablation(ablation.results, title=simulated_storage.describ
 # %% [markdown]
 # ## tf.data + TFRecord, or Grain + ArrayRecord?
 #
-# On a TPU runtime today, JAX comes first, and Kaggle's TPU image ships Grain, Google's
-# data loader for JAX. It reads ArrayRecord files, which keep an index of their records,
-# so any record can be read by its number. Which one to pick:
+# On a TPU runtime JAX comes first, and Kaggle's TPU image ships Grain, Google's data
+# loader for JAX. It reads ArrayRecord files, which index their records: any record can
+# be read by its number.
 #
 # - **tf.data + TFRecord**, this lab's pipeline, when the data streams from object
 #   storage in large shards read whole, one request per shard, and TensorFlow is there
-#   (Kaggle's TPU image has `tensorflow-cpu`; on Colab's TPU runtime you install it). Its
-#   parsing and decoding run in TensorFlow's own threads, outside Python.
-# - **Grain + ArrayRecord** when you need what an index gives: a global shuffle of every
-#   record, reading any record by its number, and an iteration that is deterministic and
-#   can be checkpointed, so that a resumed run sees exactly the batches it would have seen
-#   (the iterator's state is saved with the model). Also on a JAX-only runtime where you
-#   would rather not install TensorFlow. Its per-record steps run in Python, in Grain's
-#   threads or worker processes.
+#   (Kaggle's TPU image has `tensorflow-cpu`; on Colab's TPU runtime you install it).
+#   Parsing and decoding run in TensorFlow's threads, outside Python.
+# - **Grain + ArrayRecord** for what an index gives: a global shuffle, reading a record by
+#   its number, a deterministic iteration that can be checkpointed (a resumed run sees
+#   the batches it would have seen); or a JAX-only runtime without TensorFlow. Its
+#   per-record steps run in Python, in Grain's threads or worker processes.
 #
-# The course measures both on the same images, side by side: `python -m tools.benchmark`
-# writes the 192 px records of these shards into ArrayRecord files, reads them with Grain
-# (16 threads, Pillow's libjpeg-turbo decoder) and charges each file the same simulated
-# first-byte wait per pass as a shard here; its rows give each loader's images/s and CPU
-# time per image, with their ranges (the README's Benchmark section holds an idle run).
-# This notebook does not measure Grain (the labs do not need it installed), so it states
-# no ratio. One thing the wait per file assumes: files on local disk or cached near the
-# machine. Read straight from object storage one record at a time, each record is a
-# request of its own; the benchmark's row "Grain, a request per record" shows that cost.
+# `python -m tools.benchmark` measures both on these images, each file charged the same
+# first-byte wait per pass as a shard here (the README's Benchmark section holds an idle
+# run; this notebook states no ratio). That assumes files on local disk or cached near
+# the machine: read from object storage one record at a time, each record is a request
+# of its own (the benchmark's row "Grain, a request per record").

@@ -77,16 +77,15 @@ from utils import (
 # %% [markdown]
 # ## The device
 #
-# `strategy.find_strategy()` follows the backend the set-up chose. On TensorFlow it tries
-# a TPU VM's TPU (`TPUClusterResolver(tpu="local")`), a TPU by name, all GPUs
-# (`MirroredStrategy`), then the CPU; on JAX it takes the devices `jax.devices()` lists
-# and sets `keras.distribution.DataParallel` over them. It prints what it tried and what
-# it took. A model built under `choice.scope()` runs one copy (replica) per device, each
-# taking a share of every batch (on JAX the scope does nothing: the distribution is set).
+# `strategy.find_strategy()` follows the set-up's backend. On TensorFlow it tries a TPU
+# VM's TPU (`TPUClusterResolver(tpu="local")`), a TPU by name, all GPUs
+# (`MirroredStrategy`), then the CPU; on JAX it sets `keras.distribution.DataParallel`
+# over `jax.devices()`. It prints what it tried and took. A model built under
+# `choice.scope()` runs one copy (replica) per device, each taking a share of every batch
+# (on JAX the scope does nothing: the distribution is set).
 #
-# The TPUs learners get today run Keras on JAX: Colab's TPU runtime is a v5e-1 (one
-# device, one replica), Kaggle's a v5e-8 (eight devices, eight replicas). The same
-# defaults must train well on both; the course's tests run this lab on 1 and on 8
+# Today's TPUs run Keras on JAX: Colab's is a v5e-1 (one replica), Kaggle's a v5e-8
+# (eight). The same defaults must train well on both; the tests run this lab on 1 and 8
 # simulated devices.
 
 # %%
@@ -118,16 +117,14 @@ print(
 # %% [markdown]
 # ## 1. Batch size and learning rate (TODO 1)
 #
-# Each replica takes its own share of every batch. On a TPU, arrays are laid out in tiles
-# of 8 x 128 (Cloud TPU's performance guide), so the batch per core should be a multiple
-# of 8; for a convnet, what fills the matrix unit is the batch times the image's height
-# and width, not the batch alone (lesson 5). This dataset is small: a large batch per
-# replica would leave 8 devices only a few steps to learn in, so the lab takes
-# `BATCH_PER_REPLICA` images per replica on every device.
+# Each replica takes its own share of every batch. On a TPU the batch per core should be
+# a multiple of 8 (arrays are laid out in tiles of 8 x 128; lesson 5 says what fills the
+# matrix unit). This dataset is small: a large batch per replica would leave 8 devices
+# only a few steps to learn in, so the lab takes `BATCH_PER_REPLICA` per replica.
 #
-# With more replicas the global batch grows, each step sees more images, and the
-# learning rate grows with it (the "linear scaling rule"), capped at `MAX_LEARNING_RATE`:
-# a much larger rate can make training diverge.
+# With more replicas the global batch grows, each step sees more images, and the learning
+# rate grows with it (the "linear scaling rule"), capped at `MAX_LEARNING_RATE`: a much
+# larger rate can make training diverge.
 #
 # **TODO 1.** Complete `scale_for_replicas(num_replicas)`: `global_batch_size` is
 # `batch_per_replica` times `num_replicas`, and `learning_rate` is `BASE_LEARNING_RATE`
@@ -362,12 +359,12 @@ print(
 # %% [markdown]
 # ## 4. The model, under the strategy (TODO 4)
 #
-# On TensorFlow, the model's variables must be created under the strategy's scope, so that
-# each replica gets its copy: `choice.scope()` (on JAX it does nothing, so the code reads
-# the same). `models.small_convnet()` ends in a float32 softmax (mixed precision
-# computes in 16 bits, but the loss wants 32). `steps_per_execution=N` runs N training
-# steps per call into the compiled step function, spreading each call's fixed cost (on
-# JAX, Keras 3.15 still calls one compiled step at a time); the plan above set it.
+# On TensorFlow, the model's variables must be created under `choice.scope()`, so that
+# each replica gets its copy (on JAX it does nothing; the code reads the same).
+# `models.small_convnet()` ends in a float32 softmax (mixed precision computes in 16 bits,
+# the loss wants 32). `steps_per_execution=N` runs N steps per call into the compiled
+# step, spreading each call's fixed cost (on JAX, Keras 3.15 still calls one step at a
+# time); the plan above set it.
 #
 # **TODO 4.** Complete `build_model(choice)`: under `choice.scope()`, make `model` with
 # `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
@@ -463,10 +460,9 @@ figure = display.show_predictions(
 # state (the schedule too), in one zip. Reloaded, the model gives the same predictions.
 #
 # Today's TPUs (Colab, Kaggle, Cloud TPU VMs) are **TPU VMs**: the notebook runs on the
-# machine the TPU is attached to, so `model.save()` writes to its disk, as on a CPU.
-# Colab's old TPU was a **TPU Node**, a separate machine that could not see the
-# notebook's disk: exports needed `SaveOptions(experimental_io_device="/job:localhost")`
-# and data in `gs://`. On a TPU VM there is no such split.
+# TPU's own machine, so `model.save()` writes to its disk, as on a CPU. Colab's old **TPU
+# Node** was a separate machine that could not see the notebook's disk: exports needed
+# `SaveOptions(experimental_io_device="/job:localhost")` and data in `gs://`.
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.

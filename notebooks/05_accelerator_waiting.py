@@ -11,15 +11,14 @@
 # 1. Make the input that costs nothing: one batch held in memory (TODO 1).
 # 2. Write the verdict a range allows: faster, the same, or can't tell (TODO 2).
 #
-# Then you time the training step fed by the pipeline, from memory and without
-# prefetch, see what fills a TPU's matrix unit, and time `steps_per_execution` and
-# decoding less.
+# Then you time the training step fed by the pipeline, from memory and without prefetch,
+# see what fills a TPU's matrix unit, and time `steps_per_execution` and decoding less.
 
 # %% [markdown]
 # ## Parameters
 #
-# The set-up reads `BACKEND`, so the parameters come first. On Colab's TPU runtime,
-# `"auto"` takes JAX (Colab ships it there, without TensorFlow); elsewhere TensorFlow.
+# The set-up reads `BACKEND`, so the parameters come first. `"auto"` takes JAX on Colab's
+# TPU runtime (it ships JAX, no TensorFlow), TensorFlow elsewhere.
 
 # %% tags=["parameters"]
 BACKEND = "auto"  # Keras's backend: "auto", "tensorflow" or "jax" (read by the set-up).
@@ -160,10 +159,9 @@ one_batch = next(iter(in_memory))
 # %% [markdown]
 # ## 2. A verdict from a range (TODO 2)
 #
-# Two timings of the same thing differ from run to run, more so on a shared machine. So
-# each comparison below is taken in `NUM_ROUNDS` rounds, its candidates in turns (a busy
-# moment then touches all of them), and gives a ratio per round: a range, not one number.
-# A difference counts only beyond `step_timing.TOLERANCE` (10%).
+# Timings differ from run to run, more so on a shared machine. So each comparison below
+# takes `NUM_ROUNDS` rounds, its candidates in turns (a busy moment touches all of them):
+# a ratio per round, a range. A difference counts beyond `step_timing.TOLERANCE` (10%).
 #
 # **TODO 2.** Complete `verdict(ratio, *, tolerance, above, below)`: `ratio` holds one
 # value per round (`ratio.minimum`, `ratio.maximum`). Return `above` when every round's
@@ -266,12 +264,10 @@ figure = display.plot_throughput(
 # Read the verdicts above, and only those not "within the noise". The first compares the
 # step with its input against the step alone; the others set each consumer's need
 # against what the pipeline alone delivers, as the chart does with the medians. On a
-# CPU the pipeline and the step share the same cores, so the step fed by the pipeline can
-# be slower even where the pipeline alone keeps up; an accelerator computes on its own
-# chips while the host feeds it. On a TPU, the profiler shows this from the device's side
-# (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
-# `jax.profiler.trace(log_dir)` on JAX): its overview page splits each step into compute
-# and waiting for input.
+# CPU the pipeline and the step share the cores, so the fed step can be slower even where
+# the pipeline alone keeps up; an accelerator computes on its own chips. On a TPU the
+# profiler (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
+# `jax.profiler.trace(log_dir)` on JAX) splits each step into compute and input wait.
 #
 # ### Prefetch, with the training step as the consumer
 #
@@ -313,11 +309,11 @@ print(
 )
 
 # %% [markdown]
-# What this lesson can measure here is the other reason for large batches: a step has
-# fixed costs (a call from Python, the optimizer's update of every weight), paid once per
-# batch. Below, training images/s at several batches per replica, in turns. It cannot
-# measure the MXU: that needs a TPU, and its profiler's utilization figures. On a CPU or
-# GPU, the numbers say nothing about a TPU's shape.
+# What this lesson can measure is the other reason for large batches: a step's fixed
+# costs (a call from Python, the optimizer's update of every weight), paid once per batch.
+# Below, training images/s at several batches per replica, in turns. It cannot measure
+# the MXU (a TPU's profiler can); on a CPU or GPU, the numbers say nothing about a TPU's
+# shape.
 
 # %%
 batch_runs = timing.measure_in_turns(
@@ -337,11 +333,10 @@ judge(batch_ratio, "the larger batch trains faster", "no faster")
 # %% [markdown]
 # ## `steps_per_execution`: 1 against more
 #
-# Each call from Python into the compiled step function has a fixed cost;
-# `steps_per_execution=N` pays it once per N steps. To see where it matters, time a step
-# so small that the fixed cost dominates (a tiny model on 8 numbers, a batch of 8 per
-# replica) beside the lesson's model. (On JAX, Keras 3.15 calls one compiled step at a
-# time even with N: expect no gain there.)
+# Each call from Python into the compiled step has a fixed cost; `steps_per_execution=N`
+# pays it once per N steps. Timed on a step so small that the fixed cost dominates (a tiny
+# model on 8 numbers, 8 per replica) and on the lesson's model. (On JAX, Keras 3.15 calls
+# one compiled step at a time even with N: expect no gain there.)
 
 # %%
 call_candidates = {}
@@ -370,8 +365,7 @@ for name in ["lesson's model", "tiny model"]:
 # %% [markdown]
 # Compare the two verdicts above: the smaller the step, the larger the share of it that
 # the fixed cost of a call takes, and the more `steps_per_execution` can save.
-
-# %% [markdown]
+#
 # ## Decode less: crop while decoding
 #
 # A random crop (the usual augmentation of large images) decodes every pixel of the
@@ -426,16 +420,16 @@ for speedup in speedups.values():
     judge(speedup, "decoding less pays here", "no gain here")
 
 # %% [markdown]
-# The resize, the random window and `tf.data`'s cost per image are paid alike by all
-# three ways: only the decoding differs. A ratio near 1 means decoding is a small part of
-# the work at this size; below 1, that way costs more here than it saves. (The line on the
+# The resize, the window and `tf.data`'s cost per image are alike in all three: only the
+# decoding differs. A ratio near 1 means decoding is a small part of the work at this
+# size; below 1, that way costs more than it saves. (The line on the
 # machine's load says whether other work ran meanwhile.)
 #
 # **When does it matter?** Lab 4 caches its decoded images and augments after the cache:
 # each image is decoded once. A crop chosen while decoding would be cached too, and come
 # back the same every epoch; with a cache, a random crop belongs after it. Decoding less
-# matters when the decoded images do not fit in memory, as with ImageNet on a TPU: every
-# epoch decodes every image again, and the pipeline must keep up with the accelerator.
+# matters when the decoded images do not fit in memory (ImageNet on a TPU): every epoch
+# decodes every image again.
 # `training_pipeline()` above already decodes less: where `IMAGE_SIZE` is half of
 # `TARGET_SIZE`, `decode_jpeg(..., ratio=2)` gives it directly (`pipeline.decode_ratio()`).
 

@@ -2,6 +2,9 @@
 
 These are the course's reference versions of lab 2's first three TODOs; `conversion.convert`
 and `beam_conversion` run them, and lab 3 parses what they wrote with `parse_record`.
+`resize_and_crop`, `recompress` and `to_example` are those solutions of
+notebooks/02_write_tfrecords.py, statement for statement: edit both, or
+tests/test_one_copy.py fails.
 """
 
 from __future__ import annotations
@@ -47,11 +50,12 @@ def resize_and_crop(image: tf.Tensor, target_size: int) -> tf.Tensor:
     """
     height, width = tf.shape(image)[0], tf.shape(image)[1]
     side = tf.minimum(height, width)
-    square = tf.image.crop_to_bounding_box(
+    cropped = tf.image.crop_to_bounding_box(
         image, (height - side) // 2, (width - side) // 2, side, side
     )
-    resized = tf.image.resize(square, [target_size, target_size], antialias=True)
-    return tf.saturate_cast(tf.round(resized), tf.uint8)
+    resized = tf.image.resize(cropped, [target_size, target_size], antialias=True)
+    square = tf.saturate_cast(tf.round(resized), tf.uint8)
+    return square
 
 
 # EXIF Orientation (tag 0x0112): how a viewer turns the stored pixels to show the photo.
@@ -199,7 +203,8 @@ def recompress(image: tf.Tensor, quality: int) -> tf.Tensor:
     Returns:
         A scalar string tensor: the JPEG bytes.
     """
-    return tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
+    jpeg = tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
+    return jpeg
 
 
 def to_example(
@@ -218,16 +223,16 @@ def to_example(
     """
     one_hot = [0.0] * len(class_names)
     one_hot[class_index] = 1.0
-    feature = {
+    label = class_names[class_index].encode()
+    features = {
         "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image_jpeg])),
         "class": tf.train.Feature(int64_list=tf.train.Int64List(value=[class_index])),
-        "label": tf.train.Feature(
-            bytes_list=tf.train.BytesList(value=[class_names[class_index].encode()])
-        ),
+        "label": tf.train.Feature(bytes_list=tf.train.BytesList(value=[label])),
         "size": tf.train.Feature(int64_list=tf.train.Int64List(value=list(original_size))),
         "one_hot_class": tf.train.Feature(float_list=tf.train.FloatList(value=one_hot)),
     }
-    return tf.train.Example(features=tf.train.Features(feature=feature))
+    example = tf.train.Example(features=tf.train.Features(feature=features))
+    return example
 
 
 def parse_record(serialized: tf.Tensor) -> dict:

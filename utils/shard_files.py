@@ -62,6 +62,9 @@ def temporary_path(output_dir: str, index: int) -> str:
 def write_shard(serialized_examples: Iterable[bytes], output_dir: str, index: int) -> str:
     """Writes one shard safely: under a temporary name, renamed when complete.
 
+    Lab 2's TODO 4 solution (notebooks/02_write_tfrecords.py), statement for statement:
+    edit both, or tests/test_one_copy.py fails.
+
     Args:
         serialized_examples: the records, each a serialized `tf.train.Example`.
         output_dir: the shards' folder (local or `gs://`).
@@ -76,9 +79,9 @@ def write_shard(serialized_examples: Iterable[bytes], output_dir: str, index: in
         for record in serialized_examples:
             writer.write(record)
             num_records += 1
-    final = f"{output_dir}/{shard_name(index, num_records)}"
-    tf.io.gfile.rename(temporary, final, overwrite=True)
-    return final
+    final_path = f"{output_dir}/{shard_name(index, num_records)}"
+    tf.io.gfile.rename(temporary, final_path, overwrite=True)
+    return final_path
 
 
 def shard_record_count(path: str) -> int | None:

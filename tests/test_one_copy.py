@@ -1,0 +1,197 @@
+"""One copy of each reference solution: a lesson's solved function and its `utils` namesake agree.
+
+A lesson teaches a function in a solution region (`notebooks/NN_*.py`); later lessons, the
+conversion and the benchmark call the `utils` function of the same name. Each such pair is
+listed here, and a test fails when the two drift:
+- `SAME`: the helper's body is the lesson's, statement for statement (the syntax trees are
+  compared, with docstrings, type annotations and the helper's own module prefix left out);
+- `GENERALIZED`: the helper does more (more knobs); run with the lesson's settings on the
+  same records, it returns the lesson's values;
+- `NOT_COPIES`: namesakes that do another job, with the reason.
+A last test checks that every function holding a solution region whose name is also a `def` in
+`utils/` is in one of the three tables.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tools import build_notebooks
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB_2 = "notebooks/02_write_tfrecords.py"
+LAB_3 = "notebooks/03_read_tfrecords.py"
+
+# (lesson source, function, helper module): the helper's body is the lesson's solution.
+SAME = [
+    (LAB_2, "resize_and_crop", "utils.records"),
+    (LAB_2, "recompress", "utils.records"),
+    (LAB_2, "to_example", "utils.records"),
+    (LAB_2, "write_shard", "utils.shard_files"),
+]
+# (lesson source, function, helper module): the helper adds knobs; checked by running both.
+GENERALIZED = [
+    (LAB_3, "parse_batch", "utils.pipeline"),  # + image_size (smaller decode), keyword sizes
+]
+# (lesson source, function): a `utils` namesake that is not a copy, and why.
+NOT_COPIES = {
+    ("notebooks/05_accelerator_waiting.py", "verdict"): (
+        "knobs.verdict says whether an ablation's knob separates; lab 5's judges one ratio range"
+    ),
+    ("notebooks/07_scale_out_reading.py", "dataset_fn"): (
+        "sharding's is local to a host process and reads its settings from the launcher"
+    ),
+}
+
+
+def _functions(path: Path) -> dict[str, ast.FunctionDef]:
+    """Returns the top-level functions of a Python file (a lesson source or a module)."""
+    tree = ast.parse(path.read_text())
+    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+class _Normalize(ast.NodeTransformer):
+    """Drops what may differ between the two copies: docstrings, annotations, `module.` prefix."""
+
+    def __init__(self, module_name: str):
+        self.module_name = module_name
+
+    def visit_FunctionDef(self, node):
+        node = self.generic_visit(node)
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        node.body, node.returns = body, None
+        return node
+
+    def visit_arg(self, node):
+        node.annotation = None
+        return node
+
+    def visit_Attribute(self, node):
+        # `shard_files.shard_name` in the lesson is `shard_name` inside utils/shard_files.py.
+        if isinstance(node.value, ast.Name) and node.value.id == self.module_name:
+            return ast.copy_location(ast.Name(id=node.attr, ctx=node.ctx), node)
+        return self.generic_visit(node)
+
+
+def _normalized(function: ast.FunctionDef, module_name: str) -> str:
+    return ast.unparse(_Normalize(module_name).visit(function))
+
+
+def _helper_path(module: str) -> Path:
+    return ROOT / (module.replace(".", "/") + ".py")
+
+
+@pytest.mark.parametrize(
+    "lesson, name, module", SAME, ids=[f"{name} ({module})" for _, name, module in SAME]
+)
+def test_lesson_solution_and_helper_are_one_copy(lesson, name, module):
+    solved = _normalized(_functions(ROOT / lesson)[name], module.rsplit(".", 1)[1])
+    helper = _normalized(_functions(_helper_path(module))[name], module.rsplit(".", 1)[1])
+    diff = "\n".join(
+        difflib.unified_diff(
+            solved.splitlines(), helper.splitlines(), lesson, f"{module}.{name}", lineterm=""
+        )
+    )
+    assert solved == helper, f"{name} has drifted; make the two copies one again:\n{diff}"
+
+
+def _lesson_namespace(lesson: str, names: list[str], **given) -> dict:
+    """Runs the named top-level functions and assignments of a lesson in a fresh namespace."""
+    tree = ast.parse((ROOT / lesson).read_text())
+    wanted = [
+        node
+        for node in tree.body
+        if (isinstance(node, ast.FunctionDef) and node.name in names)
+        or (
+            isinstance(node, ast.Assign)
+            and any(getattr(t, "id", None) in names for t in node.targets)
+        )
+    ]
+    namespace = dict(given)
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), lesson, "exec"), namespace)
+    return namespace
+
+
+def test_parse_batch_of_lab_3_equals_pipeline_parse_batch_at_the_lesson_settings(
+    write_small_shards,
+):
+    import tensorflow as tf
+
+    from utils import data, pipeline
+
+    class_names = list(data.CLASSES)
+    lesson = _lesson_namespace(
+        LAB_3,
+        ["features", "decode", "parse_batch"],
+        tf=tf,
+        TARGET_SIZE=32,
+        class_names=class_names,
+    )
+    batches = tf.data.TFRecordDataset(write_small_shards(2)).batch(16)
+    num_images = 0
+    for serialized_batch in batches:
+        images, one_hots = lesson["parse_batch"](serialized_batch)
+        helper_images, helper_one_hots = pipeline.parse_batch(
+            serialized_batch, target_size=32, num_classes=len(class_names)
+        )
+        np.testing.assert_array_equal(images.numpy(), helper_images.numpy())
+        np.testing.assert_array_equal(one_hots.numpy(), helper_one_hots.numpy())
+        num_images += len(images)
+    assert num_images == 60
+
+
+def test_resize_and_crop_of_a_one_pixel_wide_image_needs_no_clamp():
+    import tensorflow as tf
+
+    from utils import records
+
+    for height, width in [(1, 1), (5, 1), (1, 300), (2, 3)]:
+        image = tf.fill([height, width, 3], tf.constant(200, tf.uint8))
+        square = records.resize_and_crop(image, 8)
+        assert square.shape == (8, 8, 3), (height, width)
+        assert square.dtype == tf.uint8
+        assert int(tf.reduce_min(square)) == int(tf.reduce_max(square)) == 200, (height, width)
+
+
+def _utils_defs() -> set[str]:
+    names = set()
+    for path in (ROOT / "utils").rglob("*.py"):
+        names |= set(re.findall(r"^\s*def (\w+)\(", path.read_text(), flags=re.MULTILINE))
+    return names
+
+
+def _solved_functions() -> set[tuple[str, str]]:
+    """(lesson, function) for every function of a lesson that holds a solution region."""
+    found = set()
+    for path in sorted((ROOT / "notebooks").glob("*.py")):
+        text = path.read_text()
+        lesson = path.relative_to(ROOT).as_posix()
+        regions = build_notebooks.find_regions(text, lesson)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef) and any(
+                node.lineno < begin and end <= node.end_lineno for begin, end in regions
+            ):
+                found.add((lesson, node.name))
+    return found
+
+
+def test_every_solved_function_with_a_utils_namesake_is_in_a_table():
+    with_namesake = {key for key in _solved_functions() if key[1] in _utils_defs()}
+    listed = {(lesson, name) for lesson, name, _ in SAME + GENERALIZED} | set(NOT_COPIES)
+    assert with_namesake - listed == set(), "add these to SAME, GENERALIZED or NOT_COPIES"
+    assert listed - with_namesake == set(), "these are listed but no longer pairs"
+
+
+@pytest.mark.parametrize("lesson, name, module", SAME + GENERALIZED)
+def test_table_names_functions_that_exist(lesson, name, module):
+    assert name in _functions(ROOT / lesson)
+    assert callable(getattr(importlib.import_module(module), name))
