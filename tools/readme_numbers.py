@@ -1,8 +1,9 @@
-"""Writes the committed solutions' numbers into README.md, or checks that they are there.
+"""Writes the committed solutions' numbers into the documents, or checks that they are there.
 
 Each lesson's cell tagged `summary` prints what the lesson measured. This command copies
-that printed text from `solutions/NN_*.ipynb` into README.md, between the lesson's pair of
-markers, so that no number in that block is ever typed by hand:
+that printed text from `solutions/NN_*.ipynb` into whichever document holds the lesson's
+pair of markers (README.md or a page of docs/: `DOCUMENTS`), so that no number in that
+block is ever typed by hand:
 
     <!-- numbers:01_tf_data_basics:begin -->
     ...generated...
@@ -13,7 +14,7 @@ solution's execution took when the build ran it (`tpu_speed_pipelines.execution_
 the solution's metadata), so that the README's times cover every lesson and cannot drift.
 
 Usage:
-    python -m tools.readme_numbers            # rewrite the blocks in README.md
+    python -m tools.readme_numbers            # rewrite the blocks in the documents
     python -m tools.readme_numbers --check    # exit 1, naming each block that differs
 """
 
@@ -36,11 +37,14 @@ BLOCK = re.compile(
     re.DOTALL,
 )
 
+# The documents that may hold blocks, relative to the repository's root.
+DOCUMENTS = ("README.md", "docs/*.md")
+
 TIMES = re.compile(r"(<!-- times:begin -->\n)(?P<body>.*?)(<!-- times:end -->)", re.DOTALL)
 
 
 class NumbersError(Exception):
-    """The solutions or README.md cannot give a block; the message says which and why."""
+    """The solutions or the documents cannot give a block; the message says which and why."""
 
 
 def summary_text(path: Path) -> str:
@@ -61,11 +65,16 @@ def summary_text(path: Path) -> str:
     return printed
 
 
-def render_block(path: Path) -> str:
-    """Returns the generated text that goes between a solution's markers."""
+def render_block(path: Path, up: str = "") -> str:
+    """Returns the generated text that goes between a solution's markers.
+
+    Args:
+        path: the executed solution.
+        up: the way from the document's folder to the repository's root ("../" in docs/).
+    """
+    name = f"{path.parent.name}/{path.name}"
     return (
-        f"Printed by [{path.parent.name}/{path.name}]({path.parent.name}/{path.name})'s "
-        "summary cell:\n\n```\n" + summary_text(path) + "\n```\n"
+        f"Printed by [{name}]({up}{name})'s summary cell:\n\n```\n" + summary_text(path) + "\n```\n"
     )
 
 
@@ -100,53 +109,69 @@ def render_times(root: Path) -> str:
     )
 
 
-def update(readme_text: str, root: Path) -> tuple[str, list[str]]:
-    """Returns README text with every numbers block regenerated, and the stems that changed.
+def documents(root: Path) -> list[Path]:
+    """Returns the documents that may hold numbers blocks, README.md first."""
+    return [path for pattern in DOCUMENTS for path in sorted(root.glob(pattern))]
+
+
+def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[str]]:
+    """Returns each document's text with its numbers blocks regenerated, and what changed.
+
+    Args:
+        texts: {document path relative to `root`: its text}.
+        root: the repository.
+
+    Returns:
+        ({document: new text}, the stems (and "times") whose blocks changed).
 
     Raises:
         NumbersError: a block names no solution in `root/solutions`, or a committed
-            solution with a summary cell has no block in the README.
+            solution with a summary cell has no block in any document.
     """
     changed: list[str] = []
-    stems_in_readme: set[str] = set()
+    stems_found: set[str] = set()
+    updated = {}
+    for name, text in texts.items():
+        up = "../" * name.count("/")
 
-    def replace(match: re.Match) -> str:
-        stem = match["stem"]
-        stems_in_readme.add(stem)
-        path = root / "solutions" / f"{stem}.ipynb"
-        if not path.exists():
-            raise NumbersError(
-                f"README.md has a numbers block for {stem}, but solutions/{stem}.ipynb does not "
-                "exist. Remove the block or fix its name."
-            )
-        body = render_block(path)
-        if body != match["body"]:
-            changed.append(stem)
-        return match[1] + body + match[4]
+        def replace(match: re.Match, name=name, up=up) -> str:
+            stem = match["stem"]
+            stems_found.add(stem)
+            path = root / "solutions" / f"{stem}.ipynb"
+            if not path.exists():
+                raise NumbersError(
+                    f"{name} has a numbers block for {stem}, but solutions/{stem}.ipynb does "
+                    "not exist. Remove the block or fix its name."
+                )
+            body = render_block(path, up)
+            if body != match["body"]:
+                changed.append(stem)
+            return match[1] + body + match[4]
 
-    text = BLOCK.sub(replace, readme_text)
-    if TIMES.search(text):
-        times = render_times(root)
-        if TIMES.search(text)["body"] != times:
-            changed.append("times")
-        text = TIMES.sub(lambda match: match[1] + times + match[3], text)
+        text = BLOCK.sub(replace, text)
+        if TIMES.search(text):
+            times = render_times(root)
+            if TIMES.search(text)["body"] != times:
+                changed.append("times")
+            text = TIMES.sub(lambda match, times=times: match[1] + times + match[3], text)
+        updated[name] = text
     for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
-        if path.stem not in stems_in_readme:
+        if path.stem not in stems_found:
             raise NumbersError(
-                f"README.md has no numbers block for solutions/{path.name}. Add the lines "
-                f"<!-- numbers:{path.stem}:begin --> and <!-- numbers:{path.stem}:end --> "
-                f"where its numbers belong, then run: {COMMAND}"
+                f"No document ({', '.join(texts)}) has a numbers block for "
+                f"solutions/{path.name}. Add the lines <!-- numbers:{path.stem}:begin --> and "
+                f"<!-- numbers:{path.stem}:end --> where its numbers belong, then run: {COMMAND}"
             )
-    return text, changed
+    return updated, changed
 
 
 def main(argv: list[str] | None = None, root: Path = REPO_ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare only; write nothing")
     args = parser.parse_args(argv)
-    readme = root / "README.md"
+    paths = {path.relative_to(root).as_posix(): path for path in documents(root)}
     try:
-        text, changed = update(readme.read_text(), root)
+        texts, changed = update({name: path.read_text() for name, path in paths.items()}, root)
     except NumbersError as error:
         print(error, file=sys.stderr)
         return 1
@@ -157,12 +182,14 @@ def main(argv: list[str] | None = None, root: Path = REPO_ROOT) -> int:
                 if stem == "times"
                 else f"the numbers block of {stem} differs from solutions/{stem}.ipynb"
             )
-            print(f"README.md: {what}. Run: {COMMAND}", file=sys.stderr)
+            print(f"{what[0].upper()}{what[1:]}. Run: {COMMAND}", file=sys.stderr)
         if not changed:
-            print("README.md's numbers blocks match the committed solutions.")
+            print("The documents' numbers blocks match the committed solutions.")
         return 1 if changed else 0
-    readme.write_text(text)
-    print(f"README.md: {len(changed)} numbers block(s) rewritten: {', '.join(changed) or 'none'}.")
+    for name, path in paths.items():
+        if texts[name] != path.read_text():
+            path.write_text(texts[name])
+    print(f"{len(changed)} numbers block(s) rewritten: {', '.join(changed) or 'none'}.")
     return 0
 
 
