@@ -63,10 +63,10 @@ import tensorflow as tf
 
 from utils import (
     checks,
-    conversion,
     display,
     models,
     pipeline,
+    shard_cache,
     sources,
     step_timing,
     strategy,
@@ -101,7 +101,7 @@ choice = strategy.find_strategy(DEVICE)
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shard_set = conversion.ensure_shards(
+shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
 class_names = shard_set.class_names

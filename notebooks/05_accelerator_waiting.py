@@ -57,12 +57,12 @@ import tensorflow as tf
 
 from utils import (
     checks,
-    conversion,
     decode_less,
     display,
     models,
     pipeline,
     records,
+    shard_cache,
     sources,
     step_timing,
     strategy,
@@ -81,7 +81,7 @@ keras.utils.set_random_seed(SEED)
 choice = strategy.find_strategy(DEVICE)
 keras.mixed_precision.set_global_policy(strategy.PRECISION_POLICY[choice.kind])
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shard_set = conversion.ensure_shards(
+shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
 class_names = shard_set.class_names

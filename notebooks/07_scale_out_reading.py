@@ -36,11 +36,11 @@ import tensorflow as tf
 
 from utils import (
     checks,
-    conversion,
     data_service,
     display,
     pipeline,
     records,
+    shard_cache,
     sharding,
     sources,
     timing,
@@ -61,7 +61,7 @@ SEED = 42
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shard_set = conversion.ensure_shards(
+shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
 shard_paths = shard_set.paths

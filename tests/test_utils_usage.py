@@ -73,10 +73,10 @@ def test_report_follows_lessons_through_utils_and_names_the_rest(tmp_path):
 
 
 def _utils_imports(path: Path) -> set[str]:
-    """The `utils` modules that `path` imports at its top level (what runs at import)."""
+    """The `utils` modules that `path` imports anywhere: at the top, in a function, for types."""
     modules = set(utils_usage.package_modules())
     found = set()
-    for node in ast.parse(path.read_text()).body:
+    for node in ast.walk(ast.parse(path.read_text())):
         names = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -239,10 +239,10 @@ def compare_pipelines(settings: dict) -> dict:
     import tensorflow as tf
 
     from tools import grain_loader
-    from utils import conversion, pipeline, records, sources, storage, timing
+    from utils import pipeline, records, shard_cache, sources, storage, timing
 
     source = sources.resolve_source("embedded", num_images=settings["num_images"])
-    shard_set = _quietly(conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
+    shard_set = _quietly(shard_cache.ensure_shards, source, target_size=TARGET_SIZE, num_shards=16)
     shard_paths = shard_set.paths
     skipped = grain_loader.missing_reason()
     array_records = None if skipped else grain_loader.ensure_array_records(shard_paths)
@@ -333,13 +333,13 @@ def read_in_own_process(shards_dir: str) -> dict:
 
 def scaling(settings: dict) -> dict:
     """Measures reading and writing as the dataset grows, and reading as shards change."""
-    from utils import conversion, sources, timing
+    from utils import conversion, shard_cache, sources, timing
 
     by_size = {}
     for size in settings["sizes"]:
         print(f"  {size} images ...", flush=True)
         source = sources.resolve_source("embedded", num_images=size)
-        output_dir = conversion.default_output_dir(source, target_size=TARGET_SIZE, num_shards=16)
+        output_dir = shard_cache.default_output_dir(source, target_size=TARGET_SIZE, num_shards=16)
         report = _quietly(
             conversion.convert, source, output_dir, target_size=TARGET_SIZE, num_shards=16
         )
@@ -349,7 +349,7 @@ def scaling(settings: dict) -> dict:
     for count in settings["shard_counts"]:
         print(f"  {count} shards ...", flush=True)
         shard_set = _quietly(
-            conversion.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
+            shard_cache.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
         )
         shard_dirs[count] = shard_set.output_dir
     # Every shard count is read once per round, in turns, each in a process of its own:

@@ -78,11 +78,11 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
     """Returns the JPEG bytes of the first `num_images` records of the shards."""
     import tensorflow as tf
 
-    from utils import conversion, records, shard_files, sources
+    from utils import records, shard_cache, shard_files, sources
 
     if shards_dir is None:
         source = sources.resolve_source("embedded", num_images=DATASET_SIZE, seed=42)
-        shards_dir = conversion.ensure_shards(
+        shards_dir = shard_cache.ensure_shards(
             source, None, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=42
         ).output_dir
     paths = shard_files.find_shards(shards_dir)

@@ -88,11 +88,11 @@ def variants(shard_paths: list[str], num_classes: int) -> dict:
 def measure(num_images: int, num_timed: int, rounds: int) -> dict:
     """Measures every variant in turns; returns name -> lists of images/s, CPU µs, cores."""
     from tools import benchmark
-    from utils import conversion, sources, timing
+    from utils import shard_cache, sources, timing
 
     source = sources.resolve_source("embedded", num_images=num_images)
     shard_set = benchmark._quietly(
-        conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
+        shard_cache.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
     )
     made = variants(shard_set.paths, len(shard_set.class_names))
     cpu = {name: [] for name in made}

@@ -58,11 +58,11 @@ def load_shards(num_images: int = NUM_IMAGES, num_shards: int = 16):
     """Returns the benchmark's shard paths, the number of classes and 1000 stored JPEGs."""
     import tensorflow as tf
 
-    from utils import conversion, records, sources
+    from utils import records, shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
     shard_set = _quietly(
-        conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=num_shards
+        shard_cache.ensure_shards, source, target_size=TARGET_SIZE, num_shards=num_shards
     )
     paths = shard_set.paths
     jpegs = [

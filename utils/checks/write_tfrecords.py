@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import conversion, records, shard_files
+from utils import arguments, records, shard_files
 from utils.checks._base import (
     CHECK_ERRORS,
     _call_eagerly,
@@ -50,7 +50,7 @@ def check_resize_and_crop(
                                      target_size=192)
     """
     __tracebackhide__ = True
-    conversion.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
+    arguments.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
     name = "resize_and_crop"
     expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
     _call_eagerly(
@@ -147,7 +147,7 @@ def check_recompress(
         checks.check_recompress(recompress, todo=2, sample_images=resized, quality=90)
     """
     __tracebackhide__ = True
-    conversion.check_integer("JPEG_QUALITY", quality, 0, 100)  # A parameter, not TODO 2.
+    arguments.check_integer("JPEG_QUALITY", quality, 0, 100)  # A parameter, not TODO 2.
     name = "recompress"
     expected = "a scalar string tensor of JPEG bytes"
     num_bytes, reference_bytes = 0, 0
