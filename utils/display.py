@@ -13,7 +13,7 @@ import tensorflow as tf
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from utils import timing
+from utils import arguments, timing
 
 if TYPE_CHECKING:
     import keras
@@ -50,8 +50,7 @@ def show_images(
     Example:
         display.show_images(images_and_labels, class_names=source.class_names)
     """
-    if isinstance(num_images, bool) or not isinstance(num_images, int) or num_images < 1:
-        raise ValueError(f"`num_images` must be a positive integer. Received: {num_images!r}")
+    arguments.check_integer("num_images", num_images, 1)
     pairs = list(dataset.take(num_images).as_numpy_iterator())
     if not pairs:
         raise ValueError(

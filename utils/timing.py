@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
+from utils import arguments
+
 if TYPE_CHECKING:
     import keras
 
@@ -106,13 +108,8 @@ def measure_throughput(
     """
     if not isinstance(dataset, tf.data.Dataset):
         raise ValueError(f"`dataset` must be a tf.data.Dataset. Received: {type(dataset)}")
-    if isinstance(num_images, bool) or not isinstance(num_images, int) or num_images < 1:
-        raise ValueError(f"`num_images` must be a positive integer. Received: {num_images!r}")
-    if not isinstance(num_warmup_elements, int) or num_warmup_elements < 0:
-        raise ValueError(
-            "`num_warmup_elements` must be an integer >= 0. "
-            f"Received: num_warmup_elements={num_warmup_elements!r}"
-        )
+    arguments.check_integer("num_images", num_images, 1)
+    arguments.check_integer("num_warmup_elements", num_warmup_elements, 0)
     iterator = iter(dataset)
     start = time.perf_counter()
     for index in range(num_warmup_elements):
@@ -207,8 +204,7 @@ def time_training_steps(model: keras.Model, dataset: tf.data.Dataset, *, num_ste
     """
     import keras  # Imported here: the other helpers do not need Keras.
 
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"`num_steps` must be a positive integer. Received: {num_steps!r}")
+    arguments.check_integer("num_steps", num_steps, 1)
     epoch_seconds = []
 
     class EpochTimer(keras.callbacks.Callback):
@@ -302,8 +298,7 @@ def measure_in_turns(
         runs = timing.measure_in_turns({"ceiling": ceiling, "pipeline": fast},
                                        num_images=4000, repeats=5)
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"`repeats` must be a positive integer. Received: repeats={repeats!r}")
+    arguments.check_integer("repeats", repeats, 1)
     if not candidates:
         raise ValueError("`candidates` must name at least one pipeline. Received: {}")
     labels = list(candidates)
