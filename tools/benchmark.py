@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+from tools import machine
 from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -651,8 +652,8 @@ def main(argv: list[str] | None = None) -> int:
 
     grain_skipped = grain_loader.missing_reason()
     start = time.perf_counter()
-    machine = timing.describe_machine()
-    print(f"Machine: {machine}", flush=True)
+    machine_line = machine.describe_machine()
+    print(f"Machine: {machine_line}", flush=True)
     with timing.LoadWatch() as pipelines_load:
         print("Pipelines:", flush=True)
         results = compare_pipelines(settings)
@@ -661,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         print("Growth:", flush=True)
         scale = scaling(settings)
     lines = [
-        f"Benchmark on {time.strftime('%Y-%m-%d %H:%M')}, {machine}; {settings['num_images']} "
+        f"Benchmark on {time.strftime('%Y-%m-%d %H:%M')}, {machine_line}; {settings['num_images']} "
         f"embedded images, {TARGET_SIZE} px shards; headline pipelines in turns, "
         f"{settings['headline_repeats']} rounds, the others {settings['repeats']}",
         f"Pipelines: {pipelines_load.summary()}",
@@ -694,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name, watch in [("pipelines", pipelines_load), ("growth", growth_load)]
     }
-    report = {"settings": settings, "machine": machine, "load": load, "pipelines": results,
+    report = {"settings": settings, "machine": machine_line, "load": load, "pipelines": results,
               "scaling": scale, "seconds": time.perf_counter() - start}  # fmt: skip
     if grain_skipped:
         report["skipped"] = {GRAIN: grain_skipped}

@@ -30,6 +30,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from tools import machine
+
 TARGET_RATIO = 1.5
 DATASET_SIZE = 3670  # The embedded dataset, as in lesson 5.
 TARGET_SIZE = 192  # Lesson 5's shards (lab 2's).
@@ -104,7 +106,7 @@ def main(argv=None) -> int:
     sides = sorted(max(Image.open(io.BytesIO(jpeg)).size) for jpeg in encoded_images)
     print(f"{len(encoded_images)} JPEGs in memory (longer side {sides[0]}-{sides[-1]} px, "
           f"median {sides[len(sides) // 2]}); random crops at {arguments.image_size} px, "
-          f"batches of {arguments.batch_size}; {timing.describe_machine()}")  # fmt: skip
+          f"batches of {arguments.batch_size}; {machine.describe_machine()}")  # fmt: skip
     datasets = {
         label: decode_less.random_crop_batches(
             encoded_images,

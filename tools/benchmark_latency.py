@@ -25,6 +25,7 @@ import os
 import statistics
 import sys
 
+from tools import machine
 from utils import progress
 
 TARGET_SIZE = 192
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     num_images, num_timed, rounds = (300, 600, 2) if args.quick else (3670, 8000, 7)
     rounds = args.rounds or rounds
-    print(f"Machine: {timing.describe_machine()}", flush=True)
+    print(f"Machine: {machine.describe_machine()}", flush=True)
     with timing.LoadWatch() as load:
         results = measure(num_images, num_timed, rounds)
     print("\n".join(format_results(results)))

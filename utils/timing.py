@@ -7,7 +7,6 @@ import dataclasses
 import io
 import math
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -145,40 +144,6 @@ def measure_throughput(
     )
     print(result.summary())
     return result
-
-
-def compare_throughput(results: list[ThroughputResult], *, baseline: str) -> dict[str, float]:
-    """Prints a table of results with each one's speed-up over `baseline`, and returns them.
-
-    Args:
-        results: measurements, with distinct labels.
-        baseline: the label of the result the others are compared with.
-
-    Returns:
-        A dict from label to `images_per_second / baseline's images_per_second`.
-
-    Raises:
-        ValueError: if no result has the label `baseline`.
-
-    Example:
-        speedups = timing.compare_throughput([sequential, parallel], baseline="sequential")
-    """
-    by_label = {result.label: result for result in results}
-    if baseline not in by_label:
-        raise ValueError(f"`baseline` must be one of {list(by_label)}. Received: {baseline!r}")
-    reference = by_label[baseline].images_per_second
-    width = max(len(label) for label in by_label)
-    print(f"{'pipeline':<{width}}  {'images/s':>9}  {'MB/s':>6}  {'vs ' + baseline:>12}")
-    speedups = {}
-    for label, result in by_label.items():
-        speedups[label] = result.images_per_second / reference
-        megabytes = result.megabytes_per_second
-        megabytes_text = f"{megabytes:6.1f}" if megabytes is not None else f"{'-':>6}"
-        print(
-            f"{label:<{width}}  {result.images_per_second:9.1f}  {megabytes_text}  "
-            f"{speedups[label]:11.1f}x"
-        )
-    return speedups
 
 
 def time_training_steps(model: keras.Model, dataset: tf.data.Dataset, *, num_steps: int) -> float:
@@ -478,22 +443,6 @@ def describe_share_of_ceiling(share: RepeatedResult, *, name: str = "The pipelin
     if share.maximum > 1:
         sentence += f" Runs above 100% are noise: {noise_reason}."
     return sentence
-
-
-def describe_machine() -> str:
-    """Describes this machine in one line.
-
-    Returns:
-        The CPU model, the number of cores this process may use, and the Python version.
-    """
-    model = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}, {cores} cores, Python {platform.python_version()}"
 
 
 # More than this share of the cores busy with other processes during a measurement makes
