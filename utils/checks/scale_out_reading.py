@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from utils import sharding
+from utils import multi_host
 from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_result
 
 
@@ -66,7 +66,7 @@ def _host_records(dataset_fn, num_hosts: int, host_index: int, todo: int, name: 
         ids, first_batch = [], None
         for images, _ in dataset.as_numpy_iterator():
             first_batch = first_batch or len(images)
-            ids += [sharding.record_id(image) for image in images]
+            ids += [multi_host.record_id(image) for image in images]
     except CHECK_ERRORS as error:
         fail(
             todo,
@@ -122,7 +122,7 @@ def check_dataset_fn(
                 name,
                 f"expected each record read by one host only; found {repeated} of "
                 f"{num_records} read more than once with {num_hosts} hosts. Give each host "
-                "its own shards with sharding.shards_for_host().",
+                "its own shards with multi_host.shards_for_host().",
             )
         if len(seen) != num_records:
             fail(
