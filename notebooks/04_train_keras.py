@@ -62,13 +62,13 @@ import numpy as np
 import tensorflow as tf
 
 from utils import (
+    accelerator_wait,
     checks,
     display,
     models,
     pipeline,
     shard_cache,
     sources,
-    step_timing,
     strategy,
     timing,
     training,
@@ -201,7 +201,7 @@ for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_ste
 # with fewer digits. Below: each one's extremes, and what becomes of a gradient of 1e-8.
 
 # %%
-print("\n".join(step_timing.describe_float_formats()))
+print("\n".join(accelerator_wait.describe_float_formats()))
 
 # %% [markdown]
 # A float16 gradient that becomes 0 stops learning, so float16 needs *loss scaling*

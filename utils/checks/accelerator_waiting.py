@@ -12,8 +12,8 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from utils.accelerator_wait import NOISE_VERDICT
 from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_dataset
-from utils.step_timing import NOISE_VERDICT
 from utils.timing import RepeatedResult
 
 # Ratios (one per round) and the verdict each must get against a tolerance of 1.10. The
