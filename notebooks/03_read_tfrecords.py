@@ -39,10 +39,10 @@ from utils import (
     display,
     knobs,
     pipeline,
+    pipeline_trace,
     shard_cache,
     sources,
     storage,
-    timeline,
     timing,
 )
 
@@ -453,7 +453,7 @@ figure = display.plot_throughput(
 
 # %%
 traced = [
-    timeline.trace_pipeline(
+    pipeline_trace.trace_pipeline(
         simulated_storage.tfrecord_dataset(shard_paths),
         parse_batch,
         batch_size=BATCH_SIZE,
@@ -462,7 +462,7 @@ traced = [
         parallel=False,
         label="one reader, one stage at a time",
     ),
-    timeline.trace_pipeline(
+    pipeline_trace.trace_pipeline(
         records,
         parse_batch,
         batch_size=BATCH_SIZE,

@@ -18,7 +18,7 @@ from utils import arguments, timing
 if TYPE_CHECKING:
     import keras
 
-    from utils.timeline import Timeline
+    from utils.pipeline_trace import Timeline
 
 MAX_WIDTH_INCHES = 10  # 1,000 pixels at matplotlib's 100 dpi: the width of a notebook.
 
@@ -341,7 +341,7 @@ def plot_timelines(
     """Draws measured pipeline timelines side by side: one row per batch, time across.
 
     Args:
-        timelines: `timeline.Timeline`s, drawn left to right on one time axis.
+        timelines: `pipeline_trace.Timeline`s, drawn left to right on one time axis.
         title: the figure's title.
 
     Returns:

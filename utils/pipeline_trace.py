@@ -100,7 +100,7 @@ def trace_pipeline(
             out before `num_batches` batches.
 
     Example:
-        slow = timeline.trace_pipeline(records, parse_batch, batch_size=32, num_batches=10,
+        slow = pipeline_trace.trace_pipeline(records, parse_batch, batch_size=32, num_batches=10,
                                        step_ms=50, parallel=False, label="slow")
     """
     for name, value in (("num_batches", num_batches), ("batch_size", batch_size)):
