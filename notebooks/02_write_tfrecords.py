@@ -40,6 +40,7 @@ from utils import (
     display,
     recompression,
     records,
+    shard_cache,
     shard_files,
     sources,
     timing,
@@ -69,7 +70,7 @@ SEED = 42
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 print(source.describe())
-output_dir = OUTPUT_DIR or conversion.default_output_dir(
+output_dir = OUTPUT_DIR or shard_cache.default_output_dir(
     source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
 )
 print("Shards will go to:", output_dir)

@@ -33,7 +33,18 @@ import os
 
 import tensorflow as tf
 
-from utils import checks, conversion, display, knobs, pipeline, sources, storage, timeline, timing
+from utils import (
+    checks,
+    conversion,
+    display,
+    knobs,
+    pipeline,
+    pipeline_trace,
+    shard_cache,
+    sources,
+    storage,
+    timing,
+)
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -61,13 +72,13 @@ SEED = 42
 # %% [markdown]
 # ## The shards
 #
-# `conversion.ensure_shards()` finds the shards lab 2 wrote for this source and these
+# `shard_cache.ensure_shards()` finds the shards lab 2 wrote for this source and these
 # settings, or writes them now (the same conversion, with the course's own functions).
 # The sidecar JSON lab 2 wrote says what they hold.
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shard_set = conversion.ensure_shards(
+shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
 shard_paths = shard_set.paths  # Checked against the sidecar: none missing or extra.
@@ -429,7 +440,7 @@ figure = display.plot_throughput(
 
 # %%
 traced = [
-    timeline.trace_pipeline(
+    pipeline_trace.trace_pipeline(
         simulated_storage.tfrecord_dataset(shard_paths),
         parse_batch,
         batch_size=BATCH_SIZE,
@@ -438,7 +449,7 @@ traced = [
         parallel=False,
         label="one reader, one stage at a time",
     ),
-    timeline.trace_pipeline(
+    pipeline_trace.trace_pipeline(
         records,
         parse_batch,
         batch_size=BATCH_SIZE,
@@ -471,7 +482,7 @@ figure = display.plot_timelines(traced)
 
 # %%
 # The same records copied into each shard count, once (no image is converted again).
-paths_by_count = {count: conversion.reshard(shard_set, count) for count in ABLATION_SHARD_COUNTS}
+paths_by_count = {count: shard_cache.reshard(shard_set, count) for count in ABLATION_SHARD_COUNTS}
 ablation = knobs.measure_knobs(
     shard_paths,
     paths_by_count=paths_by_count,

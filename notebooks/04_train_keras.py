@@ -62,13 +62,13 @@ import numpy as np
 import tensorflow as tf
 
 from utils import (
+    accelerator_wait,
     checks,
-    conversion,
     display,
     models,
     pipeline,
+    shard_cache,
     sources,
-    step_timing,
     strategy,
     timing,
     training,
@@ -100,7 +100,7 @@ choice = strategy.find_strategy(DEVICE)
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shard_set = conversion.ensure_shards(
+shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
 class_names = shard_set.class_names
@@ -198,7 +198,7 @@ for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_ste
 # with fewer digits. Below: each one's extremes, and what becomes of a gradient of 1e-8.
 
 # %%
-print("\n".join(step_timing.describe_float_formats()))
+print("\n".join(accelerator_wait.describe_float_formats()))
 
 # %% [markdown]
 # A float16 gradient that becomes 0 stops learning, so float16 needs *loss scaling*

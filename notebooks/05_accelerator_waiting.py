@@ -55,15 +55,15 @@ import keras
 import tensorflow as tf
 
 from utils import (
+    accelerator_wait,
     checks,
-    conversion,
     decode_less,
     display,
     models,
     pipeline,
     records,
+    shard_cache,
     sources,
-    step_timing,
     strategy,
     timing,
 )
@@ -80,7 +80,7 @@ keras.utils.set_random_seed(SEED)
 choice = strategy.find_strategy(DEVICE)
 keras.mixed_precision.set_global_policy(strategy.PRECISION_POLICY[choice.kind])
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shard_set = conversion.ensure_shards(
+shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
 class_names = shard_set.class_names
@@ -161,12 +161,12 @@ one_batch = next(iter(in_memory))
 #
 # Timings differ from run to run, more so on a shared machine. So each comparison below
 # takes `NUM_ROUNDS` rounds, its candidates in turns (a busy moment touches all of them):
-# a ratio per round, a range. A difference counts beyond `step_timing.TOLERANCE` (10%).
+# a ratio per round, a range. A difference counts beyond `accelerator_wait.TOLERANCE` (10%).
 #
 # **TODO 2.** Complete `verdict(ratio, *, tolerance, above, below)`: `ratio` holds one
 # value per round (`ratio.minimum`, `ratio.maximum`). Return `above` when every round's
 # ratio is above `tolerance`, `below` when every one is at or under it, and
-# `step_timing.NOISE_VERDICT` ("within the noise: can't tell") when the range spans it.
+# `accelerator_wait.NOISE_VERDICT` ("within the noise: can't tell") when the range spans it.
 # The median alone is not enough: a range of 1.00 to 1.30 says nothing sure.
 
 
@@ -180,14 +180,14 @@ def verdict(ratio, *, tolerance, above, below):
     elif ratio.maximum <= tolerance:
         answer = below
     else:
-        answer = step_timing.NOISE_VERDICT
+        answer = accelerator_wait.NOISE_VERDICT
     ### END SOLUTION
     return answer
 
 
 # %%
 # NBVAL_CHECK_OUTPUT
-checks.check_verdict(verdict, todo=2, tolerance=step_timing.TOLERANCE)
+checks.check_verdict(verdict, todo=2, tolerance=accelerator_wait.TOLERANCE)
 
 
 # %% [markdown]
@@ -215,13 +215,13 @@ verdict_lines = []  # Every comparison's line, printed again in "What you measur
 
 def judge(ratio, above, below):
     """Prints the ratio, its range and its verdict, and keeps the line."""
-    said = verdict(ratio, tolerance=step_timing.TOLERANCE, above=above, below=below)
-    verdict_lines.append(step_timing.describe_comparison(ratio, said))
+    said = verdict(ratio, tolerance=accelerator_wait.TOLERANCE, above=above, below=below)
+    verdict_lines.append(accelerator_wait.describe_comparison(ratio, said))
     print(verdict_lines[-1])
 
 
 def training_fed_by(dataset):
-    return step_timing.training_rate(
+    return accelerator_wait.training_rate(
         timed_model, dataset, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
     )
 
@@ -255,7 +255,7 @@ for pipeline_name, rate in delivered.items():
         need_ratio = timing.ratio_in_turns(need, rate, label=f"{consumer} / {pipeline_name}")
         judge(need_ratio, "input-bound", "keeps up")
 figure = display.plot_throughput(
-    step_timing.median_bars(delivered),
+    accelerator_wait.median_bars(delivered),
     title="Bars: what the pipeline delivers, alone. Lines: what each consumer takes",
     references={name: need.median for name, need in consumed.items()},
 )
@@ -305,7 +305,9 @@ judge(prefetch_ratio, "prefetch speeds training", "no gain from prefetch")
 
 # %%
 print(
-    "\n".join(step_timing.describe_matrix_shapes(timed_model, batch_per_replica=batch_per_replica))
+    "\n".join(
+        accelerator_wait.describe_matrix_shapes(timed_model, batch_per_replica=batch_per_replica)
+    )
 )
 
 # %% [markdown]
@@ -317,7 +319,7 @@ print(
 
 # %%
 batch_runs = timing.measure_in_turns(
-    step_timing.batch_size_rates(
+    accelerator_wait.batch_size_rates(
         lambda: compiled_model(1),
         one_batch,
         batches_per_replica=TIMED_BATCHES_PER_REPLICA,
@@ -341,16 +343,16 @@ judge(batch_ratio, "the larger batch trains faster", "no faster")
 # %%
 call_candidates = {}
 for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
-    tiny, tiny_batches = step_timing.tiny_model_and_batches(
+    tiny, tiny_batches = accelerator_wait.tiny_model_and_batches(
         batch_size=8 * choice.num_replicas,
         num_outputs=5,
         steps_per_execution=n,
         scope=choice.scope(),
     )
-    call_candidates[f"lesson's model, {n} per call"] = step_timing.training_rate(
+    call_candidates[f"lesson's model, {n} per call"] = accelerator_wait.training_rate(
         compiled_model(n), in_memory, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
     )
-    call_candidates[f"tiny model, {n} per call"] = step_timing.training_rate(
+    call_candidates[f"tiny model, {n} per call"] = accelerator_wait.training_rate(
         tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS, batch_size=8 * choice.num_replicas
     )
 call_runs = timing.measure_in_turns(call_candidates, repeats=NUM_ROUNDS)

@@ -36,12 +36,12 @@ import tensorflow as tf
 
 from utils import (
     checks,
-    conversion,
     data_service,
     display,
+    multi_host,
     pipeline,
     records,
-    sharding,
+    shard_cache,
     sources,
     timing,
 )
@@ -61,7 +61,7 @@ SEED = 42
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
-shard_set = conversion.ensure_shards(
+shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
 shard_paths = shard_set.paths
@@ -161,7 +161,7 @@ print(caveat)
 # the global batch from the processes' parts.
 #
 # **TODO 2.** Complete `dataset_fn(input_context)`: take this host's shards with
-# `sharding.shards_for_host(shard_paths, host_index=..., num_hosts=...)` and return
+# `multi_host.shards_for_host(shard_paths, host_index=..., num_hosts=...)` and return
 # `pipeline.tfrecord_images(...)` over them, with `target_size=TARGET_SIZE`,
 # `num_classes=len(class_names)` and the per-replica batch size.
 
@@ -171,7 +171,7 @@ def dataset_fn(input_context):
     """This host's batches: its own shards, batched per replica."""
     # TODO 2: this host's shards, read with the course pipeline in per-replica batches.
     ### BEGIN SOLUTION
-    host_paths = sharding.shards_for_host(
+    host_paths = multi_host.shards_for_host(
         shard_paths,
         host_index=input_context.input_pipeline_id,
         num_hosts=input_context.num_input_pipelines,
@@ -193,7 +193,7 @@ checks.check_dataset_fn(dataset_fn, todo=2, num_records=num_records, global_batc
 # %% [markdown]
 # ### Two hosts, for real
 #
-# `sharding.run_hosts()` starts `NUM_HOSTS` processes, each a worker of one
+# `multi_host.run_hosts()` starts `NUM_HOSTS` processes, each a worker of one
 # `MultiWorkerMirroredStrategy` with a `TF_CONFIG` naming the others on loopback ports,
 # as on a cluster. Each reads its part through `distribute_datasets_from_function` (the
 # solution of TODO 2), then the same shards through `experimental_distribute_dataset`,
@@ -206,14 +206,14 @@ checks.check_dataset_fn(dataset_fn, todo=2, num_records=num_records, global_batc
 # by: Socket closed`. The lines below name that error as a consequence of the first.
 
 # %%
-reports = sharding.run_hosts(
+reports = multi_host.run_hosts(
     shard_paths,
     num_hosts=NUM_HOSTS,
     target_size=TARGET_SIZE,
     num_classes=len(class_names),
     global_batch_size=BATCH_SIZE,
 )
-read_lines = sharding.describe_reads(
+read_lines = multi_host.describe_reads(
     reports, name="host", num_records=num_records, policy_prefix="auto-shard "
 )
 print("\n".join(read_lines))
@@ -226,22 +226,22 @@ together = set.union(*read_by_host)
 #
 # On JAX (Colab's TPU runtime), every process calls `jax.distributed.initialize(
 # coordinator_address, num_processes, process_id)`, then reads the shards of
-# `sharding.shards_for_host(shard_paths, host_index=jax.process_index(),
+# `multi_host.shards_for_host(shard_paths, host_index=jax.process_index(),
 # num_hosts=jax.process_count())` in per-process batches, and Keras trains under
 # `keras.distribution.DataParallel(auto_shard_dataset=False)`: the data is already
 # split. Keras's own split, `DataParallel().distribute_dataset(dataset)`, works like the
 # `DATA` policy: every process reads every file and keeps its part of each batch.
-# `sharding.run_jax_processes()` starts `NUM_HOSTS` JAX processes on the CPU, joined on
+# `multi_host.run_jax_processes()` starts `NUM_HOSTS` JAX processes on the CPU, joined on
 # a loopback port, and reports what each read both ways; they are stopped before the cell
 # ends. Without JAX the cell says so and skips.
 
 # %%
-skip_reason = sharding.jax_missing()
+skip_reason = multi_host.jax_missing()
 if skip_reason:
     jax_read = None
     print(f"Skipped: {skip_reason} The TensorFlow processes above show the same split.")
 else:
-    jax_reports = sharding.run_jax_processes(
+    jax_reports = multi_host.run_jax_processes(
         shard_paths,
         num_processes=NUM_HOSTS,
         target_size=TARGET_SIZE,
@@ -250,7 +250,9 @@ else:
     )
     jax_read = [set(report.record_ids) for report in jax_reports]
     print(
-        "\n".join(sharding.describe_reads(jax_reports, name="JAX process", num_records=num_records))
+        "\n".join(
+            multi_host.describe_reads(jax_reports, name="JAX process", num_records=num_records)
+        )
     )
 
 # %% [markdown]

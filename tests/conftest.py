@@ -105,11 +105,11 @@ def converted(small_source, tmp_path_factory):
 @pytest.fixture(scope="session")
 def flowers_400(tmp_path_factory):
     """Shard paths of a 400-image embedded dataset at 48 px, in 5 shards; made once."""
-    from utils import conversion, sources
+    from utils import shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=400)
     folder = tmp_path_factory.mktemp("flowers_400")
-    return conversion.ensure_shards(source, folder, target_size=48, num_shards=5).paths
+    return shard_cache.ensure_shards(source, folder, target_size=48, num_shards=5).paths
 
 
 PHOTOS = REPO_ROOT / "tests" / "data" / "photos"

@@ -5,7 +5,7 @@ import hashlib
 import pytest
 import tensorflow as tf
 
-from utils import conversion, data, records, shard_files, sources, validation
+from utils import conversion, data, records, shard_cache, shard_files, sources, validation
 
 pytest.importorskip(
     "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"
@@ -45,7 +45,7 @@ def test_beam_output_validates_and_labs_3_and_4_find_it(source, tmp_path, capsys
     )
     assert validation.validate(str(tmp_path), verbose=False).ok
     capsys.readouterr()
-    shard_set = conversion.ensure_shards(
+    shard_set = shard_cache.ensure_shards(
         source, str(tmp_path), target_size=48, num_shards=2, jpeg_quality=80
     )
     assert capsys.readouterr().out == f"Found 2 shards in {tmp_path}.\n"

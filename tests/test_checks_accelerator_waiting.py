@@ -5,7 +5,7 @@ import re
 import pytest
 import tensorflow as tf
 
-from utils import checks, step_timing
+from utils import accelerator_wait, checks
 
 
 def _pipeline():
@@ -69,7 +69,7 @@ def test_check_in_memory_names_todo_1_and_the_mistake(make, message):
 def _right(ratio, *, tolerance, above, below):
     if ratio.minimum > tolerance:
         return above
-    return below if ratio.maximum <= tolerance else step_timing.NOISE_VERDICT
+    return below if ratio.maximum <= tolerance else accelerator_wait.NOISE_VERDICT
 
 
 def test_check_verdict_passes_the_range_rule(capsys):
@@ -98,7 +98,7 @@ def test_check_verdict_passes_the_range_rule(capsys):
                 if ratio.minimum >= tolerance
                 else below
                 if ratio.maximum < tolerance
-                else step_timing.NOISE_VERDICT
+                else accelerator_wait.NOISE_VERDICT
             ),
             "TODO 2 (verdict): for ratios 1.08-1.10 (median 1.10) against a tolerance of "
             "1.10, expected 'the same'; found \"within the noise: can't tell\".",

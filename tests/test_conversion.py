@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import conversion, data, records, shard_files, sources, validation
+from utils import conversion, data, records, shard_cache, shard_files, sources, validation
 
 
 def _records(output_dir):
@@ -121,8 +121,8 @@ def test_convert_rejects_bad_arguments(small_source, small_flowers):
 def test_ensure_shards_reuses_a_finished_set_and_rewrites_a_changed_one(
     small_source, tmp_path, capsys
 ):
-    first = conversion.ensure_shards(small_source, tmp_path, target_size=32, num_shards=2)
-    assert first == conversion.ShardSet(
+    first = shard_cache.ensure_shards(small_source, tmp_path, target_size=32, num_shards=2)
+    assert first == shard_cache.ShardSet(
         output_dir=str(tmp_path),
         paths=[f"{tmp_path}/flowers00-30.tfrec", f"{tmp_path}/flowers01-30.tfrec"],
         class_names=list(small_source.class_names),
@@ -134,18 +134,18 @@ def test_ensure_shards_reuses_a_finished_set_and_rewrites_a_changed_one(
     )
     stamp = hashlib.sha256((tmp_path / "flowers00-30.tfrec").read_bytes()).hexdigest()
     capsys.readouterr()
-    again = conversion.ensure_shards(small_source, tmp_path, target_size=32, num_shards=2)
+    again = shard_cache.ensure_shards(small_source, tmp_path, target_size=32, num_shards=2)
     assert capsys.readouterr().out == f"Found 2 shards in {tmp_path}.\n"
     assert again == first
     assert hashlib.sha256((tmp_path / "flowers00-30.tfrec").read_bytes()).hexdigest() == stamp
-    changed = conversion.ensure_shards(small_source, tmp_path, target_size=48, num_shards=2)
+    changed = shard_cache.ensure_shards(small_source, tmp_path, target_size=48, num_shards=2)
     assert changed.target_size == 48 and changed.fingerprint != first.fingerprint
 
 
 def test_default_output_dir_depends_on_source_and_settings(small_source):
-    one = conversion.default_output_dir(small_source, target_size=192, num_shards=16)
+    one = shard_cache.default_output_dir(small_source, target_size=192, num_shards=16)
     assert one.endswith("-192px-16shards")
-    assert one != conversion.default_output_dir(small_source, target_size=192, num_shards=4)
+    assert one != shard_cache.default_output_dir(small_source, target_size=192, num_shards=4)
 
 
 def test_images_per_shard_gives_an_empty_run_to_a_shard_whose_images_all_failed():
@@ -161,7 +161,7 @@ def test_reshard_copies_the_records_once_without_converting_again(
     small_source, tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv(data.CACHE_ENV_VAR, str(tmp_path / "cache"))
-    shard_set = conversion.ensure_shards(
+    shard_set = shard_cache.ensure_shards(
         small_source, tmp_path / "shards", target_size=16, num_shards=4, seed=3
     )
     original = list(tf.data.TFRecordDataset(shard_set.paths).as_numpy_iterator())
@@ -170,8 +170,8 @@ def test_reshard_copies_the_records_once_without_converting_again(
         raise AssertionError("reshard must not convert the images again")
 
     monkeypatch.setattr(conversion, "convert", no_conversion)
-    assert conversion.reshard(shard_set, 4) == shard_set.paths
-    paths = conversion.reshard(shard_set, 7)
+    assert shard_cache.reshard(shard_set, 4) == shard_set.paths
+    paths = shard_cache.reshard(shard_set, 7)
     assert [Path(p).name for p in paths] == [
         f"flowers{i:02d}-{n}.tfrec" for i, n in enumerate([9, 9, 9, 9, 8, 8, 8])
     ]
@@ -179,5 +179,5 @@ def test_reshard_copies_the_records_once_without_converting_again(
     assert capsys.readouterr().out.endswith(
         f"Copied the 60 records into 7 shards in {Path(paths[0]).parent}.\n"
     )
-    assert conversion.reshard(shard_set, 7) == paths  # Found, not written again.
+    assert shard_cache.reshard(shard_set, 7) == paths  # Found, not written again.
     assert capsys.readouterr().out == ""

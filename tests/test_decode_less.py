@@ -104,7 +104,9 @@ def test_random_crop_batches_are_static_and_endless():
 
 
 def test_bad_input_names_the_argument():
-    with pytest.raises(ValueError, match=r"`image_size` must be a positive integer. Received: 0"):
+    with pytest.raises(
+        ValueError, match=r"`image_size` must be a positive integer. Received: image_size=0"
+    ):
         decode_less.decode_then_crop(JPEGS[0], [0, 0, 8, 8], image_size=0)
     with pytest.raises(
         ValueError, match=r"`ratio` must be one of \(1, 2, 4, 8\). Received: ratio=3"
@@ -114,7 +116,9 @@ def test_bad_input_names_the_argument():
         decode_less.random_crop_batches(
             [], decode_less.decode_then_crop, image_size=8, batch_size=2
         )
-    with pytest.raises(ValueError, match=r"`batch_size` must be a positive integer. Received: 0"):
+    with pytest.raises(
+        ValueError, match=r"`batch_size` must be a positive integer. Received: batch_size=0"
+    ):
         decode_less.random_crop_batches(
             JPEGS, decode_less.decode_then_crop, image_size=8, batch_size=0
         )

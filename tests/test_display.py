@@ -189,10 +189,10 @@ def test_plot_throughput_draws_a_repeated_ceiling_at_its_median_with_its_range()
 
 
 def test_plot_timelines_two_panels_fit_the_notebook_width(tmp_path):
-    from utils import timeline
+    from utils import pipeline_trace
 
     spans = [(0.1 * i, 0.1 * i + 0.05) for i in range(12)]
-    slow = timeline.Timeline("slow", spans, spans, spans)
+    slow = pipeline_trace.Timeline("slow", spans, spans, spans)
     figure = display.plot_timelines([slow, slow])
     assert [axis.get_title() for axis in figure.axes] == ["slow: 1.15 s", "slow: 1.15 s"]
     assert _saved_width(figure, tmp_path) <= 1000

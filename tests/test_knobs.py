@@ -54,7 +54,9 @@ def test_measure_knobs_times_every_setting_in_turns_and_counts_the_opens(
     assert ablation.most_open["num_parallel_reads"]["1"] >= 1
     assert len(ablation.first_bytes_ms) >= 24  # At least one shard opened per run.
     assert capsys.readouterr().out.count("runs) images/s, taken in turns") == 12
-    with pytest.raises(ValueError, match=r"`repeats` must be an integer >= 2. Received: repeats=1"):
+    with pytest.raises(
+        ValueError, match=r"`repeats` must be an integer of at least 2. Received: repeats=1"
+    ):
         knobs.measure_knobs(
             paths,
             paths_by_count={},

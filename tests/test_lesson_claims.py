@@ -55,7 +55,7 @@ def _code_above(cells, phrase):
         (
             "04_train_keras",
             "bfloat16 keeps\n# such a gradient (the end of each",
-            "step_timing.describe_float_formats()",
+            "accelerator_wait.describe_float_formats()",
         ),
         ("05_accelerator_waiting", "Read the verdicts above", "judge(step_ratio"),
         ("05_accelerator_waiting", "Read the verdicts above", "references={name: need.median"),
@@ -280,7 +280,7 @@ def test_lesson5_per_core_batch_section_claims_no_tpu_shape_from_this_device():
         assert fact in text, fact
     assert "measure the shape of it" not in text and "images are its rows" not in text
     code = "\n".join(source for kind, source in _cells("05_accelerator_waiting") if kind == "code")
-    assert "step_timing.describe_matrix_shapes(timed_model" in code
+    assert "accelerator_wait.describe_matrix_shapes(timed_model" in code
 
 
 def test_lesson5_dates_tensorflow_tpus_crop_while_decoding():
@@ -295,4 +295,4 @@ def test_lesson5_judges_every_ratio_with_the_learners_verdict():
     code = "\n".join(text for kind, text in _cells("05_accelerator_waiting") if kind == "code")
     # Each ratio taken in turns is printed through judge(), which calls verdict() (TODO 2).
     assert code.count("timing.ratio_in_turns(") == 5 and code.count("judge(") == 7
-    assert "said = verdict(ratio, tolerance=step_timing.TOLERANCE" in code
+    assert "said = verdict(ratio, tolerance=accelerator_wait.TOLERANCE" in code

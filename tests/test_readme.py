@@ -1,14 +1,69 @@
-"""README.md's layout names every command in tools/, and no benchmarks/ folder."""
+"""The documents: README.md short and linked, CONTRIBUTING.md's map and layout complete."""
 
 import re
 
 from tests.conftest import REPO_ROOT
 
+DOCUMENTS = [
+    "README.md",
+    "CONTRIBUTING.md",
+    *sorted(f"docs/{p.name}" for p in (REPO_ROOT / "docs").glob("*.md")),
+]
+
 
 def _maintainers_layout():
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme[readme.index("## For maintainers") :]
+    contributing = (REPO_ROOT / "CONTRIBUTING.md").read_text()
+    section = contributing[contributing.index("## The layout") :]
     return section[section.index("```\n") + 4 : section.index("\n```", section.index("```\n"))]
+
+
+def _modules():
+    """Every module of utils/, utils/checks/, tools/ and tools/grading/, as a path."""
+    folders = ("utils", "utils/checks", "tools", "tools/grading")
+    return {
+        path.relative_to(REPO_ROOT).as_posix()
+        for folder in folders
+        for path in (REPO_ROOT / folder).glob("*.py")
+        if path.name != "__init__.py"
+    }
+
+
+def test_the_module_map_names_every_module_and_only_modules_that_exist():
+    contributing = (REPO_ROOT / "CONTRIBUTING.md").read_text()
+    assert contributing.index("## The module map") < contributing.index("## The layout")
+    named = re.findall(r"^- `((?:utils|tools)/[\w/]+\.py)`: \S", contributing, re.M)
+    assert len(named) == len(set(named)), "a module is named twice"
+    assert sorted(_modules() - set(named)) == [], "missing from CONTRIBUTING.md's module map"
+    assert sorted(set(named) - _modules()) == [], "in the module map, but not a module"
+
+
+def test_the_readme_is_short_and_points_at_each_document():
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    for document in DOCUMENTS[1:] + ["LICENSE"]:
+        assert f"]({document})" in readme, document
+    assert "Apache License" in (REPO_ROOT / "LICENSE").read_text()
+
+
+def test_every_relative_link_in_the_documents_resolves():
+    broken = []
+    for document in DOCUMENTS:
+        path = REPO_ROOT / document
+        for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            if not linked.exists():
+                broken.append(f"{document}: {target}")
+            elif anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", linked.read_text(), re.M)
+                slugs = {
+                    re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-") for h in headings
+                }
+                if anchor not in slugs:
+                    broken.append(f"{document}: {target} (no such heading)")
+    assert broken == []
 
 
 def test_the_layout_names_every_tools_module():
@@ -21,7 +76,7 @@ def test_the_layout_names_every_tools_module():
 
 def test_benchmarks_are_in_tools_not_in_a_benchmarks_folder():
     assert not (REPO_ROOT / "benchmarks").exists()
-    for name in ("README.md", "pyproject.toml", "Makefile", ".ci/run"):
+    for name in (*DOCUMENTS, "pyproject.toml", "Makefile", ".ci/run"):
         text = (REPO_ROOT / name).read_text()
         assert re.findall(r"(?<![\w.])benchmarks/", text) == [], name
 

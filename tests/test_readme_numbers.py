@@ -58,11 +58,11 @@ def test_check_fails_naming_the_block_that_differs_and_writes_nothing(root, caps
     assert (root / "README.md").read_text() == README
 
 
-def test_a_solution_without_a_block_in_the_readme_is_an_error(root, capsys):
+def test_a_solution_without_a_block_in_any_document_is_an_error(root, capsys):
     _solution(root, stem="02_other")
     assert readme_numbers.main(["--check"], root=root) == 1
     assert capsys.readouterr().err == (
-        "README.md has no numbers block for solutions/02_other.ipynb. Add the lines "
+        "No document (README.md) has a numbers block for solutions/02_other.ipynb. Add the lines "
         "<!-- numbers:02_other:begin --> and <!-- numbers:02_other:end --> where its numbers "
         "belong, then run: python -m tools.readme_numbers\n"
     )
@@ -98,7 +98,9 @@ def test_a_solution_without_printed_summary_is_an_error(tmp_path, capsys, tags, 
 
 def test_this_readme_matches_the_committed_solutions(capsys):
     assert readme_numbers.main(["--check"], root=REPO_ROOT) == 0, capsys.readouterr().err
-    assert capsys.readouterr().out == "README.md's numbers blocks match the committed solutions.\n"
+    assert (
+        capsys.readouterr().out == "The documents' numbers blocks match the committed solutions.\n"
+    )
 
 
 TIMES_README = README + "\n<!-- times:begin -->\nold\n<!-- times:end -->\nAfter.\n"
@@ -132,6 +134,22 @@ def test_times_block_lists_each_solution_s_execution_time(tmp_path, monkeypatch,
         "README.md: the times block differs from the solutions' execution times. "
         "Run: python -m tools.readme_numbers\n"
     )
+
+
+def test_blocks_in_docs_are_written_there_with_links_from_docs(root, capsys):
+    (root / "docs").mkdir()
+    (root / "docs" / "lessons.md").write_text(
+        "# Lessons\n<!-- numbers:01_lab:begin -->\nold\n<!-- numbers:01_lab:end -->\n"
+    )
+    (root / "README.md").write_text("# Course\n")
+    assert readme_numbers.main([], root=root) == 0
+    assert capsys.readouterr().out == "docs/lessons.md: 1 numbers block(s) rewritten: 01_lab.\n"
+    written = (root / "docs" / "lessons.md").read_text()
+    assert (
+        "Printed by [solutions/01_lab.ipynb](../solutions/01_lab.ipynb)'s summary cell:" in written
+    )
+    assert (root / "README.md").read_text() == "# Course\n"
+    assert readme_numbers.main(["--check"], root=root) == 0
 
 
 def test_times_block_needs_every_solution_s_time(tmp_path, capsys):

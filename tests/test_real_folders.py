@@ -17,7 +17,16 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import checks, conversion, pipeline, records, shard_files, sources, validation
+from utils import (
+    checks,
+    conversion,
+    pipeline,
+    records,
+    shard_cache,
+    shard_files,
+    sources,
+    validation,
+)
 
 LOOK_ALIKES = {
     "name-00000-of-00010": b"a user's file named like a Beam shard",
@@ -141,7 +150,7 @@ def test_convert_bad_parameter_touches_no_file(real_source, real_shards, argumen
     with pytest.raises(ValueError, match=message):
         conversion.convert(real_source, output_dir, **parameters)
     with pytest.raises(ValueError, match=message):
-        conversion.ensure_shards(real_source, output_dir, **parameters)
+        shard_cache.ensure_shards(real_source, output_dir, **parameters)
     assert _digests(output_dir) == before
 
 
@@ -194,14 +203,14 @@ def test_ensure_shards_rebuilds_when_an_image_changes(real_photo_folder, tmp_pat
     folder = tmp_path / "photos"
     shutil.copytree(real_photo_folder["root"], folder)
     source = sources.resolve_source(str(folder))
-    first = conversion.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
-    again = conversion.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
+    first = shard_cache.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
+    again = shard_cache.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
     assert again == first
     shard_bytes = shard_files.read_metadata(first.output_dir)["shard_bytes"]
     cat = folder / "cats" / "cats_00.jpg"
     cat.write_bytes((folder / "coffee" / "coffee_00.jpg").read_bytes())  # Same count.
     capsys.readouterr()
-    changed = conversion.ensure_shards(sources.resolve_source(str(folder)), tmp_path / "out",
+    changed = shard_cache.ensure_shards(sources.resolve_source(str(folder)), tmp_path / "out",
                                       target_size=32, num_shards=2)  # fmt: skip
     out = capsys.readouterr().out
     assert "(the images or the parameters changed)" in out

@@ -20,15 +20,6 @@ def _recompress(image, quality):
     return tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
 
 
-def test_decode_rate_decodes_each_jpeg_four_times(capsys):
-    encoded = [_recompress(image, 90).numpy() for image in _images()]
-    result = recompression.decode_rate(encoded, "decode")
-    assert result.label == "decode" and result.images_per_second > 0
-    assert capsys.readouterr().out.startswith("decode: Throughput: ")
-    with pytest.raises(ValueError, match=r"at least one JPEG. Received: \[\]"):
-        recompression.decode_rate([], "decode")
-
-
 def test_mean_bytes():
     assert recompression.mean_bytes([b"ab", b"abcd"]) == 3.0
 

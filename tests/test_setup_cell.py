@@ -114,7 +114,12 @@ COURSE_ADDRESS = re.compile(
 
 def test_no_notebook_or_readme_line_points_at_an_unconfigured_address():
     configured = setup_cell.repository()
-    texts = {"README.md": (REPO_ROOT / "README.md").read_text()}
+    documents = [
+        "README.md",
+        "CONTRIBUTING.md",
+        *(f"docs/{p.name}" for p in (REPO_ROOT / "docs").glob("*.md")),
+    ]
+    texts = {name: (REPO_ROOT / name).read_text() for name in documents}
     for source in build.lesson_sources(REPO_ROOT):
         lab, solution = build.split_variants(source)
         texts[f"built lab of {source.name}"] = nbformat.writes(lab)

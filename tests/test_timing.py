@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tools import machine
 from utils import models, storage, timing
 
 
@@ -91,21 +92,6 @@ def test_measure_throughput_not_a_dataset():
 def test_measure_throughput_nothing_after_warmup():
     with pytest.raises(ValueError, match=r"ended right after the warm-up"):
         timing.measure_throughput(tf.data.Dataset.range(1), num_images=2)
-
-
-def test_compare_throughput_ratios_and_table(capsys):
-    slow = timing.ThroughputResult("slow", 10, 1.0, 10.0, None, 0.0)
-    fast = timing.ThroughputResult("fast", 10, 0.1, 100.0, 5.0, 0.0)
-    assert timing.compare_throughput([slow, fast], baseline="slow") == {"slow": 1.0, "fast": 10.0}
-    table = capsys.readouterr().out.splitlines()
-    assert table[0].split() == ["pipeline", "images/s", "MB/s", "vs", "slow"]
-    assert table[2].split() == ["fast", "100.0", "5.0", "10.0x"]
-
-
-def test_compare_throughput_unknown_baseline():
-    slow = timing.ThroughputResult("slow", 10, 1.0, 10.0, None, 0.0)
-    with pytest.raises(ValueError, match=r"`baseline` must be one of \['slow'\]"):
-        timing.compare_throughput([slow], baseline="fast")
 
 
 def _fake_rates(rates_by_label, calls):
@@ -218,7 +204,7 @@ def test_load_watch_sees_other_processes_and_not_its_own_work():
         sum(range(3_000_000))  # This process's own work does not count as other load.
     assert load.other_cores is not None and load.other_cores >= 0
     assert load.summary().startswith("The machine was ")
-    assert timing.describe_machine().endswith(f"Python {platform.python_version()}")
+    assert machine.describe_machine().endswith(f"Python {platform.python_version()}")
 
 
 def test_load_watch_counts_a_busy_process_beside_it_as_other_load():

@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from tools import machine
 from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -269,11 +270,11 @@ def compare_pipelines(settings: dict) -> dict:
     import tensorflow as tf
 
     from tools import grain_loader
-    from utils import conversion, pipeline, records, sources, storage
+    from utils import pipeline, records, shard_cache, sources, storage
 
     source = sources.resolve_source("embedded", num_images=settings["num_images"])
     shard_set = _quietly(
-        conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
+        shard_cache.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
     )
     shard_paths = shard_set.paths
     skipped = grain_loader.missing_reason()
@@ -395,13 +396,13 @@ def read_in_own_process(shards_dir: str) -> dict:
 
 def scaling(settings: dict) -> dict:
     """Measures reading and writing as the dataset grows, and reading as shards change."""
-    from utils import conversion, sources, timing
+    from utils import conversion, shard_cache, sources, timing
 
     by_size = {}
     for size in settings["sizes"]:
         print(f"  {size} images ...", flush=True)
         source = sources.resolve_source("embedded", num_images=size)
-        output_dir = conversion.default_output_dir(
+        output_dir = shard_cache.default_output_dir(
             source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
         )
         report = _quietly(
@@ -413,7 +414,7 @@ def scaling(settings: dict) -> dict:
     for count in settings["shard_counts"]:
         print(f"  {count} shards ...", flush=True)
         shard_set = _quietly(
-            conversion.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
+            shard_cache.ensure_shards, largest, target_size=TARGET_SIZE, num_shards=count
         )
         shard_dirs[count] = shard_set.output_dir
     # Every shard count is read once per round, in turns, each in a process of its own:
@@ -707,8 +708,8 @@ def main(argv: list[str] | None = None) -> int:
 
     grain_skipped = grain_loader.missing_reason()
     start = time.perf_counter()
-    machine = timing.describe_machine()
-    print(f"Machine: {machine}", flush=True)
+    machine_line = machine.describe_machine()
+    print(f"Machine: {machine_line}", flush=True)
     with timing.LoadWatch() as pipelines_load:
         print("Pipelines:", flush=True)
         results = compare_pipelines(settings)
@@ -717,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         print("Growth:", flush=True)
         scale = scaling(settings)
     lines = [
-        f"Benchmark on {time.strftime('%Y-%m-%d %H:%M')}, {machine}; {settings['num_images']} "
+        f"Benchmark on {time.strftime('%Y-%m-%d %H:%M')}, {machine_line}; {settings['num_images']} "
         f"embedded images, {TARGET_SIZE} px shards; headline pipelines in turns, "
         f"{settings['headline_repeats']} rounds, the others {settings['repeats']}",
         f"Pipelines: {pipelines_load.summary()}",
@@ -750,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name, watch in [("pipelines", pipelines_load), ("growth", growth_load)]
     }
-    report = {"settings": settings, "machine": machine, "load": load,
+    report = {"settings": settings, "machine": machine_line, "load": load,
               "pipelines": results_to_json(results),
               "scaling": scale, "seconds": time.perf_counter() - start}  # fmt: skip
     if grain_skipped:

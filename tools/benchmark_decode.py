@@ -30,6 +30,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from tools import machine
+
 TARGET_RATIO = 1.5
 DATASET_SIZE = 3670  # The embedded dataset, as in lesson 5.
 TARGET_SIZE = 192  # Lesson 5's shards (lab 2's).
@@ -78,11 +80,11 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
     """Returns the JPEG bytes of the first `num_images` records of the shards."""
     import tensorflow as tf
 
-    from utils import conversion, records, shard_files, sources
+    from utils import records, shard_cache, shard_files, sources
 
     if shards_dir is None:
         source = sources.resolve_source("embedded", num_images=DATASET_SIZE, seed=42)
-        shards_dir = conversion.ensure_shards(
+        shards_dir = shard_cache.ensure_shards(
             source, None, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=42
         ).output_dir
     paths = shard_files.find_shards(shards_dir)
@@ -104,7 +106,7 @@ def main(argv=None) -> int:
     sides = sorted(max(Image.open(io.BytesIO(jpeg)).size) for jpeg in encoded_images)
     print(f"{len(encoded_images)} JPEGs in memory (longer side {sides[0]}-{sides[-1]} px, "
           f"median {sides[len(sides) // 2]}); random crops at {arguments.image_size} px, "
-          f"batches of {arguments.batch_size}; {timing.describe_machine()}")  # fmt: skip
+          f"batches of {arguments.batch_size}; {machine.describe_machine()}")  # fmt: skip
     datasets = {
         label: decode_less.random_crop_batches(
             encoded_images,

@@ -24,6 +24,7 @@ import argparse
 import os
 import sys
 
+from tools import machine
 from utils import progress
 
 BASELINE = "simulation @ 0 ms"
@@ -73,11 +74,11 @@ def variants(shard_paths: list[str], num_classes: int) -> dict:
 def measure(num_images: int, num_timed: int, rounds: int) -> dict:
     """Measures every variant in turns; returns name -> lists of images/s, CPU µs, cores."""
     from tools import benchmark
-    from utils import conversion, sources, timing
+    from utils import shard_cache, sources, timing
 
     source = sources.resolve_source("embedded", num_images=num_images)
     shard_set = benchmark._quietly(
-        conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
+        shard_cache.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
     )
     made = variants(shard_set.paths, len(shard_set.class_names))
     cpu = {name: [] for name in made}
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
     num_images, num_timed, rounds = (300, 600, 2) if args.quick else (3670, 8000, 7)
     rounds = args.rounds or rounds
-    print(f"Machine: {timing.describe_machine()}", flush=True)
+    print(f"Machine: {machine.describe_machine()}", flush=True)
     with timing.LoadWatch() as load:
         results = measure(num_images, num_timed, rounds)
     print("\n".join(format_results(results)))

@@ -95,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.timed < 1:
         parser.error(f"--repeats and --timed must be >= 1 (got {args.repeats}, {args.timed})")
 
-    from utils import conversion, data_service, sources
+    from utils import data_service, shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=args.num_images, seed=42)
     with contextlib.redirect_stdout(io.StringIO()):
-        shard_set = conversion.ensure_shards(
+        shard_set = shard_cache.ensure_shards(
             source, None, target_size=args.target_size, num_shards=args.num_shards, seed=42
         )
     shard_paths = shard_set.paths

@@ -36,7 +36,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tools import benchmark
+from tools import benchmark, machine
 from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -58,11 +58,11 @@ def load_shards(num_images: int = NUM_IMAGES, num_shards: int = 16):
     """Returns the benchmark's shard paths, the number of classes and 1000 stored JPEGs."""
     import tensorflow as tf
 
-    from utils import conversion, records, sources
+    from utils import records, shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
     shard_set = _quietly(
-        conversion.ensure_shards, source, target_size=TARGET_SIZE, num_shards=num_shards
+        shard_cache.ensure_shards, source, target_size=TARGET_SIZE, num_shards=num_shards
     )
     paths = shard_set.paths
     jpegs = [
@@ -208,7 +208,7 @@ def stages(repeats: int, output_dir: Path) -> dict:
     with timing.LoadWatch() as load:
         measured = timing.measure_in_turns(rates, repeats=repeats)
     cores = len(os.sched_getaffinity(0))
-    report = {"load": load.summary(), "machine": timing.describe_machine(), "stages": {}}
+    report = {"load": load.summary(), "machine": machine.describe_machine(), "stages": {}}
     for name, result in measured.items():
         cpu_us = statistics.median(cpu[name]) * 1e6
         report["stages"][name] = {
@@ -324,7 +324,7 @@ def sweep(repeats: int, names: list[str] | None = None) -> dict:
 
     paths, num_classes, jpegs = load_shards()
     course = lambda: build(paths, num_classes=num_classes)  # noqa: E731
-    report = {"machine": timing.describe_machine(), "changes": {}}
+    report = {"machine": machine.describe_machine(), "changes": {}}
     with timing.LoadWatch() as load:
         for name in names or list(SWEEP):
             change = SWEEP[name]
@@ -452,9 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--only: unknown change(s) {unknown}; choose from {list(SWEEP)}")
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    from utils import timing
 
-    print(f"Machine: {timing.describe_machine()}", flush=True)
+    print(f"Machine: {machine.describe_machine()}", flush=True)
     start = time.perf_counter()
     if args.what == "stages":
         report = stages(args.repeats, args.output_dir)

@@ -114,7 +114,7 @@ def documents(root: Path) -> list[Path]:
     return [path for pattern in DOCUMENTS for path in sorted(root.glob(pattern))]
 
 
-def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[str]]:
+def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[tuple[str, str]]]:
     """Returns each document's text with its numbers blocks regenerated, and what changed.
 
     Args:
@@ -122,13 +122,13 @@ def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[str]
         root: the repository.
 
     Returns:
-        ({document: new text}, the stems (and "times") whose blocks changed).
+        ({document: new text}, [(document, stem or "times") of each block that changed]).
 
     Raises:
         NumbersError: a block names no solution in `root/solutions`, or a committed
             solution with a summary cell has no block in any document.
     """
-    changed: list[str] = []
+    changed: list[tuple[str, str]] = []
     stems_found: set[str] = set()
     updated = {}
     for name, text in texts.items():
@@ -145,14 +145,14 @@ def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[str]
                 )
             body = render_block(path, up)
             if body != match["body"]:
-                changed.append(stem)
+                changed.append((name, stem))
             return match[1] + body + match[4]
 
         text = BLOCK.sub(replace, text)
         if TIMES.search(text):
             times = render_times(root)
             if TIMES.search(text)["body"] != times:
-                changed.append("times")
+                changed.append((name, "times"))
             text = TIMES.sub(lambda match, times=times: match[1] + times + match[3], text)
         updated[name] = text
     for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
@@ -176,20 +176,23 @@ def main(argv: list[str] | None = None, root: Path = REPO_ROOT) -> int:
         print(error, file=sys.stderr)
         return 1
     if args.check:
-        for stem in changed:
+        for name, stem in changed:
             what = (
                 "the times block differs from the solutions' execution times"
                 if stem == "times"
                 else f"the numbers block of {stem} differs from solutions/{stem}.ipynb"
             )
-            print(f"{what[0].upper()}{what[1:]}. Run: {COMMAND}", file=sys.stderr)
+            print(f"{name}: {what}. Run: {COMMAND}", file=sys.stderr)
         if not changed:
             print("The documents' numbers blocks match the committed solutions.")
         return 1 if changed else 0
     for name, path in paths.items():
-        if texts[name] != path.read_text():
+        stems = [stem for document, stem in changed if document == name]
+        if stems:
             path.write_text(texts[name])
-    print(f"{len(changed)} numbers block(s) rewritten: {', '.join(changed) or 'none'}.")
+            print(f"{name}: {len(stems)} numbers block(s) rewritten: {', '.join(stems)}.")
+    if not changed:
+        print("No numbers block changed.")
     return 0
 
 

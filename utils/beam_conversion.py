@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import conversion, data, errors, records, shard_files, sources
+from utils import conversion, data, errors, output_folder, records, shard_files, sources
 
 if TYPE_CHECKING:
     import apache_beam
@@ -221,7 +221,7 @@ def convert_with_beam(
 
     output_dir = str(output_dir).rstrip("/")
     # Only the previous set's own files (as its sidecar lists them) are deleted.
-    for name in conversion.start_new_set(output_dir):
+    for name in output_folder.start_new_set(output_dir):
         tf.io.gfile.remove(f"{output_dir}/{name}")
     start = time.perf_counter()
     if build is None:

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from utils import processes
+from utils import arguments, processes
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -32,10 +32,7 @@ class LocalCluster:
     """
 
     def __init__(self, num_workers: int = 1, *, start_timeout_s: float = START_TIMEOUT_S):
-        if not isinstance(num_workers, int) or num_workers < 1:
-            raise ValueError(
-                f"`num_workers` must be a positive integer. Received: num_workers={num_workers!r}"
-            )
+        arguments.check_integer("num_workers", num_workers, 1)
         self.num_workers = num_workers
         self.start_timeout_s = start_timeout_s
         self.address = None

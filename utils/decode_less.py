@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
+from utils import arguments
+
 # The reference preprocessing's random crop: 8% to 100% of the image's area, aspect
 # ratio 3/4 to 4/3, at least 10% of the image, 10 attempts (then the whole image).
 AREA_RANGE = (0.08, 1.0)
@@ -26,8 +28,7 @@ RATIOS = (1, 2, 4, 8)  # The downscaling factors libjpeg decodes at (DCT scaling
 
 
 def _check_image_size(image_size) -> None:
-    if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1:
-        raise ValueError(f"`image_size` must be a positive integer. Received: {image_size!r}")
+    arguments.check_integer("image_size", image_size, 1)
 
 
 def _resize(image: tf.Tensor, image_size: int) -> tf.Tensor:
@@ -190,8 +191,7 @@ def random_crop_batches(
                                                   image_size=96, batch_size=64)
     """
     _check_image_size(image_size)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"`batch_size` must be a positive integer. Received: {batch_size!r}")
+    arguments.check_integer("batch_size", batch_size, 1)
     if len(encoded_images) == 0:
         raise ValueError("`encoded_images` must hold at least one JPEG. Received: none.")
 

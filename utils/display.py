@@ -13,12 +13,12 @@ import tensorflow as tf
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from utils import timing
+from utils import arguments, timing
 
 if TYPE_CHECKING:
     import keras
 
-    from utils.timeline import Timeline
+    from utils.pipeline_trace import Timeline
 
 MAX_WIDTH_INCHES = 10  # 1,000 pixels at matplotlib's 100 dpi: the width of a notebook.
 
@@ -50,8 +50,7 @@ def show_images(
     Example:
         display.show_images(images_and_labels, class_names=source.class_names)
     """
-    if isinstance(num_images, bool) or not isinstance(num_images, int) or num_images < 1:
-        raise ValueError(f"`num_images` must be a positive integer. Received: {num_images!r}")
+    arguments.check_integer("num_images", num_images, 1)
     pairs = list(dataset.take(num_images).as_numpy_iterator())
     if not pairs:
         raise ValueError(
@@ -343,7 +342,7 @@ def plot_timelines(
     """Draws measured pipeline timelines side by side: one row per batch, time across.
 
     Args:
-        timelines: `timeline.Timeline`s, drawn left to right on one time axis.
+        timelines: `pipeline_trace.Timeline`s, drawn left to right on one time axis.
         title: the figure's title.
 
     Returns:

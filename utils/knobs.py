@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import pipeline, shard_files, timing
+from utils import arguments, pipeline, shard_files, timing
 
 if TYPE_CHECKING:
     from utils.storage import SimulatedStorage
@@ -112,8 +112,7 @@ def measure_knobs(
     Raises:
         ValueError: if `repeats` is below 2.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 2:
-        raise ValueError(f"`repeats` must be an integer >= 2. Received: repeats={repeats!r}")
+    arguments.check_integer("repeats", repeats, 2)
     most_open: dict[str, dict[str, int]] = {}
     first_bytes_ms: list[float] = []
 

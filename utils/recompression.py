@@ -18,28 +18,6 @@ import tensorflow as tf
 from utils import timing
 
 
-def decode_rate(encoded_images: list[bytes], label: str) -> timing.ThroughputResult:
-    """Times decoding in-memory JPEGs, one per element, on all cores.
-
-    Args:
-        encoded_images: the JPEG bytes, decoded four times over (warm-up excluded).
-        label: what the result is called.
-
-    Returns:
-        The `timing.ThroughputResult` (printed by `timing.measure_throughput`).
-
-    Raises:
-        ValueError: if `encoded_images` is empty.
-    """
-    if not encoded_images:
-        raise ValueError("`encoded_images` must hold at least one JPEG. Received: []")
-    decoded = tf.data.Dataset.from_tensor_slices(encoded_images).repeat()
-    decoded = decoded.map(
-        lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3), num_parallel_calls=tf.data.AUTOTUNE
-    )
-    return timing.measure_throughput(decoded, num_images=4 * len(encoded_images), label=label)
-
-
 def mean_bytes(encoded_images: list[bytes]) -> float:
     """Returns the mean size of some encoded images.
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 import tensorflow as tf
 
 from utils import errors, records
+from utils.conversion_report import ConversionReport
 
 if TYPE_CHECKING:
-    from utils.conversion import ConversionReport
     from utils.sources import ImageSource
 
 SHARD_PREFIX = "flowers"
@@ -219,7 +219,7 @@ def read_metadata(output_dir: str) -> dict:
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(
             f"No {METADATA_FILE} in {output_dir}: the shards there are missing or unfinished. "
-            "Run lab 2, or conversion.ensure_shards(), to write them."
+            "Run lab 2, or shard_cache.ensure_shards(), to write them."
         )
     with tf.io.gfile.GFile(path) as file:
         return json.load(file)

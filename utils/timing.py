@@ -7,7 +7,6 @@ import dataclasses
 import io
 import math
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import tensorflow as tf
+
+from utils import arguments
 
 if TYPE_CHECKING:
     import keras
@@ -106,13 +107,8 @@ def measure_throughput(
     """
     if not isinstance(dataset, tf.data.Dataset):
         raise ValueError(f"`dataset` must be a tf.data.Dataset. Received: {type(dataset)}")
-    if isinstance(num_images, bool) or not isinstance(num_images, int) or num_images < 1:
-        raise ValueError(f"`num_images` must be a positive integer. Received: {num_images!r}")
-    if not isinstance(num_warmup_elements, int) or num_warmup_elements < 0:
-        raise ValueError(
-            "`num_warmup_elements` must be an integer >= 0. "
-            f"Received: num_warmup_elements={num_warmup_elements!r}"
-        )
+    arguments.check_integer("num_images", num_images, 1)
+    arguments.check_integer("num_warmup_elements", num_warmup_elements, 0)
     iterator = iter(dataset)
     start = time.perf_counter()
     for index in range(num_warmup_elements):
@@ -150,40 +146,6 @@ def measure_throughput(
     return result
 
 
-def compare_throughput(results: list[ThroughputResult], *, baseline: str) -> dict[str, float]:
-    """Prints a table of results with each one's speed-up over `baseline`, and returns them.
-
-    Args:
-        results: measurements, with distinct labels.
-        baseline: the label of the result the others are compared with.
-
-    Returns:
-        A dict from label to `images_per_second / baseline's images_per_second`.
-
-    Raises:
-        ValueError: if no result has the label `baseline`.
-
-    Example:
-        speedups = timing.compare_throughput([sequential, parallel], baseline="sequential")
-    """
-    by_label = {result.label: result for result in results}
-    if baseline not in by_label:
-        raise ValueError(f"`baseline` must be one of {list(by_label)}. Received: {baseline!r}")
-    reference = by_label[baseline].images_per_second
-    width = max(len(label) for label in by_label)
-    print(f"{'pipeline':<{width}}  {'images/s':>9}  {'MB/s':>6}  {'vs ' + baseline:>12}")
-    speedups = {}
-    for label, result in by_label.items():
-        speedups[label] = result.images_per_second / reference
-        megabytes = result.megabytes_per_second
-        megabytes_text = f"{megabytes:6.1f}" if megabytes is not None else f"{'-':>6}"
-        print(
-            f"{label:<{width}}  {result.images_per_second:9.1f}  {megabytes_text}  "
-            f"{speedups[label]:11.1f}x"
-        )
-    return speedups
-
-
 def time_training_steps(model: keras.Model, dataset: tf.data.Dataset, *, num_steps: int) -> float:
     """Returns the seconds per training step of `model.fit` on `dataset`, warm-up excluded.
 
@@ -207,8 +169,7 @@ def time_training_steps(model: keras.Model, dataset: tf.data.Dataset, *, num_ste
     """
     import keras  # Imported here: the other helpers do not need Keras.
 
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"`num_steps` must be a positive integer. Received: {num_steps!r}")
+    arguments.check_integer("num_steps", num_steps, 1)
     epoch_seconds = []
 
     class EpochTimer(keras.callbacks.Callback):
@@ -316,8 +277,7 @@ def measure_in_turns(
         runs = timing.measure_in_turns({"ceiling": ceiling, "pipeline": fast},
                                        num_images=4000, repeats=5)
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"`repeats` must be a positive integer. Received: repeats={repeats!r}")
+    arguments.check_integer("repeats", repeats, 1)
     if not candidates:
         raise ValueError("`candidates` must name at least one pipeline. Received: {}")
     labels = list(candidates)
@@ -497,22 +457,6 @@ def describe_share_of_ceiling(share: RepeatedResult, *, name: str = "The pipelin
     if share.maximum > 1:
         sentence += f" Runs above 100% are noise: {noise_reason}."
     return sentence
-
-
-def describe_machine() -> str:
-    """Describes this machine in one line.
-
-    Returns:
-        The CPU model, the number of cores this process may use, and the Python version.
-    """
-    model = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}, {cores} cores, Python {platform.python_version()}"
 
 
 # More than this share of the cores busy with other processes during a measurement makes

@@ -12,6 +12,8 @@ import math
 
 import keras
 
+from utils import arguments
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainingPlan:
@@ -95,8 +97,7 @@ def plan_training(
         ("epochs", epochs),
         ("steps_per_execution", steps_per_execution),
     ]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+        arguments.check_integer(name, value, 1)
     if not 0 <= warmup_fraction < 1:
         raise ValueError(
             f"`warmup_fraction` must be at least 0 and below 1. Received: "

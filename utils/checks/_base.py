@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import tensorflow as tf
 
-from utils.errors import first_line as _first_line  # Defined once, in utils.errors.
+from utils.errors import first_line  # Defined once, in utils.errors; the checks use it.
 
 # What a learner's code raises when it is unfinished or wrong; a check turns it into a message.
 CHECK_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
@@ -24,11 +25,19 @@ class DataProblem(ValueError):
     """The data or a parameter is wrong, not the learner's TODO; the message names it."""
 
 
-def _raise_if_data_problem(error: Exception, todo: int, shard_paths=()) -> None:
+def raise_if_data_problem(error: Exception, todo: int, shard_paths: Sequence[str] = ()) -> None:
     """Raises `DataProblem` naming the damaged shards when `error` comes from the data.
 
     TensorFlow reports a truncated or corrupted shard as `DataLossError` (or, read through
     `pipeline.checked_records`, as "Damaged shard"): that is not the learner's TODO failing.
+
+    Args:
+        error: the error the learner's code raised.
+        todo: the TODO's number.
+        shard_paths: the shards read, searched for the damaged ones.
+
+    Raises:
+        DataProblem: when `error` comes from a damaged shard; otherwise nothing happens.
     """
     __tracebackhide__ = True
     if not (isinstance(error, tf.errors.DataLossError) or "Damaged shard" in str(error)):
@@ -36,40 +45,77 @@ def _raise_if_data_problem(error: Exception, todo: int, shard_paths=()) -> None:
     from utils import shard_files  # Imported here: only the reading checks need it.
 
     damaged = shard_files.find_damaged_shards(list(shard_paths)) if shard_paths else []
-    where = "; ".join(damaged) if damaged else _first_line(error)
+    where = "; ".join(damaged) if damaged else first_line(error)
     raise DataProblem(
         f"Not a problem of TODO {todo}: a shard is damaged (truncated or corrupted): {where}. "
         "Write the shards again (lab 2, or conversion.convert()), then run this cell again."
     ) from None
 
 
-def _fail(todo: int, name: str, message: str) -> None:
+def fail(todo: int, name: str, message: str) -> None:
+    """Fails a check: "TODO <todo> (<name>): <message>".
+
+    Args:
+        todo: the TODO's number.
+        name: what the TODO makes (a variable or function name).
+        message: what was expected, what was found, and how to fix it.
+
+    Raises:
+        CheckFailed: always, without a chained traceback.
+    """
     __tracebackhide__ = True
     raise CheckFailed(f"TODO {todo} ({name}): {message}") from None
 
 
-def _require_done(value, todo: int, name: str, expected: str) -> None:
+def require_done(value: object, todo: int, name: str, expected: str) -> None:
+    """Fails with "not done yet" when `value` is still the stub's `...`.
+
+    Args:
+        value: the learner's result.
+        todo: the TODO's number.
+        name: the result's name.
+        expected: what a done result is, for the message.
+
+    Raises:
+        CheckFailed: when `value` is `...`.
+    """
     __tracebackhide__ = True
     if value is Ellipsis:
-        _fail(todo, name, f"not done yet: {name} is still ... (Ellipsis). Expected {expected}.")
+        fail(todo, name, f"not done yet: {name} is still ... (Ellipsis). Expected {expected}.")
 
 
-def _require_result(result, todo: int, name: str, expected: str) -> None:
+def require_result(result: object, todo: int, name: str, expected: str) -> None:
     """Fails with "not done yet" when a function returned ..., None, or a tuple holding one.
 
     This is decided from the value the learner's function returned, called eagerly, never
     from the wording of an error TensorFlow raises on it.
+
+    Args:
+        result: what the learner's function returned.
+        todo: the TODO's number.
+        name: the function's name.
+        expected: what it should return, for the message.
+
+    Raises:
+        CheckFailed: when the result is not done.
     """
     __tracebackhide__ = True
     parts = result if isinstance(result, tuple) else (result,)
     if any(part is Ellipsis or part is None for part in parts):
-        _fail(todo, name, f"not done yet: it returns {_describe(result)}. Expected {expected}.")
+        fail(todo, name, f"not done yet: it returns {describe(result)}. Expected {expected}.")
 
 
-def _describe(value) -> str:
-    """A short description of a value for a message: a tensor by dtype and shape, not values."""
+def describe(value: object) -> str:
+    """A short description of a value for a message: a tensor by dtype and shape, not values.
+
+    Args:
+        value: anything; a tuple is described part by part.
+
+    Returns:
+        E.g. "a float32 tensor of shape (192, 192, 3)", "None", "a list".
+    """
     if isinstance(value, tuple):
-        return "(" + ", ".join(_describe(part) for part in value) + ")"
+        return "(" + ", ".join(describe(part) for part in value) + ")"
     if value is Ellipsis or value is None:
         return repr(value)
     if isinstance(value, tf.Tensor | tf.Variable):
@@ -77,29 +123,61 @@ def _describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
-def _call_eagerly(function, args, *, todo: int, name: str, expected: str):
+def call_eagerly(
+    function: Callable, args: Sequence, *, todo: int, name: str, expected: str
+) -> object:
     """Calls `function(*args)` once, eagerly; fails on an error or on the stub's `...`.
 
     Run inside `Dataset.map` only afterwards, so that "not done yet" is decided from the
     value returned, not from the error TensorFlow raises when it meets `...` in a graph.
+
+    Args:
+        function: the learner's function.
+        args: its arguments.
+        todo: the TODO's number.
+        name: the function's name.
+        expected: what it should return, for the message.
+
+    Returns:
+        What `function` returned.
+
+    Raises:
+        CheckFailed: when it raises one of `CHECK_ERRORS` or returns a stub's value.
     """
     __tracebackhide__ = True
     try:
         result = function(*args)
     except CHECK_ERRORS as error:
-        _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
-    _require_result(result, todo, name, expected)
+        fail(todo, name, f"expected {expected}; found an error: {first_line(error)}")
+    require_result(result, todo, name, expected)
     return result
 
 
-def _require_dataset(value, todo: int, name: str, expected: str) -> None:
+def require_dataset(value: object, todo: int, name: str, expected: str) -> None:
+    """Fails unless `value` is done and a `tf.data.Dataset`.
+
+    Args:
+        value: the learner's result.
+        todo: the TODO's number.
+        name: the result's name.
+        expected: what a done result is, for the message.
+
+    Raises:
+        CheckFailed: when `value` is `...` or not a dataset.
+    """
     __tracebackhide__ = True
-    _require_done(value, todo, name, expected)
+    require_done(value, todo, name, expected)
     if not isinstance(value, tf.data.Dataset):
-        _fail(todo, name, f"expected {expected}; found a {type(value).__name__}.")
+        fail(todo, name, f"expected {expected}; found a {type(value).__name__}.")
 
 
-def _passed(todo: int, message: str) -> None:
+def passed(todo: int, message: str) -> None:
+    """Prints the check's one line: "TODO <todo> passed: <message>".
+
+    Args:
+        todo: the TODO's number.
+        message: what was found, deterministic (it may be compared by nbval).
+    """
     print(f"TODO {todo} passed: {message}")
 
 

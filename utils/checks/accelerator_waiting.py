@@ -12,8 +12,8 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed, _require_dataset
-from utils.step_timing import NOISE_VERDICT
+from utils.accelerator_wait import NOISE_VERDICT
+from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_dataset
 from utils.timing import RepeatedResult
 
 # Ratios (one per round) and the verdict each must get against a tolerance of 1.10. The
@@ -49,7 +49,7 @@ def check_in_memory(
     __tracebackhide__ = True
     name = "in_memory"
     expected = "one batch of the pipeline, held in memory and repeated without end"
-    _require_dataset(in_memory, todo, name, f"a tf.data.Dataset: {expected}")
+    require_dataset(in_memory, todo, name, f"a tf.data.Dataset: {expected}")
     wanted, found = pipeline.element_spec, in_memory.element_spec
     try:
         tf.nest.assert_same_structure(wanted, found)
@@ -60,10 +60,10 @@ def check_in_memory(
     except (TypeError, ValueError):
         same = False
     if not same:
-        _fail(todo, name, f"expected elements like the pipeline's {wanted}; found {found}.")
+        fail(todo, name, f"expected elements like the pipeline's {wanted}; found {found}.")
     cardinality = int(in_memory.cardinality())
     if cardinality != tf.data.INFINITE_CARDINALITY:
-        _fail(
+        fail(
             todo,
             name,
             f"expected an endless dataset (training reads it for many steps); found one that "
@@ -72,11 +72,11 @@ def check_in_memory(
     try:
         batches = list(in_memory.take(num_batches).as_numpy_iterator())
     except CHECK_ERRORS as error:
-        _fail(todo, name, f"expected {expected}; reading it raised: {_first_line(error)}")
+        fail(todo, name, f"expected {expected}; reading it raised: {first_line(error)}")
     first = batches[0]
     for batch in batches[1:]:
         if not all(np.array_equal(a, b) for a, b in zip(first, batch, strict=True)):
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected the same batch again and again (an input that costs nothing); found "
@@ -85,7 +85,7 @@ def check_in_memory(
                 "`tf.data.Dataset.from_tensors(batch).repeat()`.",
             )
     shapes = ", ".join(str(tuple(part.shape)) for part in first)
-    _passed(todo, f"one batch of {shapes}, repeated without end.")
+    passed(todo, f"one batch of {shapes}, repeated without end.")
 
 
 def check_verdict(verdict: Callable, *, todo: int, tolerance: float = 1.1) -> None:
@@ -112,15 +112,15 @@ def check_verdict(verdict: Callable, *, todo: int, tolerance: float = 1.1) -> No
         try:
             found = verdict(ratio, tolerance=tolerance, above="slower", below="the same")
         except CHECK_ERRORS as error:
-            _fail(todo, name, f"expected a verdict; found an error: {_first_line(error)}")
+            fail(todo, name, f"expected a verdict; found an error: {first_line(error)}")
         if found is Ellipsis or found is None:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"not done yet: it returns {found!r}. Expected `above`, `below` or NOISE_VERDICT.",
             )
         if found != words[outcome]:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"for ratios {ratio.minimum:.2f}-{ratio.maximum:.2f} (median "
@@ -129,6 +129,6 @@ def check_verdict(verdict: Callable, *, todo: int, tolerance: float = 1.1) -> No
                 "side: every ratio above the tolerance, or every one at or under it; "
                 "otherwise NOISE_VERDICT.",
             )
-    _passed(
+    passed(
         todo, f"{len(VERDICT_CASES)} ranges judged: above, at or under, and across the tolerance."
     )

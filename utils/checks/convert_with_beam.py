@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from utils import data, records, shard_files, sources, validation
 from utils.checks import _samples
-from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed
+from utils.checks._base import CHECK_ERRORS, fail, first_line, passed
 
 
 def _write_dofn_samples(folder: Path, class_names: Sequence[str]) -> dict[str, str]:
@@ -44,12 +44,12 @@ def _outputs_of(dofn_class, path: str, what: str, *, todo: int, name: str) -> li
     try:
         returned = dofn_class().process(path)
     except CHECK_ERRORS as error:
-        _fail(todo, name, f"expected one output for {what}; found an error: {_first_line(error)}")
+        fail(todo, name, f"expected one output for {what}; found an error: {first_line(error)}")
     if returned is None:
         return []
     if isinstance(returned, bytes | str | beam.pvalue.TaggedOutput | tf.Tensor):
         size = f" of {len(returned):,}" if isinstance(returned, bytes | str) else ""
-        _fail(
+        fail(
             todo,
             name,
             f"expected process() to yield its output; for {what} it returns a "
@@ -59,7 +59,7 @@ def _outputs_of(dofn_class, path: str, what: str, *, todo: int, name: str) -> li
     try:
         return list(returned)
     except TypeError:
-        _fail(
+        fail(
             todo,
             name,
             f"expected process() to yield its output; for {what} it returns a "
@@ -74,7 +74,7 @@ def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) 
 
     expected = 'TaggedOutput("skipped", json.dumps({"path": path, "error": error}))'
     if not isinstance(output, beam.pvalue.TaggedOutput) or output.tag != "skipped":
-        _fail(todo, name, f"expected {expected} for {what}; found {output!r:.80}.")
+        fail(todo, name, f"expected {expected} for {what}; found {output!r:.80}.")
     entry = output.value
     if isinstance(entry, str):
         try:
@@ -82,7 +82,7 @@ def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) 
         except ValueError:
             pass
     elif not isinstance(entry, bytes):
-        _fail(
+        fail(
             todo,
             name,
             f"expected the skipped entry for {what} to be a string, json.dumps(...) of "
@@ -92,7 +92,7 @@ def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) 
     if not isinstance(entry, dict) or entry.get("path") != path or not entry.get("error"):
         found = repr(output.value)  # A long path is cut in the middle: its end says most.
         found = found if len(found) <= 80 else f"{found[:30]}...{found[-47:]}"
-        _fail(
+        fail(
             todo,
             name,
             f"expected the skipped entry for {what} to be json.dumps({{'path': path, "
@@ -129,18 +129,18 @@ def check_convert_dofn(dofn_class: type, *, todo: int, class_names: Sequence[str
         for path, what in files.items():
             outputs = _outputs_of(dofn_class, path, what, todo=todo, name=name)
             if not outputs:
-                _fail(
+                fail(
                     todo, name, f"not done yet: it yields nothing for {what}. Expected {expected}."
                 )
             if len(outputs) != 1:
                 kinds = ", ".join(type(output).__name__ for output in outputs[:4])
-                _fail(todo, name, f"expected one output for {what}; found {len(outputs)}: {kinds}.")
+                fail(todo, name, f"expected one output for {what}; found {len(outputs)}: {kinds}.")
             output = outputs[0]
             if what.startswith("an empty file"):
                 _check_skipped_entry(output, path, what, todo=todo, name=name)
                 continue
             if not isinstance(output, bytes):
-                _fail(
+                fail(
                     todo,
                     name,
                     f"expected the record's bytes for {what}; found {type(output).__name__}.",
@@ -148,8 +148,8 @@ def check_convert_dofn(dofn_class: type, *, todo: int, class_names: Sequence[str
             record = records.parse_record(tf.constant(output))
             folder_name = Path(path).parent.name
             if record["label"].numpy().decode() != folder_name:
-                _fail(todo, name, f"expected label {folder_name} for {what}.")
-    _passed(todo, "a record for each readable image, a 'skipped' entry for an unreadable one.")
+                fail(todo, name, f"expected label {folder_name} for {what}.")
+    passed(todo, "a record for each readable image, a 'skipped' entry for an unreadable one.")
 
 
 def _damaged_folder(folder: Path, class_names: Sequence[str] | None) -> Path:
@@ -205,10 +205,10 @@ def check_build_conversion(
                 source, output_dir, num_shards=2, build=build_conversion, verbose=False
             )
         except (*CHECK_ERRORS, RuntimeError) as error:
-            _fail(todo, name, f"running the pipeline fails: {_first_line(error)}")
+            fail(todo, name, f"running the pipeline fails: {first_line(error)}")
         shards = [Path(path).name for path in shard_files.find_shards(output_dir)]
         if not shards:
-            _fail(
+            fail(
                 todo,
                 name,
                 "not done yet: the pipeline wrote no shards. Expected 2, named "
@@ -216,10 +216,10 @@ def check_build_conversion(
             )
         wanted = ["flowers-00000-of-00002.tfrec", "flowers-00001-of-00002.tfrec"]
         if shards != wanted:
-            _fail(todo, name, f"expected shards {wanted}; found {shards}.")
+            fail(todo, name, f"expected shards {wanted}; found {shards}.")
         report = validation.validate(output_dir, verbose=False)
         if report.num_records == 0 and not report.skipped:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"the pipeline read no file of {root}. Match "
@@ -229,14 +229,14 @@ def check_build_conversion(
         skipped_paths = [path for path, _ in report.skipped]
         not_images = [Path(p).name for p in skipped_paths if not sources.is_image_file(p)]
         if not_images:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"{', '.join(not_images)} went to the conversion: keep only the "
                 "images with beam.Filter(sources.is_image_file).",
             )
         if len(report.skipped) != 3:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected the 3 unreadable files in the skipped list; found "
@@ -244,8 +244,8 @@ def check_build_conversion(
                 f"to {beam_conversion.SKIPPED_FILE}.",
             )
         if not report.ok:
-            _fail(todo, name, f"the output does not validate: {report.problems[0]}")
-    _passed(
+            fail(todo, name, f"the output does not validate: {report.problems[0]}")
+    passed(
         todo,
         f"{report.num_input_images} images = {report.num_records} records in 2 "
         f"shards + {len(report.skipped)} skipped.",

@@ -12,14 +12,14 @@ from utils import records
 from utils.checks._base import (
     CHECK_ERRORS,
     OPTIONS_ONLY_OPS,
-    _fail,
-    _first_line,
-    _passed,
-    _raise_if_data_problem,
-    _require_dataset,
-    _require_result,
     dataset_ops,
     dataset_steps,
+    fail,
+    first_line,
+    passed,
+    raise_if_data_problem,
+    require_dataset,
+    require_result,
 )
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def _sample_records(shard_paths: Sequence[str], count: int, todo: int) -> list[b
         records = tf.data.TFRecordDataset(list(shard_paths)[:1]).take(count)
         return list(records.as_numpy_iterator())
     except tf.errors.OpError as error:
-        _raise_if_data_problem(error, todo, list(shard_paths)[:1])
+        raise_if_data_problem(error, todo, list(shard_paths)[:1])
         raise
 
 
@@ -74,9 +74,9 @@ def check_read_tfrecord(
     __tracebackhide__ = True
     name = "read_tfrecord"
     if features is Ellipsis or read_tfrecord is Ellipsis:
-        _fail(todo, name, "not done yet: features is still ... (Ellipsis). Expected a dict.")
+        fail(todo, name, "not done yet: features is still ... (Ellipsis). Expected a dict.")
     if not isinstance(features, dict):
-        _fail(todo, name, f"expected `features` to be a dict; found a {type(features).__name__}.")
+        fail(todo, name, f"expected `features` to be a dict; found a {type(features).__name__}.")
     wanted_types = {
         "image": tf.io.FixedLenFeature,
         "class": tf.io.FixedLenFeature,
@@ -86,9 +86,9 @@ def check_read_tfrecord(
     for key, kind in wanted_types.items():
         if not isinstance(features.get(key), kind):
             found = type(features.get(key)).__name__
-            _fail(todo, name, f"expected features[{key!r}] to be a {kind.__name__}; found {found}.")
+            fail(todo, name, f"expected features[{key!r}] to be a {kind.__name__}; found {found}.")
     if features["size"].default_value is None:
-        _fail(
+        fail(
             todo,
             name,
             "expected features['size'] to have a default_value (such as [0, 0]), so that "
@@ -99,20 +99,20 @@ def check_read_tfrecord(
     try:
         tf.io.parse_single_example(without_size.SerializeToString(), features)
     except CHECK_ERRORS as error:
-        _fail(todo, name, f"a record without 'size' does not parse: {_first_line(error)}")
+        fail(todo, name, f"a record without 'size' does not parse: {first_line(error)}")
 
     serialized = _sample_records(shard_paths, 8, todo)
     expected = f"(uint8 image of shape ({target_size}, {target_size}, 3), one-hot label)"
     try:
         result = read_tfrecord(tf.constant(serialized[0]))
-        _require_result(result, todo, name, expected)
+        require_result(result, todo, name, expected)
         pairs = tf.data.Dataset.from_tensor_slices(serialized).map(read_tfrecord)
         found = list(pairs.as_numpy_iterator())
     except CHECK_ERRORS as error:
-        _fail(todo, name, f"expected {expected}; found an error: {_first_line(error)}")
+        fail(todo, name, f"expected {expected}; found an error: {first_line(error)}")
     image_spec, label_spec = tf.nest.flatten(pairs.element_spec)[:2]
     if image_spec.dtype != tf.uint8 or image_spec.shape != (target_size, target_size, 3):
-        _fail(
+        fail(
             todo,
             name,
             f"expected images of static shape ({target_size}, {target_size}, 3) and dtype "
@@ -120,7 +120,7 @@ def check_read_tfrecord(
             "so that Keras and the TPU know the shape before running.",
         )
     if label_spec.shape != (num_classes,) or label_spec.dtype != tf.float32:
-        _fail(
+        fail(
             todo,
             name,
             f"expected one-hot labels of static shape ({num_classes},), float32; found "
@@ -129,8 +129,8 @@ def check_read_tfrecord(
     images, classes = _expected_pairs(serialized)
     for (image, label), right_image, right_class in zip(found, images, classes, strict=True):
         if not np.array_equal(image, right_image) or int(np.argmax(label)) != right_class:
-            _fail(todo, name, "the images or labels differ from what the records hold.")
-    _passed(todo, f"{len(found)} records parsed to {expected}.")
+            fail(todo, name, "the images or labels differ from what the records hold.")
+    passed(todo, f"{len(found)} records parsed to {expected}.")
 
 
 def check_parallel_records(
@@ -169,9 +169,9 @@ def check_parallel_records(
     __tracebackhide__ = True
     name = "dataset"
     expected = "a tf.data.Dataset of (image, label) read from the shards in parallel"
-    _require_dataset(dataset, todo, name, expected)
+    require_dataset(dataset, todo, name, expected)
     if dataset.options().deterministic is not False:
-        _fail(
+        fail(
             todo,
             name,
             "expected options.deterministic = False on the dataset itself; found "
@@ -182,7 +182,7 @@ def check_parallel_records(
         )
     image_spec = tf.nest.flatten(dataset.element_spec)[0]
     if image_spec.shape.rank != 3:
-        _fail(
+        fail(
             todo,
             name,
             f"expected one (image, label) per element, images of rank 3; found {image_spec}. "
@@ -190,19 +190,19 @@ def check_parallel_records(
         )
     ops = dataset_ops(dataset)
     if ops is not None and not any("ParallelMap" in op for op in ops):
-        _fail(todo, name, "expected a parallel map: pass num_parallel_calls=tf.data.AUTOTUNE.")
+        fail(todo, name, "expected a parallel map: pass num_parallel_calls=tf.data.AUTOTUNE.")
     storage.reset_counters()
     try:  # One more than expected at most: a dataset that repeats forever ends too.
         count = sum(1 for _ in dataset.take(num_records + 1))
     except CHECK_ERRORS as error:
-        _raise_if_data_problem(error, todo, shard_paths)
-        _fail(todo, name, f"reading it fails: {_first_line(error)}")
+        raise_if_data_problem(error, todo, shard_paths)
+        fail(todo, name, f"reading it fails: {first_line(error)}")
     if count != num_records:
         more = "more than that (does it repeat?)" if count > num_records else count
-        _fail(todo, name, f"expected all {num_records} records, once each; found {more}.")
+        fail(todo, name, f"expected all {num_records} records, once each; found {more}.")
     wanted = max(2, min(num_parallel_reads, num_shards) // 2)
     if storage.simulated and storage.latency_ms and storage.num_requests == 0:
-        _fail(
+        fail(
             todo,
             name,
             "expected the shards read from the simulated storage; it saw no request. Read "
@@ -211,13 +211,13 @@ def check_parallel_records(
             "storage's wait.",
         )
     if storage.simulated and storage.latency_ms and storage.max_in_flight < wanted:
-        _fail(
+        fail(
             todo,
             name,
             f"expected about {min(num_parallel_reads, num_shards)} shards read at once; found "
             f"at most {storage.max_in_flight}. Pass num_parallel_reads=NUM_PARALLEL_READS.",
         )
-    _passed(todo, f"all {count} records, read in parallel, in any order.")
+    passed(todo, f"all {count} records, read in parallel, in any order.")
 
 
 def check_parse_batch(
@@ -246,20 +246,20 @@ def check_parse_batch(
     records = _sample_records(shard_paths, 6, todo)
     try:
         result = parse_batch(tf.constant(records))
-        _require_result(result, todo, name, expected)
+        require_result(result, todo, name, expected)
         batches = tf.data.Dataset.from_tensor_slices(records).batch(3).map(parse_batch)
         found = list(batches.as_numpy_iterator())
     except CHECK_ERRORS as error:
-        _fail(
+        fail(
             todo,
             name,
             f"expected {expected}, parsed with tf.io.parse_example; found an error: "
-            f"{_first_line(error)}",
+            f"{first_line(error)}",
         )
     image_spec, label_spec = tf.nest.flatten(batches.element_spec)[:2]
     single = tf.data.Dataset.from_tensor_slices(records).map(read_tfrecord).element_spec
     if image_spec.shape[1:] != single[0].shape or label_spec.shape[1:] != single[1].shape:
-        _fail(
+        fail(
             todo,
             name,
             f"expected batches of static shape (None, *{tuple(single[0].shape)}) and (None, "
@@ -270,8 +270,8 @@ def check_parse_batch(
     for index, record in enumerate(records):
         image, label = read_tfrecord(tf.constant(record))
         if not np.array_equal(images[index], image) or not np.array_equal(labels[index], label):
-            _fail(todo, name, f"record {index} of the batch differs from read_tfrecord's.")
-    _passed(todo, f"{len(records)} records in batches of 3 match read_tfrecord, one by one.")
+            fail(todo, name, f"record {index} of the batch differs from read_tfrecord's.")
+    passed(todo, f"{len(records)} records in batches of 3 match read_tfrecord, one by one.")
 
 
 def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
@@ -296,24 +296,24 @@ def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
     __tracebackhide__ = True
     name = "fast"
     expected = f"a tf.data.Dataset of batches of {batch_size} (image, label), prefetched"
-    _require_dataset(dataset, todo, name, expected)
+    require_dataset(dataset, todo, name, expected)
     image_spec = tf.nest.flatten(dataset.element_spec)[0]
     if image_spec.shape.rank != 4 or image_spec.shape[0] not in (None, batch_size):
-        _fail(todo, name, f"expected batches of images (rank 4); found {image_spec}.")
+        fail(todo, name, f"expected batches of images (rank 4); found {image_spec}.")
     steps = dataset_steps(dataset) or []
     # `with_options()` after `prefetch()` adds steps that change no element: skip them.
     while len(steps) > 1 and steps[-1].op in OPTIONS_ONLY_OPS:
         steps.pop()
     ops = [step.op for step in steps]
     if ops and ops[-1] != "PrefetchDataset":
-        _fail(
+        fail(
             todo,
             name,
             f"expected prefetch(tf.data.AUTOTUNE) as the last step; the last is {ops[-1]}.",
         )
     buffer = steps[-1].constants[1] if ops and len(steps[-1].constants) > 1 else None
     if ops and buffer is not None and 0 <= buffer < 2:
-        _fail(
+        fail(
             todo,
             name,
             f"expected prefetch(tf.data.AUTOTUNE); found prefetch({buffer}). A buffer of "
@@ -324,21 +324,21 @@ def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
     batch = max((i for i, op in enumerate(ops) if op.startswith("BatchDataset")), default=-1)
     maps = [i for i, op in enumerate(ops) if "MapDataset" in op and i > batch >= 0]
     if ops and maps and not any("ParallelMap" in ops[i] for i in maps):
-        _fail(
+        fail(
             todo,
             name,
             "expected parse_batch in a parallel map; found a map that parses one batch at a "
             "time. Pass num_parallel_calls=tf.data.AUTOTUNE to map().",
         )
     if ops and not maps:
-        _fail(
+        fail(
             todo,
             name,
             "expected the records batched first, then parsed with parse_batch in a parallel "
             "map: records.batch(BATCH_SIZE).map(parse_batch, num_parallel_calls=AUTOTUNE).",
         )
     if dataset.options().deterministic is not False:
-        _fail(
+        fail(
             todo,
             name,
             "expected records read in any order (options.deterministic = False); found "
@@ -347,10 +347,8 @@ def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
         )
     images, _ = next(iter(dataset))
     if images.shape[0] != batch_size:
-        _fail(todo, name, f"expected batches of {batch_size}; found {images.shape[0]}.")
+        fail(todo, name, f"expected batches of {batch_size}; found {images.shape[0]}.")
     fixed = ""
     if buffer is not None and buffer > 1:
         fixed = f" (a fixed buffer of {buffer}: AUTOTUNE would size it)"
-    _passed(
-        todo, f"batches of {batch_size} images of {tuple(images.shape[1:])}, prefetched{fixed}."
-    )
+    passed(todo, f"batches of {batch_size} images of {tuple(images.shape[1:])}, prefetched{fixed}.")

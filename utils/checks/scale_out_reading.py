@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from utils import sharding
-from utils.checks._base import CHECK_ERRORS, _fail, _first_line, _passed, _require_result
+from utils import multi_host
+from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_result
 
 
 def check_host_cores(host_cores_needed: Callable, *, todo: int) -> None:
@@ -33,21 +33,21 @@ def check_host_cores(host_cores_needed: Callable, *, todo: int) -> None:
         try:
             result = host_cores_needed(rate, per_core)
         except CHECK_ERRORS as error:
-            _fail(
+            fail(
                 todo,
                 name,
-                f"expected a whole number of cores; found an error: {_first_line(error)}",
+                f"expected a whole number of cores; found an error: {first_line(error)}",
             )
-        _require_result(result, todo, name, "a whole number of cores")
+        require_result(result, todo, name, "a whole number of cores")
         if result != expected or not float(result).is_integer():
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected {expected} cores for {rate:g} images/s at {per_core:g} "
                 f"images/s per core; found {result!r}. A part of a core is a whole "
                 f"core to book: round up (math.ceil).",
             )
-    _passed(todo, f"{len(cases)} rates give the whole cores they need, rounded up.")
+    passed(todo, f"{len(cases)} rates give the whole cores they need, rounded up.")
 
 
 def _host_records(dataset_fn, num_hosts: int, host_index: int, todo: int, name: str):
@@ -60,19 +60,19 @@ def _host_records(dataset_fn, num_hosts: int, host_index: int, todo: int, name: 
     )
     try:
         dataset = dataset_fn(context)
-        _require_result(dataset, todo, name, "a tf.data.Dataset of this host's batches")
+        require_result(dataset, todo, name, "a tf.data.Dataset of this host's batches")
         if not isinstance(dataset, tf.data.Dataset):
-            _fail(todo, name, f"expected a tf.data.Dataset; found a {type(dataset).__name__}.")
+            fail(todo, name, f"expected a tf.data.Dataset; found a {type(dataset).__name__}.")
         ids, first_batch = [], None
         for images, _ in dataset.as_numpy_iterator():
             first_batch = first_batch or len(images)
-            ids += [sharding.record_id(image) for image in images]
+            ids += [multi_host.record_id(image) for image in images]
     except CHECK_ERRORS as error:
-        _fail(
+        fail(
             todo,
             name,
             f"expected this host's batches; found an error as host {host_index} "
-            f"of {num_hosts}: {_first_line(error)}",
+            f"of {num_hosts}: {first_line(error)}",
         )
     return ids, first_batch
 
@@ -106,7 +106,7 @@ def check_dataset_fn(
             ids, first_batch = _host_records(dataset_fn, num_hosts, host_index, todo, name)
             expected_batch = global_batch_size // num_hosts
             if first_batch != expected_batch:
-                _fail(
+                fail(
                     todo,
                     name,
                     f"expected batches of {expected_batch} on each of {num_hosts} hosts "
@@ -117,22 +117,22 @@ def check_dataset_fn(
                 seen[record] = seen.get(record, 0) + 1
         repeated = sum(1 for count in seen.values() if count > 1)
         if repeated:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected each record read by one host only; found {repeated} of "
                 f"{num_records} read more than once with {num_hosts} hosts. Give each host "
-                "its own shards with sharding.shards_for_host().",
+                "its own shards with multi_host.shards_for_host().",
             )
         if len(seen) != num_records:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected the {num_hosts} host(s) to read all {num_records} records "
                 f"together; found {len(seen)}.",
             )
     half = global_batch_size // 2
-    _passed(
+    passed(
         todo,
         f"1 host reads all {num_records} records; 2 hosts read disjoint halves, "
         f"together every record once, in batches of {half}.",
@@ -167,14 +167,13 @@ def check_through_service(through_service: Callable, *, todo: int, num_elements:
             numbers = tf.data.Dataset.range(num_elements)
             try:
                 result = through_service(numbers, mode, cluster.address)
-                _require_result(result, todo, name, "the dataset, run by the tf.data service")
+                require_result(result, todo, name, "the dataset, run by the tf.data service")
                 elements = list(result.as_numpy_iterator())
             except CHECK_ERRORS as error:
-                _fail(
+                fail(
                     todo,
                     name,
-                    "expected the dataset run by the service; found an error: "
-                    f"{_first_line(error)}",
+                    f"expected the dataset run by the service; found an error: {first_line(error)}",
                 )
             label = "OFF" if mode is off else repr(mode)
             counts = {element: elements.count(element) for element in set(elements)}
@@ -183,13 +182,13 @@ def check_through_service(through_service: Callable, *, todo: int, num_elements:
                     "Pass processing_mode and service on to "
                     "tf.data.experimental.service.distribute() and apply it to the dataset."
                 )
-                _fail(
+                fail(
                     todo,
                     name,
                     f"expected each of {num_elements} elements {copies} time(s) in mode "
                     f"{label} with 2 workers; found {len(elements)} elements. {hint}",
                 )
-    _passed(
+    passed(
         todo,
         f"with 2 workers, OFF gave each of {num_elements} elements twice, 'distributed_epoch' "
         "once.",

@@ -12,12 +12,12 @@ import tensorflow as tf
 from utils.checks import _samples
 from utils.checks._base import (
     CHECK_ERRORS,
-    _call_eagerly,
-    _fail,
-    _first_line,
-    _passed,
-    _require_dataset,
+    call_eagerly,
     dataset_steps,
+    fail,
+    first_line,
+    passed,
+    require_dataset,
 )
 
 if TYPE_CHECKING:
@@ -49,13 +49,13 @@ def check_filenames(
     """
     __tracebackhide__ = True
     expected = f"a tf.data.Dataset of {expected_count} file paths"
-    _require_dataset(filenames, todo, "filenames", expected)
+    require_dataset(filenames, todo, "filenames", expected)
     spec = filenames.element_spec
     if not isinstance(spec, tf.TensorSpec) or spec.dtype != tf.string or spec.shape.rank != 0:
-        _fail(todo, "filenames", f"expected elements that are string scalars; found {spec}.")
+        fail(todo, "filenames", f"expected elements that are string scalars; found {spec}.")
     paths = list(filenames.as_numpy_iterator())
     if len(paths) != expected_count:
-        _fail(
+        fail(
             todo,
             "filenames",
             f"expected {expected_count} paths; found {len(paths)}. "
@@ -63,16 +63,16 @@ def check_filenames(
         )
     folders = {_folder_of(path) for path in paths}
     if not folders <= set(class_names):
-        _fail(todo, "filenames", f"expected paths in {list(class_names)}; found {sorted(folders)}.")
+        fail(todo, "filenames", f"expected paths in {list(class_names)}; found {sorted(folders)}.")
     if paths[: min(len(paths), 50)] == sorted(paths)[:50] and len(paths) > 1:
-        _fail(
+        fail(
             todo,
             "filenames",
             "expected the files in shuffled order; found them sorted. "
             "Shuffle them: .shuffle(len(source.paths), seed=SEED).",
         )
     if _shuffled_without_seed(filenames):
-        _fail(
+        fail(
             todo,
             "filenames",
             "expected the order drawn from a seed; found shuffle() without one. Each run of "
@@ -80,7 +80,7 @@ def check_filenames(
             "you saw once cannot be seen again. Pass the seed: "
             ".shuffle(len(source.paths), seed=SEED).",
         )
-    _passed(todo, f"{len(paths)} files in {len(folders)} class folders.")
+    passed(todo, f"{len(paths)} files in {len(folders)} class folders.")
 
 
 def _shuffled_without_seed(dataset: tf.data.Dataset) -> bool:
@@ -133,18 +133,16 @@ def check_label_from_path(
     name = "label_from_path"
     expected = "an integer tensor: the index of the parent folder's name in the class names"
     paths = _paths_of_every_class(list(sample_paths), class_names)
-    _call_eagerly(
-        label_from_path, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected
-    )
+    call_eagerly(label_from_path, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected)
     try:
         labels = tf.data.Dataset.from_tensor_slices(paths).map(label_from_path)
         found = list(labels.as_numpy_iterator())
     except CHECK_ERRORS as error:
-        _fail(
+        fail(
             todo,
             name,
             f"expected {expected}, computed with TensorFlow ops (it runs inside "
-            f"Dataset.map); found an error: {_first_line(error)}",
+            f"Dataset.map); found an error: {first_line(error)}",
         )
     spec = labels.element_spec
     if not isinstance(spec, tf.TensorSpec) or not (spec.dtype.is_integer or spec.dtype.is_bool):
@@ -154,10 +152,10 @@ def check_label_from_path(
             if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
             else "tf.argmax() gives an integer; cast with tf.cast(..., tf.int32)"
         )
-        _fail(todo, name, f"expected {expected}; found {found_kind}: {hint}.")
+        fail(todo, name, f"expected {expected}; found {found_kind}: {hint}.")
     shapes = sorted({np.shape(label) for label in found})
     if shapes != [()]:
-        _fail(
+        fail(
             todo,
             name,
             f"expected one number per path (shape ()); found shape {shapes[-1]}. "
@@ -166,7 +164,7 @@ def check_label_from_path(
     wanted = [list(class_names).index(_folder_of(path)) for path in paths]
     found = [int(label) for label in found]
     if all(label == right + 1 for label, right in zip(found, wanted, strict=True)):
-        _fail(
+        fail(
             todo,
             name,
             f"expected labels {wanted[-len(class_names) :]} for the classes in order; found "
@@ -174,13 +172,13 @@ def check_label_from_path(
         )
     for path, label, right in zip(paths, found, wanted, strict=True):
         if label != right:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected label {right} ({class_names[right]}) for {path}; found {label}. "
                 "The label is the index of the parent folder's name in `source.class_names`.",
             )
-    _passed(todo, f"{len(sample_paths)} labels match their folders.")
+    passed(todo, f"{len(sample_paths)} labels match their folders.")
 
 
 def _map_one(
@@ -191,11 +189,11 @@ def _map_one(
     try:
         return next(tf.data.Dataset.from_tensors(path).map(function).as_numpy_iterator())
     except CHECK_ERRORS as error:
-        _fail(
+        fail(
             todo,
             name,
             f"expected {expected}, computed with TensorFlow ops; found an error for {what}: "
-            f"{_first_line(error)}{hint}",
+            f"{first_line(error)}{hint}",
         )
 
 
@@ -246,7 +244,7 @@ def check_read_and_decode(
         )
         paths = list(described)
         storage.reset_counters()
-        _call_eagerly(
+        call_eagerly(
             read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected
         )
         found = []
@@ -255,10 +253,10 @@ def check_read_and_decode(
                 read_and_decode, path, what, hint, todo=todo, name=name, expected=expected
             )
             if not isinstance(pair, tuple) or len(pair) != 2:
-                _fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {what}.")
+                fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {what}.")
             image, label = pair
             if image.dtype != "uint8" or image.ndim != 3 or image.shape[-1] != 3:
-                _fail(
+                fail(
                     todo,
                     name,
                     f"expected a uint8 image of shape (height, width, 3); found {image.dtype} "
@@ -266,11 +264,11 @@ def check_read_and_decode(
                 )
             right = list(class_names).index(_folder_of(path))
             if np.shape(label) != () or int(label) != right:
-                _fail(todo, name, f"expected label {right} for {path}; found {label}. Use TODO 2.")
+                fail(todo, name, f"expected label {right} for {path}; found {label}. Use TODO 2.")
             found.append(image)
         num_requests = storage.num_requests
     if storage.simulated and num_requests < len(paths):
-        _fail(
+        fail(
             todo,
             name,
             f"expected {len(paths)} reads from the simulated storage; found "
@@ -278,7 +276,7 @@ def check_read_and_decode(
             "so that each image pays the storage latency.",
         )
     sizes = {tuple(image.shape) for image in found[: len(sample_paths)]}
-    _passed(
+    passed(
         todo,
         f"{len(sample_paths)} images decoded to uint8 (height, width, 3); {len(sizes)} sizes. "
         "Grayscale, CMYK and PNG files too.",
@@ -309,9 +307,9 @@ def check_parallel_reading(
     __tracebackhide__ = True
     name = "parallel"
     expected = f"a tf.data.Dataset of (image, label) with {num_parallel_reads} reads in flight"
-    _require_dataset(dataset, todo, name, expected)
+    require_dataset(dataset, todo, name, expected)
     if not storage.simulated or storage.latency_ms == 0:
-        _passed(todo, "a dataset (parallelism is only measured on simulated storage).")
+        passed(todo, "a dataset (parallelism is only measured on simulated storage).")
         return
     storage.reset_counters()
     # A file of the learner's folder that does not decode is not this TODO's concern.
@@ -320,7 +318,7 @@ def check_parallel_reading(
     wanted = max(2, num_parallel_reads // 2)
     if storage.max_in_flight < wanted:
         threads = dataset.options().threading.private_threadpool_size
-        _fail(
+        fail(
             todo,
             name,
             f"expected about {num_parallel_reads} reads in flight; found at most "
@@ -328,4 +326,4 @@ def check_parallel_reading(
             "Pass num_parallel_calls=NUM_PARALLEL_READS to map(), and give the pipeline as "
             "many threads with options.threading.private_threadpool_size.",
         )
-    _passed(todo, f"reads overlap (at least {wanted} in flight).")
+    passed(todo, f"reads overlap (at least {wanted} in flight).")

@@ -23,13 +23,13 @@ import tensorflow as tf
 
 from utils.checks._base import (
     CHECK_ERRORS,
-    _call_eagerly,
-    _fail,
-    _first_line,
-    _passed,
-    _require_dataset,
-    _require_result,
+    call_eagerly,
     dataset_ops,
+    fail,
+    first_line,
+    passed,
+    require_dataset,
+    require_result,
 )
 
 if TYPE_CHECKING:
@@ -76,17 +76,17 @@ def check_scaling(
     name = "scale_for_replicas"
     expected = "(global_batch_size, learning_rate)"
     for replicas in PROBED_REPLICAS:
-        found = _call_eagerly(
+        found = call_eagerly(
             scale_for_replicas, (replicas,), todo=todo, name=name, expected=expected
         )
         if not isinstance(found, tuple) or len(found) != 2:
-            _fail(todo, name, f"expected it to return {expected}; found {found!r}.")
+            fail(todo, name, f"expected it to return {expected}; found {found!r}.")
         global_batch_size, learning_rate = found
         if (
             not isinstance(global_batch_size, numbers.Integral)
             or global_batch_size != batch_per_replica * replicas
         ):
-            _fail(
+            fail(
                 todo,
                 name,
                 f"at {replicas} replica(s), expected a global batch of {batch_per_replica} per "
@@ -98,7 +98,7 @@ def check_scaling(
         if not isinstance(learning_rate, numbers.Real) or not math.isclose(
             learning_rate, expected_rate
         ):
-            _fail(
+            fail(
                 todo,
                 name,
                 f"at {replicas} replica(s), expected a learning rate of {rule} = "
@@ -106,7 +106,7 @@ def check_scaling(
                 "never above MAX_LEARNING_RATE.",
             )
     probed = ", ".join(str(n) for n in PROBED_REPLICAS)
-    _passed(todo, f"batch size and learning rate scale with {probed} replicas, capped.")
+    passed(todo, f"batch size and learning rate scale with {probed} replicas, capped.")
 
 
 def check_augment(augment: Callable, *, todo: int, image_size: int) -> None:
@@ -133,38 +133,38 @@ def check_augment(augment: Callable, *, todo: int, image_size: int) -> None:
     labels = np.eye(8, 5, dtype=np.float32)
     batches = tf.data.Dataset.from_tensors((images, labels)).repeat(6)
     try:
-        _require_result(augment(tf.constant(images), tf.constant(labels)), todo, name, expected)
+        require_result(augment(tf.constant(images), tf.constant(labels)), todo, name, expected)
         found = list(batches.map(augment).as_numpy_iterator())
     except CHECK_ERRORS as error:
-        _fail(
+        fail(
             todo,
             name,
             f"expected {expected}, with TensorFlow ops (it runs inside Dataset.map); found an "
-            f"error: {_first_line(error)}",
+            f"error: {first_line(error)}",
         )
     changed = 0
     for new_images, new_labels in found:
         if new_images.shape != images.shape or new_images.dtype != images.dtype:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected images of shape {images.shape} and dtype uint8; found "
                 f"{new_images.shape}, {new_images.dtype}.",
             )
         if not np.array_equal(new_labels, labels):
-            _fail(todo, name, "expected the labels unchanged; they changed.")
+            fail(todo, name, "expected the labels unchanged; they changed.")
         changed += int(np.sum(np.any(new_images != images, axis=(1, 2, 3))))
     total = len(found) * len(images)
     if changed == 0:
-        _fail(todo, name, f"expected some images changed at random; all {total} came back as is.")
+        fail(todo, name, f"expected some images changed at random; all {total} came back as is.")
     if changed == total:
-        _fail(
+        fail(
             todo,
             name,
             f"expected a random choice per image; all {total} were changed. Use the random_* "
             "functions, which flip each image or not, at random.",
         )
-    _passed(todo, "labels kept, images flipped at random (some changed, some not).")
+    passed(todo, "labels kept, images flipped at random (some changed, some not).")
 
 
 def _flip_free_key(image: np.ndarray) -> tuple[int, int]:
@@ -208,7 +208,7 @@ def _check_prefetch_last(dataset, todo: int, name: str) -> None:
     if last == "PrefetchDataset":
         return
     where = "none" if "PrefetchDataset" not in ops else f"one, but {last} comes after it"
-    _fail(
+    fail(
         todo,
         name,
         f"expected prefetch(tf.data.AUTOTUNE) at the end; found {where}. Without it, the "
@@ -266,13 +266,13 @@ def check_training_dataset(
             copy = str(scratch / f"{index:05d}_{Path(str(path)).name}")
             tf.io.gfile.copy(str(path), copy)
             copies.append(copy)
-        dataset = _call_eagerly(
+        dataset = call_eagerly(
             make_training_dataset, (copies,), todo=todo, name=name, expected=expected
         )
-        _require_dataset(dataset, todo, name, expected)
+        require_dataset(dataset, todo, name, expected)
         _check_batches(dataset, todo, name, batch_size, image_size, num_classes)
         if dataset.cardinality() != tf.data.INFINITE_CARDINALITY:
-            _fail(
+            fail(
                 todo,
                 name,
                 "expected an endless dataset (fit() is told how many steps make an epoch); "
@@ -285,9 +285,7 @@ def check_training_dataset(
             # Past the first epoch.
             _read_elements(iterator, num_images + batch_size, keys, batches)
         except CHECK_ERRORS as error:
-            _fail(
-                todo, name, f"expected it to read the shards; found an error: {_first_line(error)}"
-            )
+            fail(todo, name, f"expected it to read the shards; found an error: {first_line(error)}")
         shutil.rmtree(scratch)  # Later epochs must come from the cache.
         try:
             _read_elements(iterator, num_images, keys, batches)
@@ -295,7 +293,7 @@ def check_training_dataset(
             # up to 4096 images): one more epoch must then be read from somewhere.
             _read_elements(iterator, 4096 + 8 * batch_size, None)
         except CHECK_ERRORS:
-            _fail(
+            fail(
                 todo,
                 name,
                 "expected every epoch after the first to come from cache(); it read the "
@@ -306,7 +304,7 @@ def check_training_dataset(
         shutil.rmtree(scratch, ignore_errors=True)
     first, second = keys[:num_images], keys[num_images : 2 * num_images]
     if [key for key, _ in second] == [key for key, _ in first]:
-        _fail(
+        fail(
             todo,
             name,
             "expected each epoch in a new order; the second epoch repeats the first one's. "
@@ -314,7 +312,7 @@ def check_training_dataset(
         )
     repeated = _repeated_pairs(batches, num_images // batch_size)
     if repeated > MAX_REPEATED_PAIRS:
-        _fail(
+        fail(
             todo,
             name,
             f"expected new batches in each epoch; {repeated:.0%} of the pairs of images that "
@@ -327,7 +325,7 @@ def check_training_dataset(
     seen_again = [(key, flipped) for key, flipped in second if key in orientation]
     changed = sum(orientation[key] != flipped for key, flipped in seen_again)
     if seen_again and changed == 0:
-        _fail(
+        fail(
             todo,
             name,
             f"expected the images flipped anew in each epoch; all {len(seen_again)} images "
@@ -335,7 +333,7 @@ def check_training_dataset(
             "after cache().",
         )
     _check_prefetch_last(dataset, todo, name)
-    _passed(
+    passed(
         todo,
         f"endless batches of {batch_size} images of {(image_size, image_size, 3)}; later "
         "epochs from the cache, each in a new order, flipped anew.",
@@ -347,10 +345,10 @@ def _check_batches(dataset, todo, name, batch_size, image_size, num_classes):
     specs = tf.nest.flatten(dataset.element_spec)
     wanted = (batch_size, image_size, image_size, 3)
     if len(specs) != 2:
-        _fail(todo, name, f"expected (image, label) pairs; found {dataset.element_spec}.")
+        fail(todo, name, f"expected (image, label) pairs; found {dataset.element_spec}.")
     image_spec, label_spec = specs
     if tuple(image_spec.shape) != wanted or tuple(label_spec.shape) != (batch_size, num_classes):
-        _fail(
+        fail(
             todo,
             name,
             f"expected images of static shape {wanted} and labels {(batch_size, num_classes)}; "
@@ -358,7 +356,7 @@ def _check_batches(dataset, todo, name, batch_size, image_size, num_classes):
             "drop_remainder=True so that every batch has the same, known size.",
         )
     if image_spec.dtype != tf.uint8:
-        _fail(todo, name, f"expected uint8 images; found {image_spec.dtype.name}.")
+        fail(todo, name, f"expected uint8 images; found {image_spec.dtype.name}.")
 
 
 def _stand_in_choice():
@@ -393,7 +391,7 @@ def _check_learning_rate(optimizer, learning_rate, todo: int, name: str) -> None
     if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         expected = keras.optimizers.schedules.serialize(learning_rate)
         if found != expected:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected the learning-rate schedule {expected['class_name']}"
@@ -404,7 +402,7 @@ def _check_learning_rate(optimizer, learning_rate, todo: int, name: str) -> None
     elif not isinstance(found, numbers.Real) or not math.isclose(
         found, learning_rate, rel_tol=1e-5
     ):
-        _fail(
+        fail(
             todo, name, f"expected learning rate {learning_rate:g}; found {_describe_rate(found)}."
         )
 
@@ -448,20 +446,20 @@ def check_compiled_model(
     """
     __tracebackhide__ = True
     name = "build_model"
-    model = _call_eagerly(
+    model = call_eagerly(
         build_model, (choice,), todo=todo, name=name, expected="a compiled keras.Model"
     )
     if not isinstance(model, keras.Model):
-        _fail(todo, name, f"expected it to return a keras.Model; found a {type(model).__name__}.")
+        fail(todo, name, f"expected it to return a keras.Model; found a {type(model).__name__}.")
     if tuple(model.input_shape) != (None, image_size, image_size, 3):
-        _fail(todo, name, f"expected input shape (None, {image_size}, {image_size}, 3).")
+        fail(todo, name, f"expected input shape (None, {image_size}, {image_size}, 3).")
     if tuple(model.output_shape) != (None, num_classes) or model.outputs[0].dtype != "float32":
-        _fail(todo, name, f"expected float32 outputs of shape (None, {num_classes}).")
+        fail(todo, name, f"expected float32 outputs of shape (None, {num_classes}).")
     if not model.compiled or model.optimizer is None:
-        _fail(todo, name, "expected the model compiled: call model.compile(...).")
+        fail(todo, name, "expected the model compiled: call model.compile(...).")
     _check_learning_rate(model.optimizer, learning_rate, todo, name)
     if model.steps_per_execution != steps_per_execution:
-        _fail(
+        fail(
             todo,
             name,
             f"expected steps_per_execution={steps_per_execution} in compile(); found "
@@ -474,12 +472,12 @@ def check_compiled_model(
     try:
         found_loss = _loss_value(model.loss, labels, probabilities)
     except CHECK_ERRORS as error:
-        found_loss = f"an error: {_first_line(error)}"
+        found_loss = f"an error: {first_line(error)}"
     if not isinstance(found_loss, float) or not math.isclose(
         found_loss, expected_loss, rel_tol=1e-3
     ):
         found = found_loss if isinstance(found_loss, str) else f"{found_loss:.3f}"
-        _fail(
+        fail(
             todo,
             name,
             f"expected the categorical cross-entropy of the softmax outputs (-log 0.5 = "
@@ -488,7 +486,7 @@ def check_compiled_model(
         )
     if choice.backend == "tensorflow":
         stand_in = _stand_in_choice()
-        other = _call_eagerly(
+        other = call_eagerly(
             build_model, (stand_in,), todo=todo, name=name, expected="a compiled keras.Model"
         )
         outside = [
@@ -497,11 +495,11 @@ def check_compiled_model(
             if not stand_in.strategy.extended.variable_created_in_scope(weight.value)
         ]
         if outside:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected every variable made under choice.scope(); called with another "
                 f"strategy, {len(outside)} of its {len(other.weights)} weights were made "
                 "outside its scope. Build and compile the model inside `with choice.scope():`.",
             )
-    _passed(todo, f"compiled under the strategy, {steps_per_execution} steps per execution.")
+    passed(todo, f"compiled under the strategy, {steps_per_execution} steps per execution.")

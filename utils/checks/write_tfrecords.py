@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import conversion, records, shard_files
+from utils import arguments, records, shard_files
 from utils.checks._base import (
     CHECK_ERRORS,
-    _call_eagerly,
-    _fail,
-    _first_line,
-    _passed,
-    _require_result,
+    call_eagerly,
+    fail,
+    first_line,
+    passed,
+    require_result,
 )
 
 # Mean absolute difference (0-255 scale) from the reference resize-and-crop, over the
@@ -50,10 +50,10 @@ def check_resize_and_crop(
                                      target_size=192)
     """
     __tracebackhide__ = True
-    conversion.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
+    arguments.check_integer("TARGET_SIZE", target_size, 1)  # A parameter, not TODO 1.
     name = "resize_and_crop"
     expected = f"a uint8 image of shape ({target_size}, {target_size}, 3)"
-    _call_eagerly(
+    call_eagerly(
         resize_and_crop,
         (tf.constant(sample_images[0]), target_size),
         todo=todo,
@@ -70,16 +70,16 @@ def check_resize_and_crop(
     try:
         found = list(images.map(lambda image: resize_and_crop(image, target_size)))
     except CHECK_ERRORS as error:
-        _fail(
+        fail(
             todo,
             name,
             f"expected {expected}, computed with TensorFlow ops (it runs inside Dataset.map); "
-            f"found an error: {_first_line(error)}",
+            f"found an error: {first_line(error)}",
         )
     differences = []
     for original, image in zip(sample_images, found, strict=True):
         if image.dtype != tf.uint8 or tuple(image.shape) != (target_size, target_size, 3):
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected {expected}; found {image.dtype.name} of shape {tuple(image.shape)} "
@@ -88,7 +88,7 @@ def check_resize_and_crop(
         reference = records.resize_and_crop(tf.constant(original), target_size)
         differences.append(np.abs(image.numpy().astype(float) - reference.numpy()).mean())
     if np.mean(differences) > _MAX_RESIZE_DIFFERENCE:
-        _fail(
+        fail(
             todo,
             name,
             f"expected the centre of the image, resized with its proportions kept; the "
@@ -97,7 +97,7 @@ def check_resize_and_crop(
             "the SHORTER of height and width, then resize it to target_size.",
         )
     _require_antialiased(resize_and_crop, todo, name, target_size)
-    _passed(todo, f"{num_sample} images resized and cropped to {expected[2:]}.")
+    passed(todo, f"{num_sample} images resized and cropped to {expected[2:]}.")
 
 
 def _require_antialiased(resize_and_crop: Callable, todo: int, name: str, target_size: int):
@@ -117,7 +117,7 @@ def _require_antialiased(resize_and_crop: Callable, todo: int, name: str, target
         return float(tf.reduce_mean(tf.abs(found - reference)))
 
     if distance(antialias=False) < distance(antialias=True):
-        _fail(
+        fail(
             todo,
             name,
             f"expected a resize with antialias=True; found one without. Shrinking a "
@@ -147,35 +147,35 @@ def check_recompress(
         checks.check_recompress(recompress, todo=2, sample_images=resized, quality=90)
     """
     __tracebackhide__ = True
-    conversion.check_integer("JPEG_QUALITY", quality, 0, 100)  # A parameter, not TODO 2.
+    arguments.check_integer("JPEG_QUALITY", quality, 0, 100)  # A parameter, not TODO 2.
     name = "recompress"
     expected = "a scalar string tensor of JPEG bytes"
     num_bytes, reference_bytes = 0, 0
     for image in sample_images:
-        encoded = _call_eagerly(
+        encoded = call_eagerly(
             recompress, (tf.constant(image), quality), todo=todo, name=name, expected=expected
         )
         if not isinstance(encoded, tf.Tensor) or encoded.dtype != tf.string or encoded.shape.rank:
-            _fail(todo, name, f"expected {expected}; found {encoded!r:.80}.")
+            fail(todo, name, f"expected {expected}; found {encoded!r:.80}.")
         try:
             decoded = tf.io.decode_jpeg(encoded, channels=3).numpy()
         except tf.errors.InvalidArgumentError as error:
-            _fail(todo, name, f"expected JPEG bytes; they do not decode: {_first_line(error)}")
+            fail(todo, name, f"expected JPEG bytes; they do not decode: {first_line(error)}")
         if decoded.shape != image.shape or np.abs(decoded.astype(float) - image).mean() > 20:
-            _fail(todo, name, "expected JPEG bytes of the same image; they decode to another.")
+            fail(todo, name, "expected JPEG bytes of the same image; they decode to another.")
         num_bytes += len(encoded.numpy())
         reference_bytes += len(records.recompress(tf.constant(image), quality).numpy())
     _require_optimized(recompress, todo, name, sample_images, quality)
     ratio = num_bytes / reference_bytes
     if not 0.8 <= ratio <= 1.25:
-        _fail(
+        fail(
             todo,
             name,
             f"expected JPEG at quality {quality}; the bytes are {ratio:.2f}x the size of that. "
             "Pass quality=quality to tf.io.encode_jpeg.",
         )
     average = num_bytes / len(sample_images)
-    _passed(todo, f"{len(sample_images)} images recompressed to JPEG at quality {quality}.")
+    passed(todo, f"{len(sample_images)} images recompressed to JPEG at quality {quality}.")
     print(f"Average: {average:,.0f} bytes per image.")
 
 
@@ -194,7 +194,7 @@ def _require_optimized(
         plain += len(unoptimized)
         optimized += len(tf.io.encode_jpeg(image, quality=quality, optimize_size=True).numpy())
     if plain > optimized:
-        _fail(
+        fail(
             todo,
             name,
             f"expected optimize_size=True; without it the same pixels take "
@@ -233,7 +233,7 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
     expected = "a tf.train.Example with the features " + ", ".join(_FEATURE_KINDS)
     image_jpeg = tf.io.encode_jpeg(tf.zeros((8, 8, 3), tf.uint8)).numpy()
     class_index = len(class_names) // 2
-    example = _call_eagerly(
+    example = call_eagerly(
         to_example,
         (image_jpeg, class_index, [300, 400], list(class_names)),
         todo=todo,
@@ -241,14 +241,14 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
         expected=expected,
     )
     if not isinstance(example, tf.train.Example):
-        _fail(todo, name, f"expected {expected}; found a {type(example).__name__}.")
+        fail(todo, name, f"expected {expected}; found a {type(example).__name__}.")
     features = example.features.feature
     for feature, kind in _FEATURE_KINDS.items():
         if feature not in features:
-            _fail(todo, name, f"expected a feature {feature!r}; found {sorted(features)}.")
+            fail(todo, name, f"expected a feature {feature!r}; found {sorted(features)}.")
         if features[feature].WhichOneof("kind") != kind:
             found = features[feature].WhichOneof("kind")
-            _fail(todo, name, f"expected {feature!r} to be a {kind}; found a {found}.")
+            fail(todo, name, f"expected {feature!r} to be a {kind}; found a {found}.")
     record = records.parse_record(tf.constant(example.SerializeToString()))
     one_hot = [0.0] * len(class_names)
     one_hot[class_index] = 1.0
@@ -263,8 +263,8 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
         found = record[feature].numpy()
         found = found.tolist() if isinstance(found, np.ndarray) else found
         if found != value:
-            _fail(todo, name, f"expected {feature}={value!r:.60}; found {found!r:.60}.")
-    _passed(todo, "the record parses with the schema and holds the right values.")
+            fail(todo, name, f"expected {feature}={value!r:.60}; found {found!r:.60}.")
+    passed(todo, "the record parses with the schema and holds the right values.")
 
 
 def _write_and_read(write_shard: Callable, records, folder: str, wanted: str, *, todo, name):
@@ -280,43 +280,43 @@ def _write_and_read(write_shard: Callable, records, folder: str, wanted: str, *,
         try:
             path = write_shard(iter(records), folder, 3)
         except TypeError as error:
-            _fail(
+            fail(
                 todo,
                 name,
-                f"expected the path of the shard written; found an error: {_first_line(error)}. "
+                f"expected the path of the shard written; found an error: {first_line(error)}. "
                 "`serialized_examples` can be any iterable, read once and without len() (a "
                 "generator): count the records as you write them.",
             )
         except CHECK_ERRORS as error:
-            _fail(
+            fail(
                 todo,
                 name,
-                f"expected the path of the shard written; found an error: {_first_line(error)}",
+                f"expected the path of the shard written; found an error: {first_line(error)}",
             )
-    _require_result(path, todo, name, "the path of the shard written")
+    require_result(path, todo, name, "the path of the shard written")
     if Path(str(path)).name != wanted:
-        _fail(
+        fail(
             todo,
             name,
             f"expected a shard named {wanted}; found {Path(str(path)).name}. Its "
             "name holds the number of records written.",
         )
     if not Path(path).exists():
-        _fail(todo, name, f"it returned {path}, but there is no such file.")
+        fail(todo, name, f"it returned {path}, but there is no such file.")
     written = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
     if written != records:
         if already_there:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected the {len(records)} new records of a second run of the "
                 f"lab; found {written}. Replace the old shard: tf.io.gfile.rename("
                 "temporary, final_path, overwrite=True).",
             )
-        _fail(todo, name, f"expected the {len(records)} records in order; found {written}.")
+        fail(todo, name, f"expected the {len(records)} records in order; found {written}.")
     left = sorted(p.name for p in Path(folder).iterdir() if p.name != wanted)
     if left:
-        _fail(todo, name, f"expected only {wanted} in the folder; also found {left}.")
+        fail(todo, name, f"expected only {wanted} in the folder; also found {left}.")
 
 
 def check_write_shard(write_shard: Callable, *, todo: int) -> None:
@@ -348,11 +348,11 @@ def check_write_shard(write_shard: Callable, *, todo: int) -> None:
         try:
             _write_and_read(write_shard, again, folder, wanted, todo=todo, name=name)
         except (*CHECK_ERRORS, OSError) as error:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"expected the shard written again when the lab runs a second time; writing "
-                f"{wanted} into a folder that already holds it fails: {_first_line(error)}. "
+                f"{wanted} into a folder that already holds it fails: {first_line(error)}. "
                 "Replace the old shard: tf.io.gfile.rename(temporary, final_path, "
                 "overwrite=True).",
             )
@@ -371,7 +371,7 @@ def check_write_shard(write_shard: Callable, *, todo: int) -> None:
             pass
         finished = [Path(p).name for p in shard_files.find_shards(folder)]
         if not files_while_writing:
-            _fail(
+            fail(
                 todo,
                 name,
                 "expected the records to go into a file as they come (a shard can be larger "
@@ -379,14 +379,14 @@ def check_write_shard(write_shard: Callable, *, todo: int) -> None:
                 "on shard_files.temporary_path(output_dir, index) and write each record.",
             )
         if finished:
-            _fail(
+            fail(
                 todo,
                 name,
                 f"a write interrupted after 3 records left {finished}, which looks finished. "
                 "Write to shard_files.temporary_path(output_dir, index) first, and rename the "
                 "file to its final name only when every record is written.",
             )
-    _passed(
+    passed(
         todo,
         f"{wanted} holds its {len(records)} records, written twice over; an "
         "interrupted write leaves no finished-looking shard.",

@@ -1,11 +1,11 @@
-"""Tests of utils/step_timing.py: tiny models, a few steps each."""
+"""Tests of utils/accelerator_wait.py: tiny models, a few steps each."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import step_timing, timing
+from utils import accelerator_wait, timing
 
 
 def _compiled_model():
@@ -26,7 +26,7 @@ def _batches(size=8):
 
 
 def test_describe_float_formats_shows_that_float16_loses_a_small_gradient():
-    lines = step_timing.describe_float_formats()
+    lines = accelerator_wait.describe_float_formats()
     assert lines == [
         " float32: largest 3.4e+38, smallest normal 1.2e-38, 24 significant bits; "
         "a gradient of 1e-8 becomes 1.0e-08",
@@ -39,7 +39,7 @@ def test_describe_float_formats_shows_that_float16_loses_a_small_gradient():
 
 def test_compiled_copy_reuses_the_compile_arguments_but_steps_per_execution():
     model = _compiled_model()
-    copy = step_timing.compiled_copy(model, steps_per_execution=1)
+    copy = accelerator_wait.compiled_copy(model, steps_per_execution=1)
     assert copy is not model and copy.optimizer is not model.optimizer
     assert copy.steps_per_execution == 1
     assert copy.loss == "categorical_crossentropy"
@@ -55,37 +55,39 @@ def test_compiled_copy_reuses_the_compile_arguments_but_steps_per_execution():
 def test_compiled_copy_of_an_uncompiled_model_says_so():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)], name="bare")
     with pytest.raises(ValueError, match="must be compiled before it is copied. Received: bare"):
-        step_timing.compiled_copy(model, steps_per_execution=1)
+        accelerator_wait.compiled_copy(model, steps_per_execution=1)
 
 
 def test_training_rate_times_steps_and_returns_images_per_second():
-    rate = step_timing.training_rate(_compiled_model(), _batches(8), num_steps=4, batch_size=8)
+    rate = accelerator_wait.training_rate(_compiled_model(), _batches(8), num_steps=4, batch_size=8)
     images_per_second = rate()
     assert isinstance(images_per_second, float) and images_per_second > 0
 
 
 def test_describe_comparison_says_what_would_tell_only_within_the_noise():
     ratio = timing.RepeatedResult("fed / in memory", (1.02, 1.31, 1.2))
-    noise = step_timing.describe_comparison(ratio, step_timing.NOISE_VERDICT, tolerance=1.1)
+    noise = accelerator_wait.describe_comparison(
+        ratio, accelerator_wait.NOISE_VERDICT, tolerance=1.1
+    )
     assert noise == (
         "fed / in memory: 1.20 (1.02-1.31, 3 runs); tolerance 1.10: within the noise: can't "
         "tell. To tell: more rounds, more steps per run, or a machine with nothing else running."
     )
-    clear = step_timing.describe_comparison(ratio, "input-bound", tolerance=1.05)
+    clear = accelerator_wait.describe_comparison(ratio, "input-bound", tolerance=1.05)
     assert clear == "fed / in memory: 1.20 (1.02-1.31, 3 runs); tolerance 1.05: input-bound."
 
 
 def test_median_bars_draw_the_median_and_label_the_range():
     runs = {"from cache": timing.RepeatedResult("from cache", (900.0, 1000.0, 1200.0))}
-    (bar,) = step_timing.median_bars(runs)
+    (bar,) = accelerator_wait.median_bars(runs)
     assert bar.label == "from cache\n(900-1,200)"
     assert bar.images_per_second == 1000.0
 
 
 def test_batch_size_rates_make_one_candidate_per_size():
     example = next(iter(_batches(2)))
-    rates = step_timing.batch_size_rates(
-        lambda: step_timing.compiled_copy(_compiled_model(), steps_per_execution=1),
+    rates = accelerator_wait.batch_size_rates(
+        lambda: accelerator_wait.compiled_copy(_compiled_model(), steps_per_execution=1),
         example,
         batches_per_replica=[2, 8],
         num_replicas=2,
@@ -101,14 +103,14 @@ def test_describe_matrix_shapes_counts_a_convolutions_rows_as_batch_height_width
     features = keras.layers.Conv2D(32, 3, padding="same", name="conv")(inputs)
     pooled = keras.layers.GlobalAveragePooling2D()(features)
     model = keras.Model(inputs, keras.layers.Dense(200, name="dense")(pooled))
-    assert step_timing.describe_matrix_shapes(model, batch_per_replica=8) == [
+    assert accelerator_wait.describe_matrix_shapes(model, batch_per_replica=8) == [
         "    conv: rows 8 x 96 x 96 = 73,728, depth 27, width 32: 25% of 128 columns",
         "   dense: rows 8 = 8, depth 32, width 200: 78% of 256 columns",
     ]
 
 
 def test_tiny_model_and_batches_fit_each_other():
-    tiny, batches = step_timing.tiny_model_and_batches(
+    tiny, batches = accelerator_wait.tiny_model_and_batches(
         batch_size=4, num_outputs=5, steps_per_execution=2
     )
     assert tiny.steps_per_execution == 2

@@ -102,7 +102,7 @@ def training_rate(
         A function of no arguments returning images/s.
 
     Example:
-        runs = timing.measure_in_turns({"from memory": step_timing.training_rate(
+        runs = timing.measure_in_turns({"from memory": accelerator_wait.training_rate(
             model, in_memory, num_steps=32, batch_size=32)}, repeats=5)
     """
 
@@ -127,7 +127,7 @@ def describe_comparison(
         is `NOISE_VERDICT`, what to change to tell.
 
     Example:
-        print(step_timing.describe_comparison(ratio, "input-bound", tolerance=1.1))
+        print(accelerator_wait.describe_comparison(ratio, "input-bound", tolerance=1.1))
     """
     line = f"{ratio.summary('.2f')}; tolerance {tolerance:.2f}: {verdict}."
     if verdict == NOISE_VERDICT:
@@ -145,7 +145,7 @@ def median_bars(runs: dict[str, timing.RepeatedResult]) -> list[timing.Throughpu
         One `timing.ThroughputResult` per run, at its median, its label carrying the range.
 
     Example:
-        display.plot_throughput(step_timing.median_bars(delivered), references=consumed)
+        display.plot_throughput(accelerator_wait.median_bars(delivered), references=consumed)
     """
     return [
         timing.ThroughputResult(
@@ -184,7 +184,7 @@ def batch_size_rates(
         {"N per replica": a function of no arguments returning images/s}.
 
     Example:
-        runs = timing.measure_in_turns(step_timing.batch_size_rates(
+        runs = timing.measure_in_turns(accelerator_wait.batch_size_rates(
             make_model, batch, batches_per_replica=[8, 128], num_replicas=1,
             num_timed_steps=32), repeats=5)
     """
@@ -217,7 +217,7 @@ def describe_matrix_shapes(model: keras.Model, *, batch_per_replica: int) -> lis
         is padded to (a multiple of 128).
 
     Example:
-        print("\n".join(step_timing.describe_matrix_shapes(model, batch_per_replica=8)))
+        print("\n".join(accelerator_wait.describe_matrix_shapes(model, batch_per_replica=8)))
     """
     lines = []
     for layer in model.layers:

@@ -1,10 +1,10 @@
-"""Tests of utils/timeline.py: the measured timeline of a pipeline."""
+"""Tests of utils/pipeline_trace.py: the measured timeline of a pipeline."""
 
 import functools
 
 import pytest
 
-from utils import pipeline, storage, timeline
+from utils import pipeline, pipeline_trace, storage
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def _trace(paths, *, parallel, num_batches=6):
     reads = 6 if parallel else None
     records = simulated.tfrecord_dataset(paths, num_parallel_reads=reads)
     parse = functools.partial(pipeline.parse_batch, target_size=32, num_classes=5)
-    return timeline.trace_pipeline(
+    return pipeline_trace.trace_pipeline(
         records,
         parse,
         batch_size=8,
@@ -61,6 +61,6 @@ def test_trace_pipeline_too_few_records_names_the_count(shard_paths):
 
 def test_trace_pipeline_bad_counts():
     with pytest.raises(ValueError, match=r"`num_batches` must be a positive integer"):
-        timeline.trace_pipeline(
+        pipeline_trace.trace_pipeline(
             None, None, batch_size=8, num_batches=0, step_ms=1, parallel=True, label=""
         )

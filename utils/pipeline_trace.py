@@ -11,6 +11,8 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from utils import arguments
+
 
 @dataclasses.dataclass(frozen=True)
 class Timeline:
@@ -98,12 +100,11 @@ def trace_pipeline(
             out before `num_batches` batches.
 
     Example:
-        slow = timeline.trace_pipeline(records, parse_batch, batch_size=32, num_batches=10,
+        slow = pipeline_trace.trace_pipeline(records, parse_batch, batch_size=32, num_batches=10,
                                        step_ms=50, parallel=False, label="slow")
     """
     for name, value in (("num_batches", num_batches), ("batch_size", batch_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+        arguments.check_integer(name, value, 1)
     stamps = _Stamps()
     numbered = records.take(num_batches * batch_size).enumerate()
     numbered = numbered.map(lambda i, r: (i // batch_size, stamps.mark("read", i // batch_size, r)))

@@ -1,6 +1,6 @@
 """Per-host input sharding: which shards each host reads, shown with real processes.
 
-`run_hosts()` starts one process per "host" (`python -m utils.sharding ...`) with a
+`run_hosts()` starts one process per "host" (`python -m utils.multi_host ...`) with a
 `TF_CONFIG` on loopback ports, as on a cluster; each builds a `MultiWorkerMirroredStrategy`,
 reads its part through `distribute_datasets_from_function`, and reports what it read.
 """
@@ -40,7 +40,7 @@ def shards_for_host(shard_paths: Sequence[str], *, host_index: int, num_hosts: i
         ValueError: fewer shards than hosts (a host would read nothing), or a bad index.
 
     Example:
-        mine = sharding.shards_for_host(shard_paths, host_index=0, num_hosts=2)
+        mine = multi_host.shards_for_host(shard_paths, host_index=0, num_hosts=2)
     """
     shard_paths = list(shard_paths)
     if not 0 <= host_index < num_hosts:
@@ -109,7 +109,7 @@ def run_hosts(
             stderr's end is in the message).
 
     Example:
-        reports = sharding.run_hosts(shard_paths, target_size=192, num_classes=5,
+        reports = multi_host.run_hosts(shard_paths, target_size=192, num_classes=5,
                                      global_batch_size=64)
     """
     ports = [processes.free_loopback_port() for _ in range(num_hosts)]
@@ -126,7 +126,7 @@ def run_hosts(
     def start_host(index):
         tf_config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
         env = {"TF_CONFIG": json.dumps(tf_config)}
-        return processes.start_module("utils.sharding", settings, env=env)
+        return processes.start_module("utils.multi_host", settings, env=env)
 
     return _reports_of(start_host, num_hosts, what="Host", timeout_s=timeout_s)
 
@@ -249,7 +249,7 @@ def run_jax_processes(
         RuntimeError: when a process exits with an error or does not report in time.
 
     Example:
-        reports = sharding.run_jax_processes(shard_paths, target_size=192, num_classes=5,
+        reports = multi_host.run_jax_processes(shard_paths, target_size=192, num_classes=5,
                                              global_batch_size=64)
     """
     coordinator = f"{processes.LOOPBACK}:{processes.free_loopback_port()}"
@@ -267,7 +267,7 @@ def run_jax_processes(
 
     def start_process(index):
         arguments = json.dumps({**settings, "process_id": index})
-        return processes.start_module("utils.sharding", "--jax", arguments, env=env)
+        return processes.start_module("utils.multi_host", "--jax", arguments, env=env)
 
     return _reports_of(start_process, num_processes, what="JAX process", timeout_s=timeout_s)
 
@@ -370,7 +370,7 @@ def _name_collateral(policy_counts: dict, reports: list[HostReport]) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m utils.sharding")
+    parser = argparse.ArgumentParser(prog="python -m utils.multi_host")
     parser.add_argument("--jax", action="store_true", help="a JAX process, not a TF worker")
     parser.add_argument("settings", help="JSON: shard_paths, target_size, num_classes, ...")
     processes.exit_with_owner()

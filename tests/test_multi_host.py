@@ -1,15 +1,15 @@
-"""Tests of utils/sharding.py: each host's shards, and JAX processes reading their own."""
+"""Tests of utils/multi_host.py: each host's shards, and JAX processes reading their own."""
 
 import pytest
 
-from utils import sharding
+from utils import multi_host
 
 
 @pytest.mark.parametrize("num_hosts", [1, 2, 3, 16])
 def test_shards_for_host_subsets_are_disjoint_and_complete(num_hosts):
     paths = [f"flowers{index:02d}.tfrec" for index in range(16)]
     parts = [
-        sharding.shards_for_host(paths, host_index=host, num_hosts=num_hosts)
+        multi_host.shards_for_host(paths, host_index=host, num_hosts=num_hosts)
         for host in range(num_hosts)
     ]
     assert sorted(path for part in parts for path in part) == paths
@@ -19,17 +19,17 @@ def test_shards_for_host_subsets_are_disjoint_and_complete(num_hosts):
 
 def test_shards_for_host_fewer_files_than_hosts_names_the_fix():
     with pytest.raises(ValueError, match=r"^1 shard\(s\) for 2 hosts: each host needs at least"):
-        sharding.shards_for_host(["a.tfrec"], host_index=0, num_hosts=2)
+        multi_host.shards_for_host(["a.tfrec"], host_index=0, num_hosts=2)
     with pytest.raises(
         ValueError, match=r"`host_index` must be in 0\.\.1\. Received: host_index=2"
     ):
-        sharding.shards_for_host(["a", "b"], host_index=2, num_hosts=2)
+        multi_host.shards_for_host(["a", "b"], host_index=2, num_hosts=2)
 
 
 def test_run_jax_processes_read_disjoint_parts_that_together_are_complete(write_small_shards):
     pytest.importorskip("jax", reason="the JAX per-process path needs jax (requirements-dev.txt)")
     paths = write_small_shards(4)
-    reports = sharding.run_jax_processes(
+    reports = multi_host.run_jax_processes(
         paths, num_processes=2, target_size=32, num_classes=5, global_batch_size=8
     )
     assert [(report.host_index, report.num_files) for report in reports] == [(0, 2), (1, 2)]
@@ -41,16 +41,16 @@ def test_run_jax_processes_read_disjoint_parts_that_together_are_complete(write_
 
 
 def test_jax_missing_gives_the_reason_and_the_install_command(monkeypatch):
-    monkeypatch.setattr(sharding.importlib.util, "find_spec", lambda name: None)
-    assert sharding.jax_missing() == "JAX is not installed (pip install jax)."
+    monkeypatch.setattr(multi_host.importlib.util, "find_spec", lambda name: None)
+    assert multi_host.jax_missing() == "JAX is not installed (pip install jax)."
 
 
 def test_describe_reads_names_each_process_and_the_overlap():
     reports = [
-        sharding.HostReport(0, 2, ["a", "b", "c"], {"FILE": 3}),
-        sharding.HostReport(1, 2, ["c", "d"], {"FILE": 2}),
+        multi_host.HostReport(0, 2, ["a", "b", "c"], {"FILE": 3}),
+        multi_host.HostReport(1, 2, ["c", "d"], {"FILE": 2}),
     ]
-    lines = sharding.describe_reads(
+    lines = multi_host.describe_reads(
         reports, name="host", num_records=5, policy_prefix="auto-shard "
     )
     assert lines == [
@@ -59,21 +59,21 @@ def test_describe_reads_names_each_process_and_the_overlap():
         "Records read by more than one host: 1; together: 4 of 5.",
     ]
     with pytest.raises(ValueError, match=r"at least one HostReport. Received: \[\]"):
-        sharding.describe_reads([], name="host", num_records=5)
+        multi_host.describe_reads([], name="host", num_records=5)
 
 
 def test_describe_reads_names_the_host_whose_error_aborted_the_others():
     failed = "InvalidArgumentError: Could not apply FILE based sharding"
     reports = [
-        sharding.HostReport(0, 1, ["a"], {"FILE, 1 file": failed}),
-        sharding.HostReport(
+        multi_host.HostReport(0, 1, ["a"], {"FILE, 1 file": failed}),
+        multi_host.HostReport(
             1,
             1,
             ["b"],
             {"FILE, 1 file": "UnavailableError: Collective ops is aborted by: Socket closed"},
         ),
     ]
-    lines = sharding.describe_reads(reports, name="host", num_records=2)
+    lines = multi_host.describe_reads(reports, name="host", num_records=2)
     assert lines[0] == f"host 0: 1 shards, 1 records; {{'FILE, 1 file': '{failed}'}}"
     assert lines[1] == (
         "host 1: 1 shards, 1 records; {'FILE, 1 file': \"stopped by host 0's error "

@@ -1,0 +1,113 @@
+"""tools.utils_usage: which names of `utils` the lessons reach, and the package's import graph."""
+
+import ast
+import importlib
+import textwrap
+from pathlib import Path
+
+from tools import utils_usage
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def test_report_follows_lessons_through_utils_and_names_the_rest(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "utils/__init__.py": '"""Course."""\n',
+            "utils/timing.py": """\
+                from utils import helpers
+
+
+                def measure():
+                    return helpers.count()
+
+
+                def describe_machine():
+                    return "2 cores"
+
+
+                class Watch:
+                    def summary(self):
+                        return 1
+
+                    def probe(self):
+                        return 2
+                """,
+            "utils/helpers.py": """\
+                def count():
+                    return 1
+
+
+                def unused():
+                    return 2
+                """,
+            "notebooks/01_lesson.py": """\
+                from utils import timing
+
+                timing.measure()
+                timing.Watch().summary()
+                """,
+            "tools/bench.py": "from utils.timing import describe_machine\n",
+        },
+    )
+    total, reached, lines = utils_usage.report(tmp_path, show_names=True)
+    assert (total, reached) == (24, 18)
+    assert lines[1:] == [
+        "utils                                   1         0  ",
+        "utils.helpers                           6         2  unused",
+        "    unused (2 lines): nobody",
+        "utils.timing                           17         4  describe_machine, Watch.probe",
+        "    describe_machine (2 lines): tools",
+        "    Watch.probe (2 lines): (a method: grep its name)",
+        "total (checks apart)                   24         6",
+        "utils.checks (all)                      0",
+    ]
+
+
+def _utils_imports(path: Path) -> set[str]:
+    """The `utils` modules that `path` imports anywhere: at the top, in a function, for types."""
+    modules = set(utils_usage.package_modules())
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        found |= {name for name in names if name in modules}
+    return found
+
+
+def test_every_utils_module_imports_and_the_import_graph_has_no_cycle():
+    modules = utils_usage.package_modules()
+    graph = {}
+    for name, module in modules.items():
+        importlib.import_module(name)
+        own_package = name if module.path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        # A module imports its package first; that edge is Python's, not a design choice.
+        graph[name] = _utils_imports(module.path) - {own_package, "utils"}
+    visiting, done, cycles = [], set(), []
+
+    def visit(name):
+        if name in done:
+            return
+        if name in visiting:
+            cycles.append(visiting[visiting.index(name) :] + [name])
+            return
+        visiting.append(name)
+        for target in sorted(graph[name]):
+            visit(target)
+        visiting.pop()
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name)
+    assert cycles == []

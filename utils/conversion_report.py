@@ -1,0 +1,106 @@
+"""What a conversion did: records written, bytes before and after, images skipped or enlarged."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from utils import records
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedImage:
+    """An input image that was not written, and why."""
+
+    path: str
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SmallImage:
+    """An input image smaller than the target on its shorter side: written, enlarged."""
+
+    path: str
+    size: tuple[int, int]
+
+
+# At most this many small images are named in a report; the count is always complete.
+_MAX_SMALL_LISTED = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class ConversionReport:
+    """What `convert` did.
+
+    Attributes:
+        output_dir: the shards' folder.
+        shards: the shard paths written, in order.
+        shard_counts: records in each shard.
+        num_input_images: images the source holds.
+        skipped: images that could not be read or decoded, with the error of each.
+        empty_class_folders: class folders with no images, not used as classes.
+        input_bytes: bytes of the images written, as stored in the source.
+        output_image_bytes: bytes of the same images recompressed.
+        seconds: time taken.
+        small_images: images written whose shorter side was under `target_size` pixels:
+            kept (a small photo still shows its class, and dropping it would change the
+            class counts without a word), enlarged, and listed so you can remove them.
+        target_size: side of the square images written.
+    """
+
+    output_dir: str
+    shards: list[str]
+    shard_counts: list[int]
+    num_input_images: int
+    skipped: list[SkippedImage]
+    empty_class_folders: list[str]
+    input_bytes: int
+    output_image_bytes: int
+    seconds: float
+    small_images: list[SmallImage] = dataclasses.field(default_factory=list)
+    target_size: int = records.DEFAULT_TARGET_SIZE
+
+    @property
+    def num_written(self) -> int:
+        """Records written, in all shards."""
+        return sum(self.shard_counts)
+
+    @property
+    def records_per_second(self) -> float:
+        """Records written per second of the whole conversion."""
+        return self.num_written / self.seconds if self.seconds else float("inf")
+
+    def summary(self) -> str:
+        """Returns the report `convert` prints.
+
+        Returns:
+            Lines of counts, bytes before and after, speed, and the skipped files.
+        """
+        written = max(self.num_written, 1)
+        before, after = self.input_bytes / written, self.output_image_bytes / written
+        lines = [
+            f"Wrote {self.num_written} records in {len(self.shards)} shards to "
+            f"{self.output_dir} in {self.seconds:.1f} s ({self.records_per_second:.0f} records/s).",
+            f"Average bytes per image: {before:,.0f} before, {after:,.0f} after "
+            f"({1 - after / before:.0%} saved)."
+            if before
+            else "No image written.",
+            f"Input images: {self.num_input_images} = {self.num_written} written "
+            f"+ {len(self.skipped)} skipped.",
+        ]
+        lines += [f"  skipped {image.path}: {image.error}" for image in self.skipped]
+        if self.small_images:
+            side = self.target_size
+            lines.append(
+                f"Smaller than {side} x {side}: {len(self.small_images)} image(s), kept and "
+                "enlarged (blurry; remove them from the folder if they are thumbnails):"
+            )
+            lines += [
+                f"  {image.path}: {image.size[0]} x {image.size[1]}"
+                for image in self.small_images[:_MAX_SMALL_LISTED]
+            ]
+            if len(self.small_images) > _MAX_SMALL_LISTED:
+                lines.append(f"  ... and {len(self.small_images) - _MAX_SMALL_LISTED} more.")
+        if self.empty_class_folders:
+            empty = ", ".join(self.empty_class_folders)
+            lines.append(f"Empty class folder(s), not used as classes: {empty}")
+        return "\n".join(lines)
