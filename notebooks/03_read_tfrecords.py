@@ -625,7 +625,7 @@ figure = display.plot_ablation(ablation.results, title=simulated_storage.describ
 #   per-record steps run in Python, in Grain's threads or worker processes.
 #
 # `python -m tools.benchmark` measures both on these images, each file charged the same
-# first-byte wait per pass as a shard here (the README's Benchmark section holds an idle
+# first-byte wait per pass as a shard here (the course's docs/benchmark.md holds an idle
 # run; this notebook states no ratio). That assumes files on local disk or cached near
 # the machine: read from object storage one record at a time, each record is a request
 # of its own (the benchmark's row "Grain, a request per record").

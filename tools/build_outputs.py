@@ -21,7 +21,7 @@ from tools.lesson_parameters import KERNEL_OPTIONS
 from utils import progress
 
 METADATA_KEY = "tpu_speed_pipelines"
-# In a solution's metadata: how long its execution took, in seconds (the README's times).
+# In a solution's metadata: how long its execution took, in seconds (the lesson times in README.md).
 EXECUTION_SECONDS = "execution_seconds"
 
 
@@ -41,7 +41,7 @@ def execute_solution(
     """Runs a notebook with papermill in `cwd`; returns a copy of it with the outputs.
 
     Only outputs, execution counts and the run's duration (papermill's, in whole seconds,
-    as `tpu_speed_pipelines.execution_seconds`: the README's lesson times) are taken from
+    as `tpu_speed_pipelines.execution_seconds`: README.md's lesson times) are taken from
     the run, so the metadata papermill and the kernel add (timestamps, versions, empty
     tags) never reach the file; the outputs show machine paths portably
     (`without_machine_paths`).
