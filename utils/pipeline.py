@@ -137,6 +137,9 @@ def tfrecord_images(
     Returns:
         The dataset.
 
+    Raises:
+        ValueError: if `cache` is asked with `epochs` other than 1.
+
     Example:
         dataset = pipeline.tfrecord_images(shards, target_size=192, num_classes=5,
                                            batch_size=64, epochs=None)

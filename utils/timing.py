@@ -9,7 +9,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -190,7 +190,7 @@ def time_training_steps(model: keras.Model, dataset: tf.data.Dataset, *, num_ste
     return epoch_seconds[-1] / num_steps
 
 
-def spread(values, number_format: str = ",.0f", *, note: str = "") -> str:
+def spread(values: Iterable[float], number_format: str = ",.0f", *, note: str = "") -> str:
     """Returns runs' median and range in one phrase: `median (min-max)`.
 
     Args:
