@@ -187,7 +187,7 @@ def test_lab3_committed_timeline_shows_the_parallel_pipeline_ahead():
     printed = "".join(
         output.get("text", "")
         for cell in solution.cells
-        if cell.cell_type == "code" and "timeline.trace_pipeline(" in cell.source
+        if cell.cell_type == "code" and ".trace_pipeline(" in cell.source
         for output in cell.outputs
     )
     seconds = {
