@@ -27,6 +27,12 @@ os.environ[progress.DISABLE_ENV_VAR] = "1"
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# The course's documents, relative to the root: README.md first, then CONTRIBUTING.md, docs/.
+DOCUMENTS = [
+    "README.md",
+    "CONTRIBUTING.md",
+    *sorted(f"docs/{path.name}" for path in (REPO_ROOT / "docs").glob("*.md")),
+]
 LAST_TEST = (
     "tests/test_temp_folder.py::test_the_session_left_nothing_of_the_course_in_the_temp_folder"
 )

@@ -2,13 +2,7 @@
 
 import re
 
-from tests.conftest import REPO_ROOT
-
-DOCUMENTS = [
-    "README.md",
-    "CONTRIBUTING.md",
-    *sorted(f"docs/{p.name}" for p in (REPO_ROOT / "docs").glob("*.md")),
-]
+from tests.conftest import DOCUMENTS, REPO_ROOT
 
 
 def _maintainers_layout():

@@ -9,7 +9,7 @@ import subprocess
 import nbformat
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import DOCUMENTS, REPO_ROOT
 from tools import build_notebooks as build
 from tools import setup_cell
 from utils import runtime
@@ -114,12 +114,7 @@ COURSE_ADDRESS = re.compile(
 
 def test_no_notebook_or_readme_line_points_at_an_unconfigured_address():
     configured = setup_cell.repository()
-    documents = [
-        "README.md",
-        "CONTRIBUTING.md",
-        *(f"docs/{p.name}" for p in (REPO_ROOT / "docs").glob("*.md")),
-    ]
-    texts = {name: (REPO_ROOT / name).read_text() for name in documents}
+    texts = {name: (REPO_ROOT / name).read_text() for name in DOCUMENTS}
     for source in build.lesson_sources(REPO_ROOT):
         lab, solution = build.split_variants(source)
         texts[f"built lab of {source.name}"] = nbformat.writes(lab)
