@@ -24,7 +24,7 @@
 # %%
 import tensorflow as tf
 
-from utils import checks, display, sources, storage, timing
+from utils import checks, comparison, display, sources, storage, timing
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -293,7 +293,7 @@ local_result = timing.measure_throughput(
 # the ratios are taken within each round.
 
 # %% tags=["summary"]
-runs = timing.measure_in_turns(
+runs = comparison.measure_in_turns(
     {
         "sequential": timing.throughput_timer(sequential, num_images=NUM_TIMED_SEQUENTIAL),
         "parallel map, default threads": timing.throughput_timer(
@@ -313,14 +313,14 @@ runs = timing.measure_in_turns(
 )
 sequential_runs, default_runs, parallel_runs, local_runs = runs.values()
 figure = display.plot_throughput(list(runs.values()), title=simulated_storage.describe())
-speedup = timing.ratio_in_turns(parallel_runs, sequential_runs)
-share_of_local = timing.ratio_in_turns(parallel_runs, local_runs)
+speedup = comparison.ratio_in_turns(parallel_runs, sequential_runs)
+share_of_local = comparison.ratio_in_turns(parallel_runs, local_runs)
 print(
     f"\nReading one object at a time gave {sequential_runs.median:.1f} images/s; "
     f"{NUM_PARALLEL_READS} reads in flight gave {speedup.median:.1f}x that "
     f"({speedup.minimum:.1f}-{speedup.maximum:.1f}x over {speedup.num_runs} rounds)."
 )
-print(timing.describe_difference([parallel_runs, default_runs], name="Threads for the reads"))
+print(comparison.describe_difference([parallel_runs, default_runs], name="Threads for the reads"))
 print(
     f"Local disk with no latency reached {local_runs.median:,.0f} images/s: the parallel "
     f"reads got {share_of_local.median:.0%} of it ({share_of_local.minimum:.0%}-"

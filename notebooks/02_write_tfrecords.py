@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from utils import (
     checks,
+    comparison,
     conversion,
     data,
     display,
@@ -43,7 +44,6 @@ from utils import (
     shard_cache,
     shard_files,
     sources,
-    timing,
     validation,
 )
 
@@ -215,7 +215,7 @@ versions = {
     "resized, recompressed": recompressed_bytes,
     **{f"resized, quality {quality}": jpegs for quality, jpegs in by_quality.items()},
 }
-decode_runs = timing.measure_in_turns(
+decode_runs = comparison.measure_in_turns(
     {
         label: recompression.decode_timer(jpegs, num_images=DECODE_TIMED_IMAGES)
         for label, jpegs in versions.items()
@@ -236,9 +236,11 @@ print(
     f"without resizing {decode_same_size.median:,.0f}; resized and recompressed "
     f"{decode_after.median:,.0f}."
 )
-print(timing.describe_difference([decode_same_size, decode_before], name="Recompressing alone"))
-print(timing.describe_difference([decode_after, decode_before], name="Resizing and recompressing"))
-print(timing.describe_difference(quality_rates, name="Decode speed across qualities"))
+print(comparison.describe_difference([decode_same_size, decode_before], name="Recompressing alone"))
+print(
+    comparison.describe_difference([decode_after, decode_before], name="Resizing and recompressing")
+)
+print(comparison.describe_difference(quality_rates, name="Decode speed across qualities"))
 figure = display.plot_quality_trade_off(
     QUALITIES,
     kilobytes,
@@ -468,7 +470,7 @@ print(
     f"{decode_same_size.median:,.0f} for the originals recompressed at their size, "
     f"{decode_after.median:,.0f} for the resized and recompressed images."
 )
-print(timing.describe_difference(quality_rates, name="Decode speed across qualities"))
+print(comparison.describe_difference(quality_rates, name="Decode speed across qualities"))
 print(
     f"Conversion: {report.num_written} images in {report.seconds:.1f} s "
     f"({report.records_per_second:.0f} images/s) into {len(report.shards)} shards."

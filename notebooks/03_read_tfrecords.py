@@ -35,9 +35,11 @@ import tensorflow as tf
 
 from utils import (
     checks,
+    comparison,
     conversion,
     display,
     knobs,
+    machine_load,
     pipeline,
     pipeline_trace,
     shard_cache,
@@ -284,7 +286,7 @@ parse_variants = {
         parse_batch, num_parallel_calls=AUTOTUNE
     ),
 }
-parse_runs = timing.measure_in_turns(
+parse_runs = comparison.measure_in_turns(
     {label: variant.repeat() for label, variant in parse_variants.items()},
     num_images=2 * in_memory_count,
     repeats=SPEED_TEST_REPEATS,
@@ -293,7 +295,7 @@ parse_runs = timing.measure_in_turns(
 # %%
 for what in ("parse", "parse+decode"):
     batched, one_by_one = parse_runs[f"{what}, batched"], parse_runs[f"{what}, one by one"]
-    print(timing.describe_difference([batched, one_by_one], name=f"{what} by batch"))
+    print(comparison.describe_difference([batched, one_by_one], name=f"{what} by batch"))
 
 # %% [markdown]
 # Every element through a `map()` costs a function call and some bookkeeping. Parsing
@@ -356,7 +358,7 @@ records_one_reader = pipeline.tfrecord_images(
     deterministic=True,
     batch_size=BATCH_SIZE,
 )
-speed_runs = timing.measure_in_turns(
+speed_runs = comparison.measure_in_turns(
     {
         "files, one at a time": timing.throughput_timer(
             files_one_at_a_time, num_images=NUM_TIMED_SEQUENTIAL
@@ -374,15 +376,17 @@ speed_runs = timing.measure_in_turns(
 
 # %%
 records_parallel = speed_runs["TFRecords, fast"]
-over_one_at_a_time = timing.ratio_in_turns(
+over_one_at_a_time = comparison.ratio_in_turns(
     records_parallel, speed_runs["files, one at a time"], label="fast / files one at a time"
 )
-over_best_files = timing.ratio_in_turns(
+over_best_files = comparison.ratio_in_turns(
     records_parallel, speed_runs["files, parallel"], label="fast / files in parallel"
 )
 print(over_one_at_a_time.summary(",.0f") + " x")
 print(over_best_files.summary(",.1f") + " x")
-print(timing.describe_difference([records_parallel, speed_runs["files, parallel"]], name="Speed"))
+print(
+    comparison.describe_difference([records_parallel, speed_runs["files, parallel"]], name="Speed")
+)
 
 # %% [markdown]
 # ## Against the machine's limit
@@ -408,8 +412,8 @@ local_pipeline = pipeline.tfrecord_images(
 )
 ceiling_dataset = pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)
 # In turns, the order reversed every other round: a busy moment lands on both sides.
-with timing.LoadWatch() as machine_load:
-    runs = timing.measure_in_turns(
+with machine_load.LoadWatch() as machine_load:
+    runs = comparison.measure_in_turns(
         {
             "decode ceiling (in memory)": ceiling_dataset,
             "TFRecords, fast, local disk": local_pipeline,
@@ -419,8 +423,8 @@ with timing.LoadWatch() as machine_load:
     )
 print(machine_load.summary())
 ceiling, local_records = runs["decode ceiling (in memory)"], runs["TFRecords, fast, local disk"]
-share = timing.ratio_in_turns(local_records, ceiling)
-print(timing.describe_share_of_ceiling(share, name="The course pipeline on local disk"))
+share = comparison.ratio_in_turns(local_records, ceiling)
+print(comparison.describe_share_of_ceiling(share, name="The course pipeline on local disk"))
 figure = display.plot_throughput(
     list(speed_runs.values()), title=simulated_storage.describe(), ceiling=ceiling
 )
@@ -563,7 +567,7 @@ print(
     f"On local disk the pipeline reads {local_records.median:,.0f} images/s and the machine "
     f"decodes {ceiling.median:,.0f} (medians of {share.num_runs} runs in turns)."
 )
-print(timing.describe_share_of_ceiling(share, name="The pipeline"))
+print(comparison.describe_share_of_ceiling(share, name="The pipeline"))
 print(knobs.describe_open_shards(ablation, num_cores=os.cpu_count()))
 print("What each knob buys, median (range) of each setting:")
 print("\n".join(knobs.describe_ranges(ablation.results)))

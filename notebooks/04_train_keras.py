@@ -64,13 +64,13 @@ import tensorflow as tf
 from utils import (
     accelerator_wait,
     checks,
+    comparison,
     display,
     models,
     pipeline,
     shard_cache,
     sources,
     strategy,
-    timing,
     training,
 )
 
@@ -249,13 +249,13 @@ lab3_reading = pipeline.tfrecord_images(
     train_paths, target_size=TARGET_SIZE, num_classes=len(class_names), batch_size=64
 )
 lab4_reading = read_images(train_paths).batch(64).prefetch(tf.data.AUTOTUNE)
-reading_runs = timing.measure_in_turns(
+reading_runs = comparison.measure_in_turns(
     {"lab 3's pipeline": lab3_reading.repeat(), "this lab's reading": lab4_reading.repeat()},
     num_images=NUM_TIMED_IMAGES,
     repeats=5,
 )
 lab3_rate, lab4_rate = reading_runs["lab 3's pipeline"], reading_runs["this lab's reading"]
-reading_ratio = timing.ratio_in_turns(lab4_rate, lab3_rate)
+reading_ratio = comparison.ratio_in_turns(lab4_rate, lab3_rate)
 print(f"This lab's reading / lab 3's pipeline: {reading_ratio.summary('.2f')}")
 
 

@@ -57,15 +57,16 @@ import tensorflow as tf
 from utils import (
     accelerator_wait,
     checks,
+    comparison,
     decode_less,
     display,
+    machine_load,
     models,
     pipeline,
     records,
     shard_cache,
     sources,
     strategy,
-    timing,
 )
 
 # %% [markdown]
@@ -226,7 +227,7 @@ def training_fed_by(dataset):
     )
 
 
-runs = timing.measure_in_turns(
+runs = comparison.measure_in_turns(
     {
         "pipeline alone, reading and decoding": uncached,
         "pipeline alone, from its cache": cached,
@@ -239,7 +240,7 @@ runs = timing.measure_in_turns(
 )
 
 # %%
-step_ratio = timing.ratio_in_turns(
+step_ratio = comparison.ratio_in_turns(
     runs["training fed from memory"],
     runs["training fed by the pipeline"],
     label="Step time fed by the pipeline / from memory",
@@ -248,11 +249,13 @@ judge(step_ratio, above="input-bound", below="not input-bound")
 delivered = {name: runs[name] for name in list(runs)[:2]}
 consumed = {
     f"{choice.kind} consumes": runs["training fed from memory"],
-    "the stand-in consumes": timing.RepeatedResult("", (STAND_IN_IMAGES_PER_SECOND,) * NUM_ROUNDS),
+    "the stand-in consumes": comparison.RepeatedResult(
+        "", (STAND_IN_IMAGES_PER_SECOND,) * NUM_ROUNDS
+    ),
 }
 for pipeline_name, rate in delivered.items():
     for consumer, need in consumed.items():
-        need_ratio = timing.ratio_in_turns(need, rate, label=f"{consumer} / {pipeline_name}")
+        need_ratio = comparison.ratio_in_turns(need, rate, label=f"{consumer} / {pipeline_name}")
         judge(need_ratio, "input-bound", "keeps up")
 figure = display.plot_throughput(
     accelerator_wait.median_bars(delivered),
@@ -278,7 +281,7 @@ figure = display.plot_throughput(
 # dispatched asynchronously, so some overlap comes without `prefetch`.)
 
 # %%
-prefetch_ratio = timing.ratio_in_turns(
+prefetch_ratio = comparison.ratio_in_turns(
     runs["training fed by the pipeline"],
     runs["training fed without prefetch"],
     label="Training images/s with prefetch / without",
@@ -318,7 +321,7 @@ print(
 # shape.
 
 # %%
-batch_runs = timing.measure_in_turns(
+batch_runs = comparison.measure_in_turns(
     accelerator_wait.batch_size_rates(
         lambda: compiled_model(1),
         one_batch,
@@ -329,7 +332,9 @@ batch_runs = timing.measure_in_turns(
     repeats=NUM_ROUNDS,
 )
 smallest, largest = list(batch_runs.values())[0], list(batch_runs.values())[-1]
-batch_ratio = timing.ratio_in_turns(largest, smallest, label=f"{largest.label} / {smallest.label}")
+batch_ratio = comparison.ratio_in_turns(
+    largest, smallest, label=f"{largest.label} / {smallest.label}"
+)
 judge(batch_ratio, "the larger batch trains faster", "no faster")
 
 # %% [markdown]
@@ -355,9 +360,9 @@ for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
     call_candidates[f"tiny model, {n} per call"] = accelerator_wait.training_rate(
         tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS, batch_size=8 * choice.num_replicas
     )
-call_runs = timing.measure_in_turns(call_candidates, repeats=NUM_ROUNDS)
+call_runs = comparison.measure_in_turns(call_candidates, repeats=NUM_ROUNDS)
 for name in ["lesson's model", "tiny model"]:
-    ratio = timing.ratio_in_turns(
+    ratio = comparison.ratio_in_turns(
         call_runs[f"{name}, {steps_per_execution} per call"],
         call_runs[f"{name}, 1 per call"],
         label=f"{name}: images/s at {steps_per_execution} steps per call / 1",
@@ -413,7 +418,7 @@ differences = decode_less.crop_differences(encoded_images[:50])
 # Now the speed, in `NUM_ROUNDS` rounds, the three ways in turns:
 
 # %%
-with timing.LoadWatch() as decode_load:
+with machine_load.LoadWatch() as decode_load:
     speedups = decode_less.time_variants(
         encoded_images, image_size=IMAGE_SIZE, num_images=NUM_DECODE_IMAGES, repeats=NUM_ROUNDS
     )

@@ -36,14 +36,15 @@ import tensorflow as tf
 
 from utils import (
     checks,
+    comparison,
     data_service,
     display,
+    machine_load,
     multi_host,
     pipeline,
     records,
     shard_cache,
     sources,
-    timing,
 )
 
 # %% tags=["parameters"]
@@ -82,8 +83,8 @@ stored_jpegs = [
     for record in tf.data.TFRecordDataset(shard_paths).take(1000)
 ]
 ceiling_dataset = pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)
-with timing.LoadWatch() as machine_load:
-    ceiling = timing.measure_in_turns(
+with machine_load.LoadWatch() as machine_load:
+    ceiling = comparison.measure_in_turns(
         {"decode ceiling (in memory)": ceiling_dataset},
         num_images=NUM_TIMED_IMAGES,
         repeats=REPEATS,
@@ -359,7 +360,7 @@ with (
         )
         for label, (cluster, compression) in settings.items()
     }
-    speeds = timing.measure_in_turns(metered, repeats=REPEATS)
+    speeds = comparison.measure_in_turns(metered, repeats=REPEATS)
 for label, num_workers in [("1 worker", 1), ("2 workers", 2)]:
     # Two limits: what waiting allows, and what the CPU time per image allows.
     waiting_limit = num_workers * records_per_shard * 1000 / max(LATENCY_MS, 1e-9)
@@ -372,8 +373,12 @@ for label, num_workers in [("1 worker", 1), ("2 workers", 2)]:
         f"records per shard, {LATENCY_MS} ms each); {cpu_ms_per_image:.2f} ms of CPU per "
         f"image on {os.cpu_count()} cores allow {cpu_limit:,.0f}. The lower limit: {limit}."
     )
-print(timing.describe_difference([speeds["2 workers"], speeds["1 worker"]], name="A second worker"))
-compression_line = timing.describe_difference(
+print(
+    comparison.describe_difference(
+        [speeds["2 workers"], speeds["1 worker"]], name="A second worker"
+    )
+)
+compression_line = comparison.describe_difference(
     [speeds["1 worker"], speeds["1 worker, compression off"]], name="Compression AUTO vs off"
 )
 print(compression_line)
@@ -438,7 +443,11 @@ for num_workers, waiting_limit, cpu_limit, limit in limits:
     )
 for result in speeds.values():
     print(f"Service, {result.summary()} images/s")
-print(timing.describe_difference([speeds["2 workers"], speeds["1 worker"]], name="A second worker"))
+print(
+    comparison.describe_difference(
+        [speeds["2 workers"], speeds["1 worker"]], name="A second worker"
+    )
+)
 print(compression_line)
 figure = display.plot_throughput(
     list(speeds.values()), title=f"tf.data service, SIMULATED {LATENCY_MS} ms per shard"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import accelerator_wait, timing
+from utils import accelerator_wait, comparison, timing
 
 
 def _compiled_model():
@@ -65,7 +65,7 @@ def test_training_rate_times_steps_and_returns_images_per_second():
 
 
 def test_describe_comparison_says_what_would_tell_only_within_the_noise():
-    ratio = timing.RepeatedResult("fed / in memory", (1.02, 1.31, 1.2))
+    ratio = comparison.RepeatedResult("fed / in memory", (1.02, 1.31, 1.2))
     noise = accelerator_wait.describe_comparison(
         ratio, accelerator_wait.NOISE_VERDICT, tolerance=1.1
     )
@@ -78,7 +78,7 @@ def test_describe_comparison_says_what_would_tell_only_within_the_noise():
 
 
 def test_median_bars_draw_the_median_and_label_the_range():
-    runs = {"from cache": timing.RepeatedResult("from cache", (900.0, 1000.0, 1200.0))}
+    runs = {"from cache": comparison.RepeatedResult("from cache", (900.0, 1000.0, 1200.0))}
     (bar,) = accelerator_wait.median_bars(runs)
     assert bar.label == "from cache\n(900-1,200)"
     assert bar.images_per_second == 1000.0
@@ -94,7 +94,7 @@ def test_batch_size_rates_make_one_candidate_per_size():
         num_timed_steps=2,
     )
     assert list(rates) == ["2 per replica", "8 per replica"]
-    runs = timing.measure_in_turns(rates, repeats=2)
+    runs = comparison.measure_in_turns(rates, repeats=2)
     assert [run.num_runs for run in runs.values()] == [2, 2]
 
 

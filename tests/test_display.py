@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import display, timing
+from utils import comparison, display, timing
 
 matplotlib.use("Agg")  # No screen here.
 CLASSES = ("a", "b", "c")
@@ -79,7 +79,7 @@ def _result(label, rate):
 
 
 def _runs(label, *values):
-    return timing.RepeatedResult(label, tuple(values))
+    return comparison.RepeatedResult(label, tuple(values))
 
 
 def test_plot_ablation_one_panel_per_knob_on_one_y_axis():
@@ -180,7 +180,7 @@ def test_lab3_figures_fit_the_notebook_width(tmp_path):
 
 
 def test_plot_throughput_draws_a_repeated_ceiling_at_its_median_with_its_range():
-    ceiling = timing.RepeatedResult("decode ceiling", (2000.0, 2100.0, 2300.0))
+    ceiling = comparison.RepeatedResult("decode ceiling", (2000.0, 2100.0, 2300.0))
     figure = display.plot_throughput([_result("TFRecords, fast", 1500)], ceiling=ceiling)
     (line,) = figure.axes[0].get_lines()
     assert list(line.get_ydata()) == [2100, 2100]

@@ -3,11 +3,11 @@
 import pytest
 import tensorflow as tf
 
-from utils import knobs, storage, timing
+from utils import comparison, knobs, storage
 
 
 def _runs(label, *values):
-    return timing.RepeatedResult(label, tuple(values))
+    return comparison.RepeatedResult(label, tuple(values))
 
 
 def _ablation():

@@ -64,7 +64,11 @@ def _code_above(cells, phrase):
         ("05_accelerator_waiting", "says how many lie elsewhere", "decode_less.crop_differences("),
         ("05_accelerator_waiting", "The line on the\n# machine's load", "decode_load.summary()"),
         ("05_accelerator_waiting", "A ratio near 1 means decoding", "judge(speedup"),
-        ("07_scale_out_reading", "The\n# verdict lines say whether", "timing.describe_difference("),
+        (
+            "07_scale_out_reading",
+            "The\n# verdict lines say whether",
+            "comparison.describe_difference(",
+        ),
         ("07_scale_out_reading", "the lower of the two limits", "The lower limit:"),
         ("07_scale_out_reading", "the lower of the two limits", "cpu_limit = os.cpu_count()"),
     ],
@@ -153,8 +157,8 @@ def test_every_comparison_is_measured_in_turns_not_once(stem):
     # turns, with a median and a range, and a verdict only when the ranges separate.
     code = _code(stem)
     assert "timing.compare_throughput(" not in code
-    assert "timing.measure_in_turns(" in code
-    assert "timing.describe_difference(" in code or "knobs.describe_verdicts(" in code
+    assert "comparison.measure_in_turns(" in code
+    assert "comparison.describe_difference(" in code or "knobs.describe_verdicts(" in code
 
 
 def test_labs_1_and_3_read_through_the_same_storage_model():
@@ -252,7 +256,7 @@ def test_lesson7_measures_compression_off_against_auto_in_turns():
     code = _code("07_scale_out_reading")
     assert '"1 worker": (one_worker, "AUTO")' in code
     assert '"1 worker, compression off": (one_worker, None)' in code
-    assert "compression=compression" in code and "timing.measure_in_turns(metered" in code
+    assert "compression=compression" in code and "comparison.measure_in_turns(metered" in code
     assert 'name="Compression AUTO vs off"' in code
 
 
@@ -294,5 +298,5 @@ def test_lesson5_dates_tensorflow_tpus_crop_while_decoding():
 def test_lesson5_judges_every_ratio_with_the_learners_verdict():
     code = "\n".join(text for kind, text in _cells("05_accelerator_waiting") if kind == "code")
     # Each ratio taken in turns is printed through judge(), which calls verdict() (TODO 2).
-    assert code.count("timing.ratio_in_turns(") == 5 and code.count("judge(") == 7
+    assert code.count("comparison.ratio_in_turns(") == 5 and code.count("judge(") == 7
     assert "said = verdict(ratio, tolerance=accelerator_wait.TOLERANCE" in code

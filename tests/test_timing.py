@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tools import machine
-from utils import models, storage, timing
+from utils import comparison, machine_load, models, storage, timing
 
 
 def _slow_first_element(seconds):
@@ -112,7 +112,7 @@ def _fake_rates(rates_by_label, calls):
 def test_measure_in_turns_alternates_the_order_and_keeps_every_run(capsys):
     calls = []
     rates = {"ceiling": [100, 90, 110, 100, 95], "pipeline": [80, 99, 70, 90, 85]}
-    results = timing.measure_in_turns(_fake_rates(rates, calls), repeats=5)
+    results = comparison.measure_in_turns(_fake_rates(rates, calls), repeats=5)
     assert calls == ["ceiling", "pipeline", "pipeline", "ceiling"] * 2 + ["ceiling", "pipeline"]
     assert results["pipeline"].values == (80, 99, 70, 90, 85)
     assert (results["pipeline"].median, results["pipeline"].minimum) == (85, 70)
@@ -124,33 +124,33 @@ def test_measure_in_turns_alternates_the_order_and_keeps_every_run(capsys):
 
 
 def test_spread_is_the_median_and_range_the_tools_and_summaries_print():
-    assert timing.spread([1200.0, 950.4, 3100.0]) == "1,200 (950-3,100)"
-    assert timing.spread((0.5, 0.25), ".2f") == "0.38 (0.25-0.50)"
-    assert timing.spread([7], ".0f", note="1 runs") == "7 (7-7, 1 runs)"
+    assert comparison.spread([1200.0, 950.4, 3100.0]) == "1,200 (950-3,100)"
+    assert comparison.spread((0.5, 0.25), ".2f") == "0.38 (0.25-0.50)"
+    assert comparison.spread([7], ".0f", note="1 runs") == "7 (7-7, 1 runs)"
 
 
 def test_ratio_in_turns_divides_round_by_round():
-    pipeline_runs = timing.RepeatedResult("pipeline", (80, 99, 70))
-    ceiling_runs = timing.RepeatedResult("ceiling", (100, 90, 100))
-    share = timing.ratio_in_turns(pipeline_runs, ceiling_runs)
+    pipeline_runs = comparison.RepeatedResult("pipeline", (80, 99, 70))
+    ceiling_runs = comparison.RepeatedResult("ceiling", (100, 90, 100))
+    share = comparison.ratio_in_turns(pipeline_runs, ceiling_runs)
     assert share.label == "pipeline / ceiling"
     assert share.values == pytest.approx((0.8, 1.1, 0.7))
     assert share.summary(".2f") == "pipeline / ceiling: 0.80 (0.70-1.10, 3 runs)"
     with pytest.raises(ValueError, match=r"same number of runs. Received: 2 \(a\) and 3"):
-        timing.ratio_in_turns(timing.RepeatedResult("a", (1, 2)), ceiling_runs)
+        comparison.ratio_in_turns(comparison.RepeatedResult("a", (1, 2)), ceiling_runs)
 
 
 def test_measure_in_turns_times_datasets_quietly(capsys):
     images = tf.data.Dataset.from_tensors(tf.zeros((8, 8, 3), tf.uint8)).repeat().batch(4)
-    results = timing.measure_in_turns({"zeros": images}, num_images=8, repeats=2)
+    results = comparison.measure_in_turns({"zeros": images}, num_images=8, repeats=2)
     assert results["zeros"].num_runs == 2 and results["zeros"].minimum > 0
     assert capsys.readouterr().out.count("\n") == 1  # One summary line, no per-run lines.
     with pytest.raises(
         ValueError, match=r"`repeats` must be a positive integer. Received: repeats=0"
     ):
-        timing.measure_in_turns({"zeros": images}, num_images=8, repeats=0)
+        comparison.measure_in_turns({"zeros": images}, num_images=8, repeats=0)
     with pytest.raises(ValueError, match=r"`num_images` is needed to time the dataset 'zeros'"):
-        timing.measure_in_turns({"zeros": images}, repeats=1)
+        comparison.measure_in_turns({"zeros": images}, repeats=1)
 
 
 @pytest.mark.parametrize(
@@ -180,27 +180,31 @@ def test_measure_in_turns_times_datasets_quietly(capsys):
     ids=["below", "range above 100%", "median above 100%"],
 )
 def test_describe_share_of_ceiling_calls_above_100_percent_noise(values, expected):
-    share = timing.RepeatedResult("share", values)
-    assert timing.describe_share_of_ceiling(share) == expected
+    share = comparison.RepeatedResult("share", values)
+    assert comparison.describe_share_of_ceiling(share) == expected
 
 
 def test_describe_load_says_when_the_machine_was_not_idle():
-    busy = timing.describe_load(load_before=1.2, load_after=2.9, other_cores=0.9, num_cores=2)
+    busy = machine_load.describe_load(load_before=1.2, load_after=2.9, other_cores=0.9, num_cores=2)
     assert busy == (
         "The machine was NOT idle: other processes kept 0.90 of 2 cores busy on average "
         "(load average 1.20 before, 2.90 after); these are not idle-machine figures."
     )
-    idle = timing.describe_load(load_before=0.1, load_after=1.8, other_cores=0.05, num_cores=2)
+    idle = machine_load.describe_load(
+        load_before=0.1, load_after=1.8, other_cores=0.05, num_cores=2
+    )
     assert idle == (
         "The machine was idle: other processes kept 0.05 of 2 cores busy on average "
         "(load average 0.10 before, 1.80 after, which counts this run too)."
     )
-    unknown = timing.describe_load(load_before=0.5, load_after=0.5, other_cores=None, num_cores=2)
+    unknown = machine_load.describe_load(
+        load_before=0.5, load_after=0.5, other_cores=None, num_cores=2
+    )
     assert unknown.startswith("The machine was NOT idle: the load average before was 0.50")
 
 
 def test_load_watch_sees_other_processes_and_not_its_own_work():
-    with timing.LoadWatch() as load:
+    with machine_load.LoadWatch() as load:
         sum(range(3_000_000))  # This process's own work does not count as other load.
     assert load.other_cores is not None and load.other_cores >= 0
     assert load.summary().startswith("The machine was ")
@@ -211,13 +215,13 @@ def test_load_watch_counts_a_busy_process_beside_it_as_other_load():
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.3)  # Let it start.
-        with timing.LoadWatch() as load:
+        with machine_load.LoadWatch() as load:
             time.sleep(1.0)
     finally:
         busy.kill()
         busy.wait()
     assert load.other_cores >= 0.5  # The loop alone keeps most of a core busy.
-    on_two_cores = timing.describe_load(
+    on_two_cores = machine_load.describe_load(
         load_before=load.load_before,
         load_after=load.load_after,
         other_cores=load.other_cores,
@@ -239,19 +243,19 @@ def test_time_training_steps_times_the_second_epoch():
 
 
 def test_describe_difference_beyond_only_when_the_ranges_separate():
-    fast = timing.RepeatedResult("16 reads", (900.0, 1000.0, 950.0))
-    slow = timing.RepeatedResult("1 read", (400.0, 500.0, 450.0))
-    assert timing.describe_difference({"a": slow, "b": fast}, name="reads") == (
+    fast = comparison.RepeatedResult("16 reads", (900.0, 1000.0, 950.0))
+    slow = comparison.RepeatedResult("1 read", (400.0, 500.0, 450.0))
+    assert comparison.describe_difference({"a": slow, "b": fast}, name="reads") == (
         "reads: 16 reads is 2.11x 1 read (medians 950 and 450 images/s; ranges 900-1,000 and "
         "400-500 over 3 rounds in turns): beyond the noise."
     )
-    touching = timing.RepeatedResult("1 read", (400.0, 900.0, 450.0))
-    assert timing.describe_difference([fast, touching], name="reads").endswith(
+    touching = comparison.RepeatedResult("1 read", (400.0, 900.0, 450.0))
+    assert comparison.describe_difference([fast, touching], name="reads").endswith(
         "the ranges overlap, within the noise."
     )
-    assert timing.ranges_separate(fast, slow) and not timing.ranges_separate(fast, touching)
+    assert comparison.ranges_separate(fast, slow) and not comparison.ranges_separate(fast, touching)
     with pytest.raises(ValueError, match="at least two settings. Received: 1"):
-        timing.describe_difference([fast], name="reads")
+        comparison.describe_difference([fast], name="reads")
 
 
 def test_throughput_timer_times_quietly_each_call(capsys):

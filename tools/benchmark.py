@@ -16,7 +16,7 @@ In one run, on the same embedded images and the same storage setting (local disk
    headline). Skipped, with the reason, where `grain` or
    `array-record` is not installed (`requirements-grain.txt`);
 6. the ceiling: the same JPEG bytes decoded from memory on all cores, no I/O.
-The ceiling, 3, 4 and 5 are measured in turns (`timing.measure_in_turns`: round 1 in order,
+The ceiling, 3, 4 and 5 are measured in turns (`comparison.measure_in_turns`: round 1 in order,
 round 2 reversed, ...), 7 rounds; their ratios are taken within each round, and reported
 as median, min-max and number of runs, against the issue's targets. 1 and 2 are
 measured in turns among themselves, 3 rounds. Warm-up is excluded from every run.
@@ -28,7 +28,7 @@ that its peak memory is its own.
 
 It prints the machine (CPU model, cores), and for each part the load average before and
 after and the cores other processes kept busy: "The machine was NOT idle" when that is
-over a tenth of the cores (`timing.describe_load`). Prints one table, and writes
+over a tenth of the cores (`machine_load.describe_load`). Prints one table, and writes
 `benchmark.json` and `benchmark.png` to `--output-dir`.
 
 Usage:
@@ -265,7 +265,7 @@ def compare_pipelines(settings: dict) -> dict:
     The headline pipelines (the ceiling, the original course's TFRecords and the course
     pipeline at each latency) are measured in turns, `headline_repeats` rounds; the slower
     rest in turns among themselves, `repeats` rounds. Each result keeps its runs, in round
-    order, so that ratios are taken within a round (`timing.ratio_in_turns`).
+    order, so that ratios are taken within a round (`comparison.ratio_in_turns`).
     """
     import tensorflow as tf
 
@@ -314,11 +314,11 @@ def compare_pipelines(settings: dict) -> dict:
 
 
 def _in_turns_by_row(candidates: dict, repeats: int) -> dict:
-    """`timing.measure_in_turns` over `Row` -> candidate; its results keyed by the same rows."""
-    from utils import timing
+    """`comparison.measure_in_turns` over `Row` -> candidate; its results keyed by the same rows."""
+    from utils import comparison
 
     by_label = {row.label: row for row in candidates}
-    measured = timing.measure_in_turns(
+    measured = comparison.measure_in_turns(
         {row.label: candidate for row, candidate in candidates.items()}, repeats=repeats
     )
     return {by_label[label]: result for label, result in measured.items()}
@@ -396,7 +396,7 @@ def read_in_own_process(shards_dir: str) -> dict:
 
 def scaling(settings: dict) -> dict:
     """Measures reading and writing as the dataset grows, and reading as shards change."""
-    from utils import conversion, shard_cache, sources, timing
+    from utils import comparison, conversion, shard_cache, sources
 
     by_size = {}
     for size in settings["sizes"]:
@@ -425,7 +425,7 @@ def scaling(settings: dict) -> dict:
         for count, directory in shard_dirs.items()
     }
     print(f"  reading them in turns, {settings['repeats']} rounds ...", flush=True)
-    measured = _quietly(timing.measure_in_turns, rates, repeats=settings["repeats"])
+    measured = _quietly(comparison.measure_in_turns, rates, repeats=settings["repeats"])
     by_shards = {
         count: {
             **_figures(measured[count]),
@@ -536,12 +536,12 @@ def format_table(results: dict) -> list[str]:
 
 
 def _in_turns(results: dict, numerator: Row, denominator: Row, *, key: str = "runs"):
-    """The ratio of two headline results, round by round (`timing.ratio_in_turns`)."""
-    from utils import timing
+    """The ratio of two headline results, round by round (`comparison.ratio_in_turns`)."""
+    from utils import comparison
 
-    return timing.ratio_in_turns(
-        timing.RepeatedResult(numerator.label, tuple(results[numerator][key])),
-        timing.RepeatedResult(denominator.label, tuple(results[denominator][key])),
+    return comparison.ratio_in_turns(
+        comparison.RepeatedResult(numerator.label, tuple(results[numerator][key])),
+        comparison.RepeatedResult(denominator.label, tuple(results[denominator][key])),
     )
 
 
@@ -602,7 +602,7 @@ def _ratio_text(ratio) -> str:
 def latency_and_grain_lines(results: dict) -> list[str]:
     """Says what the latency costs each pipeline, and where Grain + ArrayRecord stands.
 
-    Every ratio is taken within each round of the headline's turns (`timing.ratio_in_turns`)
+    Every ratio is taken within each round of the headline's turns (`comparison.ratio_in_turns`)
     and given as median and range. CPU time per image moves far less with other load than
     images/s, so it is given too (median and range, microseconds).
 
@@ -614,7 +614,7 @@ def latency_and_grain_lines(results: dict) -> list[str]:
         latency ratio and, at each latency, its ratio to the ceiling and to the course
         pipeline and both CPU times per image.
     """
-    from utils.timing import spread
+    from utils.comparison import spread
 
     fast, slow = LATENCIES_MS
     lines = [
@@ -704,17 +704,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     settings = QUICK if args.quick else FULL
     from tools import grain_loader
-    from utils import timing
+    from utils import machine_load
 
     grain_skipped = grain_loader.missing_reason()
     start = time.perf_counter()
     machine_line = machine.describe_machine()
     print(f"Machine: {machine_line}", flush=True)
-    with timing.LoadWatch() as pipelines_load:
+    with machine_load.LoadWatch() as pipelines_load:
         print("Pipelines:", flush=True)
         results = compare_pipelines(settings)
     print(pipelines_load.summary(), flush=True)
-    with timing.LoadWatch() as growth_load:
+    with machine_load.LoadWatch() as growth_load:
         print("Growth:", flush=True)
         scale = scaling(settings)
     lines = [

@@ -9,9 +9,9 @@ Steps:
 2. Makes lesson 5's random crops at `--image-size` from them, three ways
    (`utils.decode_less.VARIANTS`): decode the whole JPEG then crop; decode only the crop
    (`tf.io.decode_and_crop_jpeg`); decode at half size (`decode_jpeg(ratio=2)`) then crop.
-3. Times each `--repeats` times, in turns (`timing.measure_in_turns`), and prints the
+3. Times each `--repeats` times, in turns (`comparison.measure_in_turns`), and prints the
    median images/s with its min-max, whether the machine was idle, and each way's
-   speed-up over decode-then-crop, divided within each round (`timing.ratio_in_turns`),
+   speed-up over decode-then-crop, divided within each round (`comparison.ratio_in_turns`),
    against the target (1.5x).
 
 Usage:
@@ -97,7 +97,7 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
 def main(argv=None) -> int:
     arguments = parse_arguments(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from utils import decode_less, timing
+    from utils import comparison, decode_less, machine_load
 
     if arguments.jpeg_source:
         encoded_images = read_jpeg_files(arguments.jpeg_source, arguments.num_images)
@@ -116,13 +116,13 @@ def main(argv=None) -> int:
         )  # fmt: skip
         for label, decode in decode_less.VARIANTS.items()
     }
-    with timing.LoadWatch() as load:
-        runs = timing.measure_in_turns(
+    with machine_load.LoadWatch() as load:
+        runs = comparison.measure_in_turns(
             datasets, num_images=arguments.timed_images, repeats=arguments.repeats
         )
     print(load.summary())
     for label in list(decode_less.VARIANTS)[1:]:
-        ratio = timing.ratio_in_turns(runs[label], runs[decode_less.BASELINE])
+        ratio = comparison.ratio_in_turns(runs[label], runs[decode_less.BASELINE])
         verdict = "meets" if ratio.median >= TARGET_RATIO else "misses"
         print(f"Target: {ratio.summary('.2f')}; {verdict} the {TARGET_RATIO}x target.")
     return 0

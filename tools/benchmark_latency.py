@@ -74,7 +74,7 @@ def variants(shard_paths: list[str], num_classes: int) -> dict:
 def measure(num_images: int, num_timed: int, rounds: int) -> dict:
     """Measures every variant in turns; returns name -> lists of images/s, CPU µs, cores."""
     from tools import benchmark
-    from utils import shard_cache, sources, timing
+    from utils import comparison, shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
     shard_set = benchmark._quietly(
@@ -83,7 +83,7 @@ def measure(num_images: int, num_timed: int, rounds: int) -> dict:
     made = variants(shard_set.paths, len(shard_set.class_names))
     cpu = {name: [] for name in made}
     rates = {name: benchmark._rate(make, num_timed, cpu[name]) for name, make in made.items()}
-    measured = benchmark._quietly(timing.measure_in_turns, rates, repeats=rounds)
+    measured = benchmark._quietly(comparison.measure_in_turns, rates, repeats=rounds)
     return {
         name: {
             "images_per_second": list(measured[name].values),
@@ -105,7 +105,7 @@ def format_results(results: dict) -> list[str]:
     the share of its local-disk rate that the latency leaves (the issue's target: 0.97
     at a fixed 50 ms, 0.95 under the object-storage model).
     """
-    from utils.timing import spread
+    from utils.comparison import spread
 
     lines = [
         f"{'variant':<54} {'images/s':>20} {'CPU us/image':>16} {'cores busy':>17} "
@@ -130,12 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
-    from utils import timing
+    from utils import machine_load
 
     num_images, num_timed, rounds = (300, 600, 2) if args.quick else (3670, 8000, 7)
     rounds = args.rounds or rounds
     print(f"Machine: {machine.describe_machine()}", flush=True)
-    with timing.LoadWatch() as load:
+    with machine_load.LoadWatch() as load:
         results = measure(num_images, num_timed, rounds)
     print("\n".join(format_results(results)))
     print(load.summary())

@@ -2,7 +2,7 @@
 
 Three measurements on the benchmark's data (3,670 embedded images in 16 shards of 192 px,
 local disk), each in one run with its candidates measured in turns
-(`timing.measure_in_turns`) and the machine's load printed:
+(`comparison.measure_in_turns`) and the machine's load printed:
 
 1. `stages`: the pipeline built up stage by stage: read (TFRecord files, CRC checked),
    + parse (`parse_example` by batch), + decode (the JPEGs: the pipeline without
@@ -192,7 +192,7 @@ def stages(repeats: int, output_dir: Path) -> dict:
 
     import tensorflow as tf
 
-    from utils import timing
+    from utils import comparison, machine_load
 
     paths, num_classes, jpegs = load_shards()
     makers = {
@@ -205,8 +205,8 @@ def stages(repeats: int, output_dir: Path) -> dict:
     rates = {
         name: (lambda n=name: time_with_cpu(makers[n](), NUM_TIMED, cpu[n])) for name in makers
     }
-    with timing.LoadWatch() as load:
-        measured = timing.measure_in_turns(rates, repeats=repeats)
+    with machine_load.LoadWatch() as load:
+        measured = comparison.measure_in_turns(rates, repeats=repeats)
     cores = len(os.sched_getaffinity(0))
     report = {"load": load.summary(), "machine": machine.describe_machine(), "stages": {}}
     for name, result in measured.items():
@@ -320,12 +320,12 @@ def sweep(repeats: int, names: list[str] | None = None) -> dict:
     """
     import statistics
 
-    from utils import timing
+    from utils import comparison, machine_load
 
     paths, num_classes, jpegs = load_shards()
     course = lambda: build(paths, num_classes=num_classes)  # noqa: E731
     report = {"machine": machine.describe_machine(), "changes": {}}
-    with timing.LoadWatch() as load:
+    with machine_load.LoadWatch() as load:
         for name in names or list(SWEEP):
             change = SWEEP[name]
             print(f"{name}:", flush=True)
@@ -343,8 +343,8 @@ def sweep(repeats: int, names: list[str] | None = None) -> dict:
                 label: (lambda m=make, log=cpu[label]: time_with_cpu(m(), NUM_SWEEP, log))
                 for label, make in makers.items()
             }
-            measured = timing.measure_in_turns(candidates, repeats=repeats)
-            gain = timing.ratio_in_turns(measured[name], measured["course pipeline"])
+            measured = comparison.measure_in_turns(candidates, repeats=repeats)
+            gain = comparison.ratio_in_turns(measured[name], measured["course pipeline"])
             work = [a / b for a, b in zip(cpu["course pipeline"], cpu[name], strict=True)]
             entry = {
                 "ratio": gain.median,
@@ -356,9 +356,11 @@ def sweep(repeats: int, names: list[str] | None = None) -> dict:
                 "work_max": max(work),
             }
             if "dct_method" in change:
-                same = timing.ratio_in_turns(measured[name], measured["ceiling, same dct_method"])
+                same = comparison.ratio_in_turns(
+                    measured[name], measured["ceiling, same dct_method"]
+                )
                 entry["share_of_same_ceiling"] = same.median
-                entry["ceiling_gain"] = timing.ratio_in_turns(
+                entry["ceiling_gain"] = comparison.ratio_in_turns(
                     measured["ceiling, same dct_method"], measured["ceiling"]
                 ).median
             report["changes"][name] = entry
@@ -401,7 +403,7 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
     import statistics
     import tempfile
 
-    from utils import conversion, sources, timing
+    from utils import comparison, conversion, machine_load, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
 
@@ -410,7 +412,7 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
 
     runs = {count: {"just written": [], "settled": []} for count in counts}
     sizes = {}
-    with timing.LoadWatch() as load, tempfile.TemporaryDirectory() as scratch:
+    with machine_load.LoadWatch() as load, tempfile.TemporaryDirectory() as scratch:
         for round_index in range(repeats):
             for count in counts if round_index % 2 == 0 else counts[::-1]:
                 directory = Path(scratch) / f"{count}-shards"
@@ -432,8 +434,8 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
         fresh, settled = runs[count]["just written"], runs[count]["settled"]
         gain = statistics.median(b / a for a, b in zip(fresh, settled, strict=True))
         lines.append(
-            f"{count:>6} {sizes[count]:>8.1f} {timing.spread(fresh):>22} "
-            f"{timing.spread(settled):>22} {gain:>12.2f}"
+            f"{count:>6} {sizes[count]:>8.1f} {comparison.spread(fresh):>22} "
+            f"{comparison.spread(settled):>22} {gain:>12.2f}"
         )
     return {"load": load.summary(), "lines": lines, "runs": runs}
 

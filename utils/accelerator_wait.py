@@ -2,7 +2,7 @@
 
 Lesson 5 asks three questions of a training step: does the pipeline keep up with it, how
 does its cost change with the batch size, and what does `steps_per_execution` save. The
-functions here make what `timing.measure_in_turns` times, and the lines the lesson prints.
+functions here make what `comparison.measure_in_turns` times, and the lines the lesson prints.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
-from utils import timing
+from utils import comparison, timing
 
 if TYPE_CHECKING:
     import keras
@@ -89,7 +89,7 @@ def training_rate(
 ) -> Callable[[], float]:
     """Returns a function that trains `model` on `dataset` and returns the images/s it took.
 
-    The function is a candidate for `timing.measure_in_turns`: each call fits two epochs
+    The function is a candidate for `comparison.measure_in_turns`: each call fits two epochs
     of `num_steps` steps and times the second (`timing.time_training_steps`).
 
     Args:
@@ -102,7 +102,7 @@ def training_rate(
         A function of no arguments returning images/s.
 
     Example:
-        runs = timing.measure_in_turns({"from memory": accelerator_wait.training_rate(
+        runs = comparison.measure_in_turns({"from memory": accelerator_wait.training_rate(
             model, in_memory, num_steps=32, batch_size=32)}, repeats=5)
     """
 
@@ -113,12 +113,12 @@ def training_rate(
 
 
 def describe_comparison(
-    ratio: timing.RepeatedResult, verdict: str, *, tolerance: float = TOLERANCE
+    ratio: comparison.RepeatedResult, verdict: str, *, tolerance: float = TOLERANCE
 ) -> str:
     """Says what a ratio taken in turns is, against its tolerance, and the verdict.
 
     Args:
-        ratio: the ratio, one value per round (`timing.ratio_in_turns`).
+        ratio: the ratio, one value per round (`comparison.ratio_in_turns`).
         verdict: what the range says (the lesson's `verdict()`).
         tolerance: the ratio beyond which a difference counts (`TOLERANCE`).
 
@@ -135,11 +135,11 @@ def describe_comparison(
     return line
 
 
-def median_bars(runs: dict[str, timing.RepeatedResult]) -> list[timing.ThroughputResult]:
+def median_bars(runs: dict[str, comparison.RepeatedResult]) -> list[timing.ThroughputResult]:
     """Turns images/s taken in turns into bars for `display.plot_throughput`: median, range.
 
     Args:
-        runs: {label: `timing.RepeatedResult` of images/s}.
+        runs: {label: `comparison.RepeatedResult` of images/s}.
 
     Returns:
         One `timing.ThroughputResult` per run, at its median, its label carrying the range.
@@ -168,7 +168,7 @@ def batch_size_rates(
     num_replicas: int,
     num_timed_steps: int,
 ) -> dict[str, Callable[[], float]]:
-    """Candidates for `timing.measure_in_turns`: training images/s at each batch per replica.
+    """Candidates for `comparison.measure_in_turns`: training images/s at each batch per replica.
 
     Each batch repeats one example, in memory; the larger batches take fewer steps (at
     least 4), so that each size trains on about as many images. One model per size.
@@ -184,7 +184,7 @@ def batch_size_rates(
         {"N per replica": a function of no arguments returning images/s}.
 
     Example:
-        runs = timing.measure_in_turns(accelerator_wait.batch_size_rates(
+        runs = comparison.measure_in_turns(accelerator_wait.batch_size_rates(
             make_model, batch, batches_per_replica=[8, 128], num_replicas=1,
             num_timed_steps=32), repeats=5)
     """

@@ -159,7 +159,7 @@ def shards_with_latency(
 
 
 class MeteredRuns:
-    """Times a dataset one run per call (for `timing.measure_in_turns`), counting CPU time.
+    """Times a dataset one run per call (for `comparison.measure_in_turns`), counting CPU time.
 
     Each call times `num_images` of `dataset` (its line not printed) while
     `processes.CpuUse` watches the named processes; the CPU seconds and the images seen
@@ -174,7 +174,7 @@ class MeteredRuns:
             in the CPU time per image.
 
     Example:
-        runs = timing.measure_in_turns({"1 worker": data_service.MeteredRuns(
+        runs = comparison.measure_in_turns({"1 worker": data_service.MeteredRuns(
             dataset, num_images=2000, pids_by_role=pids)}, repeats=3)
     """
 

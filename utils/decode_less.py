@@ -284,7 +284,7 @@ def time_variants(
     """Times each of `VARIANTS` in turns on the same JPEGs; returns its speed-up over `BASELINE`.
 
     Each variant makes endless batches of 64 random crops (`random_crop_batches`); the
-    variants are timed `repeats` times each, in turns (`timing.measure_in_turns`), so that a
+    variants are timed `repeats` times each, in turns (`comparison.measure_in_turns`), so that a
     change in the machine's load touches all of them alike.
 
     Args:
@@ -294,18 +294,18 @@ def time_variants(
         repeats: runs of each variant.
 
     Returns:
-        {variant label: `timing.RepeatedResult` of its speed-up over `BASELINE`, run by
+        {variant label: `comparison.RepeatedResult` of its speed-up over `BASELINE`, run by
         run}, for every variant but `BASELINE`.
     """
-    from utils import timing  # Imported here: the decoding functions do not need it.
+    from utils import comparison  # Imported here: the decoding functions do not need it.
 
     crop_datasets = {
         label: random_crop_batches(encoded_images, decode, image_size=image_size, batch_size=64)
         for label, decode in VARIANTS.items()
     }
-    runs = timing.measure_in_turns(crop_datasets, num_images=num_images, repeats=repeats)
+    runs = comparison.measure_in_turns(crop_datasets, num_images=num_images, repeats=repeats)
     return {
-        label: timing.ratio_in_turns(runs[label], runs[BASELINE], label=f"{label}, speed-up")
+        label: comparison.ratio_in_turns(runs[label], runs[BASELINE], label=f"{label}, speed-up")
         for label in VARIANTS
         if label != BASELINE
     }

@@ -13,7 +13,7 @@ import tensorflow as tf
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from utils import arguments, timing
+from utils import arguments, comparison, timing
 
 if TYPE_CHECKING:
     import keras
@@ -94,17 +94,17 @@ def image_title(class_name: str, height: int, width: int) -> str:
 
 
 def plot_throughput(
-    results: Sequence[timing.ThroughputResult | timing.RepeatedResult],
+    results: Sequence[timing.ThroughputResult | comparison.RepeatedResult],
     *,
     title: str = "Images per second",
     log_scale: bool | None = None,
-    ceiling: timing.ThroughputResult | timing.RepeatedResult | None = None,
+    ceiling: timing.ThroughputResult | comparison.RepeatedResult | None = None,
     references: dict[str, float] | None = None,
 ) -> Figure:
     """Draws one bar per result, labelled with its images/s.
 
     Args:
-        results: `timing.ThroughputResult`s, or `timing.RepeatedResult`s of images/s
+        results: `timing.ThroughputResult`s, or `comparison.RepeatedResult`s of images/s
             (drawn at their median, with a line spanning their range), in the order to
             draw them.
         title: the chart's title.
@@ -126,13 +126,13 @@ def plot_throughput(
     """
     if not results:
         raise ValueError("`results` must hold at least one ThroughputResult. Received: []")
-    repeated = [result for result in results if isinstance(result, timing.RepeatedResult)]
+    repeated = [result for result in results if isinstance(result, comparison.RepeatedResult)]
     rates = [
-        result.median if isinstance(result, timing.RepeatedResult) else result.images_per_second
+        result.median if isinstance(result, comparison.RepeatedResult) else result.images_per_second
         for result in results
     ]
     lines = []  # (text, images/s) of each dashed line.
-    if isinstance(ceiling, timing.RepeatedResult):
+    if isinstance(ceiling, comparison.RepeatedResult):
         lines.append((f"{ceiling.label}: {ceiling.summary().split(': ', 1)[1]}", ceiling.median))
     elif ceiling is not None:
         rate = ceiling.images_per_second
@@ -195,7 +195,9 @@ def _points_above(axis, value: float, line: float) -> float:
 
 
 def plot_ablation(
-    results_by_knob: dict[str, list[timing.RepeatedResult]], *, title: str = "What each knob buys"
+    results_by_knob: dict[str, list[comparison.RepeatedResult]],
+    *,
+    title: str = "What each knob buys",
 ) -> Figure:
     """Draws one small bar chart per knob, three to a row, on one shared y-axis.
 
@@ -204,7 +206,7 @@ def plot_ablation(
     logarithmic when the fastest and slowest medians differ by 30x or more.
 
     Args:
-        results_by_knob: knob name -> `timing.RepeatedResult`s of images/s, one per
+        results_by_knob: knob name -> `comparison.RepeatedResult`s of images/s, one per
             setting, each labelled with its setting.
         title: the figure's title.
 
@@ -392,7 +394,7 @@ def plot_timelines(
 def plot_quality_trade_off(
     qualities: Sequence[int],
     kilobytes: Sequence[float],
-    images_per_second: Sequence[float | timing.RepeatedResult],
+    images_per_second: Sequence[float | comparison.RepeatedResult],
     *,
     reference: tuple[str, float, float] | None = None,
 ) -> Figure:
@@ -402,7 +404,7 @@ def plot_quality_trade_off(
         qualities: the JPEG qualities measured.
         kilobytes: mean kB per image at each quality.
         images_per_second: decode speed at each quality: numbers, or
-            `timing.RepeatedResult`s (drawn at their median, a bar spanning their range).
+            `comparison.RepeatedResult`s (drawn at their median, a bar spanning their range).
         reference: optional (label, kilobytes, images_per_second) drawn as dashed lines,
             such as the original images.
 
@@ -413,8 +415,10 @@ def plot_quality_trade_off(
         display.plot_quality_trade_off([50, 90], [6.1, 14.2], [2900, 2100])
     """
     figure, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_INCHES, 3.4))
-    repeated = [r for r in images_per_second if isinstance(r, timing.RepeatedResult)]
-    speeds = [r.median if isinstance(r, timing.RepeatedResult) else r for r in images_per_second]
+    repeated = [r for r in images_per_second if isinstance(r, comparison.RepeatedResult)]
+    speeds = [
+        r.median if isinstance(r, comparison.RepeatedResult) else r for r in images_per_second
+    ]
     panels = (("kB per image", kilobytes), ("decoded images/s (all cores)", speeds))
     for index, (axis, (name, values)) in enumerate(zip(axes, panels, strict=True)):
         axis.plot(qualities, values, "o-", label="resized, at this quality")

@@ -2,7 +2,7 @@
 
 Lab 3 times `pipeline.tfrecord_images` on simulated storage with one setting changed
 (parallel reads, shard count, where the epochs repeat, order, prefetch, cache). The
-settings of one knob are timed in turns (`timing.measure_in_turns`), several rounds, and a
+settings of one knob are timed in turns (`comparison.measure_in_turns`), several rounds, and a
 knob's verdict follows the course's rule: "beyond the noise" only when its fastest and
 slowest settings' ranges do not overlap. The functions here run those measurements and
 word their results.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import arguments, pipeline, shard_files, timing
+from utils import arguments, comparison, pipeline, shard_files, timing
 
 if TYPE_CHECKING:
     from utils.storage import SimulatedStorage
@@ -63,13 +63,13 @@ class Ablation:
     """The measurements of one ablation.
 
     Attributes:
-        results: {knob: one `timing.RepeatedResult` of images/s per setting, labelled
+        results: {knob: one `comparison.RepeatedResult` of images/s per setting, labelled
             with the setting}, each knob's settings taken in turns.
         most_open: {knob: {setting: most shards open at once, over its rounds}}.
         first_bytes_ms: every first-byte wait the storage drew, over all the runs.
     """
 
-    results: dict[str, list[timing.RepeatedResult]]
+    results: dict[str, list[comparison.RepeatedResult]]
     most_open: dict[str, dict[str, int]]
     first_bytes_ms: list[float]
 
@@ -90,7 +90,7 @@ def measure_knobs(
 ) -> Ablation:
     """Times each knob's settings in turns, `repeats` rounds, the others as the course sets them.
 
-    Prints each setting's median and range (`timing.measure_in_turns`).
+    Prints each setting's median and range (`comparison.measure_in_turns`).
 
     Args:
         shard_paths: the course's shards.
@@ -167,7 +167,7 @@ def measure_knobs(
     for knob, settings in settings_by_knob.items():
         print(f"{knob}:")
         candidates = {label: timed(knob, label, **values) for label, values in settings.items()}
-        runs = timing.measure_in_turns(candidates, repeats=repeats)
+        runs = comparison.measure_in_turns(candidates, repeats=repeats)
         results[knob] = list(runs.values())
     return Ablation(results, most_open, first_bytes_ms)
 
@@ -179,12 +179,13 @@ def describe_verdicts(ablation: Ablation) -> list[str]:
         ablation: the measurements.
 
     Returns:
-        One line per knob (`timing.describe_difference`): its fastest and slowest
+        One line per knob (`comparison.describe_difference`): its fastest and slowest
         settings, their medians and ranges, and "beyond the noise" only when the ranges
         do not overlap.
     """
     return [
-        timing.describe_difference(results, name=knob) for knob, results in ablation.results.items()
+        comparison.describe_difference(results, name=knob)
+        for knob, results in ablation.results.items()
     ]
 
 
@@ -199,7 +200,7 @@ def verdict(ablation: Ablation, knob: str) -> bool:
         True: beyond the noise; False: within it.
     """
     slowest, *_, fastest = sorted(ablation.results[knob], key=lambda result: result.median)
-    return timing.ranges_separate(fastest, slowest)
+    return comparison.ranges_separate(fastest, slowest)
 
 
 def describe_open_shards(ablation: Ablation, *, num_cores: int) -> str:
@@ -230,7 +231,7 @@ def describe_open_shards(ablation: Ablation, *, num_cores: int) -> str:
     return line
 
 
-def describe_ranges(results: dict[str, list[timing.RepeatedResult]]) -> list[str]:
+def describe_ranges(results: dict[str, list[comparison.RepeatedResult]]) -> list[str]:
     """Says how far each knob moved the throughput, median and range per setting.
 
     Args:

@@ -2,7 +2,7 @@
 
 Lab 2 recompresses the resized images with the learner's own `recompress` function; the
 functions here draw a sample from every class, time decoding the results (in turns, with
-`timing.measure_in_turns`) and encode at several JPEG qualities.
+`comparison.measure_in_turns`) and encode at several JPEG qualities.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def encode_at_qualities(
 def decode_timer(encoded_images: list[bytes], *, num_images: int) -> Callable[[], float]:
     """Returns a function that times decoding in-memory JPEGs on all cores, quietly.
 
-    For `timing.measure_in_turns`: each call decodes `num_images` of `encoded_images`
+    For `comparison.measure_in_turns`: each call decodes `num_images` of `encoded_images`
     (cycling through them, after one warm-up element) and returns images/s.
 
     Args:
@@ -66,7 +66,7 @@ def decode_timer(encoded_images: list[bytes], *, num_images: int) -> Callable[[]
         ValueError: if `encoded_images` is empty.
 
     Example:
-        runs = timing.measure_in_turns({"originals": recompression.decode_timer(jpegs,
+        runs = comparison.measure_in_turns({"originals": recompression.decode_timer(jpegs,
                                                                                num_images=2000)})
     """
     if not encoded_images:

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from utils.accelerator_wait import NOISE_VERDICT
 from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_dataset
-from utils.timing import RepeatedResult
+from utils.comparison import RepeatedResult
 
 # Ratios (one per round) and the verdict each must get against a tolerance of 1.10. The
 # third's median (1.30) is beyond the tolerance while its range is not: a median-only

@@ -1,0 +1,253 @@
+"""Measurements repeated in rounds, taken in turns: medians, ranges, ratios and verdicts."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import statistics
+from collections.abc import Iterable
+
+import tensorflow as tf
+
+from utils import arguments, timing
+
+
+def spread(values: Iterable[float], number_format: str = ",.0f", *, note: str = "") -> str:
+    """Returns runs' median and range in one phrase: `median (min-max)`.
+
+    Args:
+        values: one number per run.
+        number_format: a format spec for the numbers, such as ",.0f" or ".2f".
+        note: put inside the parentheses after the range, as in `median (min-max, note)`.
+
+    Returns:
+        The median, then the smallest and largest run in parentheses.
+    """
+    values = list(values)
+    low, high = f"{min(values):{number_format}}", f"{max(values):{number_format}}"
+    inside = f"{low}-{high}, {note}" if note else f"{low}-{high}"
+    return f"{statistics.median(values):{number_format}} ({inside})"
+
+
+@dataclasses.dataclass(frozen=True)
+class RepeatedResult:
+    """One quantity measured several times: its runs, median and range.
+
+    Attributes:
+        label: what was measured.
+        values: one value per run, in the order the runs were taken.
+    """
+
+    label: str
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        """The median of the runs."""
+        return statistics.median(self.values)
+
+    @property
+    def minimum(self) -> float:
+        """The smallest run."""
+        return min(self.values)
+
+    @property
+    def maximum(self) -> float:
+        """The largest run."""
+        return max(self.values)
+
+    @property
+    def num_runs(self) -> int:
+        """How many runs were taken."""
+        return len(self.values)
+
+    def summary(self, number_format: str = ",.0f") -> str:
+        """Returns the median, range and run count in one line.
+
+        Args:
+            number_format: a format spec for the numbers, such as ",.0f" or ".0%".
+
+        Returns:
+            `label: median (min-max, N runs)`.
+        """
+        return f"{self.label}: {spread(self.values, number_format, note=f'{self.num_runs} runs')}"
+
+
+def measure_in_turns(
+    candidates: dict, *, num_images: int | None = None, repeats: int = 5
+) -> dict[str, RepeatedResult]:
+    """Measures several pipelines in turns, `repeats` rounds, and prints each one's spread.
+
+    Round 1 takes the candidates in the given order, round 2 in reverse, and so on, so
+    that a busy moment or a slow drift of a shared machine falls on every side alike.
+    Compare them with `ratio_in_turns`, which divides within each round.
+
+    Args:
+        candidates: label -> a `tf.data.Dataset` (timed with `measure_throughput`, its
+            line not printed) or a function of no arguments that returns images/s.
+        num_images: images to time per run of a dataset.
+        repeats: rounds (at least 1; 5 or more for a figure that is quoted).
+
+    Returns:
+        label -> `RepeatedResult` of images/s, its values in round order.
+
+    Raises:
+        ValueError: if `repeats` is not a positive integer, `candidates` is empty, or a
+            dataset is given without `num_images`.
+
+    Example:
+        runs = comparison.measure_in_turns({"ceiling": ceiling, "pipeline": fast},
+                                       num_images=4000, repeats=5)
+    """
+    arguments.check_integer("repeats", repeats, 1)
+    if not candidates:
+        raise ValueError("`candidates` must name at least one pipeline. Received: {}")
+    labels = list(candidates)
+    values = {label: [] for label in labels}
+    for round_index in range(repeats):
+        for label in labels if round_index % 2 == 0 else labels[::-1]:
+            values[label].append(_images_per_second(candidates[label], label, num_images))
+    results = {label: RepeatedResult(label, tuple(values[label])) for label in labels}
+    for result in results.values():
+        print(result.summary() + " images/s, taken in turns")
+    return results
+
+
+def _images_per_second(candidate, label: str, num_images: int | None) -> float:
+    if not isinstance(candidate, tf.data.Dataset):
+        return float(candidate())
+    if num_images is None:
+        raise ValueError(f"`num_images` is needed to time the dataset {label!r}.")
+    with contextlib.redirect_stdout(io.StringIO()):
+        return timing.measure_throughput(
+            candidate, num_images=num_images, label=label
+        ).images_per_second
+
+
+def ratio_in_turns(
+    numerator: RepeatedResult, denominator: RepeatedResult, *, label: str = ""
+) -> RepeatedResult:
+    """Divides two results of `measure_in_turns` round by round: the ratio's own spread.
+
+    Args:
+        numerator: the runs divided.
+        denominator: the runs divided by, taken in the same rounds.
+        label: the result's label; by default "numerator / denominator".
+
+    Returns:
+        A `RepeatedResult` of the ratios, one per round.
+
+    Raises:
+        ValueError: if the two results have different numbers of runs.
+
+    Example:
+        share = comparison.ratio_in_turns(runs["pipeline"], runs["ceiling"])
+    """
+    if numerator.num_runs != denominator.num_runs:
+        raise ValueError(
+            f"Both results need the same number of runs. Received: {numerator.num_runs} "
+            f"({numerator.label}) and {denominator.num_runs} ({denominator.label})."
+        )
+    ratios = tuple(a / b for a, b in zip(numerator.values, denominator.values, strict=True))
+    return RepeatedResult(label or f"{numerator.label} / {denominator.label}", ratios)
+
+
+def ranges_separate(faster: RepeatedResult, slower: RepeatedResult) -> bool:
+    """Says whether every run of `faster` beat every run of `slower`: the course's rule.
+
+    Args:
+        faster: the runs of the setting with the higher median.
+        slower: the runs of the setting with the lower median.
+
+    Returns:
+        True when the ranges do not overlap (the slowest run of `faster` is above the
+        fastest run of `slower`): a difference beyond the noise. False: within the noise.
+    """
+    return faster.minimum > slower.maximum
+
+
+def describe_difference(
+    results: dict[str, RepeatedResult] | list[RepeatedResult],
+    *,
+    name: str,
+    unit: str = "images/s",
+    number_format: str = ",.0f",
+) -> str:
+    """Compares the fastest and slowest of several settings measured in turns, in one line.
+
+    The verdict follows the course's one rule: "beyond the noise" only when the two
+    settings' ranges (min-max over the rounds) do not overlap, else "within the noise".
+    Two settings that do not differ at all get separate ranges by chance with
+    probability 2 (N!)^2 / (2N)! over N rounds each: 10% at 3 rounds, 0.8% at 5.
+
+    Args:
+        results: label -> `RepeatedResult` (or a list of them), from `measure_in_turns`.
+        name: what was varied, named at the start of the line.
+        unit: the unit of the values.
+        number_format: a format spec for the values.
+
+    Returns:
+        `name: <fastest> <ratio>x <slowest> (medians ...; ranges ...): beyond the noise.`,
+        or the same ending "within the noise".
+
+    Raises:
+        ValueError: if fewer than two results are given.
+
+    Example:
+        print(comparison.describe_difference(runs, name="prefetch"))
+    """
+    values = list(results.values()) if isinstance(results, dict) else list(results)
+    if len(values) < 2:
+        raise ValueError(f"`results` must hold at least two settings. Received: {len(values)}")
+    slowest, *_, fastest = sorted(values, key=lambda result: result.median)
+
+    def span(result):
+        return f"{result.minimum:{number_format}}-{result.maximum:{number_format}}"
+
+    numbers = (
+        f"medians {fastest.median:{number_format}} and {slowest.median:{number_format}} {unit}; "
+        f"ranges {span(fastest)} and {span(slowest)} over {fastest.num_runs} rounds in turns"
+    )
+    if ranges_separate(fastest, slowest):
+        return (
+            f"{name}: {fastest.label} is {fastest.median / slowest.median:.2f}x {slowest.label} "
+            f"({numbers}): beyond the noise."
+        )
+    return (
+        f"{name}: {fastest.label} and {slowest.label} differ by "
+        f"{fastest.median / slowest.median:.2f}x ({numbers}): the ranges overlap, within the noise."
+    )
+
+
+def describe_share_of_ceiling(share: RepeatedResult, *, name: str = "The pipeline") -> str:
+    """Says what share of the decode ceiling `share` (a ratio in turns) is, with its spread.
+
+    A median above 100% is called noise, with the reason: a pipeline that reads, parses and
+    decodes the same JPEGs cannot outrun decoding them alone.
+
+    Args:
+        share: the pipeline's images/s divided by the ceiling's, in turns.
+        name: what the sentence calls the pipeline.
+
+    Returns:
+        One or two sentences.
+
+    Example:
+        print(comparison.describe_share_of_ceiling(share, name="The course pipeline"))
+    """
+    spread = f"{share.minimum:.0%}-{share.maximum:.0%} over {share.num_runs} runs in turns"
+    noise_reason = (
+        "a pipeline that reads, parses and decodes the same JPEGs cannot outrun decoding "
+        "them alone, so the two sides met different loads (other work on the machine, "
+        "or runs too short to average it out)"
+    )
+    if share.median > 1:
+        return (
+            f"{name} measured {share.median:.0%} of the decode ceiling ({spread}): noise, "
+            f"not a result: {noise_reason}. Measure again on an idle machine."
+        )
+    sentence = f"{name} reaches {share.median:.0%} of the decode ceiling (median; {spread})."
+    if share.maximum > 1:
+        sentence += f" Runs above 100% are noise: {noise_reason}."
+    return sentence
