@@ -24,7 +24,7 @@
 # %%
 import tensorflow as tf
 
-from utils import checks, comparison, display, sources, storage, timing
+from utils import charts, checks, comparison, display, sources, storage, timing
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -312,7 +312,7 @@ runs = comparison.measure_in_turns(
     repeats=SPEED_TEST_REPEATS,
 )
 sequential_runs, default_runs, parallel_runs, local_runs = runs.values()
-figure = display.plot_throughput(list(runs.values()), title=simulated_storage.describe())
+figure = charts.plot_throughput(list(runs.values()), title=simulated_storage.describe())
 speedup = comparison.ratio_in_turns(parallel_runs, sequential_runs)
 share_of_local = comparison.ratio_in_turns(parallel_runs, local_runs)
 print(

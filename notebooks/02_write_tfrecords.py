@@ -34,6 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from utils import (
+    charts,
     checks,
     comparison,
     conversion,
@@ -241,7 +242,7 @@ print(
     comparison.describe_difference([decode_after, decode_before], name="Resizing and recompressing")
 )
 print(comparison.describe_difference(quality_rates, name="Decode speed across qualities"))
-figure = display.plot_quality_trade_off(
+figure = charts.plot_quality_trade_off(
     QUALITIES,
     kilobytes,
     quality_rates,

@@ -34,6 +34,7 @@ import os
 import tensorflow as tf
 
 from utils import (
+    charts,
     checks,
     comparison,
     conversion,
@@ -425,7 +426,7 @@ print(machine_load.summary())
 ceiling, local_records = runs["decode ceiling (in memory)"], runs["TFRecords, fast, local disk"]
 share = comparison.ratio_in_turns(local_records, ceiling)
 print(comparison.describe_share_of_ceiling(share, name="The course pipeline on local disk"))
-figure = display.plot_throughput(
+figure = charts.plot_throughput(
     list(speed_runs.values()), title=simulated_storage.describe(), ceiling=ceiling
 )
 
@@ -468,7 +469,7 @@ for run in traced:
         f"{run.label}: {TIMELINE_BATCHES} steps in {run.seconds:.2f} s, "
         f"{run.waiting_seconds:.2f} s of it waiting for data."
     )
-figure = display.plot_timelines(traced)
+figure = charts.plot_timelines(traced)
 
 # %% [markdown]
 # ## What each knob buys
@@ -572,7 +573,7 @@ print(knobs.describe_open_shards(ablation, num_cores=os.cpu_count()))
 print("What each knob buys, median (range) of each setting:")
 print("\n".join(knobs.describe_ranges(ablation.results)))
 print("\n".join(knobs.describe_verdicts(ablation)))
-figure = display.plot_ablation(ablation.results, title=simulated_storage.describe())
+figure = charts.plot_ablation(ablation.results, title=simulated_storage.describe())
 
 # %% [markdown]
 # Reading the table: each knob's verdict is printed above, and only a verdict "beyond

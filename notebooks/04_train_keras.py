@@ -63,6 +63,7 @@ import tensorflow as tf
 
 from utils import (
     accelerator_wait,
+    charts,
     checks,
     comparison,
     display,
@@ -422,7 +423,7 @@ history = model.fit(
 )
 
 # %%
-figure = display.plot_history(history, title=f"Training on {choice.kind}")
+figure = charts.plot_history(history, title=f"Training on {choice.kind}")
 
 # %% [markdown]
 # How good is that? Chance level is what always answering the most common class scores.

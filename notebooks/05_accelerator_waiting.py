@@ -56,6 +56,7 @@ import tensorflow as tf
 
 from utils import (
     accelerator_wait,
+    charts,
     checks,
     comparison,
     decode_less,
@@ -257,7 +258,7 @@ for pipeline_name, rate in delivered.items():
     for consumer, need in consumed.items():
         need_ratio = comparison.ratio_in_turns(need, rate, label=f"{consumer} / {pipeline_name}")
         judge(need_ratio, "input-bound", "keeps up")
-figure = display.plot_throughput(
+figure = charts.plot_throughput(
     accelerator_wait.median_bars(delivered),
     title="Bars: what the pipeline delivers, alone. Lines: what each consumer takes",
     references={name: need.median for name, need in consumed.items()},

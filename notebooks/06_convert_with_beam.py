@@ -39,10 +39,10 @@ from apache_beam.io import fileio
 
 from utils import (
     beam_conversion,
+    charts,
     checks,
     conversion,
     data,
-    display,
     records,
     shard_files,
     sources,
@@ -251,7 +251,7 @@ speeds = [
     )
     for name, report in [("Beam, DirectRunner", beam_run.report), ("lab 2's loop", loop_report)]
 ]
-figure = display.plot_throughput(speeds, title="Converting the same images on this machine")
+figure = charts.plot_throughput(speeds, title="Converting the same images on this machine")
 print(
     f"Validation: {'valid' if beam_validation.ok else 'INVALID'}; "
     f"{beam_validation.num_input_images} input images = {beam_validation.num_records} "

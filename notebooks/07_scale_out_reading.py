@@ -35,10 +35,10 @@ import os
 import tensorflow as tf
 
 from utils import (
+    charts,
     checks,
     comparison,
     data_service,
-    display,
     machine_load,
     multi_host,
     pipeline,
@@ -449,6 +449,6 @@ print(
     )
 )
 print(compression_line)
-figure = display.plot_throughput(
+figure = charts.plot_throughput(
     list(speeds.values()), title=f"tf.data service, SIMULATED {LATENCY_MS} ms per shard"
 )

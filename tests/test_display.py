@@ -1,4 +1,4 @@
-"""Tests of utils/display.py."""
+"""Tests of utils/display.py (images) and utils/charts.py (charts)."""
 
 import matplotlib
 import matplotlib.image
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import comparison, display, timing
+from utils import charts, comparison, display, timing
 
 matplotlib.use("Agg")  # No screen here.
 CLASSES = ("a", "b", "c")
@@ -58,20 +58,20 @@ def test_plot_throughput_bars_labels_and_log_scale():
         timing.ThroughputResult("slow", 10, 1.0, 10.0, None, 0.0),
         timing.ThroughputResult("fast", 10, 0.01, 1000.0, None, 0.0),
     ]
-    figure = display.plot_throughput(results, title="T")
+    figure = charts.plot_throughput(results, title="T")
     axis = figure.axes[0]
     assert [tick.get_text() for tick in axis.get_xticklabels()] == ["slow", "fast"]
     assert [round(bar.get_height()) for bar in axis.patches] == [10, 1000]
     assert axis.get_yscale() == "log"
-    assert display.plot_throughput(results[:1]).axes[0].get_yscale() == "linear"
+    assert charts.plot_throughput(results[:1]).axes[0].get_yscale() == "linear"
     # A dashed line 50x below the bars would sit on the axis, its label under a bar.
-    far_below = display.plot_throughput(results[1:], references={"the CPU consumes": 20})
+    far_below = charts.plot_throughput(results[1:], references={"the CPU consumes": 20})
     assert far_below.axes[0].get_yscale() == "log"
 
 
 def test_plot_throughput_needs_results():
     with pytest.raises(ValueError, match=r"`results` must hold at least one"):
-        display.plot_throughput([])
+        charts.plot_throughput([])
 
 
 def _result(label, rate):
@@ -83,7 +83,7 @@ def _runs(label, *values):
 
 
 def test_plot_ablation_one_panel_per_knob_on_one_y_axis():
-    figure = display.plot_ablation(
+    figure = charts.plot_ablation(
         {
             "reads": [_runs("1", 90, 100, 110), _runs("16", 400, 380, 420)],
             "prefetch": [_runs("on", 390, 400, 410), _runs("off", 380, 400, 420)],
@@ -95,7 +95,7 @@ def test_plot_ablation_one_panel_per_knob_on_one_y_axis():
     assert reads.get_ylim() == prefetch.get_ylim() == (0, pytest.approx(420 * 1.2))
     assert [t.get_text() for t in reads.get_xticklabels()] == ["1", "16"]
     assert [t.get_text() for t in reads.texts] == ["100", "400"]  # Medians.
-    log = display.plot_ablation(
+    log = charts.plot_ablation(
         {"reads": [_runs("1", 10, 10)], "cache": [_runs("on", 1000, 1000)]}, title="t"
     )
     assert [axis.get_yscale() for axis in log.axes[:2]] == ["log", "log"]
@@ -104,7 +104,7 @@ def test_plot_ablation_one_panel_per_knob_on_one_y_axis():
 
 def test_plot_ablation_rejects_nothing_to_plot():
     with pytest.raises(ValueError, match="at least one knob"):
-        display.plot_ablation({})
+        charts.plot_ablation({})
 
 
 def test_plot_history_draws_training_and_validation_curves():
@@ -115,7 +115,7 @@ def test_plot_history_draws_training_and_validation_curves():
         "accuracy": [0.3, 0.5, 0.7],
         "val_accuracy": [0.3, 0.45, 0.6],
     }
-    figure = display.plot_history(history, title="t")
+    figure = charts.plot_history(history, title="t")
     loss, accuracy = figure.axes
     assert [line.get_label() for line in loss.get_lines()] == ["training", "validation"]
     assert list(accuracy.get_lines()[1].get_ydata()) == [0.3, 0.45, 0.6]
@@ -124,7 +124,7 @@ def test_plot_history_draws_training_and_validation_curves():
 def test_plot_history_without_accuracy_names_the_keys_it_has():
     history = type("History", (), {"history": {"loss": [1.0], "val_loss": [1.1]}})()
     with pytest.raises(ValueError) as error:
-        display.plot_history(history)
+        charts.plot_history(history)
     assert str(error.value) == (
         "The history holds no 'accuracy': it holds ['loss', 'val_loss']. Compile with "
         "metrics=['accuracy'] and pass what fit() returns."
@@ -161,7 +161,7 @@ def test_lab3_figures_fit_the_notebook_width(tmp_path):
         "prefetch": [_runs("true", 1500, 1550), _runs("false", 1450, 1500)],
         "cache": [_runs("false", 1500, 1550), _runs("true", 40000, 41000)],
     }
-    assert _saved_width(display.plot_ablation(knobs, title="x" * 90), tmp_path) <= 1000
+    assert _saved_width(charts.plot_ablation(knobs, title="x" * 90), tmp_path) <= 1000
     speed = [
         _result(n, r)
         for n, r in [
@@ -171,7 +171,7 @@ def test_lab3_figures_fit_the_notebook_width(tmp_path):
             ("TFRecords, fast", 1500),
         ]
     ]
-    figure = display.plot_throughput(speed, ceiling=_result("decode ceiling", 2100))
+    figure = charts.plot_throughput(speed, ceiling=_result("decode ceiling", 2100))
     assert _saved_width(figure, tmp_path) <= 1000
     (line,) = figure.axes[0].get_lines()
     assert list(line.get_ydata()) == [2100, 2100]
@@ -181,7 +181,7 @@ def test_lab3_figures_fit_the_notebook_width(tmp_path):
 
 def test_plot_throughput_draws_a_repeated_ceiling_at_its_median_with_its_range():
     ceiling = comparison.RepeatedResult("decode ceiling", (2000.0, 2100.0, 2300.0))
-    figure = display.plot_throughput([_result("TFRecords, fast", 1500)], ceiling=ceiling)
+    figure = charts.plot_throughput([_result("TFRecords, fast", 1500)], ceiling=ceiling)
     (line,) = figure.axes[0].get_lines()
     assert list(line.get_ydata()) == [2100, 2100]
     assert figure.axes[0].texts[-1].get_text() == "decode ceiling: 2,100 (2,000-2,300, 3 runs)"
@@ -193,14 +193,14 @@ def test_plot_timelines_two_panels_fit_the_notebook_width(tmp_path):
 
     spans = [(0.1 * i, 0.1 * i + 0.05) for i in range(12)]
     slow = pipeline_trace.Timeline("slow", spans, spans, spans)
-    figure = display.plot_timelines([slow, slow])
+    figure = charts.plot_timelines([slow, slow])
     assert [axis.get_title() for axis in figure.axes] == ["slow: 1.15 s", "slow: 1.15 s"]
     assert _saved_width(figure, tmp_path) <= 1000
     plt.close("all")
 
 
 def test_plot_quality_trade_off_each_panel_scaled_to_its_own_values(tmp_path):
-    figure = display.plot_quality_trade_off(
+    figure = charts.plot_quality_trade_off(
         [50, 90], [6.0, 14.0], [2900, 2100], reference=("originals", 38.7, 1630)
     )
     kilobytes_axis, speed_axis = figure.axes
@@ -227,7 +227,7 @@ def test_lab4_figure_draws_what_each_accelerator_consumes(tmp_path):
         _result("training, fed without cache", 300),
     ]
     consumers = {"CPU consumes": 310.0, "the stand-in consumes": 5000}
-    figure = display.plot_throughput(bars, references=consumers, title="x" * 70)
+    figure = charts.plot_throughput(bars, references=consumers, title="x" * 70)
     assert _saved_width(figure, tmp_path) <= 1000
     lines = figure.axes[0].get_lines()
     assert [list(line.get_ydata()) for line in lines] == [[310.0, 310.0], [5000, 5000]]
@@ -239,7 +239,7 @@ def test_lab4_figure_draws_what_each_accelerator_consumes(tmp_path):
 
 def test_a_value_label_under_a_dashed_line_moves_inside_its_bar():
     bars = [_result("pipeline", 2300), _result("cached", 19600), _result("training", 201)]
-    figure = display.plot_throughput(bars, references={"CPU consumes": 255.0})
+    figure = charts.plot_throughput(bars, references={"CPU consumes": 255.0})
     labels = {text.get_text(): text for text in figure.axes[0].texts}
     assert labels["201"].get_va() == "top" and labels["201"].get_color() == "white"
     assert labels["2,300"].get_va() == "bottom" and labels["2,300"].get_color() == "black"

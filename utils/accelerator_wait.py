@@ -136,7 +136,7 @@ def describe_comparison(
 
 
 def median_bars(runs: dict[str, comparison.RepeatedResult]) -> list[timing.ThroughputResult]:
-    """Turns images/s taken in turns into bars for `display.plot_throughput`: median, range.
+    """Turns images/s taken in turns into bars for `charts.plot_throughput`: median, range.
 
     Args:
         runs: {label: `comparison.RepeatedResult` of images/s}.
@@ -145,7 +145,7 @@ def median_bars(runs: dict[str, comparison.RepeatedResult]) -> list[timing.Throu
         One `timing.ThroughputResult` per run, at its median, its label carrying the range.
 
     Example:
-        display.plot_throughput(accelerator_wait.median_bars(delivered), references=consumed)
+        charts.plot_throughput(accelerator_wait.median_bars(delivered), references=consumed)
     """
     return [
         timing.ThroughputResult(

@@ -1,0 +1,334 @@
+"""Charts for the labs: throughput bars, the ablation, training curves, timelines, trade-offs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from utils import comparison, timing
+from utils.display import MAX_WIDTH_INCHES
+
+if TYPE_CHECKING:
+    import keras
+
+    from utils.pipeline_trace import Timeline
+
+
+def plot_throughput(
+    results: Sequence[timing.ThroughputResult | comparison.RepeatedResult],
+    *,
+    title: str = "Images per second",
+    log_scale: bool | None = None,
+    ceiling: timing.ThroughputResult | comparison.RepeatedResult | None = None,
+    references: dict[str, float] | None = None,
+) -> Figure:
+    """Draws one bar per result, labelled with its images/s.
+
+    Args:
+        results: `timing.ThroughputResult`s, or `comparison.RepeatedResult`s of images/s
+            (drawn at their median, with a line spanning their range), in the order to
+            draw them.
+        title: the chart's title.
+        log_scale: use a log y axis; None chooses it when the highest bar or line is 30x
+            the lowest.
+        ceiling: a `ThroughputResult`, or a `RepeatedResult` of images/s (drawn at its
+            median, labelled with its range), drawn as a dashed reference line (the decode
+            ceiling: no bar can pass it for long); None for none.
+        references: more dashed lines, {label: images/s} (what an accelerator consumes).
+
+    Returns:
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
+
+    Raises:
+        ValueError: if `results` is empty.
+
+    Example:
+        charts.plot_throughput([sequential, parallel], title="Individual files")
+    """
+    if not results:
+        raise ValueError("`results` must hold at least one ThroughputResult. Received: []")
+    repeated = [result for result in results if isinstance(result, comparison.RepeatedResult)]
+    rates = [
+        result.median if isinstance(result, comparison.RepeatedResult) else result.images_per_second
+        for result in results
+    ]
+    lines = []  # (text, images/s) of each dashed line.
+    if isinstance(ceiling, comparison.RepeatedResult):
+        lines.append((f"{ceiling.label}: {ceiling.summary().split(': ', 1)[1]}", ceiling.median))
+    elif ceiling is not None:
+        rate = ceiling.images_per_second
+        lines.append((f"{ceiling.label}: {rate:,.0f}", rate))
+    lines += [(f"{label}: {rate:,.0f}", rate) for label, rate in (references or {}).items()]
+    top = max(rates + [rate for _, rate in lines] + [result.maximum for result in repeated])
+    bottom = min(rates + [rate for _, rate in lines] + [result.minimum for result in repeated])
+    if log_scale is None:
+        log_scale = top / bottom >= 30  # Bars and lines: a line far below hides on a linear axis.
+    figure, axis = plt.subplots(figsize=(min(MAX_WIDTH_INCHES, 1.6 + 1.9 * len(results)), 4))
+    bars = axis.bar([result.label for result in results], rates, color="tab:blue")
+    if repeated:  # The range of each measured-in-turns bar.
+        low = [rate - getattr(r, "minimum", rate) for rate, r in zip(rates, results, strict=True)]
+        high = [getattr(r, "maximum", rate) - rate for rate, r in zip(rates, results, strict=True)]
+        axis.errorbar(range(len(rates)), rates, yerr=[low, high], fmt="none", ecolor="black")
+    axis.set_ylabel("images/s" + (" (log scale)" if log_scale else ""))
+    if log_scale:
+        axis.set_yscale("log")
+        # Room for the value labels inside the frame, and for the lowest line's label.
+        axis.set_ylim(bottom / 3, top * 3)
+    else:
+        axis.set_ylim(0, top * 1.15)
+    for bar, rate in zip(bars, rates, strict=True):
+        # Above the bar, unless a dashed line runs where the label would be: then inside.
+        inside = any(0 <= _points_above(axis, rate, line) < 16 for _, line in lines)
+        axis.annotate(
+            f"{rate:,.0f}",
+            (bar.get_x() + bar.get_width() / 2, rate),
+            xytext=(0, -3 if inside else 2),
+            textcoords="offset points",
+            ha="center",
+            va="top" if inside else "bottom",
+            color="white" if inside else "black",
+        )
+    colors = ["tab:red", "tab:purple", "tab:green", "tab:orange"]
+    for index, (text, rate) in enumerate(lines):
+        color = colors[index % len(colors)]
+        axis.axhline(rate, color=color, linestyle="--", linewidth=1)
+        axis.annotate(
+            text,
+            (0.01, rate),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 3),
+            textcoords="offset points",
+            color=color,
+            fontsize=9,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
+        )
+    axis.set_title(title, fontsize=10, wrap=True)
+    axis.tick_params(axis="x", labelrotation=15)
+    figure.tight_layout()
+    return figure
+
+
+def _points_above(axis, value: float, line: float) -> float:
+    """How far `line` runs above `value` on `axis`, in points (negative: below it)."""
+    to_pixels = axis.transData.transform
+    pixels = to_pixels((0, line))[1] - to_pixels((0, value))[1]
+    return pixels * 72 / axis.figure.dpi
+
+
+def plot_ablation(
+    results_by_knob: dict[str, list[comparison.RepeatedResult]],
+    *,
+    title: str = "What each knob buys",
+) -> Figure:
+    """Draws one small bar chart per knob, three to a row, on one shared y-axis.
+
+    Each bar is a setting's median images/s; its line spans the setting's range (min-max
+    over the rounds). All panels share one y-axis, so bars compare across knobs; it is
+    logarithmic when the fastest and slowest medians differ by 30x or more.
+
+    Args:
+        results_by_knob: knob name -> `comparison.RepeatedResult`s of images/s, one per
+            setting, each labelled with its setting.
+        title: the figure's title.
+
+    Returns:
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
+
+    Raises:
+        ValueError: if `results_by_knob` is empty.
+
+    Example:
+        charts.plot_ablation({"prefetch": [on, off], "cache": [cached, uncached]})
+    """
+    if not results_by_knob:
+        raise ValueError("`results_by_knob` must name at least one knob. Received: {}")
+    num_columns = min(3, len(results_by_knob))
+    num_rows = math.ceil(len(results_by_knob) / num_columns)
+    figure, axes = plt.subplots(
+        num_rows,
+        num_columns,
+        figsize=(MAX_WIDTH_INCHES, 3.0 * num_rows + 0.5),
+        squeeze=False,
+        sharey=True,
+    )
+    for axis in axes.flat[len(results_by_knob) :]:
+        axis.axis("off")
+    everything = [result for results in results_by_knob.values() for result in results]
+    top = max(result.maximum for result in everything)
+    log_scale = top / min(result.median for result in everything) >= 30
+    for axis, (knob, results) in zip(axes.flat, results_by_knob.items(), strict=False):
+        medians = [result.median for result in results]
+        spans = [
+            [result.median - result.minimum for result in results],
+            [result.maximum - result.median for result in results],
+        ]
+        bars = axis.bar([result.label for result in results], medians, color="tab:blue")
+        axis.errorbar(
+            [result.label for result in results], medians, yerr=spans, fmt="none", ecolor="black"
+        )
+        axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in medians], fontsize=8, padding=1)
+        axis.set_title(knob, fontsize=10)
+        axis.tick_params(axis="x", labelrotation=30, labelsize=8)
+        axis.tick_params(axis="y", labelsize=8, labelleft=True)
+    if log_scale:
+        axes.flat[0].set_yscale("log")
+        axes.flat[0].set_ylim(top=top * 3)
+    else:
+        axes.flat[0].set_ylim(0, top * 1.2)
+    for row in axes:
+        row[0].set_ylabel("images/s (log scale)" if log_scale else "images/s", fontsize=9)
+    figure.suptitle(f"{title}\nmedian of the rounds; the line spans their range", fontsize=11)
+    figure.tight_layout()
+    return figure
+
+
+def plot_history(history: keras.callbacks.History, *, title: str = "Training") -> Figure:
+    """Draws loss and accuracy per epoch, training and validation, from a Keras History.
+
+    Args:
+        history: what `model.fit` returned; its `history` dict must hold "loss" and
+            "accuracy" (compile with `metrics=["accuracy"]`), and "val_loss" and
+            "val_accuracy" when there was validation data.
+        title: the figure's title.
+
+    Returns:
+        The matplotlib Figure: loss on the left, accuracy on the right.
+
+    Raises:
+        ValueError: if the history holds no "loss" or no "accuracy", naming the keys it has.
+
+    Example:
+        charts.plot_history(model.fit(train, validation_data=val, epochs=10))
+    """
+    metrics = history.history
+    missing = [name for name in ("loss", "accuracy") if name not in metrics]
+    if missing:
+        raise ValueError(
+            f"The history holds no {' or '.join(repr(m) for m in missing)}: it holds "
+            f"{sorted(metrics)}. Compile with metrics=['accuracy'] and pass what fit() returns."
+        )
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for axis, name in zip(axes, ("loss", "accuracy"), strict=True):
+        epochs = range(1, len(metrics[name]) + 1)
+        axis.plot(epochs, metrics[name], "o-", label="training")
+        if f"val_{name}" in metrics:
+            axis.plot(epochs, metrics[f"val_{name}"], "o-", label="validation")
+        axis.set_xlabel("epoch")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.set_title(name)
+        axis.legend()
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure
+
+
+def plot_timelines(
+    timelines: Sequence[Timeline],
+    *,
+    title: str = "When each batch was read, decoded and consumed",
+) -> Figure:
+    """Draws measured pipeline timelines side by side: one row per batch, time across.
+
+    Args:
+        timelines: `pipeline_trace.Timeline`s, drawn left to right on one time axis.
+        title: the figure's title.
+
+    Returns:
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
+
+    Raises:
+        ValueError: if `timelines` is empty.
+
+    Example:
+        charts.plot_timelines([slow_timeline, fast_timeline])
+    """
+    if not timelines:
+        raise ValueError("`timelines` must hold at least one Timeline. Received: []")
+    num_batches = max(len(timeline.consume) for timeline in timelines)
+    figure, axes = plt.subplots(
+        1,
+        len(timelines),
+        figsize=(MAX_WIDTH_INCHES, 1.4 + 0.22 * num_batches),
+        sharex=True,
+        squeeze=False,
+    )
+    stages = (("read", "tab:blue"), ("decode", "tab:orange"), ("consume", "tab:green"))
+    for axis, timeline in zip(axes.flat, timelines, strict=True):
+        for stage, color in stages:
+            spans = getattr(timeline, stage)
+            bars = [(start, max(end - start, 0.002)) for start, end in spans]
+            for row, bar in enumerate(bars):
+                axis.broken_barh(
+                    [bar], (row - 0.35, 0.7), color=color, label=stage if not row else None
+                )
+        for row, ((_, decoded), (consumed, _)) in enumerate(
+            zip(timeline.decode, timeline.consume, strict=True)
+        ):
+            axis.plot([decoded, consumed], [row, row], color="0.6", linewidth=1, zorder=0)
+        axis.set_ylim(len(timeline.consume) - 0.5, -0.5)
+        axis.set_ylabel("batch", fontsize=9)
+        axis.set_xlabel("seconds from the start", fontsize=9)
+        axis.set_title(f"{timeline.label}: {timeline.seconds:.2f} s", fontsize=10)
+        axis.tick_params(labelsize=8)
+    # Batches run from the top left to the bottom right: the top right is empty.
+    axes.flat[0].legend(loc="upper right", fontsize=8)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    return figure
+
+
+def plot_quality_trade_off(
+    qualities: Sequence[int],
+    kilobytes: Sequence[float],
+    images_per_second: Sequence[float | comparison.RepeatedResult],
+    *,
+    reference: tuple[str, float, float] | None = None,
+) -> Figure:
+    """Draws bytes per image and decode speed against JPEG quality, side by side.
+
+    Args:
+        qualities: the JPEG qualities measured.
+        kilobytes: mean kB per image at each quality.
+        images_per_second: decode speed at each quality: numbers, or
+            `comparison.RepeatedResult`s (drawn at their median, a bar spanning their range).
+        reference: optional (label, kilobytes, images_per_second) drawn as dashed lines,
+            such as the original images.
+
+    Returns:
+        The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
+
+    Example:
+        charts.plot_quality_trade_off([50, 90], [6.1, 14.2], [2900, 2100])
+    """
+    figure, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_INCHES, 3.4))
+    repeated = [r for r in images_per_second if isinstance(r, comparison.RepeatedResult)]
+    speeds = [
+        r.median if isinstance(r, comparison.RepeatedResult) else r for r in images_per_second
+    ]
+    panels = (("kB per image", kilobytes), ("decoded images/s (all cores)", speeds))
+    for index, (axis, (name, values)) in enumerate(zip(axes, panels, strict=True)):
+        axis.plot(qualities, values, "o-", label="resized, at this quality")
+        top = max(values)
+        if index == 1 and repeated:
+            spans = [
+                [value - result.minimum for value, result in zip(values, repeated, strict=True)],
+                [result.maximum - value for value, result in zip(values, repeated, strict=True)],
+            ]
+            axis.errorbar(qualities, values, yerr=spans, fmt="none", ecolor="black", capsize=3)
+            top = max(result.maximum for result in repeated)
+        if reference is not None:
+            level = reference[1 + index]
+            axis.axhline(level, color="tab:red", linestyle="--", label=reference[0])
+            top = max(top, level)
+        axis.set_xlabel("JPEG quality")
+        axis.set_title(name, fontsize=10)
+        axis.set_ylim(0, top * 1.15)
+        axis.tick_params(labelsize=8)
+    axes[0].legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    return figure
