@@ -176,17 +176,6 @@ def test_draw_latency_lognormal_has_the_median_and_p99_asked_for():
     assert draws.min() > 0
 
 
-def test_object_storage_model_uses_the_cited_defaults():
-    model = storage.SimulatedStorage.object_storage(50)
-    assert (model.latency_ms, model.latency_p99_ms, model.megabytes_per_second) == (50, 500, 85)
-    assert model.describe() == (
-        "SIMULATED object storage: first byte after 50 ms (median), 500 ms (p99), "
-        "85 MB/s per stream."
-    )
-    both = storage.SimulatedStorage.object_storage(20, total_megabytes_per_second=100)
-    assert both.describe().endswith("85 MB/s per stream, 100 MB/s in all.")
-
-
 def test_read_file_records_the_latencies_drawn(paths):
     tailed = storage.SimulatedStorage(latency_ms=1, latency_p99_ms=5)
     _read_all(tf.data.Dataset.from_tensor_slices(paths[:5]).map(tailed.read_file))
@@ -233,13 +222,17 @@ def test_read_bytes_is_the_hook_that_reads_after_the_wait(paths):
     assert hooked.num_requests == 2
 
 
-def test_routing_tf_read_file_sends_library_reads_through_the_storage(paths):
-    original = tf.io.read_file
-    simulated = storage.SimulatedStorage(latency_ms=0)
-    with simulated.routing_tf_read_file() as routed:
-        # Looked up while the map is traced, as a library's own call to it is.
-        dataset = tf.data.Dataset.from_tensor_slices(paths[:3]).map(lambda p: tf.io.read_file(p))
-    assert routed is simulated and tf.io.read_file is original
-    values, _ = _read_all(dataset)
-    assert values == [open(p, "rb").read() for p in paths[:3]]
-    assert simulated.num_requests == 3
+def test_describe_names_the_long_tailed_model_and_both_caps():
+    model = storage.SimulatedStorage(
+        50,
+        latency_p99_ms=storage.TAIL_RATIO * 50,
+        megabytes_per_second=storage.STREAM_MEGABYTES_PER_SECOND,
+    )
+    assert model.describe() == (
+        "SIMULATED object storage: first byte after 50 ms (median), 500 ms (p99), "
+        "85 MB/s per stream."
+    )
+    both = storage.SimulatedStorage(
+        20, latency_p99_ms=200, megabytes_per_second=85, total_megabytes_per_second=100
+    )
+    assert both.describe().endswith("85 MB/s per stream, 100 MB/s in all.")

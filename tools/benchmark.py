@@ -165,6 +165,7 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
     import keras
     import tensorflow as tf
 
+    from tools import read_routing
     from utils import conversion, pipeline
 
     slow = storage.latency_ms > 0
@@ -187,7 +188,7 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
     def from_directory():
         # Keras reads each file with tf.io.read_file while it builds the dataset's map:
         # route those reads through the (simulated) storage.
-        with storage.routing_tf_read_file():
+        with read_routing.routing_tf_read_file(storage):
             dataset = _quietly(
                 keras.utils.image_dataset_from_directory,
                 image_root,

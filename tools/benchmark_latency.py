@@ -57,7 +57,12 @@ def variants(shard_paths: list[str], num_classes: int) -> dict:
         return lambda: storage.SimulatedStorage(latency_ms=latency_ms)
 
     def tail():
-        return storage.SimulatedStorage.object_storage(50)
+        # Object storage: p99 TAIL_RATIO x the median, one stream's bandwidth capped.
+        return storage.SimulatedStorage(
+            latency_ms=50,
+            latency_p99_ms=storage.TAIL_RATIO * 50,
+            megabytes_per_second=storage.STREAM_MEGABYTES_PER_SECOND,
+        )
 
     return {
         "no storage layer": course(),

@@ -15,13 +15,12 @@ The object-storage model's default numbers, and where they come from (lab 3 cite
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -143,27 +142,6 @@ class SimulatedStorage:
             A `SimulatedStorage`, `simulated=False` for a remote source.
         """
         return cls(latency_ms, simulated=not source.is_remote, **kwargs)
-
-    @classmethod
-    def object_storage(
-        cls, latency_ms: float = MEDIAN_LATENCY_MS, **kwargs: object
-    ) -> SimulatedStorage:
-        """Returns the object-storage model: p99 `TAIL_RATIO` x the median, 85 MB/s per stream.
-
-        Args:
-            latency_ms: the median first-byte latency, in milliseconds.
-            **kwargs: settings of `SimulatedStorage` that replace the model's.
-
-        Returns:
-            A `SimulatedStorage` with a long-tailed latency and a bandwidth cap per stream.
-
-        Example:
-            storage = SimulatedStorage.object_storage(50)  # p99 500 ms, 85 MB/s per stream.
-        """
-        settings = dict(
-            latency_p99_ms=TAIL_RATIO * latency_ms, megabytes_per_second=STREAM_MEGABYTES_PER_SECOND
-        )
-        return cls(latency_ms, **{**settings, **kwargs})
 
     def describe(self) -> str:
         """Says what is simulated.
@@ -297,28 +275,6 @@ class SimulatedStorage:
         waited = tf.numpy_function(self._wait_for_path, [path], tf.int64, stateful=True)
         with tf.control_dependencies([waited]):
             return self.read_bytes(path)
-
-    @contextlib.contextmanager
-    def routing_tf_read_file(self) -> Iterator[SimulatedStorage]:
-        """Routes `tf.io.read_file` itself through this storage while the block runs.
-
-        For library code that calls `tf.io.read_file` on its own, such as Keras's
-        `image_dataset_from_directory`: a dataset built inside the block keeps paying the
-        storage's waits after it. The storage itself reads with `read_bytes`.
-
-        Yields:
-            This storage.
-
-        Example:
-            with storage.routing_tf_read_file():
-                dataset = keras.utils.image_dataset_from_directory(folder)
-        """
-        original = tf.io.read_file
-        tf.io.read_file = self.read_file
-        try:
-            yield self
-        finally:
-            tf.io.read_file = original
 
     def tfrecord_dataset(
         self, filenames: Sequence[str] | tf.data.Dataset, *, num_parallel_reads: int | None = None
