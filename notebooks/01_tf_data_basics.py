@@ -24,7 +24,7 @@
 # %%
 import tensorflow as tf
 
-from utils import charts, checks, comparison, display, sources, storage, timing
+from utils import charts, checks, comparison, display, readable_images, sources, storage, timing
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -98,7 +98,7 @@ checks.check_filenames(
 # %%
 # The first images that decode: a real folder may hold files that do not (they are listed).
 shuffled_paths = [path.decode() for path in filenames.as_numpy_iterator()]
-sample_paths, _, _ = sources.readable_sample(shuffled_paths, 5)
+sample_paths, _, _ = readable_images.readable_sample(shuffled_paths, 5)
 for path in sample_paths:
     print(path)
 next_pass = [path.decode() for path in filenames.take(5).as_numpy_iterator()]
@@ -181,7 +181,7 @@ checks.check_read_and_decode(
 # show the same images.
 
 # %%
-nine_paths, _, _ = sources.readable_sample(shuffled_paths, 9)
+nine_paths, _, _ = readable_images.readable_sample(shuffled_paths, 9)
 images_and_labels = tf.data.Dataset.from_tensor_slices(nine_paths).map(read_and_decode)
 figure = display.show_images(images_and_labels, class_names=source.class_names)
 

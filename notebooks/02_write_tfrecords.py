@@ -40,6 +40,7 @@ from utils import (
     conversion,
     data,
     display,
+    readable_images,
     recompression,
     records,
     shard_cache,
@@ -80,7 +81,7 @@ print("Shards will go to:", output_dir)
 # Eight images from across the source; a file that does not decode is skipped and listed.
 image_paths = conversion.source_paths(source)
 spread = image_paths[:: max(1, len(image_paths) // 8)]
-sample_paths, sample_images, _ = sources.readable_sample(spread + image_paths, 8)
+sample_paths, sample_images, _ = readable_images.readable_sample(spread + image_paths, 8)
 print(
     f"Sizes of {len(sample_images)} images (height, width):",
     [image.shape[:2] for image in sample_images],
@@ -182,7 +183,7 @@ checks.check_recompress(recompress, todo=2, sample_images=resized_images, qualit
 
 # %%
 every_class = recompression.paths_from_every_class(image_paths)
-trade_off_paths, _, _ = sources.readable_sample(every_class, NUM_SAMPLE)
+trade_off_paths, _, _ = readable_images.readable_sample(every_class, NUM_SAMPLE)
 print("Sample, images per class:", recompression.count_classes(trade_off_paths))
 original_bytes = [tf.io.read_file(path).numpy() for path in trade_off_paths]
 resized = [resize_and_crop(tf.io.decode_jpeg(b, channels=3), TARGET_SIZE) for b in original_bytes]

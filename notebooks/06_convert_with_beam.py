@@ -43,6 +43,7 @@ from utils import (
     checks,
     conversion,
     data,
+    readable_images,
     records,
     shard_files,
     sources,
@@ -113,7 +114,7 @@ checks.check_convert_dofn(ConvertImage, todo=1, class_names=source.class_names)
 # ## 2. The pipeline (TODO 2)
 #
 # - `fileio.MatchFiles(source.match_pattern)` lists the files; `beam.Map(lambda match:
-#   match.path)` keeps their paths, and `beam.Filter(sources.is_image_file)` only the
+#   match.path)` keeps their paths, and `beam.Filter(readable_images.is_image_file)` only the
 #   images' (a class folder may also hold notes or other files). `match_pattern` is the
 #   folder's glob with its own path escaped: a folder named `photos [2024]` is matched as
 #   written, not as a glob's `[...]`.
@@ -145,7 +146,7 @@ def build_conversion(pipeline, source, output_dir, num_shards):
         pipeline
         | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda match: match.path)
-        | "Images only" >> beam.Filter(sources.is_image_file)
+        | "Images only" >> beam.Filter(readable_images.is_image_file)
         | "Spread over workers" >> beam.Reshuffle()
     )
     converted = paths | "Convert" >> beam.ParDo(ConvertImage()).with_outputs(

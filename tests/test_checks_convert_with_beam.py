@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from utils import data, records, sources
+from utils import data, readable_images, records
 
 pytest.importorskip(
     "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"
@@ -168,7 +168,7 @@ def _build_without(step):
         pattern = source.pattern if step == "escape" else source.match_pattern
         paths = pipeline | fileio.MatchFiles(pattern) | beam.Map(lambda match: match.path)
         if step != "filter":
-            paths = paths | beam.Filter(sources.is_image_file)
+            paths = paths | beam.Filter(readable_images.is_image_file)
         dofn = beam_conversion.make_convert_dofn(source.class_names, 64, 90)
         converted = paths | beam.ParDo(dofn).with_outputs("skipped", main="records")
         converted.records | beam.io.WriteToTFRecord(
@@ -192,7 +192,7 @@ def _build_without(step):
         (
             "filter",
             r"notes\.txt went to the conversion: keep only the images with "
-            r"beam\.Filter\(sources\.is_image_file\)\.$",
+            r"beam\.Filter\(readable_images\.is_image_file\)\.$",
         ),
     ],
     ids=["unescaped glob", "no filter"],

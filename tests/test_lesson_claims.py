@@ -82,7 +82,7 @@ def test_sentence_relies_on_a_number_printed_above(stem, phrase, printed):
 def test_lab1_grid_and_sizes_show_the_same_nine_images():
     cells = _cells("01_tf_data_basics")
     code = "\n".join(source for kind, source in cells if kind == "code")
-    assert "nine_paths, _, _ = sources.readable_sample(shuffled_paths, 9)" in code
+    assert "nine_paths, _, _ = readable_images.readable_sample(shuffled_paths, 9)" in code
     assert "from_tensor_slices(nine_paths).map(read_and_decode)" in code
     assert "images_and_labels.take(9)" in code
 
@@ -212,7 +212,7 @@ def test_lab3_knob_prose_states_no_verdict_of_its_own():
 def test_lab2_recompression_sample_draws_from_every_class():
     code = _code("02_write_tfrecords")
     assert "every_class = recompression.paths_from_every_class(image_paths)" in code
-    assert "sources.readable_sample(every_class, NUM_SAMPLE)" in code
+    assert "readable_images.readable_sample(every_class, NUM_SAMPLE)" in code
     assert "recompression.count_classes(trade_off_paths)" in code
 
 

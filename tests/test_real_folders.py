@@ -21,6 +21,7 @@ from utils import (
     checks,
     conversion,
     pipeline,
+    readable_images,
     records,
     shard_cache,
     shard_files,
@@ -314,7 +315,7 @@ def test_validate_without_sidecar_prints_the_problem_not_every_record(copied_sha
 def test_readable_sample_skips_and_lists_unreadable_files(real_photo_folder, capsys):
     unreadable = real_photo_folder["unreadable"]
     readable = real_photo_folder["readable"][:2]
-    paths, images, skipped = sources.readable_sample([*unreadable, *readable], 2)
+    paths, images, skipped = readable_images.readable_sample([*unreadable, *readable], 2)
     assert paths == readable
     assert [image.shape[-1] for image in images] == [3, 3]
     assert [path for path, _ in skipped] == unreadable

@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import conversion, data, errors, output_folder, records, shard_files, sources
+from utils import (
+    conversion,
+    data,
+    errors,
+    output_folder,
+    readable_images,
+    records,
+    shard_files,
+    sources,
+)
 
 if TYPE_CHECKING:
     import apache_beam
@@ -155,7 +164,7 @@ def build_pipeline(
         pipeline
         | "Match files" >> fileio.MatchFiles(source.match_pattern)
         | "Paths" >> beam.Map(lambda metadata: metadata.path)
-        | "Images only" >> beam.Filter(sources.is_image_file)
+        | "Images only" >> beam.Filter(readable_images.is_image_file)
         # MatchFiles is Create([pattern]) | MatchAll(): one match call. A runner that fuses
         # steps (Dataflow) would run every step after it on that one worker; a Reshuffle
         # breaks the fusion and spreads the paths over the workers.

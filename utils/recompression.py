@@ -92,7 +92,8 @@ def paths_from_every_class(paths: Sequence[str]) -> list[str]:
         kept): one of each class, then the second of each, and so on.
 
     Example:
-        sample, _, _ = sources.readable_sample(recompression.paths_from_every_class(paths), 200)
+        sample_paths = recompression.paths_from_every_class(paths)
+        sample, _, _ = readable_images.readable_sample(sample_paths, 200)
     """
     by_class: dict[str, list[str]] = {}
     for path in paths:

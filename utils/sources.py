@@ -5,20 +5,17 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from utils import data, errors
+from utils import data, errors, readable_images
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 FLOWER_PHOTOS_URL = (
     "https://storage.googleapis.com/download.tensorflow.org/example_images/flower_photos.tgz"
 )
-# The image types the course reads (`tf.io.decode_jpeg` decodes PNG too), in any letter case.
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 _EXPECTED = (
     'Expected "embedded", "flower_photos", a local folder laid out as <folder>/<class>/*.jpg '
     '(or .jpeg, .png), or a glob such as "gs://my-bucket/flowers/*/*.jpg".'
@@ -81,7 +78,7 @@ class ImageSource:
         if self.not_images:
             text += (
                 f"\nNot read: {len(self.not_images)} file(s) in the class folders are not "
-                f"{'/'.join(IMAGE_EXTENSIONS)} images:"
+                f"{'/'.join(readable_images.IMAGE_EXTENSIONS)} images:"
             )
             text += "".join(f"\n  {path}" for path in self.not_images)
         return text
@@ -142,18 +139,6 @@ def resolve_source(
     return _from_local_folder(source, folder)
 
 
-def is_image_file(path: str | os.PathLike) -> bool:
-    """Tells whether the course reads a file as an image, from its name alone.
-
-    Args:
-        path: a file path or name.
-
-    Returns:
-        True when its extension is one of `IMAGE_EXTENSIONS`, in any case.
-    """
-    return Path(path).suffix.lower() in IMAGE_EXTENSIONS
-
-
 def _from_local_folder(name: str, root: Path) -> ImageSource:
     """Lists every file of every class folder (no glob: the path may hold `[` or `*`)."""
     root = root.resolve()
@@ -161,8 +146,8 @@ def _from_local_folder(name: str, root: Path) -> ImageSource:
     paths, not_images, empty = [], [], []
     for folder in folders:
         files = sorted(p for p in folder.iterdir() if p.is_file())
-        images = [str(p) for p in files if is_image_file(p)]
-        not_images += [str(p) for p in files if not is_image_file(p)]
+        images = [str(p) for p in files if readable_images.is_image_file(p)]
+        not_images += [str(p) for p in files if not readable_images.is_image_file(p)]
         paths += images
         if not images:
             empty.append(folder.name)
@@ -305,48 +290,6 @@ def _find_image_root(folder: Path) -> Path | None:
     if not folder.is_dir():
         return None
     for candidate in [folder, *sorted(p for p in folder.rglob("*") if p.is_dir())]:
-        if any(is_image_file(p) for p in candidate.glob("*/*")):
+        if any(readable_images.is_image_file(p) for p in candidate.glob("*/*")):
             return candidate
     return None
-
-
-def readable_sample(
-    paths: Sequence[str | bytes], count: int, *, verbose: bool = True
-) -> tuple[list[str], list[np.ndarray], list[tuple[str, str]]]:
-    """Returns the first `count` of `paths` that decode as images, upright, with the ones skipped.
-
-    A learner's folder may hold files that do not decode (truncated, empty, not an
-    image); a cell that shows or checks a sample must not stop at the first of them.
-
-    Args:
-        paths: image paths (strings or bytes), in the order to try them.
-        count: how many readable images to return.
-        verbose: print one line per file skipped.
-
-    Returns:
-        (paths, images, skipped): the readable paths, their uint8 images (height, width, 3),
-        and a (path, error) pair for each file skipped on the way.
-
-    Example:
-        sample_paths, sample_images, skipped = sources.readable_sample(source.paths, 8)
-    """
-    import tensorflow as tf  # Imported here: the other functions do not need TensorFlow.
-
-    from utils import records
-
-    readable, images, skipped = [], [], []
-    for path in paths:
-        if len(readable) == count:
-            break
-        path = path.decode() if isinstance(path, bytes) else str(path)
-        try:
-            image = records.decode_upright(tf.io.read_file(path))[0].numpy()  # As viewers show it.
-        except tf.errors.OpError as error:
-            skipped.append((path, errors.error_message(error)))
-            continue
-        readable.append(path)
-        images.append(image)
-    if verbose:
-        for path, error in skipped:
-            print(f"Skipped in the sample (does not decode): {path}: {error}")
-    return readable, images, skipped

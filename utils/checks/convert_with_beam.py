@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from utils import data, records, shard_files, sources, validation
+from utils import data, readable_images, records, shard_files, sources, validation
 from utils.checks import _samples
 from utils.checks._base import CHECK_ERRORS, fail, first_line, passed
 
@@ -227,13 +227,13 @@ def check_build_conversion(
                 "folder name is not a glob's `[...]`).",
             )
         skipped_paths = [path for path, _ in report.skipped]
-        not_images = [Path(p).name for p in skipped_paths if not sources.is_image_file(p)]
+        not_images = [Path(p).name for p in skipped_paths if not readable_images.is_image_file(p)]
         if not_images:
             fail(
                 todo,
                 name,
                 f"{', '.join(not_images)} went to the conversion: keep only the "
-                "images with beam.Filter(sources.is_image_file).",
+                "images with beam.Filter(readable_images.is_image_file).",
             )
         if len(report.skipped) != 3:
             fail(
