@@ -39,6 +39,7 @@ from utils import (
     checks,
     comparison,
     data_service,
+    host_processes,
     machine_load,
     multi_host,
     pipeline,
@@ -194,7 +195,7 @@ checks.check_dataset_fn(dataset_fn, todo=2, num_records=num_records, global_batc
 # %% [markdown]
 # ### Two hosts, for real
 #
-# `multi_host.run_hosts()` starts `NUM_HOSTS` processes, each a worker of one
+# `host_processes.run_hosts()` starts `NUM_HOSTS` processes, each a worker of one
 # `MultiWorkerMirroredStrategy` with a `TF_CONFIG` naming the others on loopback ports,
 # as on a cluster. Each reads its part through `distribute_datasets_from_function` (the
 # solution of TODO 2), then the same shards through `experimental_distribute_dataset`,
@@ -207,7 +208,7 @@ checks.check_dataset_fn(dataset_fn, todo=2, num_records=num_records, global_batc
 # by: Socket closed`. The lines below name that error as a consequence of the first.
 
 # %%
-reports = multi_host.run_hosts(
+reports = host_processes.run_hosts(
     shard_paths,
     num_hosts=NUM_HOSTS,
     target_size=TARGET_SIZE,
@@ -232,17 +233,17 @@ together = set.union(*read_by_host)
 # `keras.distribution.DataParallel(auto_shard_dataset=False)`: the data is already
 # split. Keras's own split, `DataParallel().distribute_dataset(dataset)`, works like the
 # `DATA` policy: every process reads every file and keeps its part of each batch.
-# `multi_host.run_jax_processes()` starts `NUM_HOSTS` JAX processes on the CPU, joined on
+# `host_processes.run_jax_processes()` starts `NUM_HOSTS` JAX processes on the CPU, joined on
 # a loopback port, and reports what each read both ways; they are stopped before the cell
 # ends. Without JAX the cell says so and skips.
 
 # %%
-skip_reason = multi_host.jax_missing()
+skip_reason = host_processes.jax_missing()
 if skip_reason:
     jax_read = None
     print(f"Skipped: {skip_reason} The TensorFlow processes above show the same split.")
 else:
-    jax_reports = multi_host.run_jax_processes(
+    jax_reports = host_processes.run_jax_processes(
         shard_paths,
         num_processes=NUM_HOSTS,
         target_size=TARGET_SIZE,

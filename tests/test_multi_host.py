@@ -1,8 +1,8 @@
-"""Tests of utils/multi_host.py: each host's shards, and JAX processes reading their own."""
+"""Tests of utils/multi_host.py and utils/host_processes.py: each host reads its own shards."""
 
 import pytest
 
-from utils import multi_host
+from utils import host_processes, multi_host
 
 
 @pytest.mark.parametrize("num_hosts", [1, 2, 3, 16])
@@ -29,7 +29,7 @@ def test_shards_for_host_fewer_files_than_hosts_names_the_fix():
 def test_run_jax_processes_read_disjoint_parts_that_together_are_complete(write_small_shards):
     pytest.importorskip("jax", reason="the JAX per-process path needs jax (requirements-dev.txt)")
     paths = write_small_shards(4)
-    reports = multi_host.run_jax_processes(
+    reports = host_processes.run_jax_processes(
         paths, num_processes=2, target_size=32, num_classes=5, global_batch_size=8
     )
     assert [(report.host_index, report.num_files) for report in reports] == [(0, 2), (1, 2)]
@@ -41,8 +41,8 @@ def test_run_jax_processes_read_disjoint_parts_that_together_are_complete(write_
 
 
 def test_jax_missing_gives_the_reason_and_the_install_command(monkeypatch):
-    monkeypatch.setattr(multi_host.importlib.util, "find_spec", lambda name: None)
-    assert multi_host.jax_missing() == "JAX is not installed (pip install jax)."
+    monkeypatch.setattr(host_processes.importlib.util, "find_spec", lambda name: None)
+    assert host_processes.jax_missing() == "JAX is not installed (pip install jax)."
 
 
 def test_describe_reads_names_each_process_and_the_overlap():
