@@ -63,6 +63,7 @@ import tensorflow as tf
 
 from utils import (
     accelerator_wait,
+    batch_sizes,
     charts,
     checks,
     comparison,
@@ -161,13 +162,13 @@ global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
 # How long to train? Counted in passes over the data (epochs), 8 replicas would make 8
 # times fewer optimizer steps than one: too few to learn. So the length is set in images
 # seen, `TRAINING_IMAGES`, and `training.plan_training()` turns it into steps of the
-# global batch (capped to the training set by `strategy.cap_batch_size()`, which says
+# global batch (capped to the training set by `batch_sizes.cap_batch_size()`, which says
 # so). `fit()` still counts in epochs: here an epoch is one of `EPOCHS` shares of the
 # steps, after each of which the validation set is evaluated; `steps_per_execution`
 # (TODO 4) is capped to an epoch's steps.
 
 # %%
-global_batch_size = strategy.cap_batch_size(
+global_batch_size = batch_sizes.cap_batch_size(
     global_batch_size, num_images=num_train, num_replicas=choice.num_replicas, purpose="training"
 )
 plan = training.plan_training(
@@ -338,11 +339,11 @@ train_dataset = make_training_dataset(train_paths)
 # %% [markdown]
 # Validation reads the held-out shards in a fixed order (`deterministic=True`), without
 # shuffling or augmenting, so that every evaluation sees the same batches, of one static
-# size split evenly over the replicas. `strategy.even_batch_size()` picks the size, at
+# size split evenly over the replicas. `batch_sizes.even_batch_size()` picks the size, at
 # most the global batch, that leaves the fewest images out of full batches.
 
 # %%
-validation_batch_size = strategy.even_batch_size(
+validation_batch_size = batch_sizes.even_batch_size(
     num_validation, max_batch_size=global_batch_size, num_replicas=choice.num_replicas
 )
 validation_batches = num_validation // validation_batch_size

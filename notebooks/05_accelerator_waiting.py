@@ -56,6 +56,7 @@ import tensorflow as tf
 
 from utils import (
     accelerator_wait,
+    batch_sizes,
     charts,
     checks,
     comparison,
@@ -88,7 +89,7 @@ shard_set = shard_cache.ensure_shards(
 class_names = shard_set.class_names
 num_records = sum(shard_set.record_counts.values())
 batch_per_replica = BATCH_PER_REPLICA or strategy.BATCH_PER_REPLICA[choice.kind]
-global_batch_size = strategy.cap_batch_size(
+global_batch_size = batch_sizes.cap_batch_size(
     batch_per_replica * choice.num_replicas,
     num_images=num_records,
     num_replicas=choice.num_replicas,

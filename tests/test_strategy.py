@@ -1,4 +1,5 @@
-"""Tests of utils/strategy.py: every branch reachable here for real, the others with fakes."""
+"""Tests of utils/strategy.py (each branch reachable here for real, the others with fakes)
+and utils/batch_sizes.py."""
 
 import os
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import strategy
+from utils import batch_sizes, strategy
 
 
 class FakeTPUStrategy:
@@ -137,7 +138,7 @@ def test_several_gpus_give_a_mirrored_strategy():
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        from utils import strategy
+        from utils import batch_sizes, strategy
         names = [d.name for d in tf.config.list_logical_devices("CPU")]
         choice = strategy.find_strategy("gpu", list_gpus=lambda: names)
         print("RESULT", type(choice.strategy).__name__, choice.num_replicas)
@@ -150,7 +151,7 @@ def test_several_gpus_give_a_mirrored_strategy():
 
 
 JAX_CODE = """
-from utils import strategy
+from utils import batch_sizes, strategy
 choice = strategy.find_strategy("auto")
 with choice.scope():
     pass
@@ -188,7 +189,7 @@ def test_several_logical_cpus_give_a_mirrored_strategy_on_the_cpu():
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * 8)
-        from utils import strategy
+        from utils import batch_sizes, strategy
         choice = strategy.find_strategy("cpu")
         print("RESULT", type(choice.strategy).__name__, choice.num_replicas)
         """
@@ -200,25 +201,25 @@ def test_several_logical_cpus_give_a_mirrored_strategy_on_the_cpu():
 
 
 def test_even_batch_size_leaves_the_fewest_images_out():
-    assert strategy.even_batch_size(687, max_batch_size=256, num_replicas=8) == 224
-    assert strategy.even_batch_size(687, max_batch_size=1024, num_replicas=8) == 680
-    assert strategy.even_batch_size(687, max_batch_size=32, num_replicas=1) == 31
-    assert strategy.even_batch_size(18, max_batch_size=32, num_replicas=1) == 18
-    assert strategy.even_batch_size(45, max_batch_size=64, num_replicas=2) == 44
+    assert batch_sizes.even_batch_size(687, max_batch_size=256, num_replicas=8) == 224
+    assert batch_sizes.even_batch_size(687, max_batch_size=1024, num_replicas=8) == 680
+    assert batch_sizes.even_batch_size(687, max_batch_size=32, num_replicas=1) == 31
+    assert batch_sizes.even_batch_size(18, max_batch_size=32, num_replicas=1) == 18
+    assert batch_sizes.even_batch_size(45, max_batch_size=64, num_replicas=2) == 44
     with pytest.raises(ValueError, match=r"^5 image\(s\) cannot feed 8 replicas"):
-        strategy.even_batch_size(5, max_batch_size=256, num_replicas=8)
+        batch_sizes.even_batch_size(5, max_batch_size=256, num_replicas=8)
 
 
 def test_cap_batch_size_keeps_a_multiple_of_the_replicas(capsys):
-    assert strategy.cap_batch_size(32, num_images=100, num_replicas=1, purpose="training") == 32
+    assert batch_sizes.cap_batch_size(32, num_images=100, num_replicas=1, purpose="training") == 32
     assert capsys.readouterr().out == ""
-    capped = strategy.cap_batch_size(1024, num_images=687, num_replicas=8, purpose="validation")
+    capped = batch_sizes.cap_batch_size(1024, num_images=687, num_replicas=8, purpose="validation")
     assert capped == 680
     assert capsys.readouterr().out == (
         "The validation batch of 1024 is larger than the 687 validation images: capped to 680 "
         "(85 per replica).\n"
     )
-    assert strategy.cap_batch_size(64, num_images=45, num_replicas=2, purpose="training") == 44
+    assert batch_sizes.cap_batch_size(64, num_images=45, num_replicas=2, purpose="training") == 44
     assert "capped to 44 (22 per replica)" in capsys.readouterr().out
     with pytest.raises(ValueError, match=r"^5 training image\(s\) cannot feed 8 replicas"):
-        strategy.cap_batch_size(256, num_images=5, num_replicas=8, purpose="training")
+        batch_sizes.cap_batch_size(256, num_images=5, num_replicas=8, purpose="training")
