@@ -459,7 +459,10 @@ figure = display.show_predictions(
 # ## Save and reload
 #
 # `model.save()` writes a `.keras` file: the architecture, the weights and the optimizer
-# state (the schedule too), in one zip. Reloaded, the model gives the same predictions.
+# state (the schedule too), in one zip. Reloaded, the model gives the same predictions:
+# on several TensorFlow replicas only because `models.small_convnet` synchronizes its
+# batch normalization (`synchronized=True`); else each replica keeps its own statistics
+# and the model saved predicts differently (JAX's sharded batch shares them already).
 #
 # Today's TPUs (Colab, Kaggle, Cloud TPU VMs) are **TPU VMs**: the notebook runs on the
 # TPU's own machine, so `model.save()` writes to its disk, as on a CPU. Colab's old **TPU
