@@ -5,7 +5,8 @@ import json
 import pytest
 
 from tools import benchmark, grain_loader
-from tools.benchmark import CEILING, Row
+from tools.course_benchmark import growth, pipelines, report, settings
+from tools.course_benchmark.settings import CEILING, Row
 
 PIPELINES = [
     "files, one at a time",
@@ -26,12 +27,12 @@ def quick_run(tmp_path_factory):
 
 
 def test_every_pipeline_is_measured_at_each_latency_and_the_ceiling_once(quick_run):
-    report, _ = quick_run
+    written, _ = quick_run
     expected = ["decode ceiling (no I/O)"] + [
-        f"{name} @ {latency} ms" for latency in benchmark.LATENCIES_MS for name in PIPELINES
+        f"{name} @ {latency} ms" for latency in settings.LATENCIES_MS for name in PIPELINES
     ]
-    assert list(report["pipelines"]) == expected
-    for label, figures in report["pipelines"].items():
+    assert list(written["pipelines"]) == expected
+    for label, figures in written["pipelines"].items():
         assert Row(figures["pipeline"], figures["latency_ms"]).label == label
         assert set(figures) - {"cpu_us_per_image"} == {
             "pipeline", "latency_ms", "median", "min", "max", "runs"
@@ -41,37 +42,37 @@ def test_every_pipeline_is_measured_at_each_latency_and_the_ceiling_once(quick_r
     headline += [
         f"Grain + ArrayRecord @ {ms} ms" for ms in (0, 50) if "Grain + ArrayRecord" in PIPELINES
     ]
-    assert [len(report["pipelines"][name]["runs"]) for name in headline] == [2] * len(headline)
-    assert [len(report["pipelines"][n]["cpu_us_per_image"]) for n in headline] == [2] * len(
+    assert [len(written["pipelines"][name]["runs"]) for name in headline] == [2] * len(headline)
+    assert [len(written["pipelines"][n]["cpu_us_per_image"]) for n in headline] == [2] * len(
         headline
     )
-    assert len(report["pipelines"]["files, one at a time @ 0 ms"]["runs"]) == 1
+    assert len(written["pipelines"]["files, one at a time @ 0 ms"]["runs"]) == 1
 
 
 def test_growth_and_shard_counts_are_positive_numbers(quick_run):
-    report, output_dir = quick_run
-    by_size, by_shards = report["scaling"]["by_size"], report["scaling"]["by_shard_count"]
-    assert list(by_size) == [str(size) for size in benchmark.QUICK["sizes"]]
-    assert list(by_shards) == [str(count) for count in benchmark.QUICK["shard_counts"]]
+    written, output_dir = quick_run
+    by_size, by_shards = written["scaling"]["by_size"], written["scaling"]["by_shard_count"]
+    assert list(by_size) == [str(size) for size in settings.QUICK["sizes"]]
+    assert list(by_shards) == [str(count) for count in settings.QUICK["shard_counts"]]
     for figures in by_size.values():
         assert set(figures) == {"write_seconds", "images_per_second", "cores_busy", "peak_rss_mb"}
         assert min(figures.values()) > 0
     for figures in by_shards.values():
-        assert figures["min"] > 0 and len(figures["runs"]) == benchmark.QUICK["repeats"]
-        assert len(figures["cores_busy"]) == benchmark.QUICK["repeats"]
+        assert figures["min"] > 0 and len(figures["runs"]) == settings.QUICK["repeats"]
+        assert len(figures["cores_busy"]) == settings.QUICK["repeats"]
         assert min(figures["cores_busy"]) > 0
     assert set(by_shards["2"]) == {"median", "min", "max", "runs", "cores_busy", "peak_rss_mb"}
-    assert report["load"]["pipelines"]["summary"].startswith("The machine was ")
+    assert written["load"]["pipelines"]["summary"].startswith("The machine was ")
     assert (output_dir / "benchmark.png").stat().st_size > 10_000
 
 
 def test_table_and_targets_give_ratios_to_the_ceiling_and_to_files(quick_run, capsys):
-    report, _ = quick_run
-    results = benchmark.results_from_json(report["pipelines"])
+    written, _ = quick_run
+    results = pipelines.results_from_json(written["pipelines"])
     assert list(results) == [CEILING] + [
-        Row(name, latency) for latency in benchmark.LATENCIES_MS for name in PIPELINES
+        Row(name, latency) for latency in settings.LATENCIES_MS for name in PIPELINES
     ]
-    lines = benchmark.format_table(results)
+    lines = report.format_table(results)
     assert lines[0].split() == [
         "pipeline",
         "images/s",
@@ -81,9 +82,9 @@ def test_table_and_targets_give_ratios_to_the_ceiling_and_to_files(quick_run, ca
         "/files",
         "1x1",
     ]
-    assert len(lines) == 1 + len(report["pipelines"])
+    assert len(lines) == 1 + len(written["pipelines"])
     assert lines[1].split()[-2:] == ["1.000", "1.0x"]  # The ceiling against itself.
-    targets = benchmark.targets(results)
+    targets = report.targets(results)
     assert [line.split(":")[0] for line in targets if not line.startswith("  ")] == [
         "course pipeline at 0 ms / decode ceiling",
         "course pipeline at 50 ms / decode ceiling",
@@ -109,7 +110,7 @@ def test_targets_take_ratios_within_each_round_and_say_met_or_not():
         Row("image_dataset_from_directory", 50): {"median": 4.0},
     }
     results[Row("course pipeline", 50)]["median"] = 81
-    assert benchmark.targets(results) == [
+    assert report.targets(results) == [
         "course pipeline at 0 ms / decode ceiling: 0.96 (range 0.90-1.00, -0.06/+0.04, "
         "3 runs in turns); target >= 0.95: met; spread within +-0.05: NOT met",
         "course pipeline at 50 ms / decode ceiling: 0.80 (range 0.80-0.90, -0.00/+0.10, "
@@ -126,11 +127,11 @@ def test_growth_summary_says_linear_flat_or_not():
         1000: {"write_seconds": 2.0, "images_per_second": 9000, "peak_rss_mb": 700},
         16000: {"write_seconds": 30.0, "images_per_second": 8800, "peak_rss_mb": 720},
     }
-    summary = benchmark.growth_summary(figures)
+    summary = growth.growth_summary(figures)
     assert summary[1] == "  write time grew 15.0x (linear, within 50%)"
     assert "(flat)" in summary[2] and "(flat: nothing is cached whole)" in summary[3]
     figures[16000]["peak_rss_mb"] = 7000
-    assert benchmark.growth_summary(figures)[3].endswith("(GROWS)")
+    assert growth.growth_summary(figures)[3].endswith("(GROWS)")
 
 
 def test_cores_busy_per_run_and_the_runs_that_fell_short():
@@ -140,7 +141,7 @@ def test_cores_busy_per_run_and_the_runs_that_fell_short():
         Row("course pipeline", 50): {"runs": [6_000.0], "cpu_us_per_image": [200.0]},
         Row("files, one at a time", 0): {"runs": [20.0]},
     }
-    assert benchmark.cores_busy_lines(results, num_cores=2) == [
+    assert report.cores_busy_lines(results, num_cores=2) == [
         "  decode ceiling (no I/O): cores busy per run 1.90 1.08",
         "  course pipeline @ 0 ms: cores busy per run 1.80 1.84",
         "  course pipeline @ 50 ms: cores busy per run 1.20",
@@ -159,7 +160,7 @@ def test_shard_counts_show_each_runs_cores_busy():
             "peak_rss_mb": 900.0,
         },
     }
-    assert benchmark.format_shard_counts(by_shard_count)[1].split() == [
+    assert growth.format_shard_counts(by_shard_count)[1].split() == [
         "4",
         "6,330",
         "6,320-10,500",
@@ -172,14 +173,14 @@ def test_shard_counts_show_each_runs_cores_busy():
 
 
 def test_grain_rows_without_grain_are_skipped_with_the_reason(quick_run):
-    report, _ = quick_run
+    written, _ = quick_run
     if grain_loader.missing_reason():
-        assert report["skipped"] == {"Grain + ArrayRecord": grain_loader.missing_reason()}
-        assert not any(name.startswith("Grain") for name in report["pipelines"])
+        assert written["skipped"] == {"Grain + ArrayRecord": grain_loader.missing_reason()}
+        assert not any(name.startswith("Grain") for name in written["pipelines"])
     else:
-        assert "skipped" not in report
-        results = benchmark.results_from_json(report["pipelines"])
-        lines = benchmark.latency_and_grain_lines(results)
+        assert "skipped" not in written
+        results = pipelines.results_from_json(written["pipelines"])
+        lines = report.latency_and_grain_lines(results)
         assert [line.split(":")[0] for line in lines] == [
             "course pipeline at 50 ms / at 0 ms",
             "Grain + ArrayRecord at 50 ms / at 0 ms",
@@ -201,7 +202,7 @@ def test_latency_and_grain_lines_take_ratios_within_each_round():
         Row("Grain + ArrayRecord", 0): runs(50, 60, cpu=(600.0, 700.0)),
         Row("Grain + ArrayRecord", 50): runs(40, 60, cpu=(650.0, 640.0)),
     }
-    assert benchmark.latency_and_grain_lines(results) == [
+    assert report.latency_and_grain_lines(results) == [
         "course pipeline at 50 ms / at 0 ms: 0.95 (range 0.90-1.00, 2 runs); target >= 0.97",
         "Grain + ArrayRecord at 50 ms / at 0 ms: 0.90 (range 0.80-1.00, 2 runs)",
         "Grain + ArrayRecord at 0 ms / decode ceiling: 0.40 (range 0.30-0.50, 2 runs); "
@@ -214,4 +215,4 @@ def test_latency_and_grain_lines_take_ratios_within_each_round():
         "course pipeline 310 (300-320)",
     ]
     del results[Row("Grain + ArrayRecord", 0)], results[Row("Grain + ArrayRecord", 50)]
-    assert len(benchmark.latency_and_grain_lines(results)) == 1
+    assert len(report.latency_and_grain_lines(results)) == 1

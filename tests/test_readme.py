@@ -12,13 +12,12 @@ def _maintainers_layout():
 
 
 def _modules():
-    """Every module of utils/, utils/checks/, tools/ and tools/grading/, as a path."""
-    folders = ("utils", "utils/checks", "tools", "tools/grading")
+    """Every module of the packages utils/ and tools/ and their subpackages, as a path."""
     return {
         path.relative_to(REPO_ROOT).as_posix()
-        for folder in folders
-        for path in (REPO_ROOT / folder).glob("*.py")
-        if path.name != "__init__.py"
+        for package in ("utils", "tools")
+        for path in (REPO_ROOT / package).rglob("*.py")
+        if path.name != "__init__.py" and (path.parent / "__init__.py").exists()
     }
 
 

@@ -36,7 +36,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from tools import benchmark, machine
+from tools import machine
+from tools.course_benchmark import growth
 from utils import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -408,7 +409,7 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
     source = sources.resolve_source("embedded", num_images=num_images)
 
     def read(directory):  # In a process of its own, as the benchmark reads.
-        return benchmark.read_in_own_process(str(directory))["images_per_second"]
+        return growth.read_in_own_process(str(directory))["images_per_second"]
 
     runs = {count: {"just written": [], "settled": []} for count in counts}
     sizes = {}

@@ -1,0 +1,1 @@
+"""The course benchmark (`python -m tools.benchmark`), one module per job."""

@@ -1,0 +1,92 @@
+"""What the course benchmark compares: its settings, the pipelines' names, the targets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+LATENCIES_MS = (0, 50)
+
+
+TARGET_SIZE = 192
+
+
+BATCH_SIZE = 64
+
+
+NUM_PARALLEL_READS = 16
+
+
+NUM_SHARDS = 16  # Of the pipelines' data and of each growth size.
+
+
+NUM_CLASSES = 5  # The embedded flowers' classes.
+
+
+FULL = dict(num_images=3670, headline_repeats=7, repeats=3, sizes=[1000, 4000, 16000],
+            shard_counts=[4, 16, 64], timed=8000, timed_files=400, timed_sequential=40)  # fmt: skip
+
+
+QUICK = dict(num_images=300, headline_repeats=2, repeats=1, sizes=[200, 400], shard_counts=[2, 4],
+             timed=600, timed_files=60, timed_sequential=6)  # fmt: skip
+
+
+# Measured in turns with the ceiling, `headline_repeats` rounds: the ratios that are quoted.
+FILES_ONE_AT_A_TIME = "files, one at a time"
+
+
+FILES_IN_FLIGHT = f"files, {NUM_PARALLEL_READS} in flight"
+
+
+FROM_DIRECTORY = "image_dataset_from_directory"
+
+
+ORIGINAL = "original course TFRecords"
+
+
+COURSE = "course pipeline"
+
+
+GRAIN = "Grain + ArrayRecord"
+
+
+GRAIN_PER_RECORD = "Grain, a request per record"
+
+
+HEADLINE = (ORIGINAL, COURSE, GRAIN)
+
+
+class Row(NamedTuple):
+    """What one result measured: a pipeline, at a simulated latency (None: no I/O at all)."""
+
+    pipeline: str
+    latency_ms: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The row's name in the table and in `benchmark.json`: `pipeline @ N ms`."""
+        if self.latency_ms is None:
+            return self.pipeline
+        return f"{self.pipeline} @ {self.latency_ms} ms"
+
+
+CEILING = Row("decode ceiling (no I/O)")
+
+
+# The issue's targets for the course pipeline.
+TARGET_SHARE_OF_CEILING = {0: 0.95, 50: 0.9}  # Its images/s / the ceiling's, by latency (ms).
+
+
+TARGET_SPREAD = 0.05  # That share's range around its median, either side.
+
+
+TARGET_OVER_ORIGINAL = 1.3  # Its images/s / the original course's, at the first latency.
+
+
+TARGET_LATENCY_RATIO = 0.97  # Its images/s at the last latency / at the first.
+
+
+TARGET_OVER_FROM_DIRECTORY = 10  # Its images/s / image_dataset_from_directory's, last latency.
