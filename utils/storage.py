@@ -70,7 +70,7 @@ class SimulatedStorage:
         simulated: False for real remote storage (a `gs://` source): nothing is added.
         read_bytes: the function that reads a file's bytes once the wait is over, like
             `tf.io.read_file` (the default, taken when the storage is made): the storage's
-            read hook. `routing_tf_read_file` relies on it to reach the disk.
+            read hook. The benchmark's `tools.read_routing` relies on it to reach the disk.
 
     Raises:
         ValueError: if a latency is negative, the p99 is below the median, or a bandwidth
