@@ -247,7 +247,10 @@ def test_setup_cell_with_an_unusable_source_fails_in_one_line(tmp_path):
         "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp/home", f"PIP_CONFIG_FILE={os.devnull}",
         f"{setup_cell.SOURCE_ENV_VAR}={missing}",
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home",
-        "--bind", str(tmp_path), str(tmp_path), "--unshare-net", "--die-with-parent",
+        "--bind", str(tmp_path), str(tmp_path),
+        # After the tmpfs, as in _run_upload_only: the site-packages the view links to (pip
+        # among them) are in this Python's environment, under /tmp when the clone is.
+        "--ro-bind", sys.prefix, sys.prefix, "--unshare-net", "--die-with-parent",
         str(python), str(script),
     ]  # fmt: skip
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
