@@ -341,7 +341,5 @@ print(
 # costs one request. Lab 2 packs many images into a few large files (TFRecords), so that
 # one request brings hundreds of images; lab 3 measures what that buys on the same storage.
 #
-# *What changed from the original course:* it read `gs://flowers-public`, which now answers
-# 403. Its speed test said "Run the cell below and see that throughput is around 8 images
-# per second"; this lab's storage is simulated, so its number is this machine's and this
-# model's, printed above.
+# *What changed from the original course:* its bucket `gs://flowers-public` now answers 403,
+# so the storage here is simulated (details: the course's docs/lessons.md).

@@ -487,7 +487,5 @@ print(
 # The dataset is now `NUM_SHARDS` files instead of thousands. Lab 3 reads them in
 # parallel from the same (simulated) storage as lab 1 and measures what that buys.
 #
-# *What changed from the original course:* it stored the size after resizing (always the
-# same), looked up each label with a numpy search per record, wrote each shard straight
-# to its final name, and never checked what it wrote. This lab stores the original size,
-# finds the class in the pipeline, writes safely, and validates every record.
+# *What changed from the original course:* this lab stores the original size, writes safely
+# and validates every record (details: the course's docs/lessons.md).

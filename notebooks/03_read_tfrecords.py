@@ -605,13 +605,8 @@ figure = charts.plot_ablation(ablation.results, title=simulated_storage.describe
 # - **cache**: after the first pass, no storage and no decoding at all, as long as the
 #   decoded images fit in memory (here `num_records * TARGET_SIZE**2 * 3` bytes).
 #
-# *What changed from the original course:* it set `options.experimental_deterministic`
-# (now `options.deterministic`) and applied it with `with_options()`, as this lab does; a
-# sibling notebook of the same family (fast-and-lean 07, Xception) set it on a dataset it
-# then discarded, which is why the check of TODO 2 looks for the option on the dataset you
-# use. It read with `num_parallel_reads=AUTOTUNE`, which here opened as many shards as the
-# line above printed; and it did not measure the result against individual files or the
-# decode ceiling.
+# *What changed from the original course:* `experimental_deterministic` is now
+# `deterministic`, and it is set on the dataset you use (details: docs/lessons.md).
 
 # %% [markdown]
 # ## tf.data + TFRecord, or Grain + ArrayRecord?

@@ -470,10 +470,8 @@ figure = display.show_predictions(
 # batch normalization (`synchronized=True`); else each replica keeps its own statistics
 # and the model saved predicts differently (JAX's sharded batch shares them already).
 #
-# Today's TPUs (Colab, Kaggle, Cloud TPU VMs) are **TPU VMs**: the notebook runs on the
-# TPU's own machine, so `model.save()` writes to its disk, as on a CPU. Colab's old **TPU
-# Node** was a separate machine that could not see the notebook's disk: exports needed
-# `SaveOptions(experimental_io_device="/job:localhost")` and data in `gs://`.
+# On today's TPUs (TPU VMs) `model.save()` writes to the notebook's own disk, as on a CPU
+# (the old TPU Node could not: the course's docs/lessons.md says what it needed).
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.
@@ -505,9 +503,5 @@ print(
 )
 
 # %% [markdown]
-# *What changed from the original course:* it found the TPU with
-# `TPUClusterResolver()`, which raises `ValueError` on today's TPU VMs (they need
-# `tpu="local"`); its code catches that error and goes on with the default strategy, so
-# it would train without the TPU and say nothing. It used `input_shape=` on layers, a
-# learning-rate schedule returning a tensor and the history key `lr`, all of which Keras
-# 3 changed.
+# *What changed from the original course:* today's TPU VMs need `tpu="local"`, and Keras 3
+# changed several APIs it used (details: the course's docs/lessons.md).

@@ -455,6 +455,5 @@ for result in [*runs.values(), *batch_runs.values(), *call_runs.values()]:
 print("\n".join(verdict_lines))
 
 # %% [markdown]
-# *What changed from the original course:* it never measured whether the input kept up.
-# It said a TPU wants about 128 images per core because the batch's images are the rows
-# of its 128 x 128 matrix unit; for a convolution the rows are batch x height x width.
+# *What changed from the original course:* it never measured whether the input kept up,
+# and its "128 per core" is not true of a convolution (details: docs/lessons.md).
