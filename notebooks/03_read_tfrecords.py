@@ -13,8 +13,8 @@
 # 3. Parse a whole batch of records at once, and measure whether it pays (TODO 3).
 # 4. Batch, parse by batch and prefetch: the pipeline that feeds training (TODO 4).
 #
-# Then you compare it with lab 1's individual files and with the machine's limit, and
-# measure each knob on its own.
+# Then you compare it with lab 1's individual files, on the same storage. (Optional lesson
+# 8 takes the same pipeline against the machine's limit and measures each knob.)
 
 # %% [markdown]
 # ## Set-up
@@ -29,7 +29,6 @@
 # %%
 import collections
 import hashlib
-import os
 
 import tensorflow as tf
 
@@ -39,10 +38,7 @@ from utils import (
     comparison,
     conversion,
     display,
-    knobs,
-    machine_load,
     pipeline,
-    pipeline_trace,
     shard_cache,
     sources,
     storage,
@@ -65,11 +61,6 @@ NUM_TIMED_IMAGES = 8000  # Images timed in each TFRecord measurement (about 1 s 
 NUM_TIMED_FILES = 400  # Images timed for individual files read in parallel (lab 1).
 NUM_TIMED_SEQUENTIAL = 40  # Images timed for individual files one at a time (~12/s).
 SPEED_TEST_REPEATS = 5  # Rounds of the speed test, taken in turns (a median and a range).
-ABLATION_PARALLEL_READS = [1, 4, 16]  # Settings of num_parallel_reads to measure.
-ABLATION_SHARD_COUNTS = [1, 4, 16, 64]  # Shard counts to measure (written if missing).
-ABLATION_REPEATS = 5  # Rounds of each knob's settings, taken in turns.
-STEP_MS = 20  # Time of the stand-in accelerator's step per batch, in the timeline.
-TIMELINE_BATCHES = 40  # Batches traced in the timeline (both pipelines start slowly).
 SEED = 42
 
 # %% [markdown]
@@ -388,136 +379,10 @@ print(over_best_files.summary(",.1f") + " x")
 print(
     comparison.describe_difference([records_parallel, speed_runs["files, parallel"]], name="Speed")
 )
+figure = charts.plot_throughput(list(speed_runs.values()), title=simulated_storage.describe())
 
 # %% [markdown]
-# ## Against the machine's limit
-#
-# No pipeline of JPEGs goes faster than the CPU decodes them. The ceiling: the same JPEG
-# bytes decoded from memory, a batch at a time on all cores, no storage, no parsing;
-# against it, the course pipeline reading the shards from local disk. Timed in turns, the
-# share given with its range (one pair of runs can land on a busy moment). A share above
-# 100% is noise: reading, parsing and decoding cannot beat decoding alone.
-
-# %%
-stored_jpegs = [
-    tf.io.parse_single_example(record, features)["image"].numpy()
-    for record in tf.data.TFRecordDataset(shard_paths).take(1000)
-]
-local_pipeline = pipeline.tfrecord_images(
-    shard_paths,
-    target_size=TARGET_SIZE,
-    num_classes=len(class_names),
-    num_parallel_reads=NUM_PARALLEL_READS,
-    batch_size=BATCH_SIZE,
-    epochs=None,  # Endless: the passes joined before the reads (see the knobs below).
-)
-ceiling_dataset = pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)
-# In turns, the order reversed every other round: a busy moment lands on both sides.
-with machine_load.LoadWatch() as machine_load:
-    runs = comparison.measure_in_turns(
-        {
-            "decode ceiling (in memory)": ceiling_dataset,
-            "TFRecords, fast, local disk": local_pipeline,
-        },
-        num_images=NUM_TIMED_IMAGES // 2,
-        repeats=5,
-    )
-print(machine_load.summary())
-ceiling, local_records = runs["decode ceiling (in memory)"], runs["TFRecords, fast, local disk"]
-share = comparison.ratio_in_turns(local_records, ceiling)
-print(comparison.describe_share_of_ceiling(share, name="The course pipeline on local disk"))
-figure = charts.plot_throughput(
-    list(speed_runs.values()), title=simulated_storage.describe(), ceiling=ceiling
-)
-
-# %% [markdown]
-# Each bar is a median, its line the range of the rounds. The dashed line is the decode
-# ceiling: no bar can stay above it for long.
-#
-# ## A timeline of the pipeline, measured
-#
-# A speed test gives one number, not *when* each batch is ready. Here two pipelines feed
-# a stand-in accelerator taking `STEP_MS` per batch, and each batch is timed: read from
-# storage, parsed and decoded, consumed by the step (a grey line: a batch waiting for its
-# step). Left, one shard and one stage at a time; right, your `records` (several shards,
-# any order) with a parallel map and prefetch: the TensorFlow performance guide's
-# picture, measured.
-
-# %%
-traced = [
-    pipeline_trace.trace_pipeline(
-        simulated_storage.tfrecord_dataset(shard_paths),
-        parse_batch,
-        batch_size=BATCH_SIZE,
-        num_batches=TIMELINE_BATCHES,
-        step_ms=STEP_MS,
-        parallel=False,
-        label="one reader, one stage at a time",
-    ),
-    pipeline_trace.trace_pipeline(
-        records,
-        parse_batch,
-        batch_size=BATCH_SIZE,
-        num_batches=TIMELINE_BATCHES,
-        step_ms=STEP_MS,
-        parallel=True,
-        label="parallel reads, map, prefetch",
-    ),
-]
-for run in traced:
-    print(
-        f"{run.label}: {TIMELINE_BATCHES} steps in {run.seconds:.2f} s, "
-        f"{run.waiting_seconds:.2f} s of it waiting for data."
-    )
-figure = charts.plot_timelines(traced)
-
-# %% [markdown]
-# ## What each knob buys
-#
-# Each group changes one setting of the course pipeline and keeps the others (simulated
-# storage, `NUM_PARALLEL_READS` reads, the passes repeated before the reads, order not
-# kept, prefetch on, no cache, `NUM_SHARDS` shards). `cache`'s row times the second pass,
-# from memory (where the decoded images would pass 512 MB, both cache rows read only the
-# first shards, as labelled). Settings are timed in turns, `ABLATION_REPEATS` rounds, each
-# a median and range. The verdict compares the fastest and slowest: "beyond the noise"
-# only when their ranges do not overlap, however far apart the medians. With 5 rounds, two
-# equal settings get separate ranges by chance in fewer than 1% of cases (2 in 252
-# orderings); with 3, in 10%.
-
-
-# %%
-# The same records copied into each shard count, once (no image is converted again).
-paths_by_count = {count: shard_cache.reshard(shard_set, count) for count in ABLATION_SHARD_COUNTS}
-ablation = knobs.measure_knobs(
-    shard_paths,
-    paths_by_count=paths_by_count,
-    parallel_reads=[*ABLATION_PARALLEL_READS, tf.data.AUTOTUNE],
-    storage=simulated_storage,
-    target_size=TARGET_SIZE,
-    num_classes=len(class_names),
-    num_parallel_reads=NUM_PARALLEL_READS,
-    batch_size=BATCH_SIZE,
-    num_records=num_records,
-    num_timed_images=NUM_TIMED_IMAGES // 2,
-    repeats=ABLATION_REPEATS,
-)
-
-# %%
-print("\n".join(knobs.describe_verdicts(ablation)))
-print(knobs.describe_open_shards(ablation, num_cores=os.cpu_count()))
-
-# %% [markdown]
-# What the storage did during those runs, and what the pipeline asks of it: the first-byte
-# waits it drew, and the bandwidth the fast pipeline needs against what one stream gives.
-
-# %%
-storage_demand = knobs.describe_storage_demand(
-    ablation.first_bytes_ms,
-    images_per_second=records_parallel.median,
-    bytes_per_record=sum(tf.io.gfile.stat(p).length for p in shard_paths) / num_records,
-    stream_megabytes_per_second=STREAM_MEGABYTES_PER_SECOND,
-)
-print("\n".join(storage_demand))
+# Each bar is a median, its line the range of the rounds.
 
 # %% [markdown]
 # ## Order, when you need it
@@ -564,46 +429,10 @@ print(
     f"{over_best_files.median:,.1f}x the best file-reading variant "
     f"({over_best_files.minimum:,.1f}-{over_best_files.maximum:,.1f}x)."
 )
-print(
-    f"On local disk the pipeline reads {local_records.median:,.0f} images/s and the machine "
-    f"decodes {ceiling.median:,.0f} (medians of {share.num_runs} runs in turns)."
-)
-print(comparison.describe_share_of_ceiling(share, name="The pipeline"))
-print(knobs.describe_open_shards(ablation, num_cores=os.cpu_count()))
-print("What each knob buys, median (range) of each setting:")
-print("\n".join(knobs.describe_ranges(ablation.results)))
-print("\n".join(knobs.describe_verdicts(ablation)))
-figure = charts.plot_ablation(ablation.results, title=simulated_storage.describe())
 
 # %% [markdown]
-# Reading the table: each knob's verdict is printed above, and only a verdict "beyond
-# the noise" says that a setting mattered on this run. What each knob does:
-# - **num_parallel_reads**: each shard costs one first-byte wait; reading several at once
-#   overlaps them, and several streams add up their bandwidth. `AUTOTUNE` lets `tf.data`
-#   choose; the line above compares the shards it kept open with one reader's count (one
-#   reader also opens the next shards ahead). Give a number when you mean parallel reads.
-# - **shards**: fewer, larger files mean fewer waits, but fewer files to read in parallel;
-#   the usual guidance is files of 10-100 MB or more, and at least 10 times as many files
-#   as hosts reading them. Whether it shows here depends on the bandwidth printed above:
-#   when one stream gives more than the pipeline needs, one shard can keep up, and only
-#   the first-byte wait at the start of each pass is left to lose. A faster host needs
-#   the number of streams printed above, so several shards read at once.
-# - **repeat**: `repeat()` after the pipeline starts it again at each pass, and every
-#   shard then waits for its first byte at the same moment, with nothing to decode;
-#   repeating the file names *before* the reads (`pipeline.tfrecord_images(...,
-#   epochs=None)`, or `.repeat()` on the list of names before `interleave`) joins the
-#   passes, so the next pass's shards open while this one's last records are read. (Lab
-#   4 caches the decoded images, so there the repeat comes after the cache.)
-# - **deterministic**: keeping the order makes the pipeline wait for the file whose turn
-#   it is; letting go of it lets the fastest file go first. A slow request costs only
-#   when it is waited on: each shard is opened once per pass, so with few opens (see the
-#   count above) a slow first byte is rare. Its verdict says whether keeping the order
-#   cost anything measurable here.
-# - **prefetch**: it lets the pipeline prepare the next batches while the consumer works
-#   on the current one. Here the consumer only counts images, so there is little to
-#   overlap; lesson 5 measures it with a training step as the consumer.
-# - **cache**: after the first pass, no storage and no decoding at all, as long as the
-#   decoded images fit in memory (here `num_records * TARGET_SIZE**2 * 3` bytes).
+# How close does this pipeline come to what the machine can decode at all, when is each
+# batch ready, and what does each of its settings buy? Optional lesson 8 measures it.
 #
 # *What changed from the original course:* `experimental_deterministic` is now
 # `deterministic`, and it is set on the dataset you use (details: docs/lessons.md).

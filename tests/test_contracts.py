@@ -124,6 +124,7 @@ def test_each_lessons_checks_are_in_a_module_named_after_it():
         "scale_out_reading",
         "tf_data_basics",
         "train_keras",
+        "where_the_time_goes",
         "write_tfrecords",
     ]
     assert CHECK_MODULES == LESSONS

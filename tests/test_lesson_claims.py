@@ -40,17 +40,25 @@ def _code_above(cells, phrase):
             "Read the lines above: how much of the saving",
             "{decode_same_size.median:,.0f}",
         ),
-        ("03_read_tfrecords", "the line above compares the shards", "knobs.describe_open_shards("),
-        ("03_read_tfrecords", "each knob's verdict is printed above", "knobs.describe_verdicts("),
-        ("03_read_tfrecords", "Its verdict says whether keeping", "knobs.describe_verdicts("),
-        ("03_read_tfrecords", "the bandwidth printed above", "knobs.describe_storage_demand("),
         (
-            "03_read_tfrecords",
+            "08_where_the_time_goes",
+            "the line above compares the shards",
+            "knobs.describe_open_shards(",
+        ),
+        (
+            "08_where_the_time_goes",
+            "each knob's verdict is printed above",
+            "knobs.describe_verdicts(",
+        ),
+        ("08_where_the_time_goes", "Its verdict says whether keeping", "knobs.describe_verdicts("),
+        ("08_where_the_time_goes", "the bandwidth printed above", "knobs.describe_storage_demand("),
+        (
+            "08_where_the_time_goes",
             "the number of streams printed above",
             "stream_megabytes_per_second=STREAM_MEGABYTES",
         ),
-        ("03_read_tfrecords", "(see the\n#   count above)", "ablation.first_bytes_ms"),
-        ("03_read_tfrecords", "The dashed line is the decode\n# ceiling", "ceiling=ceiling"),
+        ("08_where_the_time_goes", "(see the\n#   count above)", "ablation.first_bytes_ms"),
+        ("08_where_the_time_goes", "The dashed line is the decode\n# ceiling", "ceiling=ceiling"),
         (
             "04_train_keras",
             "bfloat16 keeps\n# such a gradient (the end of each",
@@ -150,7 +158,10 @@ def _parameters(stem):
     return values
 
 
-@pytest.mark.parametrize("stem", ["01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords"])
+@pytest.mark.parametrize(
+    "stem",
+    ["01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords", "08_where_the_time_goes"],
+)
 def test_every_comparison_is_measured_in_turns_not_once(stem):
     # Issue 25: a single run per setting is not a comparison; every table is rounds in
     # turns, with a median and a range, and a verdict only when the ranges separate.
@@ -176,17 +187,17 @@ def test_lab3_headline_is_also_against_the_best_file_reading_variant():
     assert 'speed_runs["files, parallel"]' in _code("03_read_tfrecords")
 
 
-def test_lab3_autotune_open_shards_are_compared_with_one_reader():
-    assert 1 in _parameters("03_read_tfrecords")["ABLATION_PARALLEL_READS"]
+def test_lesson8_autotune_open_shards_are_compared_with_one_reader():
+    assert 1 in _parameters("08_where_the_time_goes")["ABLATION_PARALLEL_READS"]
     assert "parallel_reads=[*ABLATION_PARALLEL_READS, tf.data.AUTOTUNE]" in _code(
-        "03_read_tfrecords"
+        "08_where_the_time_goes"
     )
-    assert "With AUTOTUNE, at most" not in _code("03_read_tfrecords")
+    assert "With AUTOTUNE, at most" not in _code("08_where_the_time_goes")
 
 
-def test_lab3_committed_timeline_shows_the_parallel_pipeline_ahead():
+def test_lesson8_committed_timeline_shows_the_parallel_pipeline_ahead():
     """The timeline's text draws the performance guide's picture: the run must show it."""
-    solution = nbformat.read(REPO_ROOT / "solutions" / "03_read_tfrecords.ipynb", as_version=4)
+    solution = nbformat.read(REPO_ROOT / "solutions" / "08_where_the_time_goes.ipynb", as_version=4)
     printed = "".join(
         output.get("text", "")
         for cell in solution.cells
@@ -201,8 +212,8 @@ def test_lab3_committed_timeline_shows_the_parallel_pipeline_ahead():
     assert seconds["parallel reads, map, prefetch"] < seconds["one reader, one stage at a time"]
 
 
-def test_lab3_knob_prose_states_no_verdict_of_its_own():
-    text = _text("03_read_tfrecords")
+def test_lesson8_knob_prose_states_no_verdict_of_its_own():
+    text = _text("08_where_the_time_goes")
     for claim in ("the gain is small", "sizes the\n#   reads from the number of cores",
                   "there is nothing to\n#   overlap", "three times: the\n# spread"):  # fmt: skip
         assert claim.replace("\n#  ", "\n ").replace("\n# ", "\n") not in text, claim
@@ -220,10 +231,9 @@ def test_lab1_claims_about_colab_and_the_original_are_quoted_or_qualified():
     assert "a Colab VM has 2" not in text
     assert "Colab's standard runtime has 2" in text
     assert "without timing it" not in text
-    assert (
-        '"Run the cell below and see that throughput is around 8 images per second"'
-        in (REPO_ROOT / "docs" / "lessons.md").read_text().replace("\n  ", " ")
-    )
+    assert '"Run the cell below and see that throughput is around 8 images per second"' in (
+        REPO_ROOT / "docs" / "lessons.md"
+    ).read_text().replace("\n  ", " ")
 
 
 def test_lesson6_reshuffles_after_matching_and_says_why():

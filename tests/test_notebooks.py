@@ -289,6 +289,7 @@ PARAMETER_DEPENDENT = {
     ],
     "06_convert_with_beam": [],
     "07_scale_out_reading": ["all {NUM_IMAGES} records", "in batches of {BATCH_PER_HOST}."],
+    "08_where_the_time_goes": ["batches of {BATCH_SIZE} decoded images"],
 }
 DERIVED = {  # As the checks compute them.
     "HALF_THE_PARALLEL_READS": lambda p: max(2, p.get("NUM_PARALLEL_READS", 0) // 2),

@@ -47,10 +47,6 @@ SMALL_PARAMETERS = {
         "NUM_TIMED_FILES": 40,
         "NUM_TIMED_SEQUENTIAL": 4,
         "SPEED_TEST_REPEATS": 2,
-        "ABLATION_PARALLEL_READS": [1, 4],
-        "ABLATION_SHARD_COUNTS": [1, 4],
-        "ABLATION_REPEATS": 2,
-        "TIMELINE_BATCHES": 4,
     },
     "04_train_keras": {
         "NUM_IMAGES": 160,
@@ -80,6 +76,18 @@ SMALL_PARAMETERS = {
         "BATCH_SIZE": 16,
         "NUM_TIMED_IMAGES": 160,
         "REPEATS": 2,
+    },
+    "08_where_the_time_goes": {
+        "NUM_IMAGES": 100,
+        "NUM_SHARDS": 4,
+        "NUM_PARALLEL_READS": 4,
+        "BATCH_SIZE": 16,
+        "NUM_TIMED_IMAGES": 80,
+        "CEILING_REPEATS": 2,
+        "TIMELINE_BATCHES": 4,
+        "ABLATION_PARALLEL_READS": [1, 4],
+        "ABLATION_SHARD_COUNTS": [1, 4],
+        "ABLATION_REPEATS": 2,
     },
 }
 

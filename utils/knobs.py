@@ -1,6 +1,6 @@
 """Measures what each setting of the course pipeline buys: one knob changed at a time.
 
-Lab 3 times `pipeline.tfrecord_images` on simulated storage with one setting changed
+Lesson 8 times `pipeline.tfrecord_images` on simulated storage with one setting changed
 (parallel reads, shard count, where the epochs repeat, order, prefetch, cache). The
 settings of one knob are timed in turns (`comparison.measure_in_turns`), several rounds, and a
 knob's verdict follows the course's rule: "beyond the noise" only when its fastest and

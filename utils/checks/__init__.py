@@ -28,6 +28,7 @@ from utils.checks.train_keras import (
     check_scaling,
     check_training_dataset,
 )
+from utils.checks.where_the_time_goes import check_ceiling_dataset
 from utils.checks.write_tfrecords import (
     check_recompress,
     check_resize_and_crop,
@@ -40,6 +41,7 @@ __all__ = [
     "DataProblem",
     "check_augment",
     "check_build_conversion",
+    "check_ceiling_dataset",
     "check_compiled_model",
     "check_convert_dofn",
     "check_dataset_fn",
