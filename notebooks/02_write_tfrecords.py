@@ -233,11 +233,6 @@ print(
     f"without resizing {same_size:,.0f} ({1 - same_size / before:.0%} saved); resized and "
     f"recompressed {after:,.0f} ({1 - after / before:.0%} saved)."
 )
-print(
-    f"Decoding (medians): originals {decode_before.median:,.0f} images/s; recompressed "
-    f"without resizing {decode_same_size.median:,.0f}; resized and recompressed "
-    f"{decode_after.median:,.0f}."
-)
 print(comparison.describe_difference([decode_same_size, decode_before], name="Recompressing alone"))
 print(
     comparison.describe_difference([decode_after, decode_before], name="Resizing and recompressing")

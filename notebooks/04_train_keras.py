@@ -413,13 +413,14 @@ model = build_model(choice)
 # On JAX, Keras warns "Your input ran out of data" when the finite validation set ends
 # inside a call of `steps_per_execution` steps: expected here, the set is read whole.
 warnings.filterwarnings("ignore", message="Your input ran out of data")
+answers = training.ValidationAnswers(validation_dataset)  # The share answered right, per epoch.
 history = model.fit(
     train_dataset,
     validation_data=validation_dataset,
     epochs=plan.epochs,
     steps_per_epoch=steps_per_epoch,
     shuffle=False,  # The dataset shuffles itself; fit() cannot shuffle a tf.data.Dataset.
-    callbacks=[training.LearningRateLog()],  # Adds "learning_rate" to the history.
+    callbacks=[training.LearningRateLog(), answers],  # "learning_rate", "val_answers_right"
     verbose=2,
 )
 
@@ -431,23 +432,15 @@ figure = charts.plot_history(history, title=f"Training on {choice.kind}")
 # The final model (saved below) is printed beside the best epoch: did it end at its best?
 
 # %%
-# The final accuracy from the model's own answers, image by image (on 8 TensorFlow
-# replicas the accuracy metric's value disagreed with the validation loss and the answers).
-validation_batches_seen = list(validation_dataset.as_numpy_iterator())
-validation_labels = np.concatenate(
-    [np.argmax(labels, axis=1) for _, labels in validation_batches_seen]
-)
-validation_answers = np.concatenate(
-    [np.argmax(model.predict(images, verbose=0), axis=1) for images, _ in validation_batches_seen]
-)
-chance = np.bincount(validation_labels).max() / len(validation_labels)
-accuracy = np.mean(validation_answers == validation_labels)
-per_epoch = history.history["val_accuracy"]
-best_epoch = int(np.argmax(per_epoch)) + 1
+# Counted from the model's own answers, image by image (`training.ValidationAnswers`): on
+# 8 TensorFlow replicas, Keras's accuracy metric disagreed with the answers and the loss.
+per_epoch = history.history[training.ANSWERS_KEY]
+accuracy, best_epoch = per_epoch[-1], int(np.argmax(per_epoch)) + 1  # The last: the final model.
+chance = np.bincount(answers.labels).max() / len(answers.labels)
 print(
     f"Validation accuracy {accuracy:.2f}; best epoch {best_epoch} of {len(per_epoch)}: "
     f"{max(per_epoch):.2f}; chance level {chance:.2f} "
-    f"({len(validation_labels)} images, {len(class_names)} classes)"
+    f"({len(answers.labels)} images, {len(class_names)} classes)"
 )
 rates = ", ".join(f"{rate:.1e}" for rate in history.history["learning_rate"])
 print(f"Learning rate at each epoch's end: {rates}")

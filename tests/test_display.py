@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import charts, comparison, display, timing
+from utils import charts, comparison, display, timing, training
 
 matplotlib.use("Agg")  # No screen here.
 CLASSES = ("a", "b", "c")
@@ -119,6 +119,22 @@ def test_plot_history_draws_training_and_validation_curves():
     loss, accuracy = figure.axes
     assert [line.get_label() for line in loss.get_lines()] == ["training", "validation"]
     assert list(accuracy.get_lines()[1].get_ydata()) == [0.3, 0.45, 0.6]
+
+
+def test_plot_history_draws_the_answers_counted_where_the_history_has_them():
+    history = type("History", (), {})()
+    history.history = {
+        "loss": [1.5, 1.0],
+        "accuracy": [0.3, 0.5],
+        "val_accuracy": [0.2, 0.4],
+        training.ANSWERS_KEY: [0.35, 0.8],
+    }
+    _, accuracy = charts.plot_history(history).axes
+    assert [line.get_label() for line in accuracy.get_lines()] == [
+        "training",
+        "validation (answers)",
+    ]
+    assert list(accuracy.get_lines()[1].get_ydata()) == [0.35, 0.8]
 
 
 def test_plot_history_without_accuracy_names_the_keys_it_has():

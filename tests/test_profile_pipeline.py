@@ -1,10 +1,12 @@
-"""Tests of tools/profile_pipeline.py: every stage and every change in the sweep builds and
-reads, and the stage figure fits the notebook width. Timings are not tested."""
+"""Tests of tools/profile_pipeline.py and tools/pipeline_profile/: every stage and every change
+in the sweep builds and reads, and the stage figure fits the notebook width. Timings are not
+tested."""
 
 import matplotlib.image
 import pytest
 
 from tools import profile_pipeline
+from tools.pipeline_profile import stages, sweep, variants
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +19,7 @@ def shard_paths(write_small_shards):
     [("read", (16,)), ("+ parse", (16,)), ("+ decode", (16, 32, 32, 3))],
 )
 def test_each_stage_yields_what_it_has_done_so_far(shard_paths, stage, shape):
-    dataset = profile_pipeline.build(
+    dataset = variants.build(
         shard_paths, num_classes=5, stage=stage, parse_batch=16, target_size=32
     )
     element = next(iter(dataset))
@@ -26,9 +28,9 @@ def test_each_stage_yields_what_it_has_done_so_far(shard_paths, stage, shape):
 
 
 def test_every_change_in_the_sweep_reads_the_same_images(shard_paths):
-    for name, change in profile_pipeline.SWEEP.items():
+    for name, change in sweep.SWEEP.items():
         settings = {"parse_batch": 16, **change}
-        dataset = profile_pipeline.build(shard_paths, num_classes=5, target_size=32, **settings)
+        dataset = variants.build(shard_paths, num_classes=5, target_size=32, **settings)
         images, labels = next(iter(dataset))
         batch = min(settings["parse_batch"], 60)  # The shards hold 60 records.
         assert tuple(images.shape) == (batch, 32, 32, 3), name
@@ -36,17 +38,17 @@ def test_every_change_in_the_sweep_reads_the_same_images(shard_paths):
 
 
 def test_stage_figure_is_at_most_1000_pixels_wide(tmp_path):
-    stages = {
+    figures = {
         name: {"cpu_us_per_image": cost, "cores_busy": 1.9}
         for name, cost in zip(
-            [*profile_pipeline.STAGES, "decode ceiling (no I/O)"],
+            [*variants.STAGES, "decode ceiling (no I/O)"],
             [9, 16, 175, 173, 157],
             strict=True,
         )
     }
-    report = {"stages": stages, "decomposition": {"cores": 2}, "load": "The machine was idle"}
+    report = {"stages": figures, "decomposition": {"cores": 2}, "load": "The machine was idle"}
     path = tmp_path / "stages.png"
-    profile_pipeline.plot_stages(report, path)
+    stages.plot_stages(report, path)
     assert matplotlib.image.imread(path).shape[1] <= 1000
 
 

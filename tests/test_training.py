@@ -81,3 +81,29 @@ def test_learning_rate_log_puts_the_rate_in_the_history():
     rates = history.history["learning_rate"]
     assert len(rates) == 2 and all(isinstance(rate, float) for rate in rates)
     assert rates[1] == pytest.approx(0.0, abs=1e-9)  # The last step's rate: the cosine's end.
+
+
+def _fixed_model():
+    """A model answering class 0 for input [1, 0] and class 2 for [0, 1], whatever it learns."""
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, use_bias=False)])
+    model.layers[0].set_weights([np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], "float32")])
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate=0.0), loss="categorical_crossentropy"
+    )
+    return model
+
+
+def test_validation_answers_counts_the_models_answers_at_each_epochs_end():
+    import tensorflow as tf
+
+    inputs = np.array([[1, 0], [0, 1], [1, 0], [0, 1]], "float32")
+    labels = keras.utils.to_categorical([0, 2, 1, 2], 3)  # The third is answered wrong.
+    validation = tf.data.Dataset.from_tensor_slices((inputs, labels)).batch(3)
+    answers = training.ValidationAnswers(validation)
+    model = _fixed_model()
+    history = model.fit(
+        validation, epochs=2, validation_data=validation, callbacks=[answers], verbose=0
+    )
+    assert history.history[training.ANSWERS_KEY] == [0.75, 0.75]
+    assert list(answers.labels) == [0, 2, 1, 2]
+    assert answers.share_right(model) == 0.75

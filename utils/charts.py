@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from utils import comparison, timing
+from utils import comparison, timing, training
 from utils.display import MAX_WIDTH_INCHES
 
 if TYPE_CHECKING:
@@ -193,7 +193,8 @@ def plot_history(history: keras.callbacks.History, *, title: str = "Training") -
     Args:
         history: what `model.fit` returned; its `history` dict must hold "loss" and
             "accuracy" (compile with `metrics=["accuracy"]`), and "val_loss" and
-            "val_accuracy" when there was validation data.
+            "val_accuracy" when there was validation data; the validation accuracy drawn
+            is `training.ValidationAnswers`'s share answered right where the history has it.
         title: the figure's title.
 
     Returns:
@@ -216,7 +217,9 @@ def plot_history(history: keras.callbacks.History, *, title: str = "Training") -
     for axis, name in zip(axes, ("loss", "accuracy"), strict=True):
         epochs = range(1, len(metrics[name]) + 1)
         axis.plot(epochs, metrics[name], "o-", label="training")
-        if f"val_{name}" in metrics:
+        if name == "accuracy" and training.ANSWERS_KEY in metrics:
+            axis.plot(epochs, metrics[training.ANSWERS_KEY], "o-", label="validation (answers)")
+        elif f"val_{name}" in metrics:
             axis.plot(epochs, metrics[f"val_{name}"], "o-", label="validation")
         axis.set_xlabel("epoch")
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
