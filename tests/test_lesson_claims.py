@@ -38,7 +38,7 @@ def _code_above(cells, phrase):
         (
             "02_write_tfrecords",
             "Read the lines above: how much of the saving",
-            "{decode_same_size.median:,.0f}",
+            "describe_difference([decode_same_size, decode_before]",
         ),
         (
             "08_where_the_time_goes",

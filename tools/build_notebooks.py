@@ -14,9 +14,10 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
 3. Solution: drop the marker lines, execute it with papermill on the embedded dataset
    (default parameters), keep the outputs, and write `solutions/NN_*.ipynb`.
 
-The steps are named in `STEPS` (one function each, run in order by `split_variants`);
-the regions and stubs are `tools/build_regions.py`'s job, executing a solution and
-keeping only its outputs `tools/build_outputs.py`'s.
+Steps 1-2 and the solution's preparation are `tools/build_variants.py`'s (named in `STEPS`,
+one function each, run in order by `split_variants`); the regions and stubs are
+`tools/build_regions.py`'s job, executing a solution and keeping only its outputs
+`tools/build_outputs.py`'s. This module runs them, and `--check` and `--embed-only`.
 
 `--check` builds in memory, writes nothing, and fails naming each generated file that
 differs from what its source gives (outputs aside), each stale file, and each solution
@@ -33,12 +34,9 @@ from __future__ import annotations
 
 import argparse
 import copy
-import dataclasses
-import re
 import sys
 from pathlib import Path
 
-import jupytext
 import nbformat
 
 from tools import setup_cell
@@ -59,300 +57,19 @@ from tools.build_regions import (  # noqa: F401  (re-exported: the build's names
     make_stub,
     todo_number,
 )
+from tools.build_variants import (  # noqa: F401  (re-exported: the build's names)
+    BUILD_COMMAND,
+    DEFAULT_POINTS,
+    GRADED_NOTE,
+    SOLUTION_NOTE,
+    STEPS,
+    Lesson,
+    graded_note,
+    split_variants,
+    to_text,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
-CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
-BUILD_COMMAND = "make build"
-# A TODO cell's points: `# %% points=2` on its cell in the source; 1 when unset.
-DEFAULT_POINTS = 1
-# What an instructor's grading (tools/grade.py) scores, said in every lab's header.
-GRADED_NOTE = (
-    "**What is graded:** the check cell after each TODO, run again on a small dataset. "
-    "Your TODO cells and the cells you add are kept where you put them; every other cell "
-    "(set-up, parameters, text, checks) is restored from the course first, so put your "
-    "work in the TODO cells or in new cells."
-)
-
-# The same place in every solution: what it is, and where the lab is.
-SOLUTION_NOTE = (
-    "**This is the solution:** the lab `labs/{stem}.ipynb` with every TODO done, executed "
-    "with the full parameters."
-)
-
-
-@dataclasses.dataclass
-class Lesson:
-    """One lesson being built: its source, and the lab and solution the steps make of it."""
-
-    source_path: Path
-    root: Path
-    lab: nbformat.NotebookNode | None = None
-    solution: nbformat.NotebookNode | None = None
-    todos: list[int] = dataclasses.field(default_factory=list)
-
-    @property
-    def source_name(self) -> str:
-        """The source's path from the root, as messages name it."""
-        return self.source_path.relative_to(self.root).as_posix()
-
-    @property
-    def variants(self) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-        """(lab, solution)."""
-        return self.lab, self.solution
-
-
-def split_into_lab_and_solution(lesson: Lesson) -> None:
-    """Reads the source; the lab gets each region's stub, the solution its code."""
-    text = lesson.source_path.read_text()
-    source_name = lesson.source_name
-    find_regions(text, source_name)
-    notebook = jupytext.reads(text, fmt="py:percent")
-    _reject_empty_cells(notebook, text, source_name)
-    lab, solution = _empty_notebook(source_name, "lab"), _empty_notebook(source_name, "solution")
-    todos = lesson.todos
-    for index, cell in enumerate(notebook.cells):
-        where = f"{source_name} (cell {index + 1})"
-        lines = cell.source.splitlines()
-        regions = cell_regions(lines) if cell.cell_type == "code" else []
-        lab_lines, solution_lines, last = [], [], 0
-        numbers = set()
-        for begin, end in regions:
-            todo = todo_number(lines, begin, where)
-            numbers.add(todo)
-            lab_lines += lines[last:begin] + make_stub(lines[begin + 1 : end], todo, where)
-            solution_lines += lines[last:begin] + lines[begin + 1 : end]
-            last = end + 1
-        lab_lines += lines[last:]
-        solution_lines += lines[last:]
-        if len(numbers) > 1:
-            raise BuildError(f"{where}: one cell holds TODOs {sorted(numbers)}; split it.")
-        metadata = {"tags": cell.metadata["tags"]} if cell.metadata.get("tags") else {}
-        cell_id = f"cell-{index + 1:02d}"
-        if numbers:
-            todos.append(numbers.pop())
-            points = cell.metadata.get("points", DEFAULT_POINTS)
-            if not isinstance(points, int) or isinstance(points, bool) or points < 0:
-                raise BuildError(f"{where}: points must be a whole number >= 0; found {points!r}.")
-            metadata[METADATA_KEY] = {"todo": todos[-1], "points": points}
-            cell_id = f"todo-{todos[-1]}"
-        check = CHECK_CALL.search(cell.source) if cell.cell_type == "code" else None
-        if check:
-            metadata[METADATA_KEY] = {"check": int(check.group(1))}
-            cell_id = f"check-{check.group(1)}"
-        for variant, variant_lines in ((lab, lab_lines), (solution, solution_lines)):
-            new_cell = _new_cell(cell.cell_type, "\n".join(variant_lines), metadata, cell_id)
-            variant.cells.append(new_cell)
-    lesson.lab, lesson.solution = lab, solution
-
-
-def validate(lesson: Lesson) -> None:
-    """TODOs 1..N in order, named by the objectives, each followed by its check cell."""
-    _validate_lesson(lesson.lab, lesson.todos, lesson.source_name)
-
-
-def stamp_version(lesson: Lesson) -> None:
-    """Both variants carry the course version they were built from."""
-    root = lesson.root
-    version_root = root if (root / "pyproject.toml").exists() else REPO_ROOT
-    for variant in lesson.variants:
-        variant.metadata[METADATA_KEY]["version"] = setup_cell.course_version(version_root)
-
-
-def put_setup_code(lesson: Lesson) -> None:
-    """The cell tagged `setup` gets the set-up code, the course package embedded."""
-    for variant in lesson.variants:
-        _put_setup_code(variant, lesson.source_path.stem, lesson.source_name, lesson.root)
-
-
-def tag_unchecked_outputs(lesson: Lesson) -> None:
-    """Cells without `# NBVAL_CHECK_OUTPUT` are tagged for strict nbval to skip."""
-    for variant in lesson.variants:
-        _tag_unchecked_outputs(variant)
-
-
-def add_header(lesson: Lesson) -> None:
-    """The generated-from banner, the open-in links, and the graded or solution note."""
-    points = {
-        c.metadata[METADATA_KEY]["todo"]: c.metadata[METADATA_KEY]["points"]
-        for c in lesson.lab.cells
-        if "todo" in c.metadata.get(METADATA_KEY, {})
-    }
-    for variant in lesson.variants:
-        _add_header(variant, lesson.source_path.stem, lesson.source_name, lesson.root, points)
-
-
-# How a lesson source becomes its lab and solution, step by step (as nbgrader's converters
-# list their preprocessors). `build` then executes the solution (`execute_solution`) and
-# writes both; `check` compares them, outputs stripped (`strip_outputs`), with the files.
-STEPS = (
-    ("split into lab and solution, stubs for the lab", split_into_lab_and_solution),
-    ("validate the TODOs and checks", validate),
-    ("stamp the course version", stamp_version),
-    ("put the set-up code", put_setup_code),
-    ("tag the unchecked outputs", tag_unchecked_outputs),
-    ("add the header", add_header),
-)
-
-
-def split_variants(
-    source_path: Path, root: Path = REPO_ROOT
-) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-    """Reads a lesson source and returns its (lab, solution) notebooks, unexecuted.
-
-    Runs `STEPS` in order.
-
-    Raises:
-        BuildError: if the source breaks a rule listed in this module's docstring.
-    """
-    lesson = Lesson(source_path, root)
-    for _, step in STEPS:
-        step(lesson)
-    return lesson.variants
-
-
-def _reject_empty_cells(notebook: nbformat.NotebookNode, text: str, source_name: str) -> None:
-    """Raises BuildError naming the line of the first cell with no code or text."""
-    starts = [n for n, line in enumerate(text.splitlines(), start=1) if line.startswith("# %%")]
-    before_first_marker = len(notebook.cells) - len(starts)  # text above the first `# %%`
-    for index, cell in enumerate(notebook.cells):
-        if not cell.source.strip():
-            line = starts[index - before_first_marker] if index >= before_first_marker else 1
-            raise BuildError(
-                f"{source_name}:{line}: an empty {cell.cell_type} cell. Delete its `# %%` line, "
-                "or put code or text in it."
-            )
-
-
-def _new_cell(cell_type: str, source: str, metadata: dict, cell_id: str) -> nbformat.NotebookNode:
-    """A cell with a stable id: `todo-n` and `check-n` from the TODO's number (they stay
-    the same when cells are added above them), `cell-NN` by position for the others."""
-    maker = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
-    cell = maker(source=source, metadata=copy.deepcopy(metadata))
-    cell.id = cell_id
-    return cell
-
-
-def graded_note(points: dict[int, int]) -> str:
-    """Returns the lab header's "What is graded" paragraph, with each TODO's points."""
-    each = ", ".join(f"TODO {todo}: {n} point{'s' * (n != 1)}" for todo, n in points.items())
-    return f"{GRADED_NOTE} Points: {each} ({sum(points.values())} in all)."
-
-
-def _empty_notebook(source_name: str, variant: str) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-        "colab": {"provenance": [], "toc_visible": True},
-        METADATA_KEY: {"source": source_name, "variant": variant},
-    }
-    return notebook
-
-
-def _validate_lesson(lab: nbformat.NotebookNode, todos: list[int], source_name: str) -> None:
-    if todos != list(range(1, len(todos) + 1)):
-        raise BuildError(f"{source_name}: TODOs must be numbered 1..N in order; found {todos}.")
-    objectives = [int(n) for n, todo in OBJECTIVE_LINE.findall(lab.cells[0].source) if n == todo]
-    if objectives != todos:
-        raise BuildError(
-            f"{source_name}: the learning objectives in the first cell name TODOs {objectives}, "
-            f"the code has TODOs {todos}. Number each objective like '1. ... (TODO 1).'"
-        )
-    cells = lab.cells
-    for index, cell in enumerate(cells):
-        todo = cell.metadata.get(METADATA_KEY, {}).get("todo")
-        if todo is None:
-            continue
-        following = cells[index + 1] if index + 1 < len(cells) else None
-        if following is None or following.metadata.get(METADATA_KEY, {}).get("check") != todo:
-            raise BuildError(
-                f"{source_name}: the cell of TODO {todo} must be followed by a check cell "
-                f"calling checks.check_...(..., todo={todo})."
-            )
-    parameters = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
-    if len(parameters) != 1:
-        raise BuildError(
-            f"{source_name}: expected one cell tagged parameters; found {len(parameters)}."
-        )
-
-
-def _put_setup_code(
-    notebook: nbformat.NotebookNode, stem: str, source_name: str, root: Path
-) -> None:
-    cells = notebook.cells
-    setups = [i for i, c in enumerate(cells) if setup_cell.SETUP_TAG in c.metadata.get("tags", [])]
-    if not setups:
-        return
-    if len(setups) > 1 or cells[setups[0]].cell_type != "code":
-        raise BuildError(
-            f"{source_name}: expected one code cell tagged {setup_cell.SETUP_TAG} (the build "
-            f"puts the set-up code there); found {len(setups)}."
-        )
-    parameters = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
-    has_backend = re.search(r"^BACKEND = ", cells[parameters].source, re.MULTILINE) is not None
-    if has_backend and parameters > setups[0]:
-        raise BuildError(
-            f"{source_name}: the parameters cell sets BACKEND, so it must come before the cell "
-            f"tagged {setup_cell.SETUP_TAG}, which reads it."
-        )
-    code = setup_cell.render(stem, has_backend_parameter=has_backend, root=root)
-    cells[setups[0]].source = code
-    cells[setups[0]].metadata.update(copy.deepcopy(setup_cell.CELL_METADATA))
-
-
-def _tag_unchecked_outputs(notebook: nbformat.NotebookNode) -> None:
-    for cell in notebook.cells:
-        tags = cell.metadata.get("tags", [])
-        if cell.cell_type != "code" or "# NBVAL_CHECK_OUTPUT" in cell.source:
-            continue
-        if "parameters" not in tags and "nbval-ignore-output" not in tags:
-            cell.metadata["tags"] = [*tags, "nbval-ignore-output"]
-
-
-def _add_header(
-    notebook: nbformat.NotebookNode,
-    stem: str,
-    source_name: str,
-    root: Path,
-    points: dict[int, int],
-) -> None:
-    folder = "labs" if notebook.metadata[METADATA_KEY]["variant"] == "lab" else "solutions"
-    title = notebook.cells[0]
-    banner = (
-        f"<!-- Generated from {source_name} by tools/build_notebooks.py. "
-        f"Edit the source, then run: {BUILD_COMMAND} -->"
-    )
-    title.source = banner + "\n" + title.source
-    try:
-        repository = setup_cell.repository(root)
-    except ValueError as error:
-        raise BuildError(str(error)) from None
-    parts = []
-    if repository:  # Published: links that open this notebook at its version's tag.
-        tag = f"v{setup_cell.course_version(root)}"
-        colab = (
-            f"https://colab.research.google.com/github/{repository}/blob/{tag}/"
-            f"{folder}/{stem}.ipynb"
-        )
-        raw = f"https://raw.githubusercontent.com/{repository}/{tag}/{folder}/{stem}.ipynb"
-        workbench = (
-            "https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?"
-            f"download_url={raw}"
-        )
-        parts.append(f"[Open in Colab]({colab}) · [Open in Vertex AI Workbench]({workbench})")
-    if folder == "labs":
-        parts.append(graded_note(points))
-    else:
-        parts.append(SOLUTION_NOTE.format(stem=stem))
-    links = nbformat.v4.new_markdown_cell(source="\n\n".join(parts))
-    links.id = "cell-links"
-    notebook.cells.insert(1, links)
-
-
-def to_text(notebook: nbformat.NotebookNode) -> str:
-    """Returns the notebook as the exact text written to disk."""
-    return nbformat.writes(notebook) + "\n"
 
 
 def lesson_sources(root: Path, only: str | None = None) -> list[Path]:
