@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import keras
 import numpy as np
 
 from utils import arguments
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,13 +185,20 @@ class ValidationAnswers(keras.callbacks.Callback):
         history.history[training.ANSWERS_KEY]
     """
 
-    def __init__(self, validation) -> None:
+    def __init__(self, validation: tf.data.Dataset) -> None:
         super().__init__()
         self.batches = list(validation.as_numpy_iterator())
         self.labels = np.concatenate([np.argmax(labels, axis=1) for _, labels in self.batches])
 
     def share_right(self, model: keras.Model) -> float:
-        """Returns the share of the validation images `model` answers right."""
+        """Returns the share of the validation images `model` answers right.
+
+        Args:
+            model: the model whose answers (`predict`, the most likely class) are counted.
+
+        Returns:
+            The share answered right, 0 to 1.
+        """
         answers = [
             np.argmax(model.predict(images, verbose=0), axis=1) for images, _ in self.batches
         ]
