@@ -9,7 +9,8 @@ listed here, and a test fails when the two drift:
   same records, it returns the lesson's values;
 - `NOT_COPIES`: namesakes that do another job, with the reason.
 A last test checks that every function holding a solution region whose name is also a `def` in
-`utils/` is in one of the three tables.
+`utils/` is in one of the three tables. Lesson 8's ceiling, a solved assignment rather than a
+function, is run beside `pipeline.decode_ceiling_dataset` in a test of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tools import build_notebooks
 ROOT = Path(__file__).resolve().parents[1]
 LAB_2 = "notebooks/02_write_tfrecords.py"
 LAB_3 = "notebooks/03_read_tfrecords.py"
+LESSON_8 = "notebooks/08_where_the_time_goes.py"
 
 # (lesson source, function, helper module): the helper's body is the lesson's solution.
 SAME = [
@@ -147,6 +149,33 @@ def test_parse_batch_of_lab_3_equals_pipeline_parse_batch_at_the_lesson_settings
         np.testing.assert_array_equal(one_hots.numpy(), helper_one_hots.numpy())
         num_images += len(images)
     assert num_images == 60
+
+
+def test_ceiling_of_lesson_8_equals_pipeline_decode_ceiling_dataset():
+    """Lesson 8's TODO is an assignment, not a function: run it, and compare its batches."""
+    import tensorflow as tf
+
+    from utils import pipeline
+
+    stored_jpegs = [  # Textured: a flip or a crop of one changes its pixels.
+        tf.io.encode_jpeg(
+            tf.random.stateless_uniform([8, 8, 3], seed=(i, 1), maxval=256, dtype=tf.int32)
+            .numpy()
+            .astype("uint8")
+        ).numpy()
+        for i in range(7)
+    ]
+    lesson = _lesson_namespace(
+        LESSON_8,
+        ["decode_batch", "ceiling_dataset"],
+        tf=tf,
+        stored_jpegs=stored_jpegs,
+        BATCH_SIZE=3,
+    )
+    helper = pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=3)
+    assert lesson["ceiling_dataset"].element_spec == helper.element_spec
+    for solved, helped in zip(lesson["ceiling_dataset"].take(5), helper.take(5), strict=True):
+        np.testing.assert_array_equal(solved.numpy(), helped.numpy())
 
 
 def test_resize_and_crop_of_a_one_pixel_wide_image_needs_no_clamp():
