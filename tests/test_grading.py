@@ -212,3 +212,54 @@ class TestReports:
         (tmp_path / "mine.txt").write_text("kept")
         reports.remove_old_reports(tmp_path)
         assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["mine.txt"]
+
+
+class TestThreads:
+    """The grader grades submissions in threads (`-j N`)."""
+
+    def test_parse_lets_one_thread_at_a_time_into_ast_parse(self, monkeypatch):
+        import ast
+        import threading
+        import time
+
+        from tools.grading import model
+
+        inside, most = [0], [0]
+        real_parse = ast.parse
+
+        def watched_parse(code, *args, **kwargs):
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            time.sleep(0.002)  # Widen the window a race needs.
+            inside[0] -= 1
+            return real_parse(code, *args, **kwargs)
+
+        monkeypatch.setattr(ast, "parse", watched_parse)
+        threads = [
+            threading.Thread(target=lambda: [model.parse("x = (1 + 2)") for _ in range(20)])
+            for _ in range(6)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert most[0] == 1
+
+    def test_no_grading_step_calls_ast_parse_directly(self):
+        for path in sorted((REPO_ROOT / "tools" / "grading").glob("*.py")):
+            if path.name != "model.py":
+                assert "ast.parse(" not in path.read_text(), f"{path.name}: use model.parse"
+
+    def test_a_step_that_raises_is_that_submissions_grader_error_row(self, tmp_path, monkeypatch):
+        def broken_step(submission):
+            submission.grade.passed[1] = True
+            raise SystemError("AST constructor recursion depth mismatch (before=15, after=11)")
+
+        monkeypatch.setattr(grade, "STEPS", (("read", lambda s: True), ("flag", broken_step)))
+        path = tmp_path / "kim_01.ipynb"
+        result = grade.grade_submission(path, {"current": {}}, {}, Options())
+        assert result.status == (
+            "grader error: flag: SystemError: AST constructor recursion depth mismatch "
+            "(before=15, after=11)"
+        )
+        assert result.passed == {} and result.total == 0

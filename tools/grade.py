@@ -88,15 +88,25 @@ __all__ = [
 
 def grade_submission(path: Path, labs: dict, limits: dict, options: Options,
                      id_pattern: str | None = None) -> Grade:  # fmt: skip
-    """Grades one submission (a copy the grader owns) by `STEPS`; never raises for a bad one."""
+    """Grades one submission (a copy the grader owns) by `STEPS`; never raises.
+
+    A step that raises (a bug of the grader's, or a submission it did not foresee) ends
+    this submission's grading with the status `grader error: <step>: <error>`, and the
+    class's other submissions are graded as usual.
+    """
     started = time.perf_counter()
     submission = Submission(
         path=path, labs=labs, limits=limits, options=options, id_pattern=id_pattern,
         grade=Grade(submission=path.name, learner=learner_id(path, None, id_pattern)),
     )  # fmt: skip
-    for _name, step in STEPS:
-        if not step(submission):
-            return submission.grade
+    for name, step in STEPS:
+        try:
+            if not step(submission):
+                break
+        except Exception as error:  # One submission's failure is its own row, not the class's.
+            submission.grade.status = f"grader error: {name}: {type(error).__name__}: {error}"
+            submission.grade.passed.clear()  # No partial verdict: the row says what happened.
+            break
     submission.grade.seconds = time.perf_counter() - started
     return submission.grade
 

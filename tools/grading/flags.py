@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grading.model import KEY, REPO_ROOT, Submission, marks, without_magics
+from tools.grading.model import KEY, REPO_ROOT, Submission, marks, parse, without_magics
 from tools.grading.prepare import lab_parameters
 from tools.grading.restore import learner_cells
 from tools.grading.syntax_flags import bound_names, os_sys_aliases, syntax_flags
@@ -72,7 +72,7 @@ def _lab_names(lab: nbformat.NotebookNode):
         if cell.cell_type != "code" or "todo" in marks(cell):
             continue
         try:
-            tree = ast.parse(cell.source)
+            tree = parse(cell.source)
         except SyntaxError:
             continue
         for node in ast.walk(tree):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grading.model import KEY, REPO_ROOT, Submission, marks, without_magics
+from tools.grading.model import KEY, REPO_ROOT, Submission, marks, parse, without_magics
 from tools.lesson_parameters import SMALL_PARAMETERS
 
 GUARD_FILE = Path(__file__).with_name("kernel_guard.py")
@@ -23,7 +23,7 @@ def lab_parameters(lab: nbformat.NotebookNode, injected: dict) -> dict:
     """Returns the lab's parameters (literal values of its parameters cell), `injected` last."""
     cell = next(c for c in lab.cells if "parameters" in c.metadata.get("tags", []))
     values = {}
-    for statement in ast.parse(cell.source).body:
+    for statement in parse(cell.source).body:
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
             if isinstance(target, ast.Name):
@@ -43,7 +43,7 @@ def lab_names(lab: nbformat.NotebookNode) -> list[str]:
         if "added" in cell.metadata.get(KEY, {}):
             continue
         try:
-            tree = ast.parse(without_magics(cell.source))
+            tree = parse(without_magics(cell.source))
         except SyntaxError:
             continue
         for node in tree.body:

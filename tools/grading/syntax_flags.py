@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from tools.grading.model import without_magics
+from tools.grading.model import parse, without_magics
 
 
 def syntax_flags(
@@ -20,7 +20,7 @@ def syntax_flags(
     of those names again is flagged too.
     """
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError:
         return set()
     found = set()
@@ -61,7 +61,7 @@ def syntax_flags(
 def bound_names(code: str) -> set[str]:
     """The plain names `code` binds by assignment (not by import): the learner's own."""
     try:
-        tree = ast.parse(without_magics(code))
+        tree = parse(without_magics(code))
     except SyntaxError:
         return set()
     return {
@@ -75,7 +75,7 @@ def os_sys_aliases(code: str) -> dict[str, str]:
     """Returns {alias: "os" or "sys"}: `import sys as s`, `import os as o, sys as s`, `s = sys`."""
     aliases = {}
     try:
-        tree = ast.parse(without_magics(code))
+        tree = parse(without_magics(code))
     except SyntaxError:
         return aliases
     for node in ast.walk(tree):
