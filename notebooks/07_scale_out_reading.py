@@ -190,7 +190,13 @@ def dataset_fn(input_context):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-checks.check_dataset_fn(dataset_fn, todo=2, num_records=num_records, global_batch_size=BATCH_SIZE)
+checks.check_dataset_fn(
+    dataset_fn,
+    todo=2,
+    num_records=num_records,
+    global_batch_size=BATCH_SIZE,
+    num_shards=len(shard_paths),
+)
 
 # %% [markdown]
 # ### Two hosts, for real

@@ -69,3 +69,48 @@ def test_check_through_service_stub_and_wrong_answers(capsys):
         checks.check_through_service(
             lambda dataset, mode, service: dataset, todo=3, num_elements=20
         )
+
+
+def _shard_split_dataset_fn(num_shards, records_per_shard, *, drop_remainder_split):
+    """Hosts split `num_shards` shards of records: by `multi_host` or by `len // hosts`."""
+    from utils import multi_host
+
+    shards = [
+        tf.reshape(
+            tf.cast(tf.range(shard * records_per_shard * 3, (shard + 1) * records_per_shard * 3),
+                    tf.uint8),
+            [records_per_shard, 1, 1, 3],
+        )
+        for shard in range(num_shards)
+    ]  # fmt: skip
+
+    def dataset_fn(input_context):
+        hosts, index = input_context.num_input_pipelines, input_context.input_pipeline_id
+        if drop_remainder_split:
+            per_host = num_shards // hosts
+            mine = list(range(num_shards))[index * per_host : (index + 1) * per_host]
+        else:
+            mine = multi_host.shards_for_host(list(range(num_shards)), host_index=index,
+                                              num_hosts=hosts)  # fmt: skip
+        images = tf.concat([shards[i] for i in mine], axis=0)
+        dataset = tf.data.Dataset.from_tensor_slices((images, tf.zeros([len(images)])))
+        return dataset.batch(input_context.get_per_replica_batch_size(8))
+
+    return dataset_fn
+
+
+def test_check_dataset_fn_split_by_floor_division_fails_on_hosts_that_leave_a_remainder(capsys):
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"^TODO 2 \(dataset_fn\): expected the 3 host\(s\) to read all 40 records "
+        r"together; found 30\. 4 shards do not split evenly over 3 hosts",
+    ):
+        checks.check_dataset_fn(
+            _shard_split_dataset_fn(4, 10, drop_remainder_split=True),
+            todo=2, num_records=40, global_batch_size=8, num_shards=4,
+        )  # fmt: skip
+    checks.check_dataset_fn(
+        _shard_split_dataset_fn(4, 10, drop_remainder_split=False),
+        todo=2, num_records=40, global_batch_size=8, num_shards=4,
+    )  # fmt: skip
+    assert capsys.readouterr().out.endswith("3 hosts share 4 shards with none left out.\n")

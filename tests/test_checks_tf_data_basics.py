@@ -331,7 +331,10 @@ def test_check_parallel_reading_passes_with_enough_threads(paths, class_names, c
 def test_check_parallel_reading_sequential_map_fails_with_hint(paths, class_names):
     simulated = storage.SimulatedStorage(latency_ms=20)
     dataset = _mapped(paths, simulated, class_names, calls=None)
-    with pytest.raises(checks.CheckFailed, match=r"TODO 4 \(parallel\): expected about 8 reads"):
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"^TODO 4 \(parallel\): expected a map with num_parallel_calls=8; found none",
+    ):
         checks.check_parallel_reading(dataset, todo=4, storage=simulated, num_parallel_reads=8)
 
 
@@ -347,3 +350,25 @@ def test_check_failed_is_an_assertion_error_without_chained_traceback():
         checks.check_filenames(..., todo=1, expected_count=1, class_names=())
     assert isinstance(caught.value, AssertionError)
     assert caught.value.__suppress_context__
+
+
+def test_check_parallel_reading_autotune_fails_whatever_the_cores(paths, class_names):
+    simulated = storage.SimulatedStorage(latency_ms=1)
+    dataset = _mapped(paths, simulated, class_names, calls=tf.data.AUTOTUNE, threads=8)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"^TODO 4 \(parallel\): expected num_parallel_calls=8 \(NUM_PARALLEL_READS\); "
+        r"found tf\.data\.AUTOTUNE, which sizes itself from this machine's cores",
+    ):
+        checks.check_parallel_reading(dataset, todo=4, storage=simulated, num_parallel_reads=8)
+
+
+def test_check_parallel_reading_without_its_own_threads_fails_on_local_disk_too(paths, class_names):
+    local = storage.SimulatedStorage(latency_ms=0)
+    dataset = _mapped(paths, local, class_names, calls=8)
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"^TODO 4 \(parallel\): expected a thread pool of 8 threads "
+        r"\(options\.threading\.private_threadpool_size\); found the default",
+    ):
+        checks.check_parallel_reading(dataset, todo=4, storage=local, num_parallel_reads=8)

@@ -18,6 +18,7 @@ from tools import build_notebooks as build
 from tools import grade
 from tools.grade_kernel import CellResult
 from tools.grading import flags, identify, kernel_guard, prepare, reports, score, versions
+from tools.grading.feedback import feedback
 from tools.grading.model import KEY, Grade, Limits, Options, Submission, marks, todo_of
 
 LAB1 = "01_tf_data_basics"
@@ -192,7 +193,67 @@ class TestScore:
         assert mark.passed == {1: False, 2: False} and mark.total == 0
 
 
+class TestScoreMessages:
+    def test_a_check_failure_is_not_repeated_as_the_first_error(self):
+        cells = [nbformat.v4.new_code_cell(id=i) for i in ("check-1", "added-1")]
+        results = [CellResult("error", error="TODO 1 (x): not done yet"),
+                   CellResult("error", error="NameError: name 'y' is not defined")]  # fmt: skip
+        mark = Grade("a.ipynb", points={1: 1})
+        score.score(mark, [(c, "") for c in cells], results)
+        assert mark.messages == {1: "TODO 1 (x): not done yet"}
+        assert mark.first_error == "the lab's cell added-1: NameError: name 'y' is not defined"
+
+    def test_messages_name_the_graders_folders_without_their_paths(self, tmp_path):
+        options = Options(cache=tmp_path / "cache", work_root=tmp_path / "work")
+        text = (f"Cannot decode {tmp_path}/work/kim-x1y2/cache/flowers/roses/1.jpg; "
+                f"read {tmp_path}/cache/flowers-embedded-100/a.jpg and "
+                f"{tmp_path}/work/kim-x1y2/home/out.tfrec")  # fmt: skip
+        assert score.without_grader_paths(text, options) == (
+            "Cannot decode <data cache>/flowers/roses/1.jpg; read "
+            "<data cache>/flowers-embedded-100/a.jpg and <your work folder>/home/out.tfrec"
+        )
+
+    def test_feedback_says_which_parameters_the_grader_changed(self):
+        mark = Grade("a.ipynb", learner="kim", lab=LAB1, points={1: 1}, passed={1: True},
+                     parameters={"NUM_PARALLEL_READS": (8, 16)})  # fmt: skip
+        assert (
+            "- The grader ran your lab with other parameters than the lab's, to grade a class "
+            "in minutes: NUM_PARALLEL_READS=8 (the lab's: 16). The checks' numbers above are "
+            "from that run.\n"
+        ) in feedback(mark)
+
+    def test_prepare_records_the_parameters_it_changes(self, tmp_path, lab1):
+        submission = _submission(tmp_path / "a.ipynb")
+        submission.grade.lab, submission.lab = LAB1, lab1[0]
+        submission.restored = copy.deepcopy(lab1[0])
+        prepare.step(submission)
+        assert submission.grade.parameters["NUM_PARALLEL_READS"] == (8, 16)
+        assert "LATENCY_MS" not in submission.grade.parameters
+
+
 class TestReports:
+    def test_learners_whose_names_differ_only_in_a_space_get_a_file_each(self, tmp_path):
+        grades = [
+            Grade(f"{name}_01.ipynb", learner=name, lab=LAB1, points={1: 1},
+                  passed={1: name == "Kim Lee"})
+            for name in ("Kim Lee", "Kim_Lee")
+        ]  # fmt: skip
+        reports.write_reports(grades, tmp_path, "bwrap")
+        assert sorted(p.name for p in (tmp_path / "feedback").iterdir()) == [
+            f"Kim_Lee-{LAB1}-2.md", f"Kim_Lee-{LAB1}.md"
+        ]  # fmt: skip
+        assert sorted(p.name for p in (tmp_path / "junit").iterdir()) == [
+            f"Kim_Lee-{LAB1}-2.xml", f"Kim_Lee-{LAB1}.xml"
+        ]  # fmt: skip
+        assert "Total: 1 / 1" in (tmp_path / "feedback" / f"Kim_Lee-{LAB1}.md").read_text()
+        assert "Total: 0 / 1" in (tmp_path / "feedback" / f"Kim_Lee-{LAB1}-2.md").read_text()
+        with open(tmp_path / "grades.csv") as file:
+            assert [row["feedback"] for row in csv.DictReader(file)] == [
+                f"feedback/Kim_Lee-{LAB1}.md", f"feedback/Kim_Lee-{LAB1}-2.md"
+            ]  # fmt: skip
+
+
+class TestReportsWrite:
     def test_write_reports_from_grades(self, tmp_path):
         good = Grade("a.ipynb", learner="ann", lab=LAB1, version="1", points={1: 1, 2: 2},
                      passed={1: True, 2: False}, messages={2: "TODO 2 (x): wrong"})  # fmt: skip
@@ -201,9 +262,15 @@ class TestReports:
         with open(tmp_path / "grades.csv") as file:
             rows = list(csv.reader(file))
         assert rows[1:] == [
-            ["ann", LAB1, "1", "1", "0", "1", "3", "", "graded", "a.ipynb"],
-            ["b", "", "", "", "", "0", "0", "", "unreadable: ValueError: x", "b.ipynb"],
-        ]
+            ["ann", LAB1, "1", "1", "0", "1", "3", "", "graded", "a.ipynb",
+             f"feedback/ann-{LAB1}.md"],
+            ["b", "", "", "", "", "", "", "", "unreadable: ValueError: x", "b.ipynb",
+             "feedback/b-unknown.md"],
+        ]  # fmt: skip
+        assert (
+            "| b.ipynb | b |  | unreadable: ValueError: x |  |  | not graded |  |"
+            in (tmp_path / "scores.md").read_text()
+        )
         assert "- a.ipynb, TODO 2: TODO 2 (x): wrong\n" in (tmp_path / "scores.md").read_text()
         assert (tmp_path / "review.md").read_text() == "# Flagged submissions\n\nNone.\n"
         assert sorted(p.name for p in (tmp_path / "feedback").iterdir()) == [

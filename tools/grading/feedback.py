@@ -43,6 +43,15 @@ def feedback(grade: Grade) -> str:
     lines.append("")
     if grade.first_error:
         lines += [f"First error: {grade.first_error}", ""]
+    if grade.parameters:
+        changed = ", ".join(
+            f"{name}={value!r} (the lab's: {lab!r})"
+            for name, (value, lab) in grade.parameters.items()
+        )
+        lines.append(
+            f"- The grader ran your lab with other parameters than the lab's, to grade a class in "
+            f"minutes: {changed}. The checks' numbers above are from that run."
+        )
     for note in grade.notes:
         lines.append(f"- {note}")
     if grade.flags:

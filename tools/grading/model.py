@@ -40,6 +40,8 @@ class Grade:
     notes: list[str] = dataclasses.field(default_factory=list)
     flags: list[str] = dataclasses.field(default_factory=list)
     first_error: str = ""
+    # Parameters the grader set otherwise than the lab: name -> (grader's value, lab's).
+    parameters: dict[str, tuple] = dataclasses.field(default_factory=dict)
     diff: str = ""
     seconds: float = 0.0
 

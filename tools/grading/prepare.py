@@ -108,5 +108,9 @@ def step(submission: Submission) -> bool:
     """Prepares the restored cells with the lesson's small parameters."""
     lesson = submission.grade.lab
     parameters = lab_parameters(submission.lab, SMALL_PARAMETERS.get(lesson, {}))
+    own = lab_parameters(submission.lab, {})
+    submission.grade.parameters = {
+        name: (value, own.get(name)) for name, value in parameters.items() if own.get(name) != value
+    }
     submission.prepared = prepare_cells(submission.restored, parameters)
     return True

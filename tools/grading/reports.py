@@ -17,6 +17,28 @@ from tools.grading.model import Grade
 GRADER_FILES = ("grades.csv", "scores.md", "review.md", "feedback/*.md", "junit/*.xml")
 
 
+def _graded(grade: Grade) -> bool:
+    return grade.status == "graded"
+
+
+def report_names(grades: list[Grade]) -> list[str]:
+    """Each submission's feedback and JUnit file name, `<learner>-<lab>`, unique in the class.
+
+    Names that differ only in characters a file name drops (`Kim Lee`, `Kim_Lee`) get
+    `-2`, `-3`, ... in the order of `grades`, so no learner's file overwrites another's.
+    """
+    names, taken = [], set()
+    for grade in grades:
+        base = re.sub(r"[^\w.-]+", "_", f"{grade.learner}-{grade.lab or 'unknown'}")
+        name, count = base, 1
+        while name.lower() in taken:
+            count += 1
+            name = f"{base}-{count}"
+        taken.add(name.lower())
+        names.append(name)
+    return names
+
+
 def _mark(grade: Grade, todo: int) -> str:
     if todo not in grade.points:
         return ""
@@ -29,13 +51,15 @@ def write_grades_csv(grades: list[Grade], path: Path, max_todo: int) -> None:
     with open(path, "w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(["learner", "lab", "version", *columns, "total", "maximum", "flags",
-                         "status", "submission"])  # fmt: skip
-        for grade in grades:
+                         "status", "submission", "feedback"])  # fmt: skip
+        for grade, name in zip(grades, report_names(grades), strict=True):
             earned = grade.earned
             marks = [earned.get(n, "") for n in range(1, max_todo + 1)]
-            writer.writerow([grade.learner, grade.lab, grade.version, *marks, grade.total,
-                             grade.maximum, "; ".join(grade.flags), grade.status,
-                             grade.submission])  # fmt: skip
+            # Not graded (unreadable, another course, a grader error): no score, not a zero.
+            total, maximum = (grade.total, grade.maximum) if _graded(grade) else ("", "")
+            writer.writerow([grade.learner, grade.lab, grade.version, *marks, total, maximum,
+                             "; ".join(grade.flags), grade.status, grade.submission,
+                             f"feedback/{name}.md"])  # fmt: skip
 
 
 def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
@@ -49,7 +73,7 @@ def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
     ]
     for grade in grades:
         marks = " | ".join(_mark(grade, n) for n in range(1, max_todo + 1))
-        total = f"{grade.total}/{grade.maximum}" if grade.points else "0"
+        total = f"{grade.total}/{grade.maximum}" if _graded(grade) else "not graded"
         lines.append(f"| {grade.submission} | {grade.learner} | {grade.lab} | {grade.status} | "
                      f"{marks} | {total} | {', '.join(grade.flags)} |")  # fmt: skip
     lines.append("")
@@ -85,8 +109,7 @@ def write_reports(grades: list[Grade], output_dir: Path, isolation: str) -> None
     (output_dir / "review.md").write_text(review_markdown(grades))
     (output_dir / "feedback").mkdir(exist_ok=True)
     (output_dir / "junit").mkdir(exist_ok=True)
-    for grade in grades:
-        name = re.sub(r"[^\w.-]+", "_", f"{grade.learner}-{grade.lab or 'unknown'}")
+    for grade, name in zip(grades, report_names(grades), strict=True):
         (output_dir / "feedback" / f"{name}.md").write_text(feedback(grade))
         (output_dir / "junit" / f"{name}.xml").write_bytes(junit_xml(grade))
 

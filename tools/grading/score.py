@@ -7,6 +7,8 @@ cell ran and printed `TODO n passed`; a TODO cell's own error is reported for th
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 
 from tools import grade_kernel
@@ -54,7 +56,9 @@ def score(grade: Grade, prepared: list, results: list[grade_kernel.CellResult]) 
         if result.status in ("timeout", "died") and not stop:
             stop = f"{describe(cell)} {result.error}; the cells after it were not run"
             grade.notes.append(f"Stopped: {stop}")
-        if result.status in _FAILED and not grade.first_error:
+        # A TODO's or a check's failure is in its TODO's row; the first other one is said once.
+        own_row = "todo" in cell_marks or "check" in cell_marks
+        if result.status in _FAILED and not grade.first_error and not own_row:
             grade.first_error = f"{describe(cell)}: {result.error}"
         if "todo" in cell_marks and result.status in _FAILED:
             todo_errors[cell_marks["todo"]] = result.error
@@ -76,7 +80,23 @@ def _passed_line(output: str, todo: int) -> str:
     return line.strip()[:400]
 
 
+def without_grader_paths(text: str, options) -> str:
+    """`text` with the grader's own folders (the work folders, the data cache) named, not shown."""
+    if options.cache is not None:
+        text = text.replace(str(options.cache), "<data cache>")
+    if options.work_root is not None:
+        text = re.sub(re.escape(str(options.work_root)) + r"/[^/\s]+/cache", "<data cache>", text)
+        text = re.sub(re.escape(str(options.work_root)) + r"/[^/\s]+", "<your work folder>", text)
+    return text
+
+
 def step(submission: Submission) -> bool:
-    """Scores the submission from its results."""
-    score(submission.grade, submission.prepared, submission.results)
+    """Scores the submission from its results; the messages name no folder of the grader's."""
+    grade = submission.grade
+    score(grade, submission.prepared, submission.results)
+    grade.messages = {
+        n: without_grader_paths(m, submission.options) for n, m in grade.messages.items()
+    }
+    grade.first_error = without_grader_paths(grade.first_error, submission.options)
+    grade.notes = [without_grader_paths(note, submission.options) for note in grade.notes]
     return True

@@ -50,13 +50,15 @@ def check_host_cores(host_cores_needed: Callable, *, todo: int) -> None:
     passed(todo, f"{len(cases)} rates give the whole cores they need, rounded up.")
 
 
-def _host_records(dataset_fn, num_hosts: int, host_index: int, todo: int, name: str):
+def _host_records(
+    dataset_fn, num_hosts: int, host_index: int, todo: int, name: str, num_replicas: int
+):
     """Runs the learner's dataset_fn as host `host_index` of `num_hosts`; returns (ids, batch)."""
     __tracebackhide__ = True
     context = tf.distribute.InputContext(
         num_input_pipelines=num_hosts,
         input_pipeline_id=host_index,
-        num_replicas_in_sync=num_hosts,
+        num_replicas_in_sync=num_replicas,
     )
     try:
         dataset = dataset_fn(context)
@@ -78,34 +80,49 @@ def _host_records(dataset_fn, num_hosts: int, host_index: int, todo: int, name: 
 
 
 def check_dataset_fn(
-    dataset_fn: Callable, *, todo: int, num_records: int, global_batch_size: int
+    dataset_fn: Callable,
+    *,
+    todo: int,
+    num_records: int,
+    global_batch_size: int,
+    num_shards: int | None = None,
 ) -> None:
-    """Runs `dataset_fn(input_context)` as each host of 1 and of 2 hosts.
+    """Runs `dataset_fn(input_context)` as each host of 1, of 2, and of a count that leaves
+    a remainder.
 
     The hosts must read disjoint parts that together hold every record once, in
-    per-replica batches.
+    per-replica batches. With `num_shards`, it also runs as each of the fewest hosts that
+    do not divide the shards (3 of 4 shards): a split by `len(shards) // num_hosts` drops
+    the remainder there. That count is checked for records only (its batch size need not
+    divide the global batch).
 
     Args:
         dataset_fn: the learner's function of a `tf.distribute.InputContext`.
         todo: the TODO's number, named in every message.
         num_records: the records the hosts must read together.
         global_batch_size: the batch of all replicas together.
+        num_shards: the shards the hosts share; None: only 1 and 2 hosts are tried.
 
     Raises:
         CheckFailed: naming the TODO, when a host's batches are not per replica, a
             record is read twice, or the hosts miss records.
 
     Example:
-        checks.check_dataset_fn(dataset_fn, todo=2, num_records=3670, global_batch_size=64)
+        checks.check_dataset_fn(dataset_fn, todo=2, num_records=3670, global_batch_size=64,
+                                num_shards=16)
     """
     __tracebackhide__ = True
     name = "dataset_fn"
-    for num_hosts in (1, 2):
+    uneven = [n for n in range(3, (num_shards or 0) + 1) if num_shards % n][:1]
+    for num_hosts in (1, 2, *uneven):
+        batched = num_hosts in (1, 2)
         seen = {}
         for host_index in range(num_hosts):
-            ids, first_batch = _host_records(dataset_fn, num_hosts, host_index, todo, name)
+            ids, first_batch = _host_records(
+                dataset_fn, num_hosts, host_index, todo, name, num_hosts if batched else 1
+            )
             expected_batch = global_batch_size // num_hosts
-            if first_batch != expected_batch:
+            if batched and first_batch != expected_batch:
                 fail(
                     todo,
                     name,
@@ -125,17 +142,25 @@ def check_dataset_fn(
                 "its own shards with multi_host.shards_for_host().",
             )
         if len(seen) != num_records:
+            hint = (
+                f" {num_shards} shards do not split evenly over {num_hosts} hosts: a split by "
+                "len(shard_paths) // num_hosts leaves the remainder unread. Use "
+                "multi_host.shards_for_host()."
+                if not batched
+                else ""
+            )
             fail(
                 todo,
                 name,
                 f"expected the {num_hosts} host(s) to read all {num_records} records "
-                f"together; found {len(seen)}.",
+                f"together; found {len(seen)}.{hint}",
             )
     half = global_batch_size // 2
+    also = f"; {uneven[0]} hosts share {num_shards} shards with none left out" if uneven else ""
     passed(
         todo,
         f"1 host reads all {num_records} records; 2 hosts read disjoint halves, "
-        f"together every record once, in batches of {half}.",
+        f"together every record once, in batches of {half}{also}.",
     )
 
 

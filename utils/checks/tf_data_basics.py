@@ -283,6 +283,50 @@ def check_read_and_decode(
     )
 
 
+def _check_parallel_settings(dataset: Any, todo: int, name: str, num_parallel_reads: int):
+    """Fails unless the map asks for the reads itself and has the threads to run them.
+
+    Read from the graph and the options, not measured: `AUTOTUNE` and the default thread
+    pool size themselves from this machine's cores, so a measurement alone would pass them
+    on a grader with 16 cores and fail them on a laptop with 2.
+    """
+    __tracebackhide__ = True
+    wanted = max(2, num_parallel_reads // 2)
+    steps = dataset_steps(dataset)
+    calls = [  # The last input of a parallel map or interleave is its num_parallel_calls.
+        step.constants[-1]
+        for step in steps or []
+        if step.op.startswith(("ParallelMapDataset", "ParallelInterleaveDataset"))
+    ]
+    if steps is not None and not calls:
+        fail(
+            todo,
+            name,
+            f"expected a map with num_parallel_calls={num_parallel_reads}; found none: the "
+            "images are read one at a time. Pass num_parallel_calls=NUM_PARALLEL_READS.",
+        )
+    if calls and max(calls) == tf.data.AUTOTUNE:
+        fail(
+            todo,
+            name,
+            f"expected num_parallel_calls={num_parallel_reads} (NUM_PARALLEL_READS); found "
+            "tf.data.AUTOTUNE, which sizes itself from this machine's cores, so the reads in "
+            "flight would change from one machine to the next. Pass "
+            "num_parallel_calls=NUM_PARALLEL_READS.",
+        )
+    threads = dataset.options().threading.private_threadpool_size
+    if calls and max(calls) >= wanted and (threads or 0) < wanted:
+        fail(
+            todo,
+            name,
+            f"expected a thread pool of {num_parallel_reads} threads "
+            f"(options.threading.private_threadpool_size); found {threads or 'the default'}, "
+            "one thread per core, and a read that waits holds its thread. Apply "
+            "tf.data.Options() with threading.private_threadpool_size = NUM_PARALLEL_READS "
+            "using with_options().",
+        )
+
+
 def check_parallel_reading(
     dataset: Any, *, todo: int, storage: SimulatedStorage, num_parallel_reads: int
 ) -> None:
@@ -308,8 +352,10 @@ def check_parallel_reading(
     name = "parallel"
     expected = f"a tf.data.Dataset of (image, label) with {num_parallel_reads} reads in flight"
     require_dataset(dataset, todo, name, expected)
+    _check_parallel_settings(dataset, todo, name, num_parallel_reads)
     if not storage.simulated or storage.latency_ms == 0:
-        passed(todo, "a dataset (parallelism is only measured on simulated storage).")
+        passed(todo, "a parallel map with its own threads (reads in flight are only measured "
+                     "on simulated storage).")  # fmt: skip
         return
     storage.reset_counters()
     # A file of the learner's folder that does not decode is not this TODO's concern.
