@@ -169,15 +169,21 @@ checks.check_read_tfrecord(
 # %% [markdown]
 # ## 2. Read many shards at once (TODO 2)
 #
-# `tf.data.TFRecordDataset(filenames, num_parallel_reads=N)` reads N files at once and
-# interleaves their records. Each file is one object on storage: N files at once means N
-# first-byte waits overlap. Offline, `simulated_storage.tfrecord_dataset()` takes the same
-# arguments and charges `LATENCY_MS` for every shard it opens.
+# Over a dataset of file names, `files.interleave(tf.data.TFRecordDataset,
+# cycle_length=N, num_parallel_calls=N)` reads N files at once and interleaves their
+# records. Each file is one object on storage: N files at once means N first-byte waits
+# overlap. Offline, `simulated_storage.tfrecord_dataset(filenames, num_parallel_reads=N)`
+# reads the same way and charges `LATENCY_MS` for every shard it opens.
 #
 # By default `tf.data` keeps a fixed order: with N files, it waits for the file whose turn
 # it is, even when another already has records ready. Training does not need that order
 # (the data is shuffled anyway), and `options.deterministic = False` lets the fastest
 # file go first. (It replaces the older `options.experimental_deterministic`.)
+#
+# Not every reader obeys that option. `tf.data.TFRecordDataset(filenames,
+# num_parallel_reads=N)` with a number N keeps the files' order whatever the options say:
+# its interleave is built with `deterministic` set to true. For records in any order, read
+# through an `interleave()` as above (as `simulated_storage.tfrecord_dataset()` does).
 #
 # **TODO 2.** Make `dataset`: read `shard_paths` with
 # `simulated_storage.tfrecord_dataset(..., num_parallel_reads=NUM_PARALLEL_READS)`, apply

@@ -289,7 +289,10 @@ figure = charts.plot_ablation(ablation.results, title=simulated_storage.describe
 # - **num_parallel_reads**: each shard costs one first-byte wait; reading several at once
 #   overlaps them, and several streams add up their bandwidth. `AUTOTUNE` lets `tf.data`
 #   choose; the line above compares the shards it kept open with one reader's count (one
-#   reader also opens the next shards ahead). Give a number when you mean parallel reads.
+#   reader also opens the next shards ahead). To read a chosen number of shards at once,
+#   give it to an `interleave()` (`cycle_length` and `num_parallel_calls`), as the course
+#   pipeline does; `tf.data.TFRecordDataset(..., num_parallel_reads=N)` with a number
+#   reads N at once too, but keeps the files' order whatever `options.deterministic` says.
 # - **shards**: fewer, larger files mean fewer waits, but fewer files to read in parallel;
 #   the usual guidance is files of 10-100 MB or more, and at least 10 times as many files
 #   as hosts reading them. Whether it shows here depends on the bandwidth printed above:

@@ -123,12 +123,56 @@ def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
         checks.CheckFailed, match=r"images of rank 3; found .*batching comes in TODO 4\.$"
     ):
         run(dataset.batch(8))
-    direct = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).with_options(options)
+    direct = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=tf.data.AUTOTUNE)
     with pytest.raises(
         checks.CheckFailed,
         match=r"it saw no request\. Read them with simulated_storage\.tfrecord_dataset",
     ):
-        run(direct.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+        run(direct.with_options(options).map(_read_tfrecord, num_parallel_calls=-1))
+
+
+ORDER_KEPT_BY_THE_READER = (
+    "expected the shards read in any order, as options.deterministic = False asks; found "
+    'LegacyParallelInterleaveDatasetV2 marked deterministic: "true": it keeps the files\' '
+    "order whatever the options say, as tf.data.TFRecordDataset(paths, num_parallel_reads="
+    "<an integer>) always does. Read with simulated_storage.tfrecord_dataset(shard_paths, "
+    "num_parallel_reads=NUM_PARALLEL_READS), or interleave the files: files.interleave("
+    "tf.data.TFRecordDataset, cycle_length=16, num_parallel_calls=16)."
+)
+
+
+def test_check_parallel_records_with_integer_tfrecord_reads_on_local_disk_fails(shard_paths):
+    local_disk = storage.SimulatedStorage(latency_ms=0)  # No wait: no request is counted.
+    options = tf.data.Options()
+    options.deterministic = False
+    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=16).with_options(options)
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_parallel_records(
+            records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE),
+            todo=2,
+            storage=local_disk,
+            num_parallel_reads=16,
+            num_shards=4,
+            num_records=60,
+        )
+    assert str(failure.value) == f"TODO 2 (dataset): {ORDER_KEPT_BY_THE_READER}"
+
+
+def test_check_parallel_records_with_an_interleave_on_local_disk_passes(shard_paths, capsys):
+    local_disk = storage.SimulatedStorage(latency_ms=0)
+    options = tf.data.Options()
+    options.deterministic = False
+    files = tf.data.Dataset.from_tensor_slices([str(path) for path in shard_paths])
+    records = files.interleave(tf.data.TFRecordDataset, cycle_length=16, num_parallel_calls=16)
+    checks.check_parallel_records(
+        records.with_options(options).map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE),
+        todo=2,
+        storage=local_disk,
+        num_parallel_reads=16,
+        num_shards=4,
+        num_records=60,
+    )
+    assert capsys.readouterr().out.startswith("TODO 2 passed")
 
 
 def test_check_parallel_records_accepts_options_after_the_map_and_the_old_option_name(
@@ -169,7 +213,7 @@ def test_check_parse_batch_passes_and_fails(shard_paths, capsys):
 def test_check_fast_dataset_passes_and_fails(shard_paths, capsys):
     options = tf.data.Options()
     options.deterministic = False
-    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).with_options(options)
+    records = storage.read_tfrecords(shard_paths, num_parallel_reads=4).with_options(options)
     fast = records.batch(16).map(_parse_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(-1)
     checks.check_fast_dataset(fast, todo=4, batch_size=16)
     assert capsys.readouterr().out == (
@@ -201,6 +245,11 @@ def test_check_fast_dataset_passes_and_fails(shard_paths, capsys):
         checks.check_fast_dataset(sequential, todo=4, batch_size=16)
     with pytest.raises(checks.CheckFailed, match=r"the last is BatchDataset"):
         checks.check_fast_dataset(fast.unbatch().batch(16), todo=4, batch_size=16)
+    integer_reads = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4)
+    integer_reads = integer_reads.with_options(options).batch(16).map(_parse_batch, -1)
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_fast_dataset(integer_reads.prefetch(-1), todo=4, batch_size=16)
+    assert str(failure.value) == f"TODO 4 (fast): {ORDER_KEPT_BY_THE_READER}"
 
 
 def test_check_fast_dataset_accepts_drop_remainder_options_here_and_a_fixed_buffer(
@@ -208,7 +257,7 @@ def test_check_fast_dataset_accepts_drop_remainder_options_here_and_a_fixed_buff
 ):
     options = tf.data.Options()
     options.deterministic = False
-    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4)
+    records = storage.read_tfrecords(shard_paths, num_parallel_reads=4)
     parsed = records.batch(16, drop_remainder=True).map(_parse_batch, num_parallel_calls=-1)
     for fast in (
         parsed.with_options(options).prefetch(tf.data.AUTOTUNE),
@@ -226,7 +275,7 @@ def test_check_fast_dataset_accepts_drop_remainder_options_here_and_a_fixed_buff
 def test_check_fast_dataset_prefetch_of_one_batch_is_caught(shard_paths):
     options = tf.data.Options()
     options.deterministic = False
-    records = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).with_options(options)
+    records = storage.read_tfrecords(shard_paths, num_parallel_reads=4).with_options(options)
     parsed = records.batch(16).map(_parse_batch, num_parallel_calls=tf.data.AUTOTUNE)
     with pytest.raises(checks.CheckFailed) as failure:
         checks.check_fast_dataset(parsed.prefetch(1), todo=4, batch_size=16)

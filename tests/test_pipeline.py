@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from utils import pipeline, records, sources, storage
-from utils.checks._base import dataset_ops
+from utils.checks._base import dataset_ops, dataset_steps
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +91,50 @@ def test_tfrecord_images_through_simulated_storage_keeps_order_when_asked(shards
     reference = [tf.io.decode_jpeg(record["image"]).numpy() for record in _records(paths[:1])]
     assert np.array_equal(images[0], reference[0])  # Shard 0's first record comes first.
     assert simulated.num_requests == 4
+
+
+def _interleave_order_attrs(dataset):
+    """The `deterministic` attr of each interleave in the dataset's graph."""
+    return [step.deterministic for step in dataset_steps(dataset) if "Interleave" in step.op]
+
+
+@pytest.mark.parametrize(
+    "num_parallel_reads, simulated",
+    [(4, False), (tf.data.AUTOTUNE, False), (4, True)],
+    ids=["4 reads, local disk", "AUTOTUNE, local disk", "4 reads, simulated storage"],
+)
+def test_tfrecord_images_any_order_reaches_the_reads(shards, num_parallel_reads, simulated):
+    # TFRecordDataset(paths, num_parallel_reads=4) marks its interleave "true": it kept
+    # the order whatever `deterministic` said. The course's reads leave it to the options.
+    paths, _ = shards
+    unordered = pipeline.tfrecord_images(
+        paths,
+        target_size=32,
+        num_classes=5,
+        batch_size=16,
+        storage=storage.SimulatedStorage(latency_ms=0) if simulated else None,
+        num_parallel_reads=num_parallel_reads,
+        deterministic=False,
+    )
+    attrs = _interleave_order_attrs(unordered)
+    assert attrs and "true" not in attrs
+    assert unordered.options().deterministic is False
+
+
+def test_tfrecord_images_deterministic_keeps_the_files_order(shards):
+    paths, _ = shards
+    ordered = pipeline.tfrecord_images(
+        paths, target_size=32, num_classes=5, batch_size=60, deterministic=True
+    )
+    assert _interleave_order_attrs(ordered) == ["default"]
+    assert ordered.options().deterministic is True
+    ((images, _),) = list(ordered.as_numpy_iterator())
+    # The four files read at once (16 asked), one record from each in turn.
+    per_shard = [_records([path]) for path in paths]
+    rounds = range(max(len(shard) for shard in per_shard))
+    in_turn = [shard[i] for i in rounds for shard in per_shard if i < len(shard)]
+    wanted = np.stack([tf.io.decode_jpeg(record["image"]).numpy() for record in in_turn])
+    np.testing.assert_array_equal(images, wanted)
 
 
 def test_decode_ceiling_decodes_batches_endlessly(shards):

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from utils import storage
+from utils.checks._base import dataset_steps
 
 
 @pytest.fixture
@@ -161,6 +162,32 @@ def test_tfrecord_dataset_on_real_remote_storage_is_plain_tfrecord_dataset(shard
     records, _ = _read_all(real.tfrecord_dataset(shard_paths, num_parallel_reads=2))
     assert sorted(records) == sorted(tf.data.TFRecordDataset(shard_paths).as_numpy_iterator())
     assert real.num_requests == 0
+
+
+def _interleave_order_attrs(dataset):
+    return [step.deterministic for step in dataset_steps(dataset) if "Interleave" in step.op]
+
+
+def test_read_tfrecords_leaves_the_order_to_the_options_where_tfrecord_dataset_keeps_it(
+    shard_paths,
+):
+    # TensorFlow's fact the course works around: an integer marks the interleave "true".
+    kept = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4)
+    assert _interleave_order_attrs(kept) == ["true"]
+    real = storage.SimulatedStorage(simulated=False)
+    for records in (
+        storage.read_tfrecords(shard_paths, num_parallel_reads=4),
+        storage.read_tfrecords(shard_paths, num_parallel_reads=tf.data.AUTOTUNE),
+        real.tfrecord_dataset(shard_paths, num_parallel_reads=4),
+    ):
+        assert _interleave_order_attrs(records) == ["default"]
+    ordered = storage.read_tfrecords(shard_paths, num_parallel_reads=6)
+    sequential = storage.read_tfrecords(shard_paths)
+    one_each = [list(tf.data.TFRecordDataset(path).as_numpy_iterator()) for path in shard_paths]
+    rounds = range(max(len(shard) for shard in one_each))
+    in_turn = [shard[i] for i in rounds for shard in one_each if i < len(shard)]
+    assert list(ordered.as_numpy_iterator()) == in_turn  # Default options: order kept.
+    assert list(sequential.as_numpy_iterator()) == sum(one_each, [])
 
 
 def test_draw_latency_fixed_model_is_always_latency_ms():

@@ -137,6 +137,8 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
             image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
             return image, tf.sparse.to_dense(record["one_hot_class"])
 
+        # The original course's reader, kept as it was: `num_parallel_reads=AUTOTUNE` (which,
+        # unlike an integer, builds an interleave that honours `deterministic = False`).
         records = storage.tfrecord_dataset(shard_paths, num_parallel_reads=tf.data.AUTOTUNE)
         ignore_order = tf.data.Options()
         ignore_order.deterministic = False

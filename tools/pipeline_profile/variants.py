@@ -53,10 +53,10 @@ def build(
     """The course pipeline (`pipeline.tfrecord_images`, local disk) with one knob changed.
 
     With the defaults it is the course pipeline. `stage` stops it after one of STAGES;
-    `block_length` reads through an explicit `interleave` of one `TFRecordDataset` per
-    file; `decode_calls` fixes the parse-and-decode map's parallelism (default AUTOTUNE);
-    `parse_batch` is the records per parse (and per output batch); `threads` and
-    `intra_op` set `options.threading`; `optimization` sets
+    `cycle_length` and `block_length` set the `interleave` (one `TFRecordDataset` per
+    file) that reads the shards; `decode_calls` fixes the parse-and-decode map's
+    parallelism (default AUTOTUNE); `parse_batch` is the records per parse (and per output
+    batch); `threads` and `intra_op` set `options.threading`; `optimization` sets
     `options.experimental_optimization` attributes.
     """
     import tensorflow as tf
@@ -64,18 +64,14 @@ def build(
     from utils import records
 
     autotune = tf.data.AUTOTUNE
-    if block_length is None:
-        serialized = tf.data.TFRecordDataset(
-            paths, num_parallel_reads=cycle_length, buffer_size=buffer_size
-        )
-    else:
-        serialized = tf.data.Dataset.from_tensor_slices(paths).interleave(
-            lambda path: tf.data.TFRecordDataset(path, buffer_size=buffer_size),
-            cycle_length=cycle_length,
-            block_length=block_length,
-            num_parallel_calls=cycle_length,
-            deterministic=False,
-        )
+    # An interleave, as `storage.read_tfrecords` reads: `TFRecordDataset(paths,
+    # num_parallel_reads=16)` would keep the files' order whatever the options say.
+    serialized = tf.data.Dataset.from_tensor_slices(paths).interleave(
+        lambda path: tf.data.TFRecordDataset(path, buffer_size=buffer_size),
+        cycle_length=cycle_length,
+        block_length=block_length,  # None: 1, as the course pipeline reads.
+        num_parallel_calls=cycle_length,
+    )
     options = tf.data.Options()
     options.deterministic = False
     if threads is not None:

@@ -20,6 +20,11 @@ OPTIONS_ONLY_OPS = {"OptionsDataset", "PrivateThreadPoolDataset", "MaxIntraOpPar
 class CheckFailed(AssertionError):
     """A TODO's result is missing or wrong; the message says which TODO and why."""
 
+    def _render_traceback_(self) -> list[str]:
+        # IPython (JupyterLab, Colab, nbconvert) shows what this returns instead of the
+        # traceback: the learner reads the message, not the check's own frames.
+        return [f"CheckFailed: {self}"]
+
 
 class DataProblem(ValueError):
     """The data or a parameter is wrong, not the learner's TODO; the message names it."""
@@ -182,10 +187,12 @@ def passed(todo: int, message: str) -> None:
 
 
 class DatasetStep(NamedTuple):
-    """One step of a dataset's graph: its op, and the values of its constant inputs."""
+    """One step of a dataset's graph: its op, its constant inputs, its `deterministic` attr."""
 
     op: str  # e.g. "ShuffleDatasetV3", "PrefetchDataset".
     constants: tuple  # Each input's value where it is a numeric constant, else None.
+    # "true", "false" or "default" (follows `options.deterministic`); None: no such attr.
+    deterministic: str | None = None
 
 
 def dataset_steps(dataset: tf.data.Dataset) -> list[DatasetStep] | None:
@@ -193,7 +200,8 @@ def dataset_steps(dataset: tf.data.Dataset) -> list[DatasetStep] | None:
 
     The one place a check reads a dataset's graph: only the order of steps (parse after
     batch, prefetch last, cache before repeat), a parallel map and a step's settings (a
-    prefetch buffer of 1, a shuffle without a seed) cannot be seen in the elements.
+    prefetch buffer of 1, a shuffle without a seed, an interleave that keeps its order
+    whatever the options say) cannot be seen in the elements.
     Tolerant: should a TensorFlow version change how the graph is read, it returns None
     and the check skips those steps rather than fail a right answer.
 
@@ -223,7 +231,11 @@ def dataset_steps(dataset: tf.data.Dataset) -> list[DatasetStep] | None:
         return value.item() if value.size == 1 else None
 
     return [
-        DatasetStep(node.op, tuple(constant(name) for name in node.input))
+        DatasetStep(
+            node.op,
+            tuple(constant(name) for name in node.input),
+            node.attr["deterministic"].s.decode() if "deterministic" in node.attr else None,
+        )
         for node in graph_def.node
         if "Dataset" in node.op
     ]

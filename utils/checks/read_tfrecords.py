@@ -37,6 +37,28 @@ def _sample_records(shard_paths: Sequence[str], count: int, todo: int) -> list[b
         raise
 
 
+def _fail_if_reads_keep_order(dataset: tf.data.Dataset, todo: int, name: str) -> None:
+    """Fails when a read in `dataset`'s graph keeps its order whatever the options say.
+
+    `tf.data.TFRecordDataset(paths, num_parallel_reads=16)` builds an interleave marked
+    `deterministic: "true"`: `options.deterministic = False` does not reach it.
+    """
+    __tracebackhide__ = True
+    steps = dataset_steps(dataset) or []
+    ordered = [s.op for s in steps if "Interleave" in s.op and s.deterministic == "true"]
+    if ordered:
+        fail(
+            todo,
+            name,
+            "expected the shards read in any order, as options.deterministic = False asks; "
+            f'found {ordered[0]} marked deterministic: "true": it keeps the files\' order '
+            "whatever the options say, as tf.data.TFRecordDataset(paths, num_parallel_reads="
+            "<an integer>) always does. Read with simulated_storage.tfrecord_dataset("
+            "shard_paths, num_parallel_reads=NUM_PARALLEL_READS), or interleave the files: "
+            "files.interleave(tf.data.TFRecordDataset, cycle_length=16, num_parallel_calls=16).",
+        )
+
+
 def _expected_pairs(serialized: Sequence[bytes]):
     parsed = [records.parse_record(tf.constant(r)) for r in serialized]
     images = [tf.io.decode_jpeg(p["image"], channels=3).numpy() for p in parsed]
@@ -158,8 +180,10 @@ def check_parallel_records(
         shard_paths: the shards, to name a damaged one.
 
     Raises:
-        CheckFailed: naming the TODO, when the dataset is ordered, batched, mapped
-            sequentially, holds another count, or bypasses or does not overlap the storage.
+        CheckFailed: naming the TODO, when the dataset is ordered (by its options, or by
+            a reader that ignores them, such as `TFRecordDataset(paths,
+            num_parallel_reads=16)`), batched, mapped sequentially, holds another count, or
+            bypasses or does not overlap the storage.
         DataProblem: naming the damaged shards, when reading meets one.
 
     Example:
@@ -180,6 +204,7 @@ def check_parallel_records(
             "`with_options()` returns a new dataset, and options set on one you then "
             "throw away never apply.",
         )
+    _fail_if_reads_keep_order(dataset, todo, name)
     image_spec = tf.nest.flatten(dataset.element_spec)[0]
     if image_spec.shape.rank != 3:
         fail(
@@ -288,7 +313,7 @@ def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
     Raises:
         CheckFailed: naming the TODO, when the batches are not rank 4 or of `batch_size`,
             prefetch is not last, the parse is not a parallel map after batch, or the
-            records are read in order.
+            records are read in order (by the options, or by a reader that ignores them).
 
     Example:
         checks.check_fast_dataset(fast, todo=4, batch_size=64)
@@ -345,6 +370,7 @@ def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
             f"{dataset.options().deterministic}. Build on TODO 2's `records`, with the options "
             "applied to `records` itself, or apply them here with with_options().",
         )
+    _fail_if_reads_keep_order(dataset, todo, name)
     images, _ = next(iter(dataset))
     if images.shape[0] != batch_size:
         fail(todo, name, f"expected batches of {batch_size}; found {images.shape[0]}.")
