@@ -217,10 +217,13 @@ def test_lab_as_generated_runs_up_to_todo_1_and_fails_there(lesson, lab_left_at)
     lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
     # Up to TODO 1's check, the generated lab is the lab with only TODO 1 left: one run.
     assert _up_to_check(lab, 1) == _up_to_check(_lab_with_todos_filled(lesson, {1}), 1)
-    _, error = lab_left_at(lesson, 1)
+    notebook, error = lab_left_at(lesson, 1)
     assert error is not None and error.ename == "CheckFailed"
     assert error.evalue.startswith("TODO 1 (") and "not done yet" in error.evalue
     assert "todo=1" in error.source
+    # What JupyterLab, Colab and nbconvert render: the message alone, no course frames.
+    shown = [o for c in notebook.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert [o.traceback for o in shown] == [[f"CheckFailed: {error.evalue}"]]
 
 
 @pytest.mark.parametrize("lesson", ALL_LESSONS)
