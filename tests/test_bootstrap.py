@@ -232,7 +232,7 @@ def test_setup_cell_in_a_clone_says_so(tmp_path):
         [sys.executable, "-c", code], cwd=labs, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.splitlines()[0] == f"Course {VERSION}: the clone at {REPO_ROOT}."
+    assert result.stdout.splitlines()[0] == f"Course {VERSION}: the clone in the folder above."
     assert result.stdout.splitlines()[-1] == f"RESULT {REPO_ROOT}"
 
 

@@ -181,3 +181,22 @@ def test_reshard_copies_the_records_once_without_converting_again(
     )
     assert shard_cache.reshard(shard_set, 7) == paths  # Found, not written again.
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    "input_bytes, output_bytes, words",
+    [(4_000, 1_000, "(75% saved)."), (1_000, 5_500, "(grew 5.5x).")],
+    ids=["smaller", "grew"],
+)
+def test_conversion_summary_says_grew_for_images_that_grew(input_bytes, output_bytes, words):
+    from utils.conversion_report import ConversionReport
+
+    report = ConversionReport(
+        output_dir="out", shards=["out/a.tfrec"], shard_counts=[1], num_input_images=1,
+        skipped=[], empty_class_folders=[], input_bytes=input_bytes,
+        output_image_bytes=output_bytes, seconds=1.0,
+    )  # fmt: skip
+    line = report.summary().splitlines()[1]
+    assert line == (
+        f"Average bytes per image: {input_bytes:,} before, {output_bytes:,} after {words}"
+    )

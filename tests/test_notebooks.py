@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from unittest import mock
 
 import nbformat
@@ -350,3 +351,18 @@ def test_committed_solution_checked_outputs_equal_a_fresh_run(executed_solution)
         found_fresh |= in_fresh
     # Each template matched both runs: the committed output shows its parameters' values.
     assert found_committed == found_fresh == set(PARAMETER_DEPENDENT[lesson])
+
+
+@pytest.mark.parametrize("lesson", ALL_LESSONS)
+def test_committed_outputs_name_no_folder_of_the_build_machine(lesson):
+    """A learner reads the solution's outputs: the checkout's path or HOME means nothing there."""
+    solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    machine = {str(REPO_ROOT), str(Path.home())} - {"/"}
+    found = [
+        (cell.id, folder)
+        for cell in solution.cells
+        for output in cell.get("outputs", [])
+        for folder in machine
+        if folder in str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
+    ]
+    assert found == []

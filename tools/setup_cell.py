@@ -109,9 +109,10 @@ def installed_course():
 
 def find_course(cache):
     """Returns (folder, where, version) of a clone or an installed course, or None."""
-    for folder in (Path.cwd(), Path.cwd().parent):
+    # Said relative to the notebook: its output names no folder of the machine it ran on.
+    for folder, where in ((Path.cwd(), "this folder"), (Path.cwd().parent, "the folder above")):
         if is_course(folder):
-            return folder.resolve(), f"the clone at {folder.resolve()}", course_version_in(folder)
+            return folder.resolve(), f"the clone in {where}", course_version_in(folder)
     installed, version = installed_course()
     for entry in sys.path:  # Where Python itself would import it from, first.
         folder = Path(entry or ".").resolve()
