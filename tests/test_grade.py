@@ -519,26 +519,29 @@ def test_the_bwrap_fix_names_ubuntus_apparmor_setting(monkeypatch):
     assert sandbox.bwrap_fix().startswith("bwrap is not installed. Debian/Ubuntu: sudo apt-get")
 
 
-def test_the_readme_command_from_the_repository_root():
-    """The README's Grading command, exactly as written, from the repository root."""
+def test_the_readme_command_from_the_repository_root(tmp_path):
+    """The README's Grading command, exactly as written, from a stand-in repository root.
+
+    The root is a folder of the test's own whose `tools` and `utils` link to the course's:
+    the command's `submissions/` and `build/grades` are then the test's, and a class's
+    grades in the checkout's own `build/grades` are never overwritten by a test run.
+    """
     readme = (REPO_ROOT / "README.md").read_text()
     command = re.search(r"^\.venv/bin/python -m tools\.grade .+$", readme, re.M).group(0)
     assert command == ".venv/bin/python -m tools.grade submissions/ --output-dir build/grades"
-    submissions, output_dir = REPO_ROOT / "submissions", REPO_ROOT / "build" / "grades"
-    assert not submissions.exists(), f"{submissions} exists: move it away to run this test"
+    root = tmp_path / "root"
+    root.mkdir()
+    for package in ("tools", "utils"):
+        (root / package).symlink_to(REPO_ROOT / package)
+    submissions, output_dir = root / "submissions", root / "build" / "grades"
     git_before = _git_status()
     submissions.mkdir()
-    try:
-        nbformat.write(_notebook("solutions", LAB1), submissions / "s1_solution.ipynb")
-        result = subprocess.run([sys.executable, *command.split()[1:]], cwd=REPO_ROOT,
-                                capture_output=True, text=True, timeout=600)  # fmt: skip
-        with open(output_dir / "grades.csv") as file:
-            rows = list(csv.DictReader(file))
-    finally:
-        for path in submissions.glob("*.ipynb"):
-            path.unlink()
-        submissions.rmdir()
+    nbformat.write(_notebook("solutions", LAB1), submissions / "s1_solution.ipynb")
+    result = subprocess.run([sys.executable, *command.split()[1:]], cwd=root,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stderr
+    with open(output_dir / "grades.csv") as file:
+        rows = list(csv.DictReader(file))
     assert [(row["learner"], row["total"], row["maximum"]) for row in rows] == [
         ("s1_solution", "4", "4")
     ]
