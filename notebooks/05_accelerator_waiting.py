@@ -3,13 +3,14 @@
 #
 # Does a training step wait for its input, and what else sets its time: prefetching, the
 # batch per core, the steps per call, how much of each JPEG is decoded? Every comparison
-# is taken in rounds, in turns, and judged from its range. This lesson writes its own
-# shards if lab 2 did not, and builds its own model: lab 4 need not have run.
+# is taken in rounds, in turns, and judged from its medians and ranges. This lesson
+# writes its own shards if lab 2 did not, and builds its own model: lab 4 need not have
+# run.
 #
 # **You will:**
 #
 # 1. Make the input that costs nothing: one batch held in memory (TODO 1).
-# 2. Write the verdict a range allows: faster, the same, or can't tell (TODO 2).
+# 2. Write the course's verdict on two ranges: faster, slower or within the noise (TODO 2).
 #
 # Then you time the training step fed by the pipeline, from memory and without prefetch,
 # see what fills a TPU's matrix unit, and time `steps_per_execution` and decoding less.
@@ -160,37 +161,55 @@ checks.check_in_memory(in_memory, todo=1, pipeline=uncached)
 one_batch = next(iter(in_memory))
 
 # %% [markdown]
-# ## 2. A verdict from a range (TODO 2)
+# ## 2. A verdict from two ranges (TODO 2)
 #
 # Timings differ from run to run, more so on a shared machine. So each comparison below
 # takes `NUM_ROUNDS` rounds, its candidates in turns (a busy moment touches all of them):
-# a ratio per round, a range. A difference counts beyond `accelerator_wait.TOLERANCE` (10%).
+# each candidate gets a median and a range. Every lesson of the course judges a difference
+# by one rule, `comparison.verdict()`: beyond the noise only when both hold, the medians
+# differ by at least `comparison.MIN_EFFECT` (10%) and the ranges do not overlap (every
+# round of one beat every round of the other). Otherwise, within the noise.
 #
-# **TODO 2.** Complete `verdict(ratio, *, tolerance, above, below)`: `ratio` holds one
-# value per round (`ratio.minimum`, `ratio.maximum`). Return `above` when every round's
-# ratio is above `tolerance`, `below` when every one is at or under it, and
-# `accelerator_wait.NOISE_VERDICT` ("within the noise: can't tell") when the range spans it.
-# The median alone is not enough: a range of 1.00 to 1.30 says nothing sure.
+# **TODO 2.** Complete `verdict(candidate, baseline, *, min_effect, faster, slower)`:
+# `candidate` and `baseline` hold one images/s value per round (`.median`, `.minimum`,
+# `.maximum`). Make `answer` `faster` when the candidate's median is at least
+# `1 + min_effect` times the baseline's and its slowest round beat the baseline's fastest;
+# `slower` when the same holds the other way round; otherwise `comparison.WITHIN_NOISE`.
+# Neither test alone is enough: two steady settings 3% apart can have separate ranges,
+# and medians 30% apart can come with ranges that overlap.
 
 
 # %%
-def verdict(ratio, *, tolerance, above, below):
-    """`above`, `below` or NOISE_VERDICT, as the whole range of `ratio` allows."""
-    # TODO 2: judge the range, not the median.
+def verdict(
+    candidate,
+    baseline,
+    *,
+    min_effect=comparison.MIN_EFFECT,
+    faster="faster",
+    slower="slower",
+):
+    """`faster`, `slower` or `comparison.WITHIN_NOISE`: the course's one rule."""
+    # TODO 2: judge both the medians and the ranges.
     ### BEGIN SOLUTION
-    if ratio.minimum > tolerance:
-        answer = above
-    elif ratio.maximum <= tolerance:
-        answer = below
+    if (
+        candidate.median >= (1 + min_effect) * baseline.median
+        and candidate.minimum > baseline.maximum
+    ):
+        answer = faster
+    elif (
+        baseline.median >= (1 + min_effect) * candidate.median
+        and baseline.minimum > candidate.maximum
+    ):
+        answer = slower
     else:
-        answer = accelerator_wait.NOISE_VERDICT
+        answer = comparison.WITHIN_NOISE
     ### END SOLUTION
     return answer
 
 
 # %%
 # NBVAL_CHECK_OUTPUT
-checks.check_verdict(verdict, todo=2, tolerance=accelerator_wait.TOLERANCE)
+checks.check_verdict(verdict, todo=2, min_effect=comparison.MIN_EFFECT)
 
 
 # %% [markdown]
@@ -206,7 +225,7 @@ checks.check_verdict(verdict, todo=2, tolerance=accelerator_wait.TOLERANCE)
 # - training steps fed by `uncached`, with its `prefetch` and without it.
 #
 # `STAND_IN_IMAGES_PER_SECOND` stands in for a faster accelerator: a setting, not a
-# measurement. `judge()` prints each ratio with its range and your `verdict()`.
+# measurement. `judge()` prints the two medians and ranges, and your `verdict()`.
 
 # %%
 timed_model = compiled_model(steps_per_execution)  # Trained by the timing; not kept.
@@ -216,10 +235,10 @@ timed_images = NUM_TIMED_STEPS * global_batch_size
 verdict_lines = []  # Every comparison's line, printed again in "What you measured".
 
 
-def judge(ratio, above, below):
-    """Prints the ratio, its range and its verdict, and keeps the line."""
-    said = verdict(ratio, tolerance=accelerator_wait.TOLERANCE, above=above, below=below)
-    verdict_lines.append(accelerator_wait.describe_comparison(ratio, said))
+def judge(candidate, baseline, faster, slower):
+    """Prints both medians and ranges and your verdict, and keeps the line."""
+    said = verdict(candidate, baseline, faster=faster, slower=slower)
+    verdict_lines.append(accelerator_wait.describe_comparison(candidate, baseline, said))
     print(verdict_lines[-1])
 
 
@@ -242,23 +261,22 @@ runs = comparison.measure_in_turns(
 )
 
 # %%
-step_ratio = comparison.ratio_in_turns(
-    runs["training fed from memory"],
+judge(
     runs["training fed by the pipeline"],
-    label="Step time fed by the pipeline / from memory",
+    runs["training fed from memory"],
+    faster="not input-bound",
+    slower="input-bound",
 )
-judge(step_ratio, above="input-bound", below="not input-bound")
 delivered = {name: runs[name] for name in list(runs)[:2]}
 consumed = {
     f"{choice.kind} consumes": runs["training fed from memory"],
     "the stand-in consumes": comparison.RepeatedResult(
-        "", (STAND_IN_IMAGES_PER_SECOND,) * NUM_ROUNDS
+        "the stand-in's need", (STAND_IN_IMAGES_PER_SECOND,) * NUM_ROUNDS
     ),
 }
-for pipeline_name, rate in delivered.items():
-    for consumer, need in consumed.items():
-        need_ratio = comparison.ratio_in_turns(need, rate, label=f"{consumer} / {pipeline_name}")
-        judge(need_ratio, "input-bound", "keeps up")
+for rate in delivered.values():
+    for need in consumed.values():
+        judge(rate, need, faster="keeps up", slower="input-bound")
 figure = charts.plot_throughput(
     accelerator_wait.median_bars(delivered),
     title="Bars: what the pipeline delivers, alone. Lines: what each consumer takes",
@@ -283,12 +301,12 @@ figure = charts.plot_throughput(
 # dispatched asynchronously, so some overlap comes without `prefetch`.)
 
 # %%
-prefetch_ratio = comparison.ratio_in_turns(
+judge(
     runs["training fed by the pipeline"],
     runs["training fed without prefetch"],
-    label="Training images/s with prefetch / without",
+    faster="prefetch speeds training",
+    slower="prefetch slows training",
 )
-judge(prefetch_ratio, "prefetch speeds training", "no gain from prefetch")
 
 # %% [markdown]
 # ## What fills a TPU's matrix unit
@@ -334,10 +352,7 @@ batch_runs = comparison.measure_in_turns(
     repeats=NUM_ROUNDS,
 )
 smallest, largest = list(batch_runs.values())[0], list(batch_runs.values())[-1]
-batch_ratio = comparison.ratio_in_turns(
-    largest, smallest, label=f"{largest.label} / {smallest.label}"
-)
-judge(batch_ratio, "the larger batch trains faster", "no faster")
+judge(largest, smallest, "the larger batch trains faster", "the larger batch trains slower")
 
 # %% [markdown]
 # ## `steps_per_execution`: 1 against more
@@ -364,12 +379,12 @@ for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
     )
 call_runs = comparison.measure_in_turns(call_candidates, repeats=NUM_ROUNDS)
 for name in ["lesson's model", "tiny model"]:
-    ratio = comparison.ratio_in_turns(
+    judge(
         call_runs[f"{name}, {steps_per_execution} per call"],
         call_runs[f"{name}, 1 per call"],
-        label=f"{name}: images/s at {steps_per_execution} steps per call / 1",
+        faster="fewer calls pay",
+        slower="fewer calls cost",
     )
-    judge(ratio, "fewer calls pay", "no gain")
 
 # %% [markdown]
 # Compare the two verdicts above: the smaller the step, the larger the share of it that
@@ -421,12 +436,14 @@ differences = decode_less.crop_differences(encoded_images[:50])
 
 # %%
 with machine_load.LoadWatch() as decode_load:
-    speedups = decode_less.time_variants(
+    decode_runs = decode_less.time_variants(
         encoded_images, image_size=IMAGE_SIZE, num_images=NUM_DECODE_IMAGES, repeats=NUM_ROUNDS
     )
 print(decode_load.summary())
-for speedup in speedups.values():
-    judge(speedup, "decoding less pays here", "no gain here")
+for label, decode_run in decode_runs.items():
+    if label != decode_less.BASELINE:
+        baseline = decode_runs[decode_less.BASELINE]
+        judge(decode_run, baseline, "decoding less pays here", "decoding less costs here")
 
 # %% [markdown]
 # The resize, the window and `tf.data`'s cost per image are alike in all three: only the

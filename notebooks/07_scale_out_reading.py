@@ -315,7 +315,11 @@ checks.check_through_service(through_service, todo=3)
 # The service compresses what a worker sends (`compression="AUTO"`, the default). A
 # third setting turns that off (`compression=None`) on the 1-worker cluster. Two clusters
 # run side by side, one with 1 worker and one with 2, so that the three settings are
-# timed in turns, `REPEATS` rounds, each given as a median and a range.
+# timed in turns, `REPEATS` rounds, each given as a median and a range. A verdict follows
+# the course's one rule (`comparison.verdict()`): beyond the noise only when the medians
+# differ by at least `comparison.MIN_EFFECT` (10%) and the ranges do not overlap. With 3
+# rounds, two equal settings get separate ranges by chance one time in ten, so a small
+# difference with separate ranges is not claimed.
 
 
 # %%

@@ -5,7 +5,7 @@ import re
 import pytest
 import tensorflow as tf
 
-from utils import accelerator_wait, checks
+from utils import checks, comparison
 
 
 def _pipeline():
@@ -66,54 +66,99 @@ def test_check_in_memory_names_todo_1_and_the_mistake(make, message):
         checks.check_in_memory(make(pipeline), todo=1, pipeline=pipeline)
 
 
-def _right(ratio, *, tolerance, above, below):
-    if ratio.minimum > tolerance:
-        return above
-    return below if ratio.maximum <= tolerance else accelerator_wait.NOISE_VERDICT
-
-
-def test_check_verdict_passes_the_range_rule(capsys):
-    checks.check_verdict(_right, todo=2)
+def test_check_verdict_passes_the_course_rule(capsys):
+    checks.check_verdict(comparison.verdict, todo=2)
     assert capsys.readouterr().out == (
-        "TODO 2 passed: 5 ranges judged: above, at or under, and across the tolerance.\n"
+        "TODO 2 passed: 5 pairs of ranges judged: faster, slower, and within the noise (too "
+        "close, or overlapping).\n"
     )
+
+
+def _ranges_only(candidate, baseline, *, min_effect, faster, slower):
+    if candidate.minimum > baseline.maximum:
+        return faster
+    return slower if baseline.minimum > candidate.maximum else comparison.WITHIN_NOISE
+
+
+def _medians_only(candidate, baseline, *, min_effect, faster, slower):
+    if candidate.median >= (1 + min_effect) * baseline.median:
+        return faster
+    return slower if baseline.median >= (1 + min_effect) * candidate.median else "the same"
+
+
+def _one_sided(candidate, baseline, *, min_effect, faster, slower):
+    far = candidate.median >= (1 + min_effect) * baseline.median
+    return faster if far and candidate.minimum > baseline.maximum else comparison.WITHIN_NOISE
+
+
+def _medians_only(candidate, baseline, *, min_effect, faster, slower):
+    if candidate.median >= (1 + min_effect) * baseline.median:
+        return faster
+    far = baseline.median >= (1 + min_effect) * candidate.median
+    return slower if far else comparison.WITHIN_NOISE
+
+
+def _touching_counts(candidate, baseline, *, min_effect, faster, slower):
+    if candidate.median >= (1 + min_effect) * baseline.median:
+        return faster if candidate.minimum >= baseline.maximum else comparison.WITHIN_NOISE
+    if baseline.median >= (1 + min_effect) * candidate.median:
+        return slower if baseline.minimum >= candidate.maximum else comparison.WITHIN_NOISE
+    return comparison.WITHIN_NOISE
+
+
+RULE = (
+    "Beyond the noise takes both: medians at least 10% apart and ranges that do not overlap; "
+    "otherwise comparison.WITHIN_NOISE."
+)
 
 
 @pytest.mark.parametrize(
     "answer, message",
     [
         (
-            lambda ratio, **kwargs: ...,
-            "TODO 2 (verdict): not done yet: it returns Ellipsis. Expected `above`, `below` or "
-            "NOISE_VERDICT.",
+            lambda candidate, baseline, **kwargs: ...,
+            "TODO 2 (verdict): not done yet: it returns Ellipsis. Expected `faster`, `slower` or "
+            "comparison.WITHIN_NOISE.",
         ),
         (
-            lambda ratio, *, tolerance, above, below: above if ratio.median > tolerance else below,
-            "TODO 2 (verdict): for ratios 1.00-1.30 (median 1.30) against a tolerance of "
-            "1.10, expected \"within the noise: can't tell\"; found 'slower'.",
+            _ranges_only,
+            "TODO 2 (verdict): for a candidate's runs 105 (104-106) against a baseline's 100 "
+            f"(99-101), expected 'within the noise'; found 'faster'. {RULE}",
         ),
         (
-            lambda ratio, *, tolerance, above, below: (
-                above
-                if ratio.minimum >= tolerance
-                else below
-                if ratio.maximum < tolerance
-                else accelerator_wait.NOISE_VERDICT
-            ),
-            "TODO 2 (verdict): for ratios 1.08-1.10 (median 1.10) against a tolerance of "
-            "1.10, expected 'the same'; found \"within the noise: can't tell\".",
+            _medians_only,
+            "TODO 2 (verdict): for a candidate's runs 130 (95-140) against a baseline's 100 "
+            f"(90-105), expected 'within the noise'; found 'faster'. {RULE}",
         ),
         (
-            lambda ratio, *, tolerance, above, below: "input-bound",
-            "TODO 2 (verdict): for ratios 1.25-1.42 (median 1.33) against a tolerance of "
-            "1.10, expected 'slower'; found 'input-bound'.",
+            _one_sided,
+            "TODO 2 (verdict): for a candidate's runs 70 (65-75) against a baseline's 100 "
+            f"(95-105), expected 'slower'; found 'within the noise'. {RULE}",
+        ),
+        (
+            _touching_counts,
+            "TODO 2 (verdict): for a candidate's runs 130 (120-140) against a baseline's 100 "
+            f"(90-120), expected 'within the noise'; found 'faster'. {RULE}",
+        ),
+        (
+            lambda candidate, baseline, **kwargs: "input-bound",
+            "TODO 2 (verdict): for a candidate's runs 130 (125-135) against a baseline's 100 "
+            f"(95-105), expected 'faster'; found 'input-bound'. {RULE}",
         ),
         (
             lambda ratio, tolerance: ratio.minimum > tolerance,
             "TODO 2 (verdict): expected a verdict; found an error: ",
         ),
     ],
-    ids=["stub", "median only", "strict at the tolerance", "fixed words", "wrong signature"],
+    ids=[
+        "stub",
+        "ranges only",
+        "medians only",
+        "faster or not (never slower)",
+        "touching ranges counted apart",
+        "fixed words",
+        "wrong signature",
+    ],
 )
 def test_check_verdict_names_todo_2_and_the_range(answer, message):
     with pytest.raises(checks.CheckFailed, match=re.escape(message)):

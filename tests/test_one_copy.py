@@ -37,6 +37,7 @@ SAME = [
     (LAB_2, "recompress", "utils.records"),
     (LAB_2, "to_example", "utils.records"),
     (LAB_2, "write_shard", "utils.shard_files"),
+    ("notebooks/05_accelerator_waiting.py", "verdict", "utils.comparison"),
 ]
 # (lesson source, function, helper module): the helper adds knobs; checked by running both.
 GENERALIZED = [
@@ -44,9 +45,6 @@ GENERALIZED = [
 ]
 # (lesson source, function): a `utils` namesake that is not a copy, and why.
 NOT_COPIES = {
-    ("notebooks/05_accelerator_waiting.py", "verdict"): (
-        "knobs.verdict says whether an ablation's knob separates; lab 5's judges one ratio range"
-    ),
     ("notebooks/07_scale_out_reading.py", "dataset_fn"): (
         "sharding's is local to a host process and reads its settings from the launcher"
     ),

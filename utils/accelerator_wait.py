@@ -24,12 +24,6 @@ if TYPE_CHECKING:
 # The formats mixed precision chooses between, in the order the lesson prints them.
 FLOAT_FORMATS = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
-# A ratio counts as a difference only beyond this (10%); closer than that is "the same".
-TOLERANCE = 1.1
-# The verdict where a ratio's range straddles the tolerance, and what would tell.
-NOISE_VERDICT = "within the noise: can't tell"
-TO_TELL = "more rounds, more steps per run, or a machine with nothing else running"
-
 
 def describe_float_formats() -> list[str]:
     """Describes each float format's range and precision, and what becomes of a gradient of 1e-8.
@@ -113,26 +107,29 @@ def training_rate(
 
 
 def describe_comparison(
-    ratio: comparison.RepeatedResult, verdict: str, *, tolerance: float = TOLERANCE
+    candidate: comparison.RepeatedResult, baseline: comparison.RepeatedResult, verdict: str
 ) -> str:
-    """Says what a ratio taken in turns is, against its tolerance, and the verdict.
+    """Says how two settings measured in turns compare, and the verdict.
 
     Args:
-        ratio: the ratio, one value per round (`comparison.ratio_in_turns`).
-        verdict: what the range says (the lesson's `verdict()`).
-        tolerance: the ratio beyond which a difference counts (`TOLERANCE`).
+        candidate: the runs of the setting judged (images/s).
+        baseline: the runs it is compared with.
+        verdict: what the lesson's `verdict()` (`comparison.verdict`'s rule) said.
 
     Returns:
-        `label: median (min-max, N runs); tolerance 1.10: verdict.`, and, where the verdict
-        is `NOISE_VERDICT`, what to change to tell.
+        `candidate against baseline: <ratio>x (medians ...; ranges ... over N rounds in
+        turns): verdict.`
 
     Example:
-        print(accelerator_wait.describe_comparison(ratio, "input-bound", tolerance=1.1))
+        print(accelerator_wait.describe_comparison(fed, in_memory, "input-bound"))
     """
-    line = f"{ratio.summary('.2f')}; tolerance {tolerance:.2f}: {verdict}."
-    if verdict == NOISE_VERDICT:
-        line += f" To tell: {TO_TELL}."
-    return line
+    ratio = candidate.median / baseline.median
+    return (
+        f"{candidate.label} against {baseline.label}: {ratio:.2f}x (medians "
+        f"{candidate.median:,.0f} and {baseline.median:,.0f} images/s; ranges "
+        f"{candidate.minimum:,.0f}-{candidate.maximum:,.0f} and {baseline.minimum:,.0f}-"
+        f"{baseline.maximum:,.0f} over {candidate.num_runs} rounds in turns): {verdict}."
+    )
 
 
 def median_bars(runs: dict[str, comparison.RepeatedResult]) -> list[timing.ThroughputResult]:

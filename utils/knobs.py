@@ -3,9 +3,9 @@
 Lesson 8 times `pipeline.tfrecord_images` on simulated storage with one setting changed
 (parallel reads, shard count, where the epochs repeat, order, prefetch, cache). The
 settings of one knob are timed in turns (`comparison.measure_in_turns`), several rounds, and a
-knob's verdict follows the course's rule: "beyond the noise" only when its fastest and
-slowest settings' ranges do not overlap. The functions here run those measurements and
-word their results.
+knob's verdict follows the course's one rule (`comparison.verdict`): "beyond the noise"
+only when its fastest and slowest settings' medians differ by at least 10% and their
+ranges do not overlap. The functions here run those measurements and word their results.
 """
 
 from __future__ import annotations
@@ -180,27 +180,13 @@ def describe_verdicts(ablation: Ablation) -> list[str]:
 
     Returns:
         One line per knob (`comparison.describe_difference`): its fastest and slowest
-        settings, their medians and ranges, and "beyond the noise" only when the ranges
-        do not overlap.
+        settings, their medians and ranges, and `comparison.verdict`'s "beyond the noise"
+        or "within the noise".
     """
     return [
         comparison.describe_difference(results, name=knob)
         for knob, results in ablation.results.items()
     ]
-
-
-def verdict(ablation: Ablation, knob: str) -> bool:
-    """Returns whether `knob`'s fastest and slowest settings' ranges separate.
-
-    Args:
-        ablation: the measurements.
-        knob: a knob measured in it.
-
-    Returns:
-        True: beyond the noise; False: within it.
-    """
-    slowest, *_, fastest = sorted(ablation.results[knob], key=lambda result: result.median)
-    return comparison.ranges_separate(fastest, slowest)
 
 
 def describe_open_shards(ablation: Ablation, *, num_cores: int) -> str:

@@ -1,8 +1,8 @@
-"""Checks for lesson 5: the input that costs nothing, and a verdict read from a range.
+"""Checks for lesson 5: the input that costs nothing, and a verdict read from two ranges.
 
 The in-memory input is read for a few batches and compared with the pipeline it stands in
-for; the verdict is tried on ranges that lie above, below and across the tolerance,
-among them one whose median alone would give the wrong answer.
+for; the verdict is tried on pairs of ranges, among them one that the ranges alone and one
+that the medians alone would judge wrongly.
 """
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from utils.accelerator_wait import NOISE_VERDICT
 from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_dataset
-from utils.comparison import RepeatedResult
+from utils.comparison import WITHIN_NOISE, RepeatedResult, spread
 
-# Ratios (one per round) and the verdict each must get against a tolerance of 1.10. The
-# third's median (1.30) is beyond the tolerance while its range is not: a median-only
-# verdict fails it. The last two sit on the tolerance: at most 1.10 is "the same".
+# Runs of a candidate and a baseline (images/s, one per round) and the verdict each pair
+# must get with a `min_effect` of 10%. The third pair is 5% apart with separate ranges: a
+# verdict from the ranges alone fails it. The fourth is 30% apart with overlapping ranges:
+# a verdict from the medians alone fails it. The last one's ranges touch.
 VERDICT_CASES = (
-    ((1.31, 1.42, 1.25, 1.38, 1.33), "above"),
-    ((0.97, 1.04, 1.01, 0.99, 1.06), "below"),
-    ((1.00, 1.30, 1.02, 1.30, 1.30), "noise"),
-    ((1.02, 1.12, 1.05), "noise"),
-    ((1.10, 1.10, 1.08), "below"),
+    ((125, 130, 135, 128, 132), (95, 100, 105, 98, 102), "faster"),
+    ((65, 70, 75, 68, 72), (95, 100, 105, 98, 102), "slower"),
+    ((104, 105, 106, 105, 104), (99, 100, 101, 100, 99), WITHIN_NOISE),
+    ((95, 130, 140, 131, 129), (90, 100, 105, 99, 101), WITHIN_NOISE),
+    ((120, 130, 140), (90, 100, 120), WITHIN_NOISE),
 )
 
 
@@ -88,47 +88,52 @@ def check_in_memory(
     passed(todo, f"one batch of {shapes}, repeated without end.")
 
 
-def check_verdict(verdict: Callable, *, todo: int, tolerance: float = 1.1) -> None:
-    """Checks `verdict(ratio, tolerance=, above=, below=)` on ranges around the tolerance.
+def check_verdict(verdict: Callable, *, todo: int, min_effect: float = 0.1) -> None:
+    """Checks `verdict(candidate, baseline, min_effect=, faster=, slower=)` on pairs of ranges.
 
     Args:
         verdict: the learner's function.
         todo: the TODO's number, named in every message.
-        tolerance: the tolerance the cases are judged against.
+        min_effect: the smallest difference between medians that counts (the cases are
+            made for 0.1).
 
     Raises:
-        CheckFailed: naming the TODO and the range, when the verdict is not `above` for a
-            range wholly beyond the tolerance, `below` for one wholly at or under it, and
-            `NOISE_VERDICT` for one across it.
+        CheckFailed: naming the TODO and the runs, when the verdict is not `faster` (or
+            `slower`) for a pair at least `min_effect` apart with separate ranges, and
+            `WITHIN_NOISE` for any other.
 
     Example:
-        checks.check_verdict(verdict, todo=2)
+        checks.check_verdict(verdict, todo=2, min_effect=comparison.MIN_EFFECT)
     """
     __tracebackhide__ = True
     name = "verdict"
-    words = {"above": "slower", "below": "the same", "noise": NOISE_VERDICT}
-    for values, outcome in VERDICT_CASES:
-        ratio = RepeatedResult("step time, fed / in memory", values)
+    for candidate_runs, baseline_runs, wanted in VERDICT_CASES:
+        candidate = RepeatedResult("candidate", tuple(map(float, candidate_runs)))
+        baseline = RepeatedResult("baseline", tuple(map(float, baseline_runs)))
         try:
-            found = verdict(ratio, tolerance=tolerance, above="slower", below="the same")
+            found = verdict(
+                candidate, baseline, min_effect=min_effect, faster="faster", slower="slower"
+            )
         except CHECK_ERRORS as error:
             fail(todo, name, f"expected a verdict; found an error: {first_line(error)}")
         if found is Ellipsis or found is None:
             fail(
                 todo,
                 name,
-                f"not done yet: it returns {found!r}. Expected `above`, `below` or NOISE_VERDICT.",
+                f"not done yet: it returns {found!r}. Expected `faster`, `slower` or "
+                "comparison.WITHIN_NOISE.",
             )
-        if found != words[outcome]:
+        if found != wanted:
             fail(
                 todo,
                 name,
-                f"for ratios {ratio.minimum:.2f}-{ratio.maximum:.2f} (median "
-                f"{ratio.median:.2f}) against a tolerance of {tolerance:.2f}, expected "
-                f"{words[outcome]!r}; found {found!r}. A verdict needs the whole range on one "
-                "side: every ratio above the tolerance, or every one at or under it; "
-                "otherwise NOISE_VERDICT.",
+                f"for a candidate's runs {spread(candidate.values)} against a baseline's "
+                f"{spread(baseline.values)}, expected {wanted!r}; found {found!r}. Beyond the "
+                f"noise takes both: medians at least {min_effect:.0%} apart and ranges that do "
+                "not overlap; otherwise comparison.WITHIN_NOISE.",
             )
     passed(
-        todo, f"{len(VERDICT_CASES)} ranges judged: above, at or under, and across the tolerance."
+        todo,
+        f"{len(VERDICT_CASES)} pairs of ranges judged: faster, slower, and within the noise "
+        "(too close, or overlapping).",
     )
