@@ -172,11 +172,13 @@ def run_cells(
     kernel: SandboxedKernel,
     *,
     total_limit: float,
+    before_stop=None,
 ) -> list[CellResult]:
     """Runs `cells` in order, each within its limit, all within `total_limit` seconds.
 
     The first cell that times out, or kills the kernel, stops the run; the rest are "not
-    run". Never raises for what a cell does.
+    run". `before_stop(results)`, if given, is called after the cells, while the kernel
+    still runs (the judge may still be asking it). Never raises for what a cell does.
     """
     results: list[CellResult] = []
     started = time.monotonic()
@@ -199,6 +201,8 @@ def run_cells(
                     " (the submission's time limit)" if left < limit else ""
                 )
             results.append(result)
+        if before_stop is not None:
+            before_stop(results)
     finally:
         kernel.stop()
     return results

@@ -54,7 +54,7 @@ def _solution_seconds(lesson, solution, lab, parameters, options: Options) -> di
     restored, _ = restore_protected_cells(solution, lab)
     prepared = prepare_cells(restored, parameters)
     generous = Limits(cells={}, added=900, total=3600)
-    results = run_prepared(prepared, generous, options, f"time-{lesson}")
+    results, _ = run_prepared(prepared, generous, options, f"time-{lesson}")
     bad = [r for r in results if r.status != "ok"]
     if bad:
         print(f"WARNING: {lesson}'s solution did not run cleanly ({bad[0].error}); "

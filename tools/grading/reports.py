@@ -78,7 +78,7 @@ def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
                      f"{marks} | {total} | {', '.join(grade.flags)} |")  # fmt: skip
     lines.append("")
     for grade in grades:
-        for todo in sorted(grade.points):
+        for todo in sorted(grade.points) if _graded(grade) else []:
             if not grade.passed.get(todo):
                 lines.append(f"- {grade.submission}, TODO {todo}: {grade.messages.get(todo, '')}")
         for note in grade.notes:

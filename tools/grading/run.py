@@ -7,12 +7,16 @@ holds the submission's HOME and its data cache (links to the shared, read-only d
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from tools import grade_kernel
+from tools.grading import sealed
 from tools.grading.model import REPO_ROOT, Limits, Options, Submission
 from utils import data, progress
 
@@ -44,27 +48,54 @@ def prepare_work(work: Path, cache: Path | None) -> dict[str, str]:
     }
 
 
-def run_prepared(prepared: list, limits: Limits, options: Options, label: str):
-    """Runs prepared cells in a fresh sandboxed kernel; returns their results."""
+def run_prepared(prepared: list, limits: Limits, options: Options, label: str, judge_plan=None):
+    """Runs prepared cells in a fresh sandboxed kernel; returns (results, verdicts).
+
+    With `judge_plan` (a sealed lab), the judge runs beside the kernel and its verdicts
+    are returned; else verdicts is None.
+    """
     work = Path(tempfile.mkdtemp(prefix=f"{label[:40]}-", dir=options.work_root))
     env = prepare_work(work, options.cache)
-    read_only = [REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix)]
-    if options.cache is not None:
-        read_only.append(options.cache)
+    data_folders = [options.cache] if options.cache is not None else []
+    read_only = [REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix), *data_folders]
     kernel = grade_kernel.SandboxedKernel(
         work, env, bwrap=options.bwrap, read_only=read_only,
         memory_bytes=int(options.memory_gb * 2**30),
     )  # fmt: skip
     cell_limits = [limits.of(cell.get("id", "")) for cell, _ in prepared]
-    return grade_kernel.run_cells(
-        [code for _, code in prepared], cell_limits, kernel, total_limit=limits.total
-    )
+    judged: dict = {}
+    if judge_plan is not None:
+        job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
+               "read_only": data_folders}  # fmt: skip
+        judged["process"], judged["key"] = sealed.start_judge(job, work, env, options.bwrap)
+
+    def wait_for_judge(results):
+        if results and results[-1].status != "ok":  # The run stopped: nothing more will come.
+            return
+        try:
+            judged["output"] = judged["process"].communicate(timeout=limits.total)[0]
+        except subprocess.TimeoutExpired:
+            judged["output"] = ""
+
+    try:
+        results = grade_kernel.run_cells(
+            [code for _, code in prepared], cell_limits, kernel, total_limit=limits.total,
+            before_stop=wait_for_judge if judged else None,
+        )  # fmt: skip
+    finally:
+        if judged:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(judged["process"].pid, signal.SIGKILL)
+            output = judged.get("output") or judged["process"].communicate()[0]
+    verdicts = sealed.read_verdicts(output, judged["key"]) if judged else None
+    return results, verdicts
 
 
 def step(submission: Submission) -> bool:
     """Runs the submission's prepared cells within its lesson's limits."""
     limits = submission.limits[submission.grade.lab]
-    submission.results = run_prepared(
-        submission.prepared, limits, submission.options, submission.path.stem
-    )
+    submission.results, submission.verdicts = run_prepared(
+        submission.prepared, limits, submission.options, submission.path.stem,
+        submission.judge_plan,
+    )  # fmt: skip
     return True

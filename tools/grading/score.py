@@ -75,6 +75,27 @@ def score(grade: Grade, prepared: list, results: list[grade_kernel.CellResult]) 
         grade.messages.setdefault(todo, "not run")
 
 
+def score_sealed(grade: Grade, prepared: list, results: list, verdicts: dict) -> None:
+    """Sets each TODO's verdict from the judge's (`sealed.py`); the kernel's results give
+    only what stopped the run and a TODO cell's own error, said for its TODO."""
+    score(grade, prepared, results)  # The notes and the first error.
+    todo_errors = {
+        marks(cell)["todo"]: result.error
+        for (cell, _), result in zip(prepared, results, strict=True)
+        if "todo" in marks(cell) and result.status in _FAILED
+    }
+    stopped = next((note for note in grade.notes if note.startswith("Stopped: ")), "")
+    for todo in grade.points:
+        verdict = verdicts.get(todo)
+        grade.passed[todo] = bool(verdict and verdict.passed)
+        if verdict is not None and (verdict.passed or todo not in todo_errors):
+            grade.messages[todo] = verdict.message
+        elif todo in todo_errors:
+            grade.messages[todo] = f"your TODO {todo} cell failed: {todo_errors[todo]}"
+        else:
+            grade.messages[todo] = f"not run: {stopped[9:]}" if stopped else "no verdict"
+
+
 def _passed_line(output: str, todo: int) -> str:
     line = next(line for line in output.splitlines() if f"TODO {todo} passed" in line)
     return line.strip()[:400]
@@ -93,7 +114,10 @@ def without_grader_paths(text: str, options) -> str:
 def step(submission: Submission) -> bool:
     """Scores the submission from its results; the messages name no folder of the grader's."""
     grade = submission.grade
-    score(grade, submission.prepared, submission.results)
+    if submission.verdicts is None:
+        score(grade, submission.prepared, submission.results)
+    else:
+        score_sealed(grade, submission.prepared, submission.results, submission.verdicts)
     grade.messages = {
         n: without_grader_paths(m, submission.options) for n, m in grade.messages.items()
     }

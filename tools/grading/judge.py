@@ -1,0 +1,94 @@
+"""The judge: decides each TODO's verdict in a process that never runs a learner's code.
+
+Run by the grader as `python -m tools.grading.judge`, in a sandbox of its own, with a job
+on standard input (JSON): a random key, the learner's kernel's socket, and the plan that
+`sealed.py` made from the lab: the lab's own cells the checks need (the parameters as the
+grader set them), where each TODO's values come in, and the lab's check cells. For a
+TODO it fetches what the TODO made (`remote.fetch`: data, a dataset rebuilt from its graph,
+a function that runs its traced graph), runs the lab's check cell on it, and prints
+`VERDICT <json> <hmac>`: the grader takes only lines signed with the key, which the judge
+read before anything of the learner's reached it. Output of the lab's cells goes to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import io
+import json
+import sys
+
+from tools.grading import remote
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:400]
+
+
+def run_check(source: str, todo: int, namespace: dict) -> tuple[bool, str]:
+    """Runs a lab's check cell; returns (passed, its message)."""
+    from utils.checks import CheckFailed
+
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(source, f"<check cell of TODO {todo}>", "exec"), namespace)
+    except CheckFailed as failure:
+        return False, str(failure)[:400]
+    except Exception as error:  # Any other error fails the TODO, with its first line.
+        return False, _first_line(error)
+    line = next((x for x in printed.getvalue().splitlines() if f"TODO {todo} passed" in x), "")
+    return (True, line.strip()[:400]) if line else (False, "the check printed no 'passed' line")
+
+
+def judge(job: dict, emit) -> None:
+    """Runs the plan of `job`, calling `emit(todo, passed, message)` for each check."""
+    namespace: dict = {"__name__": "__judge__"}
+    client = remote.Client(job["socket"], job["seconds"])
+    problems: dict[int, str] = {}
+    try:
+        for step in job["plan"]:
+            todo = step.get("todo")
+            if step["kind"] == "code":
+                try:
+                    with contextlib.redirect_stdout(sys.stderr):
+                        exec(compile(step["source"], "<lab cell>", "exec"), namespace)
+                except Exception as error:  # A later check then says what is missing.
+                    print(f"lab cell: {_first_line(error)}", file=sys.stderr)
+            elif step["kind"] == "fetch":
+                for name in step["names"]:
+                    try:
+                        namespace[name] = remote.fetch(client, todo, name, namespace)
+                    except (remote.NotSealable, OSError) as error:
+                        namespace.pop(name, None)
+                        problems[todo] = f"TODO {todo}: {error}"
+            elif todo in problems:
+                emit(todo, False, problems[todo])
+            else:
+                emit(todo, *run_check(step["source"], todo, namespace))
+    finally:
+        with contextlib.suppress(OSError):
+            client.done()
+
+
+def main() -> int:
+    out = sys.stdout
+    job = json.loads(sys.stdin.readline())
+    key = bytes.fromhex(job.pop("key"))
+    sys.path.insert(0, job["course"])
+
+    def emit(todo: int, passed: bool, message: str) -> None:
+        payload = json.dumps({"todo": todo, "passed": passed, "message": message})
+        signature = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()
+        out.write(f"VERDICT {payload} {signature}\n")
+        out.flush()
+
+    sys.stdout = sys.stderr  # Only `emit` writes to the grader's pipe.
+    judge(job, emit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""Sealed verdicts: each TODO decided by the judge, a process that runs no learner code.
+
+Takes the lab (for its plan) and the running kernel of a submission; gives one verdict
+per TODO, or None for a lab not yet sealed (`SEALED_LABS`; its verdicts still come from
+the kernel, and the report says so). The kernel keeps what each TODO made
+(`keep_code`, after the TODO's cell); after the last cell it serves those values
+(`serve_code`) while the judge (`judge.py`) runs the lab's check cells on them, in a
+sandbox of its own. The judge's verdicts are signed with a key only the grader and the
+judge know; a line without the signature is ignored.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import hmac
+import json
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from tools import sandbox
+from tools.grading.model import KEY, REPO_ROOT, marks, parse, without_magics
+
+SEALED_LABS = frozenset({"01_tf_data_basics"})
+SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
+_HERE = Path(__file__).parent
+
+
+@dataclasses.dataclass
+class Verdict:
+    """A TODO's verdict as the judge gave it."""
+
+    passed: bool
+    message: str
+
+
+def bound_names(source: str) -> list[str]:
+    """The names a lab's TODO cell binds at top level (`x = ...`, `def f`), in order."""
+    names = []
+    for node in parse(without_magics(source)).body:
+        targets = getattr(node, "targets", [getattr(node, "target", None)])
+        found = [node.name] if isinstance(node, ast.FunctionDef | ast.ClassDef) else [
+            element.id for target in targets if target is not None
+            for element in ast.walk(target) if isinstance(element, ast.Name)
+        ]  # fmt: skip
+        names += [name for name in found if name not in names]
+    return names
+
+
+def _loads(source: str) -> set[str]:
+    tree = parse(without_magics(source))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stores(source: str) -> set[str]:
+    """The names a cell binds: assignments, definitions and imports."""
+    tree = parse(without_magics(source))
+    stores = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            stores.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            stores |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return stores
+
+
+def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
+    """The judge's steps: the lab cells the checks need, each TODO's fetch, each check."""
+    steps: list[dict] = []
+    for cell in lab.cells:
+        cell_marks, tags = marks(cell), cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or "setup" in tags:
+            continue
+        if "parameters" in tags:
+            steps.append({"kind": "code", "source": literals, "needed": True})
+        elif "todo" in cell_marks:
+            todo = cell_marks["todo"]
+            steps.append({"kind": "fetch", "todo": todo, "names": bound_names(cell.source)})
+        elif "check" in cell_marks:
+            steps.append({"kind": "check", "todo": cell_marks["check"], "source": cell.source})
+        else:
+            steps.append({"kind": "code", "source": cell.source, "needed": False})
+    needed: set[str] = set()
+    for step in reversed(steps):  # A lab cell runs only if a later check needs what it binds.
+        if step["kind"] == "check":
+            needed |= _loads(step["source"])
+        elif step["kind"] == "fetch":  # Only what a check or a needed lab cell reads.
+            step["names"] = [name for name in step["names"] if name in needed]
+        elif step["kind"] == "code" and not step["needed"]:
+            if _stores(step["source"]) & needed:
+                step["needed"] = True
+                needed |= _loads(step["source"])
+    return [step for step in steps if step.get("needed", True)]
+
+
+def start_code(address: Path, seconds: float) -> str:
+    """The kernel's first grader cell: the wire format as a module, the export server, started."""
+    return (
+        "# Grader: answer the judge about what each TODO makes.\n"
+        "import types as _grader_types\n"
+        "_grader_wire = _grader_types.ModuleType('grader_wire')\n"
+        f"exec({(_HERE / 'wire.py').read_text()!r}, _grader_wire.__dict__)\n"
+        f"{(_HERE / 'export_server.py').read_text()}\n"
+        f"_grader_start(_grader_wire, {str(address)!r}, {seconds!r}, globals())\n"
+    )
+
+
+def keep_code(todo: int, names: list[str]) -> str:
+    return f"# Grader: keep what TODO {todo} made.\n_grader_keep({todo}, {names!r}, globals())\n"
+
+
+FINISH_CODE = "# Grader: the last cell has run.\n_grader_finish()\n"
+
+
+def kernel_cells(restored, lab, literals: str, seconds: float) -> list:
+    """(cell, code) the kernel runs: the learner's notebook without its check cells (the
+    judge runs those), the export server started before the first TODO cell, each TODO's
+    values kept after its cell, and the end said after the last."""
+    names = {marks(c)["todo"]: bound_names(c.source) for c in lab.cells
+             if c.cell_type == "code" and "todo" in marks(c)}  # fmt: skip
+    prepared, started = [], False
+    for cell in restored.cells:
+        cell_marks = marks(cell) or cell.metadata.get(KEY, {})
+        if cell.cell_type != "code" or "check" in cell_marks:
+            continue
+        if "todo" in cell_marks and not started:
+            start = start_code(Path(SOCKET_NAME), seconds)
+            prepared.append((nbformat.v4.new_code_cell(id="grader-start"), start))
+            started = True
+        prepared.append((cell, cell.source))
+        if "parameters" in cell.metadata.get("tags", []):
+            prepared.append((nbformat.v4.new_code_cell(id="injected-parameters"), literals))
+        if "todo" in cell_marks:
+            todo = cell_marks["todo"]
+            keep = keep_code(todo, names.get(todo, []))
+            prepared.append((nbformat.v4.new_code_cell(id=f"grader-keep-{todo}"), keep))
+    prepared.append((nbformat.v4.new_code_cell(id="grader-finish"), FINISH_CODE))
+    return prepared
+
+
+def start_judge(job: dict, work: Path, env: dict, bwrap: str | None) -> tuple:
+    """Starts the judge on `job`; returns (its process, the key its verdicts are signed with)."""
+    key = secrets.token_bytes(32)
+    command = [sys.executable, "-m", "tools.grading.judge"]
+    if bwrap:
+        read_only = [REPO_ROOT / "utils", REPO_ROOT / "tools", Path(sys.prefix),
+                     Path(sys.base_prefix), *job.pop("read_only")]  # fmt: skip
+        command = sandbox.bwrap_command(bwrap, command, work=work, env=env, read_only=read_only)
+    else:
+        job.pop("read_only")
+    process = subprocess.Popen(
+        command, cwd=work, env=None if bwrap else env, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+    )  # fmt: skip
+    process.stdin.write(json.dumps({**job, "key": key.hex(), "course": str(REPO_ROOT)}) + "\n")
+    process.stdin.close()
+    process.stdin = None  # So that `communicate()` reads the verdicts only.
+    return process, key
+
+
+def read_verdicts(output: str, key: bytes) -> dict[int, Verdict]:
+    """The verdicts of the judge's output; lines not signed with `key` are ignored."""
+    verdicts = {}
+    for line in output.splitlines():
+        if not line.startswith("VERDICT "):
+            continue
+        payload, _, signature = line[len("VERDICT ") :].rpartition(" ")
+        expected = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()
+        if hmac.compare_digest(signature, expected):
+            found = json.loads(payload)
+            verdicts[int(found["todo"])] = Verdict(bool(found["passed"]), str(found["message"]))
+    return verdicts

@@ -1,0 +1,95 @@
+"""What crosses from a learner's kernel to the judge: plain data, never code or pickles.
+
+`encode` turns a value into JSON-ready data; `decode` turns it back. Only these cross:
+None, bools, numbers, strings, bytes, `...`, tuples, lists, dicts with string keys,
+arrays (numeric, bool or bytes; a tensor crosses as its array), dtypes and `TensorSpec`s.
+Anything else raises `WireError`, naming its type. Arrays are read with
+`allow_pickle=False`, so decoding data a learner's process sent runs none of its code.
+
+This file is also sent, as text, into the learner's kernel (see `export_server.py`), so
+it uses the standard library, numpy and TensorFlow only, and defines no other names.
+"""
+
+import base64
+import io
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class WireError(TypeError):
+    """A value that does not cross to the judge (not plain data)."""
+
+
+def encode(value):
+    """Returns `value` as JSON-ready data; raises `WireError` for anything else."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"v": value}
+    if value is Ellipsis:
+        return {"ellipsis": True}
+    if isinstance(value, bytes):
+        return {"bytes": base64.b64encode(value).decode()}
+    if isinstance(value, (tuple, list)):
+        return {type(value).__name__: [encode(item) for item in value]}
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {"dict": {key: encode(item) for key, item in value.items()}}
+    if isinstance(value, tf.TensorSpec):
+        return {"spec": [value.shape.as_list() if value.shape.rank is not None else None,
+                         value.dtype.name]}  # fmt: skip
+    if isinstance(value, tf.dtypes.DType):
+        return {"dtype": value.name}
+    if tf.is_tensor(value) and hasattr(value, "numpy"):
+        value = value.numpy()
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        if array.dtype.kind in "OSU":  # Strings: each as bytes.
+            items = [item if isinstance(item, bytes) else str(item).encode()
+                     for item in array.reshape(-1).tolist()]  # fmt: skip
+            return {"strings": [base64.b64encode(item).decode() for item in items],
+                    "shape": list(array.shape)}  # fmt: skip
+        if array.dtype.kind not in "biuf":
+            raise WireError(f"an array of {array.dtype} does not cross to the judge")
+        buffer = io.BytesIO()
+        np.save(buffer, array, allow_pickle=False)
+        return {"array": base64.b64encode(buffer.getvalue()).decode()}
+    raise WireError(f"a {type(value).__name__} does not cross to the judge")
+
+
+def decode(data):
+    """Returns the value `encode` made `data` from; raises `WireError` on anything else."""
+    if not isinstance(data, dict) or len(data) not in (1, 2):
+        raise WireError(f"not wire data: {str(data)[:80]}")
+    if "v" in data and isinstance(data["v"], (type(None), bool, int, float, str)):
+        return data["v"]
+    if "ellipsis" in data:
+        return Ellipsis
+    if "bytes" in data:
+        return base64.b64decode(data["bytes"])
+    if "tuple" in data:
+        return tuple(decode(item) for item in data["tuple"])
+    if "list" in data:
+        return [decode(item) for item in data["list"]]
+    if "dict" in data:
+        return {str(key): decode(item) for key, item in data["dict"].items()}
+    if "spec" in data:
+        shape, dtype = data["spec"]
+        return tf.TensorSpec(shape, tf.dtypes.as_dtype(str(dtype)))
+    if "dtype" in data:
+        return tf.dtypes.as_dtype(str(data["dtype"]))
+    if "strings" in data:
+        items = [base64.b64decode(item) for item in data["strings"]]
+        return np.array(items, dtype=object).reshape([int(n) for n in data["shape"]])
+    if "array" in data:
+        return np.load(io.BytesIO(base64.b64decode(data["array"])), allow_pickle=False)
+    raise WireError(f"not wire data: {str(data)[:80]}")
+
+
+def dumps(value) -> bytes:
+    """`value` (already JSON-ready) as the bytes of one message."""
+    return json.dumps(value).encode()
+
+
+def loads(message: bytes):
+    """One message's JSON, parsed (no code runs)."""
+    return json.loads(message.decode())
