@@ -173,6 +173,45 @@ def resize_and_crop(image, target_size):
     return square
 """
 
+# Sealed verdicts (lab 1): the kernel's replies, hooks and modules no longer decide.
+KERNEL_FORGER = """import sys
+import types
+ip = get_ipython()
+_send = ip.kernel.session.send
+
+
+def _always_ok(stream, msg_type, content=None, *args, **kwargs):
+    if isinstance(content, dict) and content.get("status") == "error":
+        content = {"status": "ok", "execution_count": content.get("execution_count"),
+                   "user_expressions": {}, "payload": []}
+    return _send(stream, msg_type, content, *args, **kwargs)
+
+
+ip.kernel.session.send = _always_ok
+ip.showtraceback = lambda *args, **kwargs: print("TODO 1 passed: forged")
+sys.settrace(lambda frame, event, arg: None)
+fake = types.ModuleType("utils.checks")
+fake.__getattr__ = lambda name: (lambda *args, **kwargs: print("TODO 1 passed: fake"))
+sys.modules["utils.checks"] = fake
+for n in range(1, 5):
+    print(f"TODO {n} passed: printed by the learner")
+"""
+EXPORT_FORGER = """filenames = ...
+
+
+def _grader_describe(wire, value, namespace):
+    return {"kind": "value", "value": wire.encode([b"/data/daisy/%d.jpg" % i for i in range(100)])}
+"""
+PYTHON_IN_GRAPH = """def label_from_path(path):
+    # TODO 2: return the index of the parent folder's name, computed in Python.
+    import numpy as np
+
+    def label_of(path_bytes):
+        return np.int64(list(source.class_names).index(path_bytes.decode().split("/")[-2]))
+
+    return tf.numpy_function(label_of, [path], tf.int64)
+"""
+
 
 def _set_todo(notebook, todo, source):
     return _with_todo(notebook, todo, lambda old: source)
@@ -224,6 +263,14 @@ def graded(tmp_path_factory):
     edited.metadata[KEY]["learner"] = "dee"
     write(edited, "x-edited.ipynb")
     write(_without_checks(_set_todo(lab, 1, CHEAT)), "x-cheat.ipynb")
+    forger = copy.deepcopy(lab)
+    forger.cells.insert(_cell_index(lab, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))
+    write(forger, "x-6-replies.ipynb")
+    write(_set_todo(lab, 1, EXPORT_FORGER), "x-7-export.ipynb")
+    write(_set_todo(solution, 2, PYTHON_IN_GRAPH), "x-8-python-in-graph.ipynb")
+    notes_first = copy.deepcopy(solution)
+    notes_first.cells.insert(0, nbformat.v4.new_code_cell("!pip --version\nprint('my notes')"))
+    write(notes_first, "x-9-cell-above-setup.ipynb")
     output_dir = tmp_path_factory.mktemp("grades")
     targets = [str(REPO_ROOT / "utils/checks/tf_data_basics.py"), str(REPO_ROOT / "tools/grade.py"),
                str(REPO_ROOT / "utils/new_module.py"), str(Path(sys.prefix) / "pyvenv.cfg"),
@@ -278,6 +325,16 @@ def test_the_whole_grade_table(graded):
         "x-edited.ipynb": ("dee", ["1"] * 4, "4", "4", ""),
         "x-cheat.ipynb": ("x-cheat", ["0"] * 4, "0", "4", "imported modules; import system"),
         "y-victim.ipynb": ("y-victim", ["1"] * 4, "4", "4", "paths outside the work folder"),
+        "x-6-replies.ipynb": (
+            "x-6-replies", ["0"] * 4, "0", "4", "imported modules; sys.modules; IPython hooks",
+        ),
+        "x-7-export.ipynb": (
+            "x-7-export", ["0"] * 4, "0", "4", "paths outside the work folder; the grader's names",
+        ),
+        "x-8-python-in-graph.ipynb": ("x-8-python-in-graph", ["1", "0", "0", "0"], "1", "4", ""),
+        "x-9-cell-above-setup.ipynb": (  # A shell line is flagged; it changes no verdict.
+            "x-9-cell-above-setup", ["1"] * 4, "4", "4", "IPython hooks",
+        ),
     }  # fmt: skip
     if sandbox.find_bwrap():  # Every write refused, the 9 GB refused, nothing outlived it.
         expected["x-attack.ipynb"] = (
@@ -339,6 +396,25 @@ def test_a_feedback_file_per_learner(graded):
     text = (output_dir / "feedback" / f"ann-{LAB1}.md").read_text()
     assert "**Total: 4 / 4 points**" in text and "| 1 | 1 / 1 | TODO 1 passed: " in text
     assert "First error" not in text
+
+
+def test_sealed_verdicts_say_what_the_judge_found(graded):
+    """Lab 1 is sealed: the kernel's prints, replies and hooks decide nothing."""
+    report = (graded[2] / "scores.md").read_text()
+    assert (
+        "- x-6-replies.ipynb, TODO 1: TODO 1 (filenames): not done yet: filenames is still "
+        "... (Ellipsis). Expected a tf.data.Dataset of 100 file paths.\n"
+    ) in report
+    assert (
+        "- x-7-export.ipynb, TODO 1: TODO 1 (filenames): expected a tf.data.Dataset of 100 "
+        "file paths; found a list.\n"
+    ) in report
+    assert "- x-8-python-in-graph.ipynb, TODO 2: TODO 2 (label_from_path): expected " in report
+    assert (
+        "calls Python code of its own in the graph (tf.py_function or tf.numpy_function)"
+        in (report.split("- x-8-python-in-graph.ipynb, TODO 2: ")[1].split("\n")[0])
+    )
+    assert "- x-crash.ipynb, TODO 3: your TODO 3 cell failed: the kernel died" in report
 
 
 def test_a_junit_file_per_submission(graded):

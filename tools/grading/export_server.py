@@ -15,13 +15,21 @@ starts with `_grader_`; no `from __future__` import; it prints nothing.
 """
 
 _grader_kept = {}
+_grader_judged = set()
 _grader_finished = []
 
 
 def _grader_keep(todo, names, namespace):
-    """Keeps the values `names` have now in `namespace` (a missing name is kept as missing)."""
+    """Keeps the values `names` have now in `namespace` (a missing name is kept as missing),
+    then waits until the judge has judged the TODO: a later cell that crashes the kernel
+    cannot take an earlier TODO's verdict with it, and the two never compete for the CPU."""
+    import time
+
     for name in names:
         _grader_kept[f"{todo}:{name}"] = namespace.get(name, _grader_kept)
+    _grader_kept[f"{todo}:"] = True
+    while todo not in _grader_judged and not _grader_finished:
+        time.sleep(0.05)
 
 
 def _grader_roles(graph_def, namespace):
@@ -117,6 +125,9 @@ def _grader_finish():
 def _grader_answer(wire, request, namespace):
     import time
 
+    if request["op"] == "judged":
+        _grader_judged.add(request["todo"])
+        return True
     key = f"{request['todo']}:{request['name']}"
     while key not in _grader_kept and not _grader_finished:
         time.sleep(0.05)
@@ -174,3 +185,4 @@ def _grader_serve(wire, server, seconds, namespace):
         return
     finally:
         server.close()
+        _grader_finished.append(True)  # No judge any more: nothing to wait for.

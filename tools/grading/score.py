@@ -38,9 +38,13 @@ def _check_message(grade: Grade, todo: int, result, todo_errors: dict, stop: str
         return f"not run: {stop or result.error or 'an earlier cell stopped the run'}"
     if result.status == "ok":
         return "the check printed no 'passed' line"
-    message = result.error or result.status
+    return with_name_hint(grade, todo, result.error or result.status)
+
+
+def with_name_hint(grade: Grade, todo: int, message: str) -> str:
+    """A NameError after an earlier TODO failed: say which TODO to fix first."""
     failed = [n for n, ok in grade.passed.items() if n < todo and not ok]
-    if result.error.startswith("NameError") and failed:
+    if message.startswith("NameError") and failed:
         message += (
             f" (a name the lab makes from TODO {failed[0]}'s result: fix TODO {failed[0]} first)"
         )
@@ -89,7 +93,7 @@ def score_sealed(grade: Grade, prepared: list, results: list, verdicts: dict) ->
         verdict = verdicts.get(todo)
         grade.passed[todo] = bool(verdict and verdict.passed)
         if verdict is not None and (verdict.passed or todo not in todo_errors):
-            grade.messages[todo] = verdict.message
+            grade.messages[todo] = with_name_hint(grade, todo, verdict.message)
         elif todo in todo_errors:
             grade.messages[todo] = f"your TODO {todo} cell failed: {todo_errors[todo]}"
         else:
