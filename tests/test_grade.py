@@ -42,6 +42,7 @@ def _without_checks(notebook):
 
 
 LAB1 = "01_tf_data_basics"
+LAB3 = "03_read_tfrecords"
 TOKEN = "linger-tpu-speed-grade-test"  # In the command line of the processes left running.
 CHEAT = """filenames = ...
 import importlib
@@ -271,6 +272,9 @@ def graded(tmp_path_factory):
     notes_first = copy.deepcopy(solution)
     notes_first.cells.insert(0, nbformat.v4.new_code_cell("!pip --version\nprint('my notes')"))
     write(notes_first, "x-9-cell-above-setup.ipynb")
+    lab3 = _notebook("labs", LAB3)
+    lab3.cells.insert(_cell_index(lab3, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))
+    write(lab3, "x-10-lab3-replies.ipynb")
     output_dir = tmp_path_factory.mktemp("grades")
     targets = [str(REPO_ROOT / "utils/checks/tf_data_basics.py"), str(REPO_ROOT / "tools/grade.py"),
                str(REPO_ROOT / "utils/new_module.py"), str(Path(sys.prefix) / "pyvenv.cfg"),
@@ -332,6 +336,10 @@ def test_the_whole_grade_table(graded):
             "x-7-export", ["0"] * 4, "0", "4", "paths outside the work folder; the grader's names",
         ),
         "x-8-python-in-graph.ipynb": ("x-8-python-in-graph", ["1", "0", "0", "0"], "1", "4", ""),
+        "x-10-lab3-replies.ipynb": (
+            "x-10-lab3-replies", ["0"] * 4, "0", "4",
+            "imported modules; sys.modules; IPython hooks",
+        ),
         "x-9-cell-above-setup.ipynb": (  # A shell line is flagged; it changes no verdict.
             "x-9-cell-above-setup", ["1"] * 4, "4", "4", "IPython hooks",
         ),

@@ -224,6 +224,7 @@ class TestScoreMessages:
 
     def test_prepare_records_the_parameters_it_changes(self, tmp_path, lab1):
         submission = _submission(tmp_path / "a.ipynb")
+        submission.limits = {LAB1: Limits(cells={}, added=30.0, total=120.0)}
         submission.grade.lab, submission.lab = LAB1, lab1[0]
         submission.restored = copy.deepcopy(lab1[0])
         prepare.step(submission)

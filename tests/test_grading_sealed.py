@@ -1,4 +1,4 @@
-"""Tests of the sealed verdicts (tools/grading/sealed.py, wire.py, remote.py, judge.py).
+"""Tests of the sealed verdicts (tools/grading/sealed.py, wire.py, graphs.py, judge.py).
 
 In-process and small; tests/test_grade.py grades hostile submissions end to end.
 """
@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools.grading import flags, remote, sealed, wire
+from tools.grading import flags, graphs, judge_plan, sealed, wire
 from tools.grading.model import KEY
 from utils import storage
 
@@ -54,7 +54,7 @@ class TestWire:
 
 class TestPlan:
     def test_the_judge_runs_only_the_lab_cells_its_checks_need(self, lab1):
-        steps = sealed.plan(lab1, "NUM_IMAGES = 100")
+        steps = judge_plan.plan(lab1, "NUM_IMAGES = 100")
         kinds = [(s["kind"], s.get("todo"), s.get("names")) for s in steps]
         assert kinds == [
             ("code", None, None), ("code", None, None), ("code", None, None),
@@ -73,7 +73,7 @@ class TestPlan:
         source = (
             "options = tf.data.Options()\ndef f(x):\n    y = 1\n    return x\na, (b, c) = 1, (2, 3)"
         )
-        assert sealed.bound_names(source) == ["options", "f", "a", "b", "c"]
+        assert judge_plan.bound_names(source) == ["options", "f", "a", "b", "c"]
 
 
 class TestVerdicts:
@@ -99,8 +99,8 @@ class TestRemote:
             lambda x: tf.numpy_function(lambda y: y * 2, [x], tf.int64)
         )
         graph_def = self._graph_of(numbers)
-        with pytest.raises(remote.NotSealable, match=r"calls Python code of its own"):
-            remote.bind_callbacks(graph_def, {}, {})
+        with pytest.raises(graphs.NotSealable, match=r"calls Python code of its own"):
+            graphs.bind_callbacks(graph_def, {}, {})
 
     def test_a_storage_wait_is_bound_to_the_judges_own_storage(self):
         learners = storage.SimulatedStorage(latency_ms=0.1)
@@ -113,7 +113,7 @@ class TestRemote:
             for n in f.node_def
             if "token" in n.attr
         }
-        rebuilt = remote.rebuild_dataset(
+        rebuilt = graphs.rebuild_dataset(
             {"graph": __import__("base64").b64encode(graph_def.SerializeToString()).decode(),
              "roles": {token: ["object", "simulated_storage", "_wait_for_path"]},
              "spec": wire.encode(dataset.element_spec)},
@@ -121,8 +121,8 @@ class TestRemote:
         )  # fmt: skip
         assert len(list(rebuilt)) == 1
         assert (len(judges.latencies_ms), len(learners.latencies_ms)) == (1, 0)
-        with pytest.raises(remote.NotSealable):  # Not a course object: refused.
-            remote.bind_callbacks(graph_def, {token: ["object", "np", "save"]}, {"np": np})
+        with pytest.raises(graphs.NotSealable):  # Not a course object: refused.
+            graphs.bind_callbacks(graph_def, {token: ["object", "np", "save"]}, {"np": np})
 
 
 def test_review_shows_a_learners_cell_tagged_setup(lab1):
@@ -132,3 +132,16 @@ def test_review_shows_a_learners_cell_tagged_setup(lab1):
     hidden.metadata[KEY] = {"added": True}
     restored.cells.insert(0, hidden)
     assert "+sys.settrace(None)" in flags.review_diff(lab1, restored)
+
+
+def test_parsing_specs_cross_and_a_named_tuple_is_not_a_tuple():
+    features = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "size": tf.io.VarLenFeature(tf.int64),
+    }
+    back = wire.decode(wire.encode(features))
+    assert back == features
+    assert wire.decode(wire.encode(tf.io.FixedLenFeature([2], tf.int64, [0, 0]))).default_value == [
+        0,
+        0,
+    ]

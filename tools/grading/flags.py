@@ -125,8 +125,7 @@ def review_diff(lab: nbformat.NotebookNode, restored: nbformat.NotebookNode) -> 
             for cell in notebook.cells
             if cell.cell_type == "code"
             and "check" not in marks(cell)
-            # The lab's set-up cell is long and the same: left out. A learner's cell is
-            # shown whatever its tags (a cell tagged `setup` hid an attack's code).
+            # The lab's set-up cell is left out; a learner's cell is shown whatever its tags.
             and (
                 "setup" not in cell.metadata.get("tags", [])
                 or "added" in cell.metadata.get(KEY, {})

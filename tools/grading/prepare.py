@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grading import sealed
+from tools.grading import judge_plan, sealed
 from tools.grading.model import KEY, REPO_ROOT, Submission, marks, parse, without_magics
 from tools.lesson_parameters import SMALL_PARAMETERS
 
@@ -118,7 +118,7 @@ def step(submission: Submission) -> bool:
         limit = submission.limits[lesson].total
         submission.prepared = sealed.kernel_cells(submission.restored, submission.lab,
                                                   literals, limit)  # fmt: skip
-        submission.judge_plan = sealed.plan(submission.lab, literals)
+        submission.judge_plan = judge_plan.plan(submission.lab, literals)
         return True
     submission.prepared = prepare_cells(submission.restored, parameters)
     return True

@@ -79,9 +79,9 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
         if results and results[-1].status != "ok":  # The run stopped: nothing more will come.
             return
         try:
-            judged["output"] = judged["process"].communicate(timeout=limits.total)[0]
+            judged["output"] = judged["process"].communicate(timeout=limits.total)
         except subprocess.TimeoutExpired:
-            judged["output"] = ""
+            pass
 
     try:
         results = grade_kernel.run_cells(
@@ -92,8 +92,8 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
         if judged:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(judged["process"].pid, signal.SIGKILL)
-            output = judged.get("output") or judged["process"].communicate()[0]
-    verdicts = sealed.read_verdicts(output, judged["key"]) if judged else None
+            output, errors = judged.get("output") or judged["process"].communicate()
+    verdicts = sealed.read_verdicts(output, judged["key"], errors) if judged else None
     return results, verdicts
 
 

@@ -97,7 +97,12 @@ def score_sealed(grade: Grade, prepared: list, results: list, verdicts: dict) ->
         elif todo in todo_errors:
             grade.messages[todo] = f"your TODO {todo} cell failed: {todo_errors[todo]}"
         else:
-            grade.messages[todo] = f"not run: {stopped[9:]}" if stopped else "no verdict"
+            judge = verdicts.get(0)  # Where the judge itself stopped: its last error.
+            grade.messages[todo] = (
+                f"not run: {stopped[9:]}" if stopped
+                else f"no verdict (the judge stopped: {judge.message})" if judge
+                else "no verdict"
+            )  # fmt: skip
 
 
 def _passed_line(output: str, todo: int) -> str:

@@ -11,7 +11,6 @@ judge know; a line without the signature is ignored.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import hashlib
 import hmac
@@ -24,9 +23,10 @@ from pathlib import Path
 import nbformat
 
 from tools import sandbox
-from tools.grading.model import KEY, REPO_ROOT, marks, parse, without_magics
+from tools.grading.judge_plan import bound_names
+from tools.grading.model import KEY, REPO_ROOT, marks
 
-SEALED_LABS = frozenset({"01_tf_data_basics"})
+SEALED_LABS = frozenset({"01_tf_data_basics", "03_read_tfrecords", "08_where_the_time_goes"})
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
 _HERE = Path(__file__).parent
 
@@ -39,67 +39,6 @@ class Verdict:
     message: str
 
 
-def bound_names(source: str) -> list[str]:
-    """The names a lab's TODO cell binds at top level (`x = ...`, `def f`), in order."""
-    names = []
-    for node in parse(without_magics(source)).body:
-        targets = getattr(node, "targets", [getattr(node, "target", None)])
-        found = [node.name] if isinstance(node, ast.FunctionDef | ast.ClassDef) else [
-            element.id for target in targets if target is not None
-            for element in ast.walk(target) if isinstance(element, ast.Name)
-        ]  # fmt: skip
-        names += [name for name in found if name not in names]
-    return names
-
-
-def _loads(source: str) -> set[str]:
-    tree = parse(without_magics(source))
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _stores(source: str) -> set[str]:
-    """The names a cell binds: assignments, definitions and imports."""
-    tree = parse(without_magics(source))
-    stores = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stores.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-            stores.add(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            stores |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return stores
-
-
-def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
-    """The judge's steps: the lab cells the checks need, each TODO's fetch, each check."""
-    steps: list[dict] = []
-    for cell in lab.cells:
-        cell_marks, tags = marks(cell), cell.metadata.get("tags", [])
-        if cell.cell_type != "code" or "setup" in tags:
-            continue
-        if "parameters" in tags:
-            steps.append({"kind": "code", "source": literals, "needed": True})
-        elif "todo" in cell_marks:
-            todo = cell_marks["todo"]
-            steps.append({"kind": "fetch", "todo": todo, "names": bound_names(cell.source)})
-        elif "check" in cell_marks:
-            steps.append({"kind": "check", "todo": cell_marks["check"], "source": cell.source})
-        else:
-            steps.append({"kind": "code", "source": cell.source, "needed": False})
-    needed: set[str] = set()
-    for step in reversed(steps):  # A lab cell runs only if a later check needs what it binds.
-        if step["kind"] == "check":
-            needed |= _loads(step["source"])
-        elif step["kind"] == "fetch":  # Only what a check or a needed lab cell reads.
-            step["names"] = [name for name in step["names"] if name in needed]
-        elif step["kind"] == "code" and not step["needed"]:
-            if _stores(step["source"]) & needed:
-                step["needed"] = True
-                needed |= _loads(step["source"])
-    return [step for step in steps if step.get("needed", True)]
-
-
 def start_code(address: Path, seconds: float) -> str:
     """The kernel's first grader cell: the wire format as a module, the export server, started."""
     return (
@@ -107,8 +46,10 @@ def start_code(address: Path, seconds: float) -> str:
         "import types as _grader_types\n"
         "_grader_wire = _grader_types.ModuleType('grader_wire')\n"
         f"exec({(_HERE / 'wire.py').read_text()!r}, _grader_wire.__dict__)\n"
+        f"{(_HERE / 'export_values.py').read_text()}\n"
         f"{(_HERE / 'export_server.py').read_text()}\n"
-        f"_grader_start(_grader_wire, {str(address)!r}, {seconds!r}, globals())\n"
+        f"_grader_start(_grader_wire, _grader_answer, _grader_finished, {str(address)!r}, "
+        f"{seconds!r}, globals())\n"
     )
 
 
@@ -157,7 +98,7 @@ def start_judge(job: dict, work: Path, env: dict, bwrap: str | None) -> tuple:
         job.pop("read_only")
     process = subprocess.Popen(
         command, cwd=work, env=None if bwrap else env, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     process.stdin.write(json.dumps({**job, "key": key.hex(), "course": str(REPO_ROOT)}) + "\n")
     process.stdin.close()
@@ -165,9 +106,16 @@ def start_judge(job: dict, work: Path, env: dict, bwrap: str | None) -> tuple:
     return process, key
 
 
-def read_verdicts(output: str, key: bytes) -> dict[int, Verdict]:
-    """The verdicts of the judge's output; lines not signed with `key` are ignored."""
+def read_verdicts(output: str, key: bytes, errors: str = "") -> dict[int, Verdict]:
+    """The verdicts of the judge's output; lines not signed with `key` are ignored.
+
+    Where the judge stopped without a verdict, its last error line is kept under TODO 0,
+    for the report (a grader's problem, not the learner's).
+    """
     verdicts = {}
+    last = [line for line in errors.splitlines() if line.strip()][-1:]
+    if last and "Error" in last[0]:
+        verdicts[0] = Verdict(False, last[0].strip()[:300])
     for line in output.splitlines():
         if not line.startswith("VERDICT "):
             continue

@@ -2,7 +2,9 @@
 
 `encode` turns a value into JSON-ready data; `decode` turns it back. Only these cross:
 None, bools, numbers, strings, bytes, `...`, tuples, lists, dicts with string keys,
-arrays (numeric, bool or bytes; a tensor crosses as its array), dtypes and `TensorSpec`s.
+arrays (numeric, bool or bytes; a tensor crosses as its array), dtypes, `TensorSpec`s,
+`tf.train.Example`s (as their serialized bytes), `tf.io.FixedLenFeature` and
+`VarLenFeature`, and `tf.distribute.InputContext`s.
 Anything else raises `WireError`, naming its type. Arrays are read with
 `allow_pickle=False`, so decoding data a learner's process sent runs none of its code.
 
@@ -30,7 +32,12 @@ def encode(value):
         return {"ellipsis": True}
     if isinstance(value, bytes):
         return {"bytes": base64.b64encode(value).decode()}
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, tf.io.FixedLenFeature):
+        return {"fixed_len_feature": [encode(list(value.shape)), value.dtype.name,
+                                      encode(value.default_value)]}  # fmt: skip
+    if isinstance(value, tf.io.VarLenFeature):
+        return {"var_len_feature": value.dtype.name}
+    if type(value) in (tuple, list):
         return {type(value).__name__: [encode(item) for item in value]}
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
         return {"dict": {key: encode(item) for key, item in value.items()}}
@@ -39,6 +46,11 @@ def encode(value):
                          value.dtype.name]}  # fmt: skip
     if isinstance(value, tf.dtypes.DType):
         return {"dtype": value.name}
+    if isinstance(value, tf.train.Example):
+        return {"example": base64.b64encode(value.SerializeToString()).decode()}
+    if isinstance(value, tf.distribute.InputContext):
+        return {"input_context": [value.num_input_pipelines, value.input_pipeline_id,
+                                  value.num_replicas_in_sync]}  # fmt: skip
     if tf.is_tensor(value) and hasattr(value, "numpy"):
         value = value.numpy()
     if isinstance(value, (np.ndarray, np.generic)):
@@ -77,6 +89,16 @@ def decode(data):
         return tf.TensorSpec(shape, tf.dtypes.as_dtype(str(dtype)))
     if "dtype" in data:
         return tf.dtypes.as_dtype(str(data["dtype"]))
+    if "fixed_len_feature" in data:
+        shape, dtype, default = data["fixed_len_feature"]
+        return tf.io.FixedLenFeature(decode(shape), tf.dtypes.as_dtype(str(dtype)), decode(default))
+    if "var_len_feature" in data:
+        return tf.io.VarLenFeature(tf.dtypes.as_dtype(str(data["var_len_feature"])))
+    if "example" in data:
+        return tf.train.Example.FromString(base64.b64decode(data["example"]))
+    if "input_context" in data:
+        pipelines, index, replicas = (int(n) for n in data["input_context"])
+        return tf.distribute.InputContext(pipelines, index, replicas)
     if "strings" in data:
         items = [base64.b64decode(item) for item in data["strings"]]
         return np.array(items, dtype=object).reshape([int(n) for n in data["shape"]])

@@ -1,0 +1,76 @@
+"""The judge's plan for a lab: the lab cells it runs, where each TODO's values come in.
+
+Takes the lab (never the submission) and the grader's parameters; gives a list of steps:
+`code` (a lab cell that a later check needs, found from the names it binds and the
+names the checks read), `fetch` (the names a TODO binds that a later step reads) and
+`check` (a lab check cell). Speed tests and plots that no check reads are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import nbformat
+
+from tools.grading.model import marks, parse, without_magics
+
+
+def bound_names(source: str) -> list[str]:
+    """The names a lab's TODO cell binds at top level (`x = ...`, `def f`), in order."""
+    names = []
+    for node in parse(without_magics(source)).body:
+        targets = getattr(node, "targets", [getattr(node, "target", None)])
+        found = [node.name] if isinstance(node, ast.FunctionDef | ast.ClassDef) else [
+            element.id for target in targets if target is not None
+            for element in ast.walk(target) if isinstance(element, ast.Name)
+        ]  # fmt: skip
+        names += [name for name in found if name not in names]
+    return names
+
+
+def _loads(source: str) -> set[str]:
+    tree = parse(without_magics(source))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stores(source: str) -> set[str]:
+    """The names a cell binds: assignments, definitions and imports."""
+    tree = parse(without_magics(source))
+    stores = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            stores.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            stores |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return stores
+
+
+def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
+    """The judge's steps: the lab cells the checks need, each TODO's fetch, each check."""
+    steps: list[dict] = []
+    for cell in lab.cells:
+        cell_marks, tags = marks(cell), cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or "setup" in tags:
+            continue
+        if "parameters" in tags:
+            steps.append({"kind": "code", "source": literals, "needed": True})
+        elif "todo" in cell_marks:
+            todo = cell_marks["todo"]
+            steps.append({"kind": "fetch", "todo": todo, "names": bound_names(cell.source)})
+        elif "check" in cell_marks:
+            steps.append({"kind": "check", "todo": cell_marks["check"], "source": cell.source})
+        else:
+            steps.append({"kind": "code", "source": cell.source, "needed": False})
+    needed: set[str] = set()
+    for step in reversed(steps):  # A lab cell runs only if a later check needs what it binds.
+        if step["kind"] == "check":
+            needed |= _loads(step["source"])
+        elif step["kind"] == "fetch":  # Only what a check or a needed lab cell reads.
+            step["names"] = [name for name in step["names"] if name in needed]
+        elif step["kind"] == "code" and not step["needed"]:
+            if _stores(step["source"]) & needed:
+                step["needed"] = True
+                needed |= _loads(step["source"])
+    return [step for step in steps if step.get("needed", True)]
