@@ -39,11 +39,13 @@ from utils import (
     checks,
     comparison,
     data_service,
+    decode_less,
     host_processes,
     machine_load,
     multi_host,
     pipeline,
-    records,
+    readable_images,
+    recompression,
     shard_cache,
     sources,
 )
@@ -56,6 +58,8 @@ NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); at least as many as hosts.
 SHARDS_DIR = None  # None: where lab 2 wrote them; or your folder.
 BATCH_SIZE = 64  # The global batch: all hosts together.
 NUM_HOSTS = 2  # Host processes in the sharding demonstration.
+NUM_ORIGINALS = 200  # Full-size original images decoded in section 1.
+CROP_SIZE = 224  # Side of the random crop a training step takes (ResNet-50's input).
 LATENCY_MS = 50  # SIMULATED first-byte latency per shard for the service's workers.
 NUM_TIMED_IMAGES = 4000  # Images timed in each measurement.
 REPEATS = 3  # Rounds of each measurement, taken in turns (a median and a range).
@@ -74,39 +78,49 @@ print(f"{len(shard_paths)} shards, {num_records} records; this machine has {os.c
 # %% [markdown]
 # ## 1. How much CPU does the accelerator need? (TODO 1)
 #
-# Lab 3 measured the decode ceiling: JPEGs already in memory, decoded a batch at a time on
-# all cores. Divided by the cores, it is what one core decodes per second. An accelerator
-# that consumes images faster than the host's cores decode them waits for its input.
+# What a training step asks of the host, per image: decode the full-size original, take a
+# random crop and resize it to the model's input, `CROP_SIZE` px (`decode_less.
+# decode_then_crop`: tensorflow/tpu's ResNet training preprocessing decodes the whole
+# JPEG, then crops). Timed on up to `NUM_ORIGINALS` originals of `DATA_SOURCE`, from
+# memory, on all cores; divided by the cores, it is what one core does per second.
 
 # %%
-stored_jpegs = [
-    tf.io.parse_single_example(record, records.FEATURES)["image"].numpy()
-    for record in tf.data.TFRecordDataset(shard_paths).take(1000)
-]
-ceiling_dataset = pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)
-with machine_load.LoadWatch() as machine_load:
-    ceiling = comparison.measure_in_turns(
-        {"decode ceiling (in memory)": ceiling_dataset},
-        num_images=NUM_TIMED_IMAGES,
-        repeats=REPEATS,
-    )["decode ceiling (in memory)"]
-print(machine_load.summary())
-per_core = ceiling.median / os.cpu_count()
-per_core_range = (ceiling.minimum / os.cpu_count(), ceiling.maximum / os.cpu_count())
+every_class = recompression.paths_from_every_class(source.paths)
+sample_paths, _, _ = readable_images.readable_sample(every_class, NUM_ORIGINALS, verbose=False)
+originals = [tf.io.read_file(path).numpy() for path in sample_paths]
+originals = [jpeg for jpeg in originals if tf.io.is_jpeg(jpeg)]  # The crop reads JPEG headers.
+sides = tf.stack([tf.io.extract_jpeg_shape(jpeg)[:2] for jpeg in originals])
+mean_height, mean_width = tf.reduce_mean(tf.cast(sides, tf.float32), axis=0).numpy()
+crops = decode_less.random_crop_batches(
+    originals, decode_less.decode_then_crop, image_size=CROP_SIZE, batch_size=BATCH_SIZE
+)
+cores = data_service.available_cores()
+with machine_load.LoadWatch() as load:
+    decode = comparison.measure_in_turns(
+        {"originals, random crop": crops}, num_images=NUM_TIMED_IMAGES, repeats=REPEATS
+    )["originals, random crop"]
+print(load.summary())
+per_core = decode.median / cores
+per_core_range = (decode.minimum / cores, decode.maximum / cores)
+work = (
+    f"decoding a full-size original ({len(originals)} here, on average "
+    f"{recompression.mean_bytes(originals) / 1e3:,.0f} kB and {mean_height:,.0f} x "
+    f"{mean_width:,.0f} px), then a random crop resized to {CROP_SIZE} px"
+)
 print(
-    f"One core decodes {per_core:,.0f} images/s of {TARGET_SIZE} px here "
-    f"({per_core_range[0]:,.0f}-{per_core_range[1]:,.0f} over the runs)."
+    f"One core: {per_core:,.0f} images/s ({per_core_range[0]:,.0f}-{per_core_range[1]:,.0f} "
+    f"over the runs) of {work}, on this machine's {cores} cores."
 )
 
 # %% [markdown]
 # **TODO 1.** Complete `host_cores_needed(images_per_second, images_per_second_per_core)`:
-# the number of cores that decode `images_per_second`. A part of a core is a whole core
+# the number of cores that prepare `images_per_second`. A part of a core is a whole core
 # to book: round up with `math.ceil`.
 
 
 # %%
 def host_cores_needed(images_per_second, images_per_second_per_core):
-    """Whole CPU cores that decode `images_per_second` at this per-core rate."""
+    """Whole CPU cores that prepare `images_per_second` at this per-core rate."""
     # TODO 1: divide, and round up to whole cores.
     ### BEGIN SOLUTION
     cores = math.ceil(images_per_second / images_per_second_per_core)
@@ -122,9 +136,9 @@ checks.check_host_cores(host_cores_needed, todo=1)
 # Published training rates of ResNet-50 v1.5 (ImageNet, 224 px, mixed precision), from
 # NVIDIA's DeepLearningExamples, "Training performance results":
 # https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/Classification/ConvNets/resnet50v1.5/README.md
-# ImageNet's JPEGs are larger than these 192 px ones and training also crops and flips
-# them, so the real need is higher than this table says: read it as a lower bound. The
-# table prints that caveat beside its numbers, with the range the ceiling's runs give.
+# NVIDIA feeds those GPUs with DALI, which decodes on the GPU; the table says how many
+# host cores the same work would take on the CPU, at the per-core rate printed above, for
+# originals like these (the line under the table): larger JPEGs take more.
 
 # %%
 PUBLISHED_RATES = [  # (accelerator, images/s, source)
@@ -133,9 +147,8 @@ PUBLISHED_RATES = [  # (accelerator, images/s, source)
     ("8x A100 80GB (one DGX A100)", 16621, "NVIDIA DeepLearningExamples, ResNet50 v1.5 PyTorch"),
 ]
 caveat = (
-    f"At least: decoding {TARGET_SIZE} px JPEGs only (ImageNet's are larger, and training "
-    f"crops and flips them), at {per_core:,.0f} images/s per core measured on this "
-    f"machine's {os.cpu_count()} cores. {machine_load.summary()}"
+    f"Host cores for {work}, at {per_core:,.0f} images/s per core measured here; NVIDIA's "
+    f"runs decode on the GPU (DALI). {load.summary()}"
 )
 
 
@@ -145,9 +158,9 @@ def cores_with_range(rate):
     return f"{host_cores_needed(rate, per_core)} ({low}-{high})"
 
 
-print(f"{'accelerator':<30} {'images/s':>9} {'host cores, at least':>21}  source")
+print(f"{'accelerator':<30} {'images/s':>9} {'host cores':>11}  source")
 for accelerator, rate, citation in PUBLISHED_RATES:
-    print(f"{accelerator:<30} {rate:>9,} {cores_with_range(rate):>21}  {citation}")
+    print(f"{accelerator:<30} {rate:>9,} {cores_with_range(rate):>11}  {citation}")
 print(caveat)
 
 # %% [markdown]
@@ -239,9 +252,8 @@ together = set.union(*read_by_host)
 # `keras.distribution.DataParallel(auto_shard_dataset=False)`: the data is already
 # split. Keras's own split, `DataParallel().distribute_dataset(dataset)`, works like the
 # `DATA` policy: every process reads every file and keeps its part of each batch.
-# `host_processes.run_jax_processes()` starts `NUM_HOSTS` JAX processes on the CPU, joined on
-# a loopback port, and reports what each read both ways; they are stopped before the cell
-# ends. Without JAX the cell says so and skips.
+# `host_processes.run_jax_processes()` starts `NUM_HOSTS` JAX processes on the CPU, on a
+# loopback port, reports what each read both ways, and stops them. Without JAX it skips.
 
 # %%
 skip_reason = host_processes.jax_missing()
@@ -303,23 +315,19 @@ checks.check_through_service(through_service, todo=3)
 # Lab 3's pipeline, on the service: the workers read the shards through a SIMULATED
 # first-byte latency of `LATENCY_MS` per shard, one shard at a time each, then batch,
 # parse and decode. `data_service.LocalCluster` starts a dispatcher and workers as local
-# processes on loopback ports, and stops them all when the `with` block ends.
+# processes on loopback ports, and stops them all when its `with` block ends.
 #
-# A second worker keeps a second request in flight: it doubles what waiting allows, but
-# once the cores are all busy it cannot add to what the CPU allows. So for each worker
-# count the cell prints both limits. Waiting allows records per shard over the latency,
-# times the workers. The CPU allows this machine's cores over the CPU time one image
-# costs, measured: what this notebook, the dispatcher and the workers used while the
-# images were timed (`processes.CpuUse`, from each process's CPU time).
-#
-# The service compresses what a worker sends (`compression="AUTO"`, the default). A
-# third setting turns that off (`compression=None`) on the 1-worker cluster. Two clusters
-# run side by side, one with 1 worker and one with 2, so that the three settings are
-# timed in turns, `REPEATS` rounds, each given as a median and a range. A verdict follows
-# the course's one rule (`comparison.verdict()`): beyond the noise only when the medians
-# differ by at least `comparison.MIN_EFFECT` (10%) and the ranges do not overlap. With 3
-# rounds, two equal settings get separate ranges by chance one time in ten, so a small
-# difference with separate ranges is not claimed.
+# A second worker keeps a second request in flight: it doubles what waiting allows
+# (records per shard over the latency, times the workers), but not what the CPU allows
+# (the cores over the CPU time of one image: this notebook's, the dispatcher's and the
+# workers', metered over the timed images only, so no run can pass it). The cell prints
+# both. A third setting turns off the compression of what workers send (`compression=
+# None`; `"AUTO"` is the default). One cluster runs at a time (`data_service.
+# measure_one_cluster_at_a_time`: each round starts one, times its settings, stops it, the
+# order reversed every other round), so no idle cluster fills buffers or takes cores in
+# another's turn. A verdict follows the course's one rule (`comparison.verdict()`):
+# beyond the noise only when the medians differ by at least `comparison.MIN_EFFECT`
+# (10%) and the ranges of the `REPEATS` rounds do not overlap.
 
 
 # %%
@@ -335,79 +343,62 @@ def service_pipeline(num_epochs):
     )
 
 
-def count_images(dataset):
-    return sum(len(images) for images, _ in dataset)
+def count_modes(cluster):
+    print(cluster.describe())
+    for mode, label in [(OFF, "OFF"), ("distributed_epoch", "distributed_epoch")]:
+        dataset = through_service(service_pipeline(1), mode, cluster.address)
+        counts[(cluster.num_workers, label)] = sum(len(images) for images, _ in dataset)
+        print(f"  {label}: {counts[(cluster.num_workers, label)]} images, epoch of {num_records}")
+
+
+def on_service(address, compression):
+    distribute = tf.data.experimental.service.distribute(
+        "distributed_epoch", address, compression=compression
+    )
+    return service_pipeline(None).apply(distribute)
 
 
 OFF = tf.data.experimental.service.ShardingPolicy.OFF
+settings = {"1 worker": (1, "AUTO"), "2 workers": (2, "AUTO")}  # label: (workers, compression)
+settings["1 worker, compression off"] = (1, None)
+counts = {}
+metered = data_service.measure_one_cluster_at_a_time(
+    settings, on_service, num_images=NUM_TIMED_IMAGES // 2, repeats=REPEATS, first_use=count_modes
+)
+speeds = {label: runs.result for label, runs in metered.items()}
 records_per_shard = num_records / len(shard_paths)
-counts, limits = {}, []
-with (
-    data_service.LocalCluster(num_workers=1) as one_worker,
-    data_service.LocalCluster(num_workers=2) as two_workers,
-):
-    clusters = {1: one_worker, 2: two_workers}
-    for num_workers, cluster in clusters.items():
-        print(cluster.describe())
-        for mode, label in [(OFF, "OFF"), ("distributed_epoch", "distributed_epoch")]:
-            images = count_images(through_service(service_pipeline(1), mode, cluster.address))
-            counts[(num_workers, label)] = images
-            print(f"  {label}: {images} images from one epoch of {num_records}")
-    settings = {  # label: (cluster, compression)
-        "1 worker": (one_worker, "AUTO"),
-        "2 workers": (two_workers, "AUTO"),
-        "1 worker, compression off": (one_worker, None),
-    }
-    metered = {
-        label: data_service.MeteredRuns(
-            service_pipeline(None).apply(
-                tf.data.experimental.service.distribute(
-                    "distributed_epoch", cluster.address, compression=compression
-                )
-            ),
-            num_images=NUM_TIMED_IMAGES // 2,
-            pids_by_role={"notebook": os.getpid(), **cluster.pids_by_role},
-            warmup_images=BATCH_SIZE,
-        )
-        for label, (cluster, compression) in settings.items()
-    }
-    speeds = comparison.measure_in_turns(metered, repeats=REPEATS)
-for label, num_workers in [("1 worker", 1), ("2 workers", 2)]:
-    # Two limits: what waiting allows, and what the CPU time per image allows.
-    waiting_limit = num_workers * records_per_shard * 1000 / max(LATENCY_MS, 1e-9)
-    cpu_ms_per_image = metered[label].cpu_ms_per_image
-    cpu_limit = os.cpu_count() * 1000 / cpu_ms_per_image
-    limit = "waiting" if waiting_limit < cpu_limit else "the CPU"
-    limits.append((num_workers, waiting_limit, cpu_limit, limit))
+limits = {}  # label: (what waiting allows, what the CPU allows per run, the lower)
+for label in ["1 worker", "2 workers"]:
+    waiting_limit = settings[label][0] * records_per_shard * 1000 / max(LATENCY_MS, 1e-9)
+    cpu_limit = metered[label].cpu_limits
+    limit = "waiting" if waiting_limit < cpu_limit.median else "the CPU"
+    limits[label] = (waiting_limit, cpu_limit, limit)
     print(
         f"{label}: waiting allows {waiting_limit:,.0f} images/s ({records_per_shard:.0f} "
-        f"records per shard, {LATENCY_MS} ms each); {cpu_ms_per_image:.2f} ms of CPU per "
-        f"image on {os.cpu_count()} cores allow {cpu_limit:,.0f}. The lower limit: {limit}."
+        f"records per shard, {LATENCY_MS} ms each); {metered[label].cpu_ms_per_image:.2f} ms "
+        f"of CPU per image on {cores} cores allow {comparison.spread(cpu_limit.values)}, with "
+        f"{comparison.spread(metered[label].busy_cores, '.2f')} cores busy. "
+        f"The lower limit: {limit}."
     )
 print(
     comparison.describe_difference(
         [speeds["2 workers"], speeds["1 worker"]], name="A second worker"
     )
 )
-compression_line = comparison.describe_difference(
-    [speeds["1 worker"], speeds["1 worker, compression off"]], name="Compression AUTO vs off"
-)
-print(compression_line)
 print(
-    "Processes still running after the cell:",
-    [p for p in one_worker.pids + two_workers.pids if os.path.exists(f"/proc/{p}")],
+    comparison.describe_difference(
+        [speeds["1 worker"], speeds["1 worker, compression off"]], name="Compression AUTO vs off"
+    )
 )
 
 # %% [markdown]
-# How to read it: the lower of the two limits is the one that holds. A second worker
-# doubles what waiting allows, but not what the CPU allows: on the same cores it only
-# shares them, and the service's own work (compressing each batch, sending it from a
-# worker to this notebook, decompressing it) is part of each image's CPU time. The
-# verdict lines say whether the second worker, and turning compression off, changed the
-# rate beyond the noise in this run. A shard with more records buys more images per
-# wait, so large shards reach the CPU limit first; on separate worker machines each
-# worker brings its own cores. On a machine that other programs share, the measured rate
-# falls below both limits.
+# How to read it: the lower of the two limits is the one that holds (the chart at the
+# end draws both). A second worker doubles what waiting allows, but on the same cores it
+# only shares them, and the service's own work (compressing, sending and decompressing
+# each batch) is part of each image's CPU time. The verdict lines say whether the second
+# worker, and turning compression off, changed the rate beyond the noise in this run.
+# Larger shards buy more images per wait, so they reach the CPU limit first; separate
+# worker machines bring their own cores.
 #
 # **Running it on separate machines** (not run here). On the dispatcher's machine, and on
 # each worker machine, with the course installed (`pip install -e .` in a checkout):
@@ -425,14 +416,8 @@ print(
 # ## What you measured
 
 # %% tags=["summary"]
-print(
-    f"Decode ceiling: {ceiling.median:,.0f} images/s on {os.cpu_count()} cores "
-    f"({ceiling.minimum:,.0f}-{ceiling.maximum:,.0f} over {ceiling.num_runs} runs), "
-    f"{per_core:,.0f} per core."
-)
-for accelerator, rate, _ in PUBLISHED_RATES:
-    print(f"  {accelerator}: {rate:,} images/s needs at least {cores_with_range(rate)} cores.")
-print(f"  {caveat}")
+print(f"Decoding, {decode.summary()} images/s on {cores} cores, {per_core:,.0f} per core.")
+print(f"  {PUBLISHED_RATES[-1][0]}: {cores_with_range(PUBLISHED_RATES[-1][1])} cores. {caveat}")
 print(
     f"Per-host sharding, {NUM_HOSTS} processes: {[len(r) for r in read_by_host]} records, "
     f"{len(overlap)} read twice, {len(together)} of {num_records} together."
@@ -447,19 +432,19 @@ else:
     )
 for (num_workers, label), images in counts.items():
     print(f"Service, {num_workers} worker(s), {label}: {images} images per epoch of {num_records}.")
-for num_workers, waiting_limit, cpu_limit, limit in limits:
+for label, (waiting_limit, cpu_limit, limit) in limits.items():
     print(
-        f"Service, {num_workers} worker(s): waiting allows {waiting_limit:,.0f} images/s, "
-        f"the CPU {cpu_limit:,.0f}: the limit is {limit}."
+        f"Service, {label}: waiting allows {waiting_limit:,.0f} images/s, the CPU "
+        f"{cpu_limit.median:,.0f}: the limit is {limit}."
     )
 for result in speeds.values():
     print(f"Service, {result.summary()} images/s")
-print(
-    comparison.describe_difference(
-        [speeds["2 workers"], speeds["1 worker"]], name="A second worker"
-    )
-)
-print(compression_line)
 figure = charts.plot_throughput(
-    list(speeds.values()), title=f"tf.data service, SIMULATED {LATENCY_MS} ms per shard"
+    list(speeds.values()),
+    title=f"tf.data service, SIMULATED {LATENCY_MS} ms per shard; dashed: the limits",
+    references={
+        f"{label}, {kind} allows": value
+        for label, (waiting_limit, cpu_limit, _) in limits.items()
+        for kind, value in [("waiting", waiting_limit), ("the CPU", cpu_limit.median)]
+    },
 )

@@ -223,7 +223,10 @@ figure = charts.plot_timelines(traced)
 #
 # Each group changes one setting of the course pipeline and keeps the others (simulated
 # storage, `NUM_PARALLEL_READS` reads, the passes repeated before the reads, order not
-# kept, prefetch on, no cache, `NUM_SHARDS` shards). `cache`'s row times the second pass,
+# kept, prefetch on, no cache, `NUM_SHARDS` shards). The `shards` rows are read a pass at
+# a time (`knobs.shard_count_dataset`): with the names repeated before the reads, one
+# shard would be opened by every read at once, a stream each, and "1 shard" would be
+# `NUM_PARALLEL_READS` streams. `cache`'s row times the second pass,
 # from memory (where the decoded images would pass 512 MB, both cache rows read only the
 # first shards, as labelled). Settings are timed in turns, `ABLATION_REPEATS` rounds, each
 # a median and range. The verdict compares the fastest and slowest by the course's one
@@ -253,7 +256,7 @@ ablation = knobs.measure_knobs(
 )
 
 # %%
-print("\n".join(knobs.describe_verdicts(ablation)))
+# tf.data sizes AUTOTUNE from the cores it may use.
 print(knobs.describe_open_shards(ablation, num_cores=os.cpu_count()))
 
 # %% [markdown]
@@ -280,7 +283,6 @@ print(
     f"machine decodes {ceiling.median:,.0f} (medians of {share.num_runs} runs in turns)."
 )
 print(comparison.describe_share_of_ceiling(share, name="The pipeline"))
-print(knobs.describe_open_shards(ablation, num_cores=os.cpu_count()))
 print("What each knob buys, median (range) of each setting:")
 print("\n".join(knobs.describe_ranges(ablation.results)))
 print("\n".join(knobs.describe_verdicts(ablation)))
@@ -291,12 +293,15 @@ figure = charts.plot_ablation(ablation.results, title=simulated_storage.describe
 # the noise" says that a setting mattered on this run. What each knob does:
 # - **num_parallel_reads**: each shard costs one first-byte wait; reading several at once
 #   overlaps them, and several streams add up their bandwidth. `AUTOTUNE` lets `tf.data`
-#   choose; the line above compares the shards it kept open with one reader's count (one
-#   reader also opens the next shards ahead). To read a chosen number of shards at once,
+#   choose from the machine's cores, so its row says what this machine's core count
+#   gives, not what a larger host's would: the line above says how many shards that is
+#   here, and compares the shards it kept open with one reader's count (one reader also
+#   opens the next shards ahead). To read a chosen number of shards at once,
 #   give it to an `interleave()` (`cycle_length` and `num_parallel_calls`), as the course
 #   pipeline does; `tf.data.TFRecordDataset(..., num_parallel_reads=N)` with a number
 #   reads N at once too, but keeps the files' order whatever `options.deterministic` says.
-# - **shards**: fewer, larger files mean fewer waits, but fewer files to read in parallel;
+# - **shards**: fewer, larger files mean fewer waits, but fewer files to read in parallel
+#   (each row reads its shards a pass at a time, one stream per shard);
 #   the usual guidance is files of 10-100 MB or more, and at least 10 times as many files
 #   as hosts reading them. Whether it shows here depends on the bandwidth printed above:
 #   when one stream gives more than the pipeline needs, one shard can keep up, and only

@@ -1,9 +1,11 @@
 """Tests of utils/knobs.py: lab 3's one-knob-at-a-time measurements, on 60 tiny images."""
 
+import time
+
 import pytest
 import tensorflow as tf
 
-from utils import comparison, knobs, storage
+from utils import comparison, knobs, pipeline, storage
 
 
 def _runs(label, *values):
@@ -85,8 +87,11 @@ def test_describe_verdicts_beyond_only_when_far_apart_and_the_ranges_separate():
 
 def test_describe_open_shards_compares_autotune_with_one_reader():
     ablation = _ablation()
-    assert knobs.describe_open_shards(ablation, num_cores=2) == (
+    line = knobs.describe_open_shards(ablation, num_cores=2)
+    assert line.startswith(
         "Most shards open at once, by num_parallel_reads: 1: 3, AUTOTUNE: 3 (2 cores). "
+    )
+    assert line.endswith(
         "AUTOTUNE opened no more shards than num_parallel_reads=1 (3 and 3): one reader too "
         "opens the next shards before the current one ends."
     )
@@ -134,3 +139,65 @@ def test_cache_sample_bounds_the_decoded_bytes_the_cache_rows_hold():
     assert knobs.cache_sample(paths[:2], num_records=2500, target_size=192) == (paths[:2], 2500)
     big = ["/s/flowers00-9000.tfrec", "/s/flowers01-9000.tfrec"]
     assert knobs.cache_sample(big, num_records=18000, target_size=192) == (big[:1], 9000)
+
+
+class _StreamLog(storage.SimulatedStorage):
+    """Simulated storage that keeps each stream's span: from its request to its last bytes."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.spans = {}
+
+    def _open(self, num_bytes, *, transfer):
+        requested = time.monotonic()
+        stream = super()._open(num_bytes, transfer=transfer)
+        self.spans[stream] = [requested, time.monotonic()]
+        return stream
+
+    def wait_for_bytes(self, stream, num_bytes):
+        super().wait_for_bytes(stream, num_bytes)
+        if stream in self.spans:
+            self.spans[stream][1] = time.monotonic()
+
+    def most_streams_at_once(self):
+        events = sorted(
+            [(start, 1) for start, _ in self.spans.values()]
+            + [(end, -1) for _, end in self.spans.values()],
+            key=lambda event: (event[0], event[1]),  # An end before a start at the same time.
+        )
+        open_now = most = 0
+        for _, change in events:
+            open_now += change
+            most = max(most, open_now)
+        return most
+
+
+def _read(dataset, num_batches):
+    for _ in dataset.take(num_batches):
+        pass
+
+
+def test_one_shard_is_read_as_one_stream_whatever_the_parallel_reads(write_small_shards):
+    # Issue 37, item 4: the "shards: 1" row read one file 16 times at once (the names were
+    # repeated before 16 parallel reads), each open a stream with its own bandwidth.
+    (one_shard,) = write_small_shards(1)  # 60 records.
+    settings = {"target_size": 32, "num_classes": 5, "num_parallel_reads": 4, "batch_size": 8}
+    logged = _StreamLog(latency_ms=20, megabytes_per_second=1)
+    _read(knobs.shard_count_dataset([one_shard], storage=logged, **settings), 25)  # 3+ passes.
+    assert logged.num_requests >= 3  # One open per pass,
+    assert logged.max_in_flight == 1  # never two at once,
+    assert logged.most_streams_at_once() == 1  # and each pass's stream ends before the next.
+
+    # What the row measured before: the course pipeline, names repeated before the reads.
+    joined = _StreamLog(latency_ms=20, megabytes_per_second=1)
+    _read(pipeline.tfrecord_images([one_shard], storage=joined, epochs=None, **settings), 25)
+    assert joined.max_in_flight > 1 and joined.most_streams_at_once() > 1
+
+
+def test_describe_open_shards_says_autotune_is_sized_from_the_cores():
+    line = knobs.describe_open_shards(_ablation(), num_cores=2)
+    assert "tf.data reads ceil(cores / 3) = 1 shard(s) at once on 2 cores" in line
+    assert "opens up to 2 more ahead" in line
+    assert "= 32 shard(s) at once on 96 cores" in knobs.describe_open_shards(
+        _ablation(), num_cores=96
+    )

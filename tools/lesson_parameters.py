@@ -76,6 +76,8 @@ SMALL_PARAMETERS = {
         "BATCH_SIZE": 16,
         "NUM_TIMED_IMAGES": 160,
         "REPEATS": 2,
+        "NUM_ORIGINALS": 20,
+        "CROP_SIZE": 64,
     },
     "08_where_the_time_goes": {
         "NUM_IMAGES": 100,

@@ -8,13 +8,16 @@ machines, and stops every one of them when its `with` block ends.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from utils import arguments, processes
 
 if TYPE_CHECKING:
     import tensorflow as tf
+
+    from utils import comparison
 
 START_TIMEOUT_S = 120.0  # A process that imports TensorFlow on a busy 2-core machine is slow.
 
@@ -158,57 +161,174 @@ def shards_with_latency(
     )
 
 
-class MeteredRuns:
-    """Times a dataset one run per call (for `comparison.measure_in_turns`), counting CPU time.
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the OS has one).
 
-    Each call times `num_images` of `dataset` (its line not printed) while
-    `processes.CpuUse` watches the named processes; the CPU seconds and the images seen
-    add up over the calls, so that a setting measured in turns still has its CPU cost.
+    Returns:
+        `len(os.sched_getaffinity(0))`, else `os.cpu_count()`.
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+class MeteredRuns:
+    """Timed runs of one setting, each with the CPU time of named processes over its timed span.
+
+    Each `run` reads a warm-up element first, untimed and unmetered (the iterator's start
+    and the first element: starting a service job, tracing, filling buffers), then times
+    `num_images` while `processes.CpuUse` meters the named processes, over exactly the
+    timed span. So each run gives its images/s, the cores its processes kept busy
+    (`busy_cores`: at most the cores there are), and the rate the CPU allows
+    (`cpu_limits`: the cores available over the CPU time of one image).
 
     Args:
-        dataset: the (endless) dataset to time.
-        num_images: images timed per call.
-        pids_by_role: {name: pid} of the processes whose CPU time counts (this notebook,
-            the dispatcher, the workers).
-        warmup_images: images in the warm-up element (one batch), not timed but counted
-            in the CPU time per image.
+        label: the setting's name.
 
     Example:
-        runs = comparison.measure_in_turns({"1 worker": data_service.MeteredRuns(
-            dataset, num_images=2000, pids_by_role=pids)}, repeats=3)
+        runs = data_service.MeteredRuns("1 worker")
+        runs.run(dataset, num_images=2000, pids_by_role={"notebook": os.getpid()})
+        print(runs.result.summary(), runs.cpu_limits.summary())
     """
 
-    def __init__(
+    def __init__(self, label: str):
+        self.label = label
+        self.images_per_second: list[float] = []
+        self.busy_cores: list[float] = []
+        self.cpu_seconds: list[float] = []
+        self.num_images: list[int] = []
+
+    def run(
         self,
         dataset: tf.data.Dataset,
         *,
         num_images: int,
-        pids_by_role: dict,
-        warmup_images: int = 0,
-    ):
-        self.dataset = dataset
-        self.num_images = num_images
-        self.warmup_images = warmup_images
-        self.pids_by_role = dict(pids_by_role)
-        self.cpu_seconds = 0.0
-        self.images_seen = 0
+        pids_by_role: dict[str, int],
+        num_warmup_elements: int = 1,
+    ) -> float:
+        """Times `num_images` of `dataset` after a warm-up, metering CPU over the timed span.
 
-    def __call__(self) -> float:
-        import contextlib
-        import io
+        Args:
+            dataset: yields batches of images (or (images, labels)); endless or long enough.
+            num_images: images timed.
+            pids_by_role: {name: pid} of every process that works for the dataset (this
+                notebook, the dispatcher, the workers).
+            num_warmup_elements: elements read first, neither timed nor metered.
+
+        Returns:
+            Images per second of this run.
+
+        Raises:
+            ValueError: if a count is not positive, or the dataset ends before the timing.
+        """
+        import time
 
         from utils import timing
 
-        with processes.CpuUse(self.pids_by_role) as cpu, contextlib.redirect_stdout(io.StringIO()):
-            result = timing.measure_throughput(self.dataset, num_images=self.num_images)
-        self.cpu_seconds += cpu.cpu_seconds
-        self.images_seen += result.num_images + self.warmup_images  # The warm-up costs CPU too.
-        return result.images_per_second
+        arguments.check_integer("num_images", num_images, 1)
+        arguments.check_integer("num_warmup_elements", num_warmup_elements, 0)
+        iterator = iter(dataset)
+        for _ in range(num_warmup_elements):
+            if next(iterator, None) is None:
+                raise ValueError("The dataset ended during the warm-up: nothing was timed.")
+        counted = 0
+        with processes.CpuUse(pids_by_role) as cpu:
+            start = time.perf_counter()
+            for element in iterator:
+                counted += timing._count_images(element)  # As measure_throughput counts.
+                if counted >= num_images:
+                    break
+            seconds = time.perf_counter() - start
+        if counted == 0:
+            raise ValueError("The dataset ended right after the warm-up: nothing was timed.")
+        self.images_per_second.append(counted / seconds)
+        self.busy_cores.append(cpu.total)
+        self.cpu_seconds.append(cpu.cpu_seconds)
+        self.num_images.append(counted)
+        return counted / seconds
+
+    @property
+    def result(self) -> comparison.RepeatedResult:
+        """Images/s of the runs, labelled with the setting."""
+        from utils import comparison
+
+        return comparison.RepeatedResult(self.label, tuple(self.images_per_second))
 
     @property
     def cpu_ms_per_image(self) -> float:
-        """CPU milliseconds per image over all the calls so far (all named processes)."""
-        return 1000 * self.cpu_seconds / max(self.images_seen, 1)
+        """CPU milliseconds per image over the timed spans of all runs (all named processes)."""
+        return 1000 * sum(self.cpu_seconds) / max(sum(self.num_images), 1)
+
+    @property
+    def cpu_limits(self) -> comparison.RepeatedResult:
+        """Per run, the images/s the CPU allows: the cores available over the CPU time per image.
+
+        A run's rate is at most its limit (its processes cannot keep more cores busy than
+        there are), so the median rate is at most the median limit.
+        """
+        from utils import comparison
+
+        cores = available_cores()
+        limits = tuple(
+            cores * images / max(cpu, 1e-9)
+            for images, cpu in zip(self.num_images, self.cpu_seconds, strict=True)
+        )
+        return comparison.RepeatedResult(f"{self.label}: the CPU allows", limits)
+
+
+def measure_one_cluster_at_a_time(
+    settings: dict[str, tuple[int, str | None]],
+    make_dataset: Callable[[str, str | None], tf.data.Dataset],
+    *,
+    num_images: int,
+    repeats: int,
+    first_use: Callable[[LocalCluster], None] | None = None,
+) -> dict[str, MeteredRuns]:
+    """Times settings of the tf.data service in turns, with only the cluster being timed running.
+
+    Each round starts a cluster per worker count in turn (the order reversed every other
+    round), times that count's settings (also in turn), and stops it before the next one
+    starts: no other cluster works on buffers of its own, or takes cores, meanwhile.
+    Prints each setting's images/s as `comparison.measure_in_turns` does.
+
+    Args:
+        settings: {label: (number of workers, compression: "AUTO" or None)}.
+        make_dataset: `make_dataset(service_address, compression)` returns the dataset
+            to time, sent to that service.
+        num_images: images timed per run.
+        repeats: rounds (at least 1).
+        first_use: called with each cluster of the first round before it is timed.
+
+    Returns:
+        {label: its `MeteredRuns`}, in the order of `settings`.
+
+    Raises:
+        ValueError: if `repeats` is not a positive integer or `settings` is empty.
+
+    Example:
+        runs = data_service.measure_one_cluster_at_a_time(
+            {"1 worker": (1, "AUTO"), "2 workers": (2, "AUTO")}, make_dataset,
+            num_images=2000, repeats=3)
+    """
+    arguments.check_integer("repeats", repeats, 1)
+    if not settings:
+        raise ValueError("`settings` must name at least one setting. Received: {}")
+    metered = {label: MeteredRuns(label) for label in settings}
+    worker_counts = list(dict.fromkeys(workers for workers, _ in settings.values()))
+    for round_index in range(repeats):
+        in_turn = 1 if round_index % 2 == 0 else -1
+        for num_workers in worker_counts[::in_turn]:
+            with LocalCluster(num_workers=num_workers) as cluster:
+                if round_index == 0 and first_use is not None:
+                    first_use(cluster)
+                pids = {"notebook": os.getpid(), **cluster.pids_by_role}
+                labels = [label for label, (n, _) in settings.items() if n == num_workers]
+                for label in labels[::in_turn]:
+                    dataset = make_dataset(cluster.address, settings[label][1])
+                    metered[label].run(dataset, num_images=num_images, pids_by_role=pids)
+    for runs in metered.values():
+        print(runs.result.summary() + " images/s, taken in turns, one cluster at a time")
+    return metered
 
 
 def _serve(arguments: list[str] | None = None) -> None:

@@ -2,10 +2,12 @@
 
 Lesson 8 times `pipeline.tfrecord_images` on simulated storage with one setting changed
 (parallel reads, shard count, where the epochs repeat, order, prefetch, cache). The
-settings of one knob are timed in turns (`comparison.measure_in_turns`), several rounds, and a
-knob's verdict follows the course's one rule (`comparison.verdict`): "beyond the noise"
-only when its fastest and slowest settings' medians differ by at least 10% and their
-ranges do not overlap. The functions here run those measurements and word their results.
+shard counts are read one pass at a time (`shard_count_dataset`), so that each shard is
+one stream whatever the parallel reads. The settings of one knob are timed in turns
+(`comparison.measure_in_turns`), several rounds, and a knob's verdict follows the
+course's one rule (`comparison.verdict`): "beyond the noise" only when its fastest and
+slowest settings' medians differ by at least 10% and their ranges do not overlap. The
+functions here run those measurements and word their results.
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ if TYPE_CHECKING:
 
 # The knobs switched both ways, each with the course pipeline's own setting first.
 SWITCHES = [("deterministic", False), ("prefetch", True), ("cache", False)]
+
+# tf.data's parallel interleave with both `cycle_length` and `num_parallel_calls` AUTOTUNE
+# (`num_parallel_reads=tf.data.AUTOTUNE` here) reads ceil(cores / 3) inputs at once and opens
+# twice that many ahead: its threads, current and future, match the cores
+# (tensorflow/core/kernels/data/parallel_interleave_dataset_op.cc, `ComputeCycleLength`,
+# `kDefaultCyclePrefetchFactor = 2`).
+AUTOTUNE_CORES_PER_READ = 3
 
 # The cache keeps every decoded image it has seen in memory: a 20,000-photo folder at
 # 192 px would hold 2.2 GB. Above this many bytes, both cache rows read only the first
@@ -58,6 +67,50 @@ def cache_sample(
     return paths, total
 
 
+def shard_count_dataset(
+    shard_paths: list[str],
+    *,
+    storage: SimulatedStorage | None,
+    target_size: int,
+    num_classes: int,
+    num_parallel_reads: int,
+    batch_size: int,
+) -> tf.data.Dataset:
+    """The course pipeline over `shard_paths`, endless, a pass at a time: one stream per shard.
+
+    The course pipeline repeats the file names before the reads (`epochs=None`), so a
+    pass's shards open while the last pass's are read. With fewer shards than parallel
+    reads, that opens one shard several times at once, each open its own stream with its
+    own bandwidth: 1 shard read by 16 reads is 16 streams. Here the passes repeat after
+    the pipeline instead, so that N shards are never more than N streams.
+
+    Args:
+        shard_paths: the shards.
+        storage: the `storage.SimulatedStorage` to read through; None reads directly.
+        target_size: side of the stored images.
+        num_classes: length of the one-hot labels.
+        num_parallel_reads: shards read at once (at most `len(shard_paths)` are).
+        batch_size: images per batch.
+
+    Returns:
+        An endless dataset of (images, one-hot labels) batches.
+
+    Example:
+        one_shard = knobs.shard_count_dataset(paths[:1], storage=storage, target_size=192,
+                                              num_classes=5, num_parallel_reads=16, batch_size=64)
+    """
+    one_pass = pipeline.tfrecord_images(
+        shard_paths,
+        target_size=target_size,
+        num_classes=num_classes,
+        storage=storage,
+        num_parallel_reads=num_parallel_reads,
+        batch_size=batch_size,
+        epochs=1,
+    )
+    return one_pass.repeat()
+
+
 @dataclasses.dataclass
 class Ablation:
     """The measurements of one ablation.
@@ -90,7 +143,8 @@ def measure_knobs(
 ) -> Ablation:
     """Times each knob's settings in turns, `repeats` rounds, the others as the course sets them.
 
-    Prints each setting's median and range (`comparison.measure_in_turns`).
+    Prints each setting's median and range (`comparison.measure_in_turns`). The shard
+    counts are read one pass at a time (`shard_count_dataset`): one stream per shard.
 
     Args:
         shard_paths: the course's shards.
@@ -117,17 +171,27 @@ def measure_knobs(
     first_bytes_ms: list[float] = []
 
     def timed(knob, label, paths=shard_paths, records_per_pass=num_records, **settings):
-        course_settings = {
-            "num_parallel_reads": num_parallel_reads,
-            "batch_size": batch_size,
-            "epochs": 1 if settings.get("cache") else None,
-        }
-        settings = {**course_settings, **settings}
-        variant = pipeline.tfrecord_images(
-            paths, target_size=target_size, num_classes=num_classes, storage=storage, **settings
-        )
-        if settings["epochs"] == 1:
-            variant = variant.repeat()  # After the pipeline: it starts again at each pass.
+        if knob == "shards":
+            variant = shard_count_dataset(
+                paths,
+                storage=storage,
+                target_size=target_size,
+                num_classes=num_classes,
+                num_parallel_reads=num_parallel_reads,
+                batch_size=batch_size,
+            )
+        else:
+            course_settings = {
+                "num_parallel_reads": num_parallel_reads,
+                "batch_size": batch_size,
+                "epochs": 1 if settings.get("cache") else None,
+            }
+            settings = {**course_settings, **settings}
+            variant = pipeline.tfrecord_images(
+                paths, target_size=target_size, num_classes=num_classes, storage=storage, **settings
+            )
+            if settings["epochs"] == 1:
+                variant = variant.repeat()  # After the pipeline: it starts again at each pass.
         warmup = math.ceil(records_per_pass / batch_size) if settings.get("cache") else 1
 
         timer = timing.throughput_timer(
@@ -190,21 +254,30 @@ def describe_verdicts(ablation: Ablation) -> list[str]:
 
 
 def describe_open_shards(ablation: Ablation, *, num_cores: int) -> str:
-    """Says how many shards each `num_parallel_reads` setting kept open at most.
+    """Says how many shards each `num_parallel_reads` setting kept open at most, and why AUTOTUNE's.
 
     Args:
         ablation: the measurements, with a "num_parallel_reads" knob.
-        num_cores: the machine's cores, named in the line.
+        num_cores: the cores tf.data sees (its AUTOTUNE sizes the reads from them).
 
     Returns:
         One line, e.g. "Most shards open at once, by num_parallel_reads: 1: 3, 16: 16,
-        AUTOTUNE: 3 (2 cores)." When AUTOTUNE and 1 are both there, a second sentence
+        AUTOTUNE: 3 (2 cores)." When AUTOTUNE is there, a sentence says how tf.data sizes
+        it from the cores (`AUTOTUNE_CORES_PER_READ`); when 1 is there too, another
         compares them: the interleave opens the next shards before the current one ends,
         so one reader can have several open.
     """
     opened = ablation.most_open["num_parallel_reads"]
     counts = ", ".join(f"{label}: {count}" for label, count in opened.items())
     line = f"Most shards open at once, by num_parallel_reads: {counts} ({num_cores} cores)."
+    if "AUTOTUNE" in opened:
+        reads = math.ceil(num_cores / AUTOTUNE_CORES_PER_READ)
+        line += (
+            f" AUTOTUNE is sized from the cores: tf.data reads ceil(cores / "
+            f"{AUTOTUNE_CORES_PER_READ}) = {reads} shard(s) at once on {num_cores} cores and "
+            f"opens up to {2 * reads} more ahead, so its row measures this machine: a host "
+            "with more cores reads more shards at once."
+        )
     if "AUTOTUNE" in opened and "1" in opened:
         autotune, one = opened["AUTOTUNE"], opened["1"]
         if autotune <= one:
