@@ -356,7 +356,8 @@ def test_grades_csv_columns_and_versions(graded):
     with open(output_dir / "grades.csv") as file:
         header = next(csv.reader(file))
     assert header == ["learner", "lab", "version", "TODO 1", "TODO 2", "TODO 3", "TODO 4",
-                      "total", "maximum", "flags", "status", "submission", "feedback"]  # fmt: skip
+                      "total", "maximum", "flags", "status", "submission", "feedback",
+                      "submitted", "late days", "penalty %", "final", "overrides"]  # fmt: skip
     version = setup_cell.course_version()
     assert rows["ann_01.ipynb"]["version"] == version and rows["ann_01.ipynb"]["lab"] == LAB1
     assert rows["cat_02.ipynb"]["lab"] == LAB2

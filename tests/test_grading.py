@@ -264,9 +264,9 @@ class TestReportsWrite:
             rows = list(csv.reader(file))
         assert rows[1:] == [
             ["ann", LAB1, "1", "1", "0", "1", "3", "", "graded", "a.ipynb",
-             f"feedback/ann-{LAB1}.md"],
+             f"feedback/ann-{LAB1}.md", "", "", "", "1", ""],
             ["b", "", "", "", "", "", "", "", "unreadable: ValueError: x", "b.ipynb",
-             "feedback/b-unknown.md"],
+             "feedback/b-unknown.md", "", "", "", "", ""],
         ]  # fmt: skip
         assert (
             "| b.ipynb | b |  | unreadable: ValueError: x |  |  | not graded |  |"

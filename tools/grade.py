@@ -51,18 +51,19 @@ from pathlib import Path
 import nbformat
 
 from tools import sandbox
-from tools.grading import flags, identify, prepare, restore, run, versions
+from tools.grading import class_files, flags, gradebook, identify, prepare, restore, run, versions
 from tools.grading import score as scoring
 from tools.grading.feedback import feedback, junit_xml
 from tools.grading.flags import COURSE_MODULES, FLAG_NAMES, FLAGS, find_flags, review_diff
 from tools.grading.identify import identify_lab, learner_id
 from tools.grading.limits import measure_limits
+from tools.grading.lms_files import write_canvas_csv, write_moodle_csv
 from tools.grading.model import KEY, REPO_ROOT, Grade, Limits, Options, Submission
 from tools.grading.prepare import lab_names, lab_parameters, prepare_cells
 from tools.grading.reports import GRADER_FILES, remove_old_reports, write_reports
 from tools.grading.restore import learner_cells, restore_protected_cells
 from tools.grading.score import score
-from tools.grading.versions import choose_lab, load_labs
+from tools.grading.versions import choose_lab, lab_points, load_labs
 from tools.lesson_parameters import SMALL_PARAMETERS
 from utils import data
 
@@ -194,7 +195,38 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--review", action="store_true",
                         help="print the flagged submissions' code against the lab")  # fmt: skip
+    class_book = parser.add_argument_group("the class's gradebook (docs/grading.md)")
+    class_book.add_argument(
+        "--roster", type=Path,
+        help="CSV of the class (Canvas's gradebook export, or any CSV with an ID column): "
+        "every learner gets a row per lab, 'missing' where nothing came; also writes "
+        "canvas.csv and moodle.csv",
+    )  # fmt: skip
+    class_book.add_argument(
+        "--due", action="append", default=[], metavar="LAB=WHEN",
+        help="a lab's due date, e.g. 01=2026-12-01T23:59 (repeatable)",
+    )  # fmt: skip
+    class_book.add_argument(
+        "--late-penalty", type=float, default=10.0, metavar="PERCENT",
+        help="points off per day late, a started day counts (default 10)",
+    )  # fmt: skip
+    class_book.add_argument("--late-cap", type=float, default=50.0, metavar="PERCENT",
+                            help="most points off for lateness (default 50)")  # fmt: skip
+    class_book.add_argument(
+        "--overrides", type=Path, help="CSV of manual scores: learner, lab, todo, points, reason"
+    )
     return parser
+
+
+def class_inputs(args, labs: dict) -> dict:
+    """The gradebook's inputs from the command line; raises ValueError naming a bad one."""
+    return {
+        "roster": class_files.read_roster(args.roster) if args.roster else None,
+        "due": class_files.due_dates(args.due, labs),
+        "rule": gradebook.LateRule(percent_per_day=args.late_penalty, cap_percent=args.late_cap),
+        "overrides": class_files.read_overrides(args.overrides) if args.overrides else [],
+        "points": {name: lab_points(lab) for name, lab in labs.items()},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     output_dir.mkdir(parents=True, exist_ok=True)
     remove_old_reports(output_dir)  # Only what an earlier grading wrote; nothing else.
     labs = load_labs(REPO_ROOT, args.releases)
+    try:
+        book = class_inputs(args, labs["current"])
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grader-") as workspace:
         copies = Path(workspace) / "submissions"
@@ -260,16 +297,23 @@ def main(argv: list[str] | None = None) -> int:
             grades = []
             for path, job in zip(paths, jobs, strict=True):
                 grades.append(job.result())
+                grades[-1].submitted = class_files.submitted_at(path, args.id_pattern)
                 print(f"Graded {path.name} in {grades[-1].seconds:.0f} s", flush=True)
     elapsed = time.perf_counter() - started
+    count = len(grades)
+    grades = gradebook.gradebook(grades, **book)
     write_reports(grades, output_dir, isolation)
+    if book["roster"] is not None:
+        write_canvas_csv(grades, book["roster"], output_dir / "canvas.csv")
+        write_moodle_csv(grades, book["roster"], output_dir / "moodle.csv")
+        print(f"Wrote {output_dir / 'canvas.csv'} and moodle.csv for the LMS (docs/grading.md)")
     print((output_dir / "scores.md").read_text())
     if args.review:
         print((output_dir / "review.md").read_text())
     print(f"Wrote {output_dir / 'grades.csv'}, scores.md, review.md and "
           f"{len(grades)} files in {output_dir / 'feedback'}")  # fmt: skip
-    print(f"{len(grades)} submissions in {elapsed:.0f} s with -j {args.jobs}: "
-          f"{elapsed / len(grades):.1f} s per submission")  # fmt: skip
+    print(f"{count} submissions in {elapsed:.0f} s with -j {args.jobs}: "
+          f"{elapsed / count:.1f} s per submission")  # fmt: skip
     return 0
 
 

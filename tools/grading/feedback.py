@@ -38,9 +38,15 @@ def feedback(grade: Grade) -> str:
               "| TODO | points | result |", "| --- | --- | --- |"]  # fmt: skip
     for todo in sorted(grade.points):
         earned = grade.earned[todo]
-        message = grade.messages.get(todo, "").replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {todo} | {earned} / {grade.points[todo]} | {message} |")
+        message = grade.messages.get(todo, "")
+        if todo in grade.overridden:
+            message = f"set by your instructor: {grade.overridden[todo][1]} (the check: {message})"
+        message = message.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {todo} | {earned:g} / {grade.points[todo]} | {message} |")
     lines.append("")
+    if grade.late_days:
+        lines += [f"Handed in {grade.late_days} day(s) late: {grade.penalty_percent:g}% off, "
+                  f"**final {grade.final:g} / {grade.maximum} points**.", ""]  # fmt: skip
     if grade.first_error:
         lines += [f"First error: {grade.first_error}", ""]
     if grade.parameters:

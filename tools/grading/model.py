@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import datetime
 import re
 import threading
 from pathlib import Path
@@ -40,14 +41,23 @@ class Grade:
     notes: list[str] = dataclasses.field(default_factory=list)
     flags: list[str] = dataclasses.field(default_factory=list)
     first_error: str = ""
+    submitted: datetime.datetime | None = None  # The file's time, or the time in its name.
+    late_days: int = 0
+    penalty_percent: float = 0.0
+    overridden: dict[int, tuple] = dataclasses.field(default_factory=dict)  # TODO -> (points, why)
     # Parameters the grader set otherwise than the lab: name -> (grader's value, lab's).
     parameters: dict[str, tuple] = dataclasses.field(default_factory=dict)
     diff: str = ""
     seconds: float = 0.0
 
     @property
-    def earned(self) -> dict[int, int]:
-        return {todo: self.points[todo] * self.passed.get(todo, False) for todo in self.points}
+    def earned(self) -> dict[int, float]:
+        """Points per TODO: the instructor's where overridden, else the check's."""
+        return {
+            todo: self.overridden[todo][0] if todo in self.overridden
+            else self.points[todo] * self.passed.get(todo, False)
+            for todo in self.points
+        }  # fmt: skip
 
     @property
     def total(self) -> int:
@@ -56,6 +66,11 @@ class Grade:
     @property
     def maximum(self) -> int:
         return sum(self.points.values())
+
+    @property
+    def final(self) -> float:
+        """The total less the late penalty; 0 for a missing submission."""
+        return round(self.total * (1 - self.penalty_percent / 100), 2)
 
 
 @dataclasses.dataclass(kw_only=True)

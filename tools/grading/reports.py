@@ -14,7 +14,8 @@ from pathlib import Path
 from tools.grading.feedback import feedback, junit_xml
 from tools.grading.model import Grade
 
-GRADER_FILES = ("grades.csv", "scores.md", "review.md", "feedback/*.md", "junit/*.xml")
+GRADER_FILES = ("grades.csv", "scores.md", "review.md", "feedback/*.md", "junit/*.xml",
+                "canvas.csv", "moodle.csv")  # fmt: skip
 
 
 def _graded(grade: Grade) -> bool:
@@ -45,21 +46,38 @@ def _mark(grade: Grade, todo: int) -> str:
     return "pass" if grade.passed.get(todo) else "fail"
 
 
+HEADER = ["learner", "lab", "version", "total", "maximum", "flags", "status", "submission",
+          "feedback", "submitted", "late days", "penalty %", "final", "overrides"]  # fmt: skip
+
+
+def _row(grade: Grade, name: str, max_todo: int) -> list:
+    """A grades.csv row; one that was not graded has no points (not zeros), one missing 0."""
+    graded = _graded(grade)
+    earned = grade.earned if graded else {}
+    overrides = "; ".join(
+        f"TODO {todo}: {points:g} ({why})"
+        for todo, (points, why) in sorted(grade.overridden.items())
+    )
+    return [
+        grade.learner, grade.lab, grade.version,
+        *(f"{earned[n]:g}" if n in earned else "" for n in range(1, max_todo + 1)),
+        f"{grade.total:g}" if graded else "", grade.maximum if graded else "",
+        "; ".join(grade.flags), grade.status, grade.submission,
+        f"feedback/{name}.md" if grade.submission else "",
+        grade.submitted.isoformat(timespec="minutes") if grade.submitted else "",
+        grade.late_days or "", f"{grade.penalty_percent:g}" if grade.late_days else "",
+        f"{grade.final:g}" if graded else "0" if grade.status == "missing" else "", overrides,
+    ]  # fmt: skip
+
+
 def write_grades_csv(grades: list[Grade], path: Path, max_todo: int) -> None:
-    """One row per submission: learner, lab, version, points per TODO, total, flags, ..."""
-    columns = [f"TODO {n}" for n in range(1, max_todo + 1)]
+    """One row per submission (and per missing one): learner, lab, points per TODO, ..."""
+    header = [*HEADER[:3], *(f"TODO {n}" for n in range(1, max_todo + 1)), *HEADER[3:]]
     with open(path, "w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["learner", "lab", "version", *columns, "total", "maximum", "flags",
-                         "status", "submission", "feedback"])  # fmt: skip
+        writer.writerow(header)
         for grade, name in zip(grades, report_names(grades), strict=True):
-            earned = grade.earned
-            marks = [earned.get(n, "") for n in range(1, max_todo + 1)]
-            # Not graded (unreadable, another course, a grader error): no score, not a zero.
-            total, maximum = (grade.total, grade.maximum) if _graded(grade) else ("", "")
-            writer.writerow([grade.learner, grade.lab, grade.version, *marks, total, maximum,
-                             "; ".join(grade.flags), grade.status, grade.submission,
-                             f"feedback/{name}.md"])  # fmt: skip
+            writer.writerow(_row(grade, name, max_todo))
 
 
 def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
@@ -73,7 +91,7 @@ def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
     ]
     for grade in grades:
         marks = " | ".join(_mark(grade, n) for n in range(1, max_todo + 1))
-        total = f"{grade.total}/{grade.maximum}" if _graded(grade) else "not graded"
+        total = f"{grade.final:g}/{grade.maximum}" if _graded(grade) else "not graded"
         lines.append(f"| {grade.submission} | {grade.learner} | {grade.lab} | {grade.status} | "
                      f"{marks} | {total} | {', '.join(grade.flags)} |")  # fmt: skip
     lines.append("")
@@ -110,6 +128,8 @@ def write_reports(grades: list[Grade], output_dir: Path, isolation: str) -> None
     (output_dir / "feedback").mkdir(exist_ok=True)
     (output_dir / "junit").mkdir(exist_ok=True)
     for grade, name in zip(grades, report_names(grades), strict=True):
+        if not grade.submission:  # A learner of the roster who handed nothing in.
+            continue
         (output_dir / "feedback" / f"{name}.md").write_text(feedback(grade))
         (output_dir / "junit" / f"{name}.xml").write_bytes(junit_xml(grade))
 

@@ -60,9 +60,14 @@ def step(submission: Submission) -> bool:
     )
     if note:
         grade.notes.append(note)
-    grade.points = {
+    grade.points = lab_points(submission.lab)
+    return True
+
+
+def lab_points(lab: nbformat.NotebookNode) -> dict[int, int]:
+    """The points of each TODO of a lab, from its cells' metadata."""
+    return {
         marks(c)["todo"]: c.metadata.get(KEY, {}).get("points", build.DEFAULT_POINTS)
-        for c in submission.lab.cells
+        for c in lab.cells
         if "todo" in marks(c)
     }
-    return True
