@@ -367,6 +367,12 @@ checks.check_write_shard(write_shard, todo=4)
 # image that cannot be decoded is skipped and listed with its error. Earlier shards this
 # run does not replace are deleted, and a sidecar JSON (classes, size, counts, schema)
 # is written last.
+#
+# How many shards? TensorFlow's TFRecord tutorial gives the rule of thumb: "at least 10
+# times as many files as there will be hosts reading data", each file "at least 10 MB+
+# and ideally 100 MB+" (tensorflow.org/tutorials/load_data/tfrecord). Here one host reads
+# many shards at once (lab 3's `NUM_PARALLEL_READS`), so `NUM_SHARDS` is at least that
+# many; a small dataset then gives shards under the rule's size (printed below).
 
 # %%
 steps = conversion.ConversionSteps(resize_and_crop, recompress, to_example, write_shard)

@@ -82,13 +82,10 @@ from utils import (
 # `strategy.find_strategy()` follows the set-up's backend. On TensorFlow it tries a TPU
 # VM's TPU (`TPUClusterResolver(tpu="local")`), a TPU by name, all GPUs
 # (`MirroredStrategy`), then the CPU; on JAX it sets `keras.distribution.DataParallel`
-# over `jax.devices()`. It prints what it tried and took. A model built under
-# `choice.scope()` runs one copy (replica) per device, each taking a share of every batch
-# (on JAX the scope does nothing: the distribution is set).
-#
-# Today's TPUs run Keras on JAX: Colab's is a v5e-1 (one replica), Kaggle's a v5e-8
-# (eight). The same defaults must train well on both; the tests run this lab on 1 and 8
-# simulated devices.
+# over `jax.devices()`; it prints what it took. A model built under `choice.scope()` runs
+# one copy (replica) per device, each on a share of every batch (on JAX the scope does
+# nothing). Colab's TPU is a v5e-1 (one replica), Kaggle's a v5e-8 (eight): the same
+# defaults must train well on both (the tests run 1 and 8 simulated devices).
 
 # %%
 keras.utils.set_random_seed(SEED)
@@ -119,14 +116,12 @@ print(
 # %% [markdown]
 # ## 1. Batch size and learning rate (TODO 1)
 #
-# Each replica takes its own share of every batch. On a TPU the batch per core should be
-# a multiple of 8 (arrays are laid out in tiles of 8 x 128; lesson 5 says what fills the
-# matrix unit). This dataset is small: a large batch per replica would leave 8 devices
-# only a few steps to learn in, so the lab takes `BATCH_PER_REPLICA` per replica.
-#
-# With more replicas the global batch grows, each step sees more images, and the learning
-# rate grows with it (the "linear scaling rule"), capped at `MAX_LEARNING_RATE`: a much
-# larger rate can make training diverge.
+# On a TPU the batch per core should be a multiple of 8 (arrays are laid out in tiles of
+# 8 x 128; lesson 5 says what fills the matrix unit). This dataset is small: a large batch
+# per replica would leave 8 devices few steps to learn in, hence `BATCH_PER_REPLICA`.
+# With more replicas the global batch grows, and the learning rate with it (the "linear
+# scaling rule"), capped at `MAX_LEARNING_RATE`: a much larger rate can make training
+# diverge.
 #
 # **TODO 1.** Complete `scale_for_replicas(num_replicas)`: `global_batch_size` is
 # `batch_per_replica` times `num_replicas`, and `learning_rate` is `BASE_LEARNING_RATE`
@@ -159,13 +154,11 @@ checks.check_scaling(
 global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
 
 # %% [markdown]
-# How long to train? Counted in passes over the data (epochs), 8 replicas would make 8
-# times fewer optimizer steps than one: too few to learn. So the length is set in images
-# seen, `TRAINING_IMAGES`, and `training.plan_training()` turns it into steps of the
-# global batch (capped to the training set by `batch_sizes.cap_batch_size()`, which says
-# so). `fit()` still counts in epochs: here an epoch is one of `EPOCHS` shares of the
-# steps, after each of which the validation set is evaluated; `steps_per_execution`
-# (TODO 4) is capped to an epoch's steps.
+# How long to train? In passes over the data (epochs), 8 replicas would make 8 times
+# fewer optimizer steps than one: too few. So the length is `TRAINING_IMAGES`, images
+# seen, and `training.plan_training()` turns it into steps of the global batch (capped to
+# the training set by `batch_sizes.cap_batch_size()`, which says so). Here an epoch of
+# `fit()` is one of `EPOCHS` shares of the steps, each followed by validation.
 
 # %%
 global_batch_size = batch_sizes.cap_batch_size(
@@ -183,11 +176,10 @@ print(plan.describe())
 print(f"That is {plan.images_seen / num_train:.1f} passes over the {num_train} training images.")
 
 # %% [markdown]
-# The learning rate changes at every step. It rises from 0 to its peak over the first
-# steps (a warm-up: a new model's first gradients are large and unreliable), then falls
-# along half a cosine to 0 at the last step, so that the last steps change the model
-# little and the final model is close to the best. `training.warmup_cosine()` returns
-# Keras's own schedule object, `CosineDecay` with a warm-up, saved with the model.
+# The learning rate rises from 0 to its peak over the first steps (a warm-up: a new
+# model's first gradients are large and unreliable), then falls along half a cosine to 0,
+# so that the final model is close to the best. `training.warmup_cosine()` returns Keras's
+# `CosineDecay` with a warm-up, saved with the model.
 
 # %%
 learning_rate_schedule = training.warmup_cosine(learning_rate, plan)
@@ -258,7 +250,7 @@ reading_runs = comparison.measure_in_turns(
 )
 lab3_rate, lab4_rate = reading_runs["lab 3's pipeline"], reading_runs["this lab's reading"]
 reading_ratio = comparison.ratio_in_turns(lab4_rate, lab3_rate)
-print(f"This lab's reading / lab 3's pipeline: {reading_ratio.summary('.2f')}")
+print(reading_ratio.summary(".2f"))  # "this lab's reading / lab 3's pipeline: ..."
 
 
 # %% [markdown]
@@ -291,15 +283,13 @@ checks.check_augment(augment, todo=2, image_size=IMAGE_SIZE)
 # %% [markdown]
 # ## 3. The training pipeline (TODO 3)
 #
-# - `cache()` keeps the decoded images in memory after the first epoch; it comes *before*
-#   the shuffle, or every epoch would replay the first epoch's order.
-# - `shuffle(buffer)` draws each image from a buffer of the next `buffer` images; it
-#   comes *before* the batch, or the same images would be batched together every epoch.
-# - `repeat()` makes the dataset endless; `fit()` is told how many steps make an epoch.
-# - `batch(..., drop_remainder=True)` gives every batch the same, static size, which TPUs
-#   need (and which splits evenly over the replicas).
-# - `map(augment)` alters each batch (TODO 2); `prefetch` prepares the next batches while
-#   the accelerator computes, so that it does not wait for them.
+# - `cache()` keeps the decoded images in memory; *before* the shuffle, or every epoch
+#   would replay the first epoch's order.
+# - `shuffle(buffer)` draws each image from the next `buffer`; *before* the batch, or the
+#   same images would be batched together every epoch.
+# - `repeat()` makes it endless; `batch(..., drop_remainder=True)` gives every batch the
+#   static size TPUs need; `map(augment)` flips (TODO 2); `prefetch` prepares the next
+#   batches while the accelerator computes.
 #
 # **TODO 3.** Complete `make_training_dataset(paths)`: start from `read_images(paths)`,
 # then `cache()`, `shuffle(2048, seed=SEED)`, `repeat()`, `batch(global_batch_size,
@@ -361,12 +351,10 @@ print(
 # %% [markdown]
 # ## 4. The model, under the strategy (TODO 4)
 #
-# On TensorFlow, the model's variables must be created under `choice.scope()`, so that
-# each replica gets its copy (on JAX it does nothing; the code reads the same).
-# `models.small_convnet()` ends in a float32 softmax (mixed precision computes in 16 bits,
-# the loss wants 32). `steps_per_execution=N` runs N steps per call into the compiled
-# step, spreading each call's fixed cost (on JAX, Keras 3.15 still calls one step at a
-# time); the plan above set it.
+# On TensorFlow the model's variables must be made under `choice.scope()`, so that each
+# replica gets its copy (on JAX it does nothing). `models.small_convnet()` ends in a
+# float32 softmax (the loss wants 32 bits). `steps_per_execution=N` runs N steps per call
+# into the compiled step (on JAX, Keras 3.15 still calls one at a time); the plan set it.
 #
 # **TODO 4.** Complete `build_model(choice)`: under `choice.scope()`, make `model` with
 # `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
@@ -430,6 +418,11 @@ figure = charts.plot_history(history, title=f"Training on {choice.kind}")
 # %% [markdown]
 # How good is that? Chance level is what always answering the most common class scores.
 # The final model (saved below) is printed beside the best epoch: did it end at its best?
+#
+# On the embedded images (the default) each class is one generated flower shape, which
+# a small convnet learns: a high score says that the pipeline and the training loop work
+# end to end, labels and all. It says nothing about real flowers: for that, set
+# `DATA_SOURCE = "flower_photos"` (online once); the course was built offline, without.
 
 # %%
 # Counted from the model's own answers, image by image (`training.ValidationAnswers`): on
@@ -457,14 +450,11 @@ figure = display.show_predictions(
 # %% [markdown]
 # ## Save and reload
 #
-# `model.save()` writes a `.keras` file: the architecture, the weights and the optimizer
-# state (the schedule too), in one zip. Reloaded, the model gives the same predictions:
-# on several TensorFlow replicas only because `models.small_convnet` synchronizes its
-# batch normalization (`synchronized=True`); else each replica keeps its own statistics
-# and the model saved predicts differently (JAX's sharded batch shares them already).
-#
-# On today's TPUs (TPU VMs) `model.save()` writes to the notebook's own disk, as on a CPU
-# (the old TPU Node could not: the course's docs/lessons.md says what it needed).
+# `model.save()` writes a `.keras` zip: architecture, weights and optimizer state (the
+# schedule too). Reloaded, it predicts the same: on several TensorFlow replicas only
+# because `models.small_convnet` synchronizes its batch normalization (JAX's sharded
+# batch does so already). On today's TPU VMs it writes to the notebook's own disk, as on
+# a CPU (the old TPU Node could not: see the course's docs/lessons.md).
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.
@@ -492,7 +482,7 @@ print(
     f"Validation accuracy: final {accuracy:.2f}, best {max(per_epoch):.2f} (epoch "
     f"{best_epoch} of {len(per_epoch)}); chance {chance:.2f}.\n"
     f"Reading the shards: this lab {lab4_rate.median:,.0f} images/s, lab 3's pipeline "
-    f"{lab3_rate.median:,.0f} (ratio {reading_ratio.summary('.2f')})."
+    f"{lab3_rate.median:,.0f}; ratio {comparison.spread(reading_ratio.values, '.2f')}."
 )
 
 # %% [markdown]

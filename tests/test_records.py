@@ -124,3 +124,24 @@ def test_resize_and_crop_of_a_60000_x_10_image_crops_before_it_resizes():
     assert square.shape == (192, 192, 3) and square.dtype == tf.uint8
     one_pixel = records.resize_and_crop(tf.fill((1, 60000, 3), tf.constant(7, tf.uint8)), 8)
     assert one_pixel.numpy().tolist() == np.full((8, 8, 3), 7).tolist()
+
+
+def test_decode_upright_in_a_dataset_logs_no_onednn_line():
+    # Issue 37, item 8: a uint8 tf.transpose (even in the branch not taken) made TF's oneDNN
+    # build log "oneDNN supports DT_UINT8 only on platforms with AVX-512" on CPUs without
+    # AVX-512, into labs 2 and 6. C++ logs go to the process's stderr: a child process.
+    import subprocess
+    import sys
+
+    script = (
+        "import tensorflow as tf\n"
+        "from utils import records\n"
+        "jpeg = tf.io.encode_jpeg(tf.zeros([30, 20, 3], tf.uint8))\n"
+        "upright = tf.data.Dataset.from_tensors(jpeg).map(lambda b: records.decode_upright(b)[0])\n"
+        "print(next(iter(upright)).shape)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "(30, 20, 3)"
+    assert "oneDNN supports" not in done.stderr, done.stderr

@@ -124,9 +124,24 @@ def turn_upright(image: tf.Tensor, orientation: tf.Tensor) -> tf.Tensor:
     transpose = known & (orientation >= 5)
     flip_left_right = known & tf.reduce_any(tf.equal(orientation, [2, 3, 6, 7]))
     flip_top_bottom = known & tf.reduce_any(tf.equal(orientation, [3, 4, 7, 8]))
-    image = tf.cond(transpose, lambda: tf.transpose(image, [1, 0, 2]), lambda: image)
+    image = tf.cond(transpose, lambda: _swap_height_and_width(image), lambda: image)
     image = tf.cond(flip_left_right, lambda: tf.reverse(image, [1]), lambda: image)
     return tf.cond(flip_top_bottom, lambda: tf.reverse(image, [0]), lambda: image)
+
+
+def _swap_height_and_width(image: tf.Tensor) -> tf.Tensor:
+    """`tf.transpose(image, [1, 0, 2])` as a gather: the pixel at row i, column j moves to j, i.
+
+    Not `tf.transpose`: on a CPU without AVX-512, TensorFlow's oneDNN build logs an error
+    line ("oneDNN supports DT_UINT8 only on platforms with AVX-512") for a transpose of
+    integer pixels, even in a branch never taken, and it landed in the lessons' outputs.
+    """
+    shape = tf.shape(image)
+    height, width = shape[0], shape[1]
+    # Row j, column i of the result is pixel (i, j): index i * width + j of the flat image.
+    index = tf.range(height)[tf.newaxis, :] * width + tf.range(width)[:, tf.newaxis]
+    pixels = tf.gather(tf.reshape(image, [height * width, -1]), tf.reshape(index, [-1]))
+    return tf.reshape(pixels, [width, height, shape[2]])
 
 
 def _orientation_of(header: bytes | np.ndarray) -> np.int32:
