@@ -195,13 +195,18 @@ class TestScore:
 
 class TestScoreMessages:
     def test_a_check_failure_is_not_repeated_as_the_first_error(self):
-        cells = [nbformat.v4.new_code_cell(id=i) for i in ("check-1", "added-1")]
+        cells = [nbformat.v4.new_code_cell(id=i) for i in ("check-1", "cell-13", "mine")]
+        cells[2].source = "print(y)"
+        cells[2].metadata[KEY] = {"added": True}
         results = [CellResult("error", error="TODO 1 (x): not done yet"),
+                   CellResult("error", error="AttributeError: 'ellipsis' object"),
                    CellResult("error", error="NameError: name 'y' is not defined")]  # fmt: skip
         mark = Grade("a.ipynb", points={1: 1})
         score.score(mark, [(c, "") for c in cells], results)
         assert mark.messages == {1: "TODO 1 (x): not done yet"}
-        assert mark.first_error == "the lab's cell added-1: NameError: name 'y' is not defined"
+        assert mark.first_error == (
+            "a cell you added (print(y)): NameError: name 'y' is not defined"
+        )
 
     def test_messages_name_the_graders_folders_without_their_paths(self, tmp_path):
         options = Options(cache=tmp_path / "cache", work_root=tmp_path / "work")

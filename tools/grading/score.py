@@ -60,9 +60,9 @@ def score(grade: Grade, prepared: list, results: list[grade_kernel.CellResult]) 
         if result.status in ("timeout", "died") and not stop:
             stop = f"{describe(cell)} {result.error}; the cells after it were not run"
             grade.notes.append(f"Stopped: {stop}")
-        # A TODO's or a check's failure is in its TODO's row; the first other one is said once.
-        own_row = "todo" in cell_marks or "check" in cell_marks
-        if result.status in _FAILED and not grade.first_error and not own_row:
+        # A TODO's or a check's failure is in its TODO's row, and a lab cell's follows from a
+        # TODO's: the first error of a cell the learner added is said once.
+        if result.status in _FAILED and not grade.first_error and "added" in cell_marks:
             grade.first_error = f"{describe(cell)}: {result.error}"
         if "todo" in cell_marks and result.status in _FAILED:
             todo_errors[cell_marks["todo"]] = result.error
