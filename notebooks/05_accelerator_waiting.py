@@ -1,19 +1,15 @@
 # %% [markdown]
 # # Lesson 5 · Is the accelerator waiting?
 #
-# Does a training step wait for its input, and what else sets its time: prefetching, the
-# batch per core, the steps per call, how much of each JPEG is decoded? Every comparison
-# is taken in rounds, in turns, and judged from its medians and ranges. This lesson
-# writes its own shards if lab 2 did not, and builds its own model: lab 4 need not have
-# run.
+# A stand-in for a TPU chip is fed by a naive pipeline, then by the course's: does it
+# wait for its input? Then what else sets a step's time: the batch (and what fills a TPU's
+# matrix unit), the steps per call, how much of each JPEG is decoded. Every comparison is
+# taken in rounds, in turns. This lesson writes its own shards if lab 2 did not.
 #
 # **You will:**
 #
 # 1. Make the input that costs nothing: one batch held in memory (TODO 1).
 # 2. Write the course's verdict on two ranges: faster, slower or within the noise (TODO 2).
-#
-# Then you time the training step fed by the pipeline, from memory and without prefetch,
-# see what fills a TPU's matrix unit, and time `steps_per_execution` and decoding less.
 
 # %% [markdown]
 # ## Parameters
@@ -30,13 +26,14 @@ NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); written here if lab 2 did not.
 SHARDS_DIR = None  # None: where lab 2 wrote them; or the folder (or gs://) you wrote them to.
 DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
 IMAGE_SIZE = 96  # The model's input size: decoded at that size from TARGET_SIZE.
-BATCH_PER_REPLICA = None  # None: the device's rule of thumb (strategy.BATCH_PER_REPLICA).
+BATCH_PER_REPLICA = 16  # Images per replica per step: lab 4's, a multiple of 8 (see the MXU).
 STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
 NUM_TIMED_STEPS = 32  # Training steps timed in each run.
 NUM_ROUNDS = 5  # Rounds of every comparison, its candidates taken in turns.
-# A stand-in for a faster accelerator: the images/s it would consume. A setting, not a
-# measurement: put in what your accelerator trains at, to see whether the pipeline keeps up.
-STAND_IN_IMAGES_PER_SECOND = 5000
+STAND_IN_IMAGES_PER_SECOND = 2120  # A v5e chip on ResNet-50, 192 px: estimated (printed below).
+LATENCY_MS = 50  # The simulated storage: lab 3's first-byte latency, median,
+LATENCY_P99_MS = 500  # its 99th percentile,
+STREAM_MEGABYTES_PER_SECOND = 85  # and the bandwidth of one object stream.
 TIMED_BATCHES_PER_REPLICA = [8, 32, 128]  # Batch sizes per replica timed against each other.
 NUM_DECODE_IMAGES = 2000  # Records read into memory for "Decode less", timed per run.
 SEED = 42
@@ -58,7 +55,6 @@ import tensorflow as tf
 from utils import (
     accelerator_wait,
     batch_sizes,
-    charts,
     checks,
     comparison,
     decode_less,
@@ -69,15 +65,15 @@ from utils import (
     records,
     shard_cache,
     sources,
+    storage,
     strategy,
 )
 
 # %% [markdown]
 # ## The device, the shards and a model
 #
-# As in lab 4: `strategy.find_strategy()` finds the TPU, the GPUs or the CPU; the shards
-# are lab 2's (written here if they are missing); the model is lab 4's small convnet,
-# compiled but not trained (a step costs the same with any weights).
+# As in lab 4: `strategy.find_strategy()` finds the TPU, GPUs or CPU; the shards are lab
+# 2's (written here if missing); the model is lab 4's convnet, compiled but not trained.
 
 # %%
 keras.utils.set_random_seed(SEED)
@@ -89,9 +85,8 @@ shard_set = shard_cache.ensure_shards(
 )
 class_names = shard_set.class_names
 num_records = sum(shard_set.record_counts.values())
-batch_per_replica = BATCH_PER_REPLICA or strategy.BATCH_PER_REPLICA[choice.kind]
 global_batch_size = batch_sizes.cap_batch_size(
-    batch_per_replica * choice.num_replicas,
+    BATCH_PER_REPLICA * choice.num_replicas,
     num_images=num_records,
     num_replicas=choice.num_replicas,
     purpose="training",
@@ -117,27 +112,16 @@ def compiled_model(steps_per_execution):
     return model
 
 
-def training_pipeline(*, cache=False, prefetch=True):
-    """Lab 3's pipeline, as lab 4 reads it (decoded at IMAGE_SIZE), endless, in full batches."""
-    dataset = pipeline.tfrecord_images(
-        shard_set.paths,
-        target_size=TARGET_SIZE,
-        num_classes=len(class_names),
-        batch_size=global_batch_size,
-        image_size=IMAGE_SIZE,
-        cache=cache,
-        prefetch=False,
-    )
-    # A step needs full batches (a TPU needs static shapes): drop the last, smaller one.
-    dataset = dataset.filter(lambda images, labels: tf.shape(images)[0] == global_batch_size)
-    return dataset.repeat().prefetch(tf.data.AUTOTUNE) if prefetch else dataset.repeat()
-
-
-uncached = training_pipeline()
-no_prefetch = training_pipeline(prefetch=False)
-cached = training_pipeline(cache=True)
-for _ in cached.take(num_records // global_batch_size + 1):  # One whole pass fills the cache.
-    pass
+# Lab 3's pipeline, as lab 4 reads it (decoded at IMAGE_SIZE), endless: every batch is
+# full (a TPU needs static shapes), and nothing is cached: each image is decoded again.
+uncached = pipeline.tfrecord_images(
+    shard_set.paths,
+    target_size=TARGET_SIZE,
+    num_classes=len(class_names),
+    batch_size=global_batch_size,
+    image_size=IMAGE_SIZE,
+    epochs=None,
+)
 
 # %% [markdown]
 # ## 1. What the device consumes (TODO 1)
@@ -163,20 +147,17 @@ one_batch = next(iter(in_memory))
 # %% [markdown]
 # ## 2. A verdict from two ranges (TODO 2)
 #
-# Timings differ from run to run, more so on a shared machine. So each comparison below
-# takes `NUM_ROUNDS` rounds, its candidates in turns (a busy moment touches all of them):
-# each candidate gets a median and a range. Every lesson of the course judges a difference
-# by one rule, `comparison.verdict()`: beyond the noise only when both hold, the medians
-# differ by at least `comparison.MIN_EFFECT` (10%) and the ranges do not overlap (every
-# round of one beat every round of the other). Otherwise, within the noise.
+# Timings differ from run to run, more so on a shared machine. So each comparison takes
+# `NUM_ROUNDS` rounds, its candidates in turns: each gets a median and a range. Every
+# lesson judges a difference by one rule, `comparison.verdict()`: beyond the noise only
+# when the medians differ by at least `comparison.MIN_EFFECT` (10%) and the ranges do not
+# overlap (every round of one beat every round of the other); otherwise, within the noise.
 #
 # **TODO 2.** Complete `verdict(candidate, baseline, *, min_effect, faster, slower)`:
 # `candidate` and `baseline` hold one images/s value per round (`.median`, `.minimum`,
 # `.maximum`). Make `answer` `faster` when the candidate's median is at least
 # `1 + min_effect` times the baseline's and its slowest round beat the baseline's fastest;
 # `slower` when the same holds the other way round; otherwise `comparison.WITHIN_NOISE`.
-# Neither test alone is enough: two steady settings 3% apart can have separate ranges,
-# and medians 30% apart can come with ranges that overlap.
 
 
 # %%
@@ -213,25 +194,45 @@ checks.check_verdict(verdict, todo=2, min_effect=comparison.MIN_EFFECT)
 
 
 # %% [markdown]
-# ## Is training waiting for its input?
+# ## Is the accelerator waiting?
 #
-# Training waits when the pipeline delivers fewer images per second than the step
-# consumes. One round times, in turns:
-#
-# - the pipeline alone, no model: `uncached` reads and decodes every image (the first
-#   epoch, and every epoch of a dataset too large to cache); `cached` serves them from
-#   memory after one pass. That is what the pipeline *delivers*;
-# - training steps fed from memory (TODO 1): what the device *consumes*;
-# - training steps fed by `uncached`, with its `prefetch` and without it.
-#
-# `STAND_IN_IMAGES_PER_SECOND` stands in for a faster accelerator: a setting, not a
-# measurement. `judge()` prints the two medians and ranges, and your `verdict()`.
+# The consumer is a stand-in for one TPU v5e chip: each step is a sleep of
+# `global_batch_size / STAND_IN_IMAGES_PER_SECOND` seconds, a SIMULATION (the line below
+# says where its rate comes from). During a step the loop asks for nothing, as a training
+# loop between steps; only what the pipeline runs in the background goes on. The time it
+# then spends in `next()` for its batch is its idle time, measured step by step. It is
+# fed, in turns, from memory (TODO 1: no wait), by a naive pipeline (one shard at a time,
+# each whole JPEG decoded on its own, nothing made ahead) and by the course pipeline (16
+# shards at once, decoded by batch in a parallel `map`, `prefetch`), both reading
+# `TARGET_SIZE` images from the simulated storage.
 
 # %%
-timed_model = compiled_model(steps_per_execution)  # Trained by the timing; not kept.
-timed_images = NUM_TIMED_STEPS * global_batch_size
-
-
+simulated_storage = storage.SimulatedStorage.for_source(
+    source,
+    latency_ms=LATENCY_MS,
+    latency_p99_ms=LATENCY_P99_MS,
+    megabytes_per_second=STREAM_MEGABYTES_PER_SECOND,
+)
+print(simulated_storage.describe())
+print(accelerator_wait.describe_stand_in(STAND_IN_IMAGES_PER_SECOND, batch_size=global_batch_size))
+stand_in = accelerator_wait.SimulatedAccelerator(
+    images_per_second=STAND_IN_IMAGES_PER_SECOND,
+    batch_size=global_batch_size,
+    num_steps=NUM_TIMED_STEPS,
+)
+reading = dict(target_size=TARGET_SIZE, num_classes=len(class_names), storage=simulated_storage)
+fed_by = {
+    "stand-in fed from memory": in_memory,
+    "stand-in fed by a naive pipeline": accelerator_wait.naive_pipeline(
+        shard_set.paths, **reading, batch_size=global_batch_size
+    ),
+    "stand-in fed by the course pipeline": pipeline.tfrecord_images(
+        shard_set.paths, **reading, batch_size=global_batch_size, epochs=None
+    ),
+}
+wait_runs = comparison.measure_in_turns(stand_in.candidates(fed_by), repeats=NUM_ROUNDS)
+print("\n".join(stand_in.describe_idle()))
+figure = accelerator_wait.plot_step_timelines([runs[-1] for runs in stand_in.timelines.values()])
 verdict_lines = []  # Every comparison's line, printed again in "What you measured".
 
 
@@ -242,70 +243,50 @@ def judge(candidate, baseline, faster, slower):
     print(verdict_lines[-1])
 
 
-def training_fed_by(dataset):
-    return accelerator_wait.training_rate(
-        timed_model, dataset, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
+for feed in ["a naive pipeline", "the course pipeline"]:
+    judge(
+        wait_runs[f"stand-in fed by {feed}"],
+        wait_runs["stand-in fed from memory"],
+        faster="faster than from memory (noise)",
+        slower="the accelerator waits for its input",
     )
 
-
-runs = comparison.measure_in_turns(
-    {
-        "pipeline alone, reading and decoding": uncached,
-        "pipeline alone, from its cache": cached,
-        "training fed from memory": training_fed_by(in_memory),
-        "training fed by the pipeline": training_fed_by(uncached),
-        "training fed without prefetch": training_fed_by(no_prefetch),
-    },
-    num_images=timed_images,
-    repeats=NUM_ROUNDS,
-)
+# %% [markdown]
+# The timeline draws each feed's last round: red, the accelerator waits for its batch;
+# green, a step. A step's images/s is `batch / (step + idle)`, and the step is the same
+# sleep in every row: the images/s differ only by the idle time. Against the stand-in's
+# own speed (from memory), `verdict()` says "slower" (the accelerator waits) or "within
+# the noise" (no wait that the rounds can show).
+#
+# The naive pipeline makes each batch only when the step asks for it, and slowly: the
+# accelerator waits for all of it, every step. The course pipeline reads many shards at
+# once (their first-byte waits overlap), decodes by batch on every core, and `prefetch`
+# makes the next batches while the step runs: the accelerator waits only where the
+# pipeline delivers less than it consumes.
+#
+# ### Your own device
+#
+# The same question for lab 4's model on your device. On a CPU the model is the slower
+# side, and it shares the cores with the pipeline; a TPU computes on its own chips, and
+# its profiler (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
+# `jax.profiler.trace(log_dir)` on JAX) splits each step into compute and input wait.
 
 # %%
+timed_model = compiled_model(steps_per_execution)  # Trained by the timing; not kept.
+runs = comparison.measure_in_turns(
+    {
+        f"training fed {feed}": accelerator_wait.training_rate(
+            timed_model, dataset, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
+        )
+        for feed, dataset in [("from memory", in_memory), ("by the pipeline", uncached)]
+    },
+    repeats=NUM_ROUNDS,
+)
 judge(
     runs["training fed by the pipeline"],
     runs["training fed from memory"],
-    faster="not input-bound",
-    slower="input-bound",
-)
-delivered = {name: runs[name] for name in list(runs)[:2]}
-consumed = {
-    f"{choice.kind} consumes": runs["training fed from memory"],
-    "the stand-in consumes": comparison.RepeatedResult(
-        "the stand-in's need", (STAND_IN_IMAGES_PER_SECOND,) * NUM_ROUNDS
-    ),
-}
-for rate in delivered.values():
-    for need in consumed.values():
-        judge(rate, need, faster="keeps up", slower="input-bound")
-figure = charts.plot_throughput(
-    accelerator_wait.median_bars(delivered),
-    title="Bars: what the pipeline delivers, alone. Lines: what each consumer takes",
-    references={name: need.median for name, need in consumed.items()},
-)
-
-# %% [markdown]
-# Read the verdicts above, and only those not "within the noise". The first compares the
-# step with its input against the step alone; the others set each consumer's need
-# against what the pipeline alone delivers, as the chart does with the medians. On a
-# CPU the pipeline and the step share the cores, so the fed step can be slower even where
-# the pipeline alone keeps up; an accelerator computes on its own chips. On a TPU the
-# profiler (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
-# `jax.profiler.trace(log_dir)` on JAX) splits each step into compute and input wait.
-#
-# ### Prefetch, with the training step as the consumer
-#
-# Lab 3's consumer only counted images, so `prefetch` had nothing to overlap; here the
-# consumer trains. Without `prefetch`, a batch is made only when the step asks for it;
-# with it, the next batches are made while the step runs. Where the cores are all busy
-# (a CPU that both decodes and trains) there is no idle time to fill. (On JAX a step is
-# dispatched asynchronously, so some overlap comes without `prefetch`.)
-
-# %%
-judge(
-    runs["training fed by the pipeline"],
-    runs["training fed without prefetch"],
-    faster="prefetch speeds training",
-    slower="prefetch slows training",
+    faster="faster than from memory (noise)",
+    slower="training waits for its input",
 )
 
 # %% [markdown]
@@ -320,25 +301,25 @@ judge(
 # - a **convolution**'s rows are batch x height x width, one per output pixel; its depth
 #   is kernel height x width x input channels; its width is its filters.
 #
-# So for a convnet the batch alone is not what fills the MXU: a few images already make
-# thousands of rows (the lines below count them). Cloud TPU's performance guide
-# gives the rule that matters: XLA lays arrays out in tiles of 8 x 128, so keep the batch
-# per core a multiple of 8 and feature sizes (channels, units) multiples of 128; a size of
-# 32 is padded to 128, a quarter of it used. The model's own matrix multiplies, per replica:
+# So for a convnet a few images already make thousands of rows. Cloud TPU's performance
+# guide gives the rule: XLA lays arrays out in tiles of 8 x 128, so keep the batch per core
+# a multiple of 8 and feature sizes (channels, units) multiples of 128. The weights, depth
+# x width, sit on the MXU, each side padded to a multiple of 128: the share in use is the
+# depth's share times the width's (depth 27, width 32: 5%). So this lesson, like lab 4,
+# takes `BATCH_PER_REPLICA` = 16: a multiple of 8, and many steps on this small dataset.
+# The model's matrix multiplies, per replica:
 
 # %%
-print(
-    "\n".join(
-        accelerator_wait.describe_matrix_shapes(timed_model, batch_per_replica=batch_per_replica)
-    )
+matrix_shapes = accelerator_wait.describe_matrix_shapes(
+    timed_model, batch_per_replica=BATCH_PER_REPLICA
 )
+print("\n".join(matrix_shapes))
 
 # %% [markdown]
-# What this lesson can measure is the other reason for large batches: a step's fixed
-# costs (a call from Python, the optimizer's update of every weight), paid once per batch.
-# Below, training images/s at several batches per replica, in turns. It cannot measure
-# the MXU (a TPU's profiler can); on a CPU or GPU, the numbers say nothing about a TPU's
-# shape.
+# This lesson can measure the other reason for large batches: a step's fixed costs (a
+# call from Python, the optimizer's update of every weight), paid once per batch. Below,
+# training images/s at several batches per replica, in turns. It cannot measure the MXU
+# (a TPU's profiler can); on a CPU or GPU, the numbers say nothing about a TPU's shape.
 
 # %%
 batch_runs = comparison.measure_in_turns(
@@ -392,32 +373,29 @@ for name in ["lesson's model", "tiny model"]:
 #
 # ## Decode less: crop while decoding
 #
-# A random crop (the usual augmentation of large images) decodes every pixel of the
-# image, then keeps a window of it and throws the rest away. Two ways decode less:
+# A random crop (the usual augmentation of large images) decodes every pixel, then keeps
+# a window and throws the rest away. Two ways decode less:
 #
-# - crop while decoding: `tf.io.extract_jpeg_shape()` reads the image's size from the
-#   JPEG header alone, `tf.image.sample_distorted_bounding_box()` picks a random window
-#   in it, and `tf.io.decode_and_crop_jpeg()` decodes only that window;
+# - crop while decoding: `tf.io.extract_jpeg_shape()` reads the size from the JPEG header,
+#   `tf.image.sample_distorted_bounding_box()` picks a random window in it, and
+#   `tf.io.decode_and_crop_jpeg()` decodes only that window;
 # - DCT scaling: `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and height,
-#   from the JPEG's coarse frequencies, instead of decoding every pixel and scaling down.
+#   from the JPEG's coarse frequencies.
 #
 # The windows' ranges (printed below) are `tensorflow/tpu`'s ResNet preprocessing's. It
 # once cropped its training images while decoding; since its commit 9a3c65a (2023-11-08)
 # the training crop decodes the whole image (`decode_image()`, then crop), and only its
-# evaluation centre crop still uses `decode_and_crop_jpeg()`. Below, the three ways cut
-# the same windows from the same JPEG bytes, held in memory: no reading is timed.
+# evaluation centre crop still uses `decode_and_crop_jpeg()`. The three ways cut the same
+# windows from the same JPEG bytes, in memory: no reading is timed.
 
 # %%
 serialized_records = tf.data.TFRecordDataset(shard_set.paths).take(NUM_DECODE_IMAGES)
 encoded_images = [records.parse_record(r)["image"].numpy() for r in serialized_records]
 average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
 print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
-smallest_area, largest_area = decode_less.AREA_RANGE
-narrowest, widest = decode_less.ASPECT_RATIO_RANGE
-print(
-    f"Random windows: {smallest_area:.0%} to {largest_area:.0%} of the image's area, "
-    f"width/height {narrowest:.2f} to {widest:.2f}"
-)
+area, aspect = decode_less.AREA_RANGE, decode_less.ASPECT_RATIO_RANGE
+print(f"Random windows: {area[0]:.0%} to {area[1]:.0%} of the image's area, "
+      f"width/height {aspect[0]:.2f} to {aspect[1]:.2f}")  # fmt: skip
 figure = display.show_image_rows(
     decode_less.sample_crops(encoded_images[:4], image_size=IMAGE_SIZE),
     title=f"The same windows, three ways, at {IMAGE_SIZE} px",
@@ -427,10 +405,9 @@ differences = decode_less.crop_differences(encoded_images[:50])
 
 # %% [markdown]
 # The pixels that differ, if any, lie on the crop's left and right edges (the line above
-# says how many lie elsewhere): these JPEGs store colour at half the resolution, and the
-# smooth upsampling of colour reads the column beyond the edge, which was not decoded.
-# Decoding at half size gives half the pixels across each window, so a small window is
-# enlarged from fewer pixels and looks softer (the last row of the figure).
+# says how many lie elsewhere): these JPEGs store colour at half the resolution, and its
+# smooth upsampling reads the column beyond the edge, which was not decoded. Decoding at
+# half size enlarges a small window from fewer pixels: softer (the figure's last row).
 #
 # Now the speed, in `NUM_ROUNDS` rounds, the three ways in turns:
 
@@ -451,12 +428,10 @@ for label, decode_run in decode_runs.items():
 # size; below 1, that way costs more than it saves. (The line on the
 # machine's load says whether other work ran meanwhile.)
 #
-# **When does it matter?** Lab 4 caches its decoded images and augments after the cache:
-# each image is decoded once. A crop chosen while decoding would be cached too, and come
-# back the same every epoch; with a cache, a random crop belongs after it. Decoding less
-# matters when the decoded images do not fit in memory (ImageNet on a TPU): every epoch
-# decodes every image again.
-# `training_pipeline()` above already decodes less: where `IMAGE_SIZE` is half of
+# **When does it matter?** Lab 4 caches its decoded images, and augments after the cache (a
+# crop chosen while decoding would be cached, the same every epoch). Decoding less matters
+# when the decoded images do not fit in memory (ImageNet on a TPU): every epoch decodes
+# every image again. `uncached` above already decodes less: where `IMAGE_SIZE` is half of
 # `TARGET_SIZE`, `decode_jpeg(..., ratio=2)` gives it directly (`pipeline.decode_ratio()`).
 
 # %% [markdown]
@@ -467,10 +442,9 @@ print(
     f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); "
     f"global batch {global_batch_size}, {NUM_ROUNDS} rounds in turns."
 )
-for result in [*runs.values(), *batch_runs.values(), *call_runs.values()]:
-    print(result.summary() + " images/s")
-print("\n".join(verdict_lines))
+print("\n".join([*stand_in.describe_idle(), *verdict_lines]))
 
 # %% [markdown]
 # *What changed from the original course:* it never measured whether the input kept up,
-# and its "128 per core" is not true of a convolution (details: docs/lessons.md).
+# and it asked for 128 images per core, which is not what fills the MXU of a convolution
+# (details: docs/lessons.md).

@@ -1,14 +1,18 @@
 """Times training steps: fed by a pipeline or from memory, by batch size, by steps per call.
 
-Lesson 5 asks three questions of a training step: does the pipeline keep up with it, how
-does its cost change with the batch size, and what does `steps_per_execution` save. The
-functions here make what `comparison.measure_in_turns` times, and the lines the lesson prints.
+Lesson 5 asks three questions of a training step: does the pipeline keep up with it (a
+simulated accelerator's idle time per step, on a timeline), how does its cost change with
+the batch size, and what does `steps_per_execution` save. The functions here make what
+`comparison.measure_in_turns` times, and the lines the lesson prints.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -16,13 +20,270 @@ import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
-from utils import comparison, timing
+from utils import arguments, comparison, records, timing
 
 if TYPE_CHECKING:
     import keras
 
+    from utils.storage import SimulatedStorage
+
+# The stand-in accelerator's rate: what one TPU v5e chip would take training ResNet-50 on
+# this course's 192 px images. We found no per-chip v5e images/s for ResNet-50 training
+# that we could check, so it is scaled from a published figure: ResNet-50 v1.5 trains at
+# 2,470 images/s on one A100 80GB (NVIDIA DeepLearningExamples, PyTorch, mixed precision,
+# 224 px; the figure lesson 7 quotes), times the chips' peak bf16 compute, 197 TFLOPs for
+# v5e (cloud.google.com/tpu/docs/v5e) against 312 for A100 (NVIDIA's A100 datasheet,
+# dense), times the pixels per image, 224 x 224 against 192 x 192. An estimate, not a
+# measurement: real chips reach different shares of their peaks.
+A100_RESNET50_IMAGES_PER_SECOND = 2470
+V5E_PEAK_BF16_TFLOPS = 197
+A100_PEAK_BF16_TFLOPS = 312
+STAND_IN_IMAGES_PER_SECOND = (
+    A100_RESNET50_IMAGES_PER_SECOND
+    * V5E_PEAK_BF16_TFLOPS
+    / A100_PEAK_BF16_TFLOPS
+    * (224 / 192) ** 2
+)
+
 # The formats mixed precision chooses between, in the order the lesson prints them.
 FLOAT_FORMATS = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+
+
+def describe_stand_in(images_per_second: float, *, batch_size: int) -> str:
+    """Says what the stand-in accelerator takes per step, and where its default rate comes from.
+
+    Args:
+        images_per_second: the stand-in's rate (the lesson's `STAND_IN_IMAGES_PER_SECOND`).
+        batch_size: images per step.
+
+    Returns:
+        One line: the step time, and `STAND_IN_IMAGES_PER_SECOND`'s derivation.
+
+    Example:
+        print(accelerator_wait.describe_stand_in(2120, batch_size=32))
+    """
+    step_ms = 1000 * batch_size / images_per_second
+    return (
+        f"SIMULATED accelerator: {images_per_second:,.0f} images/s, a step of {batch_size} "
+        f"images takes {step_ms:.1f} ms (a sleep). A TPU v5e chip training ResNet-50 on 192 "
+        f"px images, estimated: {A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 "
+        f"(NVIDIA, 224 px) x {V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 TFLOPs "
+        f"x (224/192)^2 pixels = {STAND_IN_IMAGES_PER_SECOND:,.0f}."
+    )
+
+
+def naive_pipeline(
+    filenames: Sequence[str],
+    *,
+    target_size: int,
+    num_classes: int,
+    batch_size: int,
+    storage: SimulatedStorage | None = None,
+) -> tf.data.Dataset:
+    """Endless batches made the slow way: the pipeline lessons 1 to 3 improve on.
+
+    One shard read at a time (each pays its first-byte wait in turn), each record parsed
+    and its whole JPEG decoded on its own, one after another, and nothing made ahead of
+    the consumer: no parallel map, no prefetch (tf.data's own injected prefetch is off).
+
+    Args:
+        filenames: shard paths, read over and over in this order.
+        target_size: side of the stored images (decoded at that size).
+        num_classes: length of the one-hot label.
+        batch_size: images per batch.
+        storage: a `storage.SimulatedStorage` to read through; None reads directly.
+
+    Returns:
+        A dataset of (uint8 images (batch, size, size, 3), one-hot labels) batches.
+
+    Example:
+        naive = accelerator_wait.naive_pipeline(shards, target_size=192, num_classes=5,
+                                                batch_size=32, storage=simulated_storage)
+    """
+    arguments.check_integer("batch_size", batch_size, 1)
+    names = tf.data.Dataset.from_tensor_slices([str(path) for path in filenames]).repeat()
+    serialized = storage.tfrecord_dataset(names) if storage else tf.data.TFRecordDataset(names)
+
+    def decode_one(record):
+        parsed = records.parse_record(record)
+        image = tf.io.decode_jpeg(parsed["image"], channels=3)
+        image = tf.reshape(image, [target_size, target_size, 3])
+        return image, tf.reshape(parsed["one_hot_class"], [num_classes])
+
+    # A map without num_parallel_calls, on purpose: this is the pipeline to improve.
+    batches = serialized.map(decode_one).batch(batch_size, drop_remainder=True)
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    options.experimental_optimization.map_parallelization = False
+    return batches.with_options(options)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepTimeline:
+    """When a (simulated) accelerator waited for each batch and when it computed on it.
+
+    Attributes:
+        label: what fed it.
+        waits: per step, (asked for the batch, got it), in seconds from the first step.
+        steps: per step, (start, end) of the step, in seconds from the first step.
+        batch_size: images per step.
+    """
+
+    label: str
+    waits: list[tuple[float, float]]
+    steps: list[tuple[float, float]]
+    batch_size: int
+
+    @property
+    def idle_ms_per_step(self) -> float:
+        """Returns the mean time a step waited for its batch, in milliseconds."""
+        return 1000 * statistics.fmean(got - asked for asked, got in self.waits)
+
+    @property
+    def images_per_second(self) -> float:
+        """Returns the images trained per second, waits included: batch / (step + idle)."""
+        return self.batch_size * len(self.steps) / (self.steps[-1][1] - self.waits[0][0])
+
+
+class SimulatedAccelerator:
+    """A stand-in accelerator: each training step is a sleep of `batch_size / rate` seconds.
+
+    A SIMULATION: nothing is computed. During a step the caller asks for nothing, as a
+    training loop between two steps; only what the pipeline runs in the background
+    (`prefetch`, a parallel `map`) goes on. The time spent in `next()` before a step is
+    the accelerator's idle time. Each run keeps its `StepTimeline`, by label.
+
+    Args:
+        images_per_second: the images it consumes per second when never kept waiting.
+        batch_size: images per step.
+        num_steps: steps timed per run.
+        num_warmup_steps: steps run before the timed ones (the pipeline starts up).
+
+    Example:
+        stand_in = accelerator_wait.SimulatedAccelerator(images_per_second=2120,
+                                                         batch_size=32, num_steps=32)
+        runs = comparison.measure_in_turns(stand_in.candidates({"naive": naive}), repeats=5)
+    """
+
+    def __init__(
+        self,
+        *,
+        images_per_second: float,
+        batch_size: int,
+        num_steps: int,
+        num_warmup_steps: int = 8,
+    ):
+        if not (isinstance(images_per_second, (int, float)) and images_per_second > 0):
+            raise ValueError(
+                "`images_per_second` must be a positive number. "
+                f"Received: images_per_second={images_per_second!r}"
+            )
+        arguments.check_integer("batch_size", batch_size, 1)
+        arguments.check_integer("num_steps", num_steps, 1)
+        arguments.check_integer("num_warmup_steps", num_warmup_steps, 0)
+        self.step_seconds = batch_size / images_per_second
+        self.batch_size = batch_size
+        self.num_steps = num_steps
+        self.num_warmup_steps = num_warmup_steps
+        self.timelines: dict[str, list[StepTimeline]] = {}
+
+    def run(self, dataset: tf.data.Dataset, *, label: str) -> StepTimeline:
+        """Trains (sleeps) on `dataset` for the warm-up and timed steps; keeps the timeline.
+
+        Args:
+            dataset: endless batches.
+            label: what feeds it; the timeline is kept under it.
+
+        Returns:
+            The timed steps' `StepTimeline`.
+        """
+        batches = iter(dataset)
+        waits, steps = [], []
+        for index in range(self.num_warmup_steps + self.num_steps):
+            asked = time.perf_counter()
+            next(batches)
+            got = time.perf_counter()
+            time.sleep(self.step_seconds)  # The step: a sleep, which frees the CPU.
+            if index >= self.num_warmup_steps:
+                waits.append((asked, got))
+                steps.append((got, time.perf_counter()))
+        start = waits[0][0]
+        timeline = StepTimeline(
+            label,
+            [(a - start, b - start) for a, b in waits],
+            [(a - start, b - start) for a, b in steps],
+            self.batch_size,
+        )
+        self.timelines.setdefault(label, []).append(timeline)
+        return timeline
+
+    def candidates(self, datasets: dict[str, tf.data.Dataset]) -> dict[str, Callable[[], float]]:
+        """Candidates for `comparison.measure_in_turns`: images/s the stand-in trains at.
+
+        Args:
+            datasets: label -> endless batches.
+
+        Returns:
+            label -> a function of no arguments that runs it once and returns images/s.
+        """
+        return {
+            label: lambda label=label, dataset=dataset: (
+                self.run(dataset, label=label).images_per_second
+            )
+            for label, dataset in datasets.items()
+        }
+
+    def idle_runs(self) -> dict[str, comparison.RepeatedResult]:
+        """Returns each label's idle milliseconds per step, one value per run."""
+        return {
+            label: comparison.RepeatedResult(
+                label, tuple(timeline.idle_ms_per_step for timeline in timelines)
+            )
+            for label, timelines in self.timelines.items()
+        }
+
+    def describe_idle(self) -> list[str]:
+        """Says, for each label, how long a step waited for its batch: median and range.
+
+        Returns:
+            One line per label: `label: idle <median> ms per step (<min>-<max>, N runs),
+            against a step of <step> ms`.
+        """
+        return [
+            f"{idle.summary('.1f')} ms idle per step, against a step of "
+            f"{1000 * self.step_seconds:.1f} ms"
+            for idle in self.idle_runs().values()
+        ]
+
+
+def plot_step_timelines(timelines: Sequence[StepTimeline], *, num_steps: int = 12):
+    """Draws each timeline's first steps: the step (green) and the wait before it (red).
+
+    Args:
+        timelines: `StepTimeline`s, one row each, on one time axis.
+        num_steps: steps drawn per row.
+
+    Returns:
+        The matplotlib Figure.
+
+    Example:
+        accelerator_wait.plot_step_timelines([runs[-1] for runs in stand_in.timelines.values()])
+    """
+    import matplotlib.pyplot as plt  # Imported here: the timing needs no plotting.
+
+    figure, axis = plt.subplots(figsize=(10, 0.9 + 0.6 * len(timelines)))
+    for row, timeline in enumerate(timelines):
+        shown = zip(timeline.waits[:num_steps], timeline.steps[:num_steps], strict=True)
+        for (asked, got), (start, end) in shown:
+            for begin, finish, color in ((asked, got, "tab:red"), (start, end, "tab:green")):
+                bar = (1000 * begin, 1000 * (finish - begin))
+                axis.broken_barh([bar], (row - 0.3, 0.6), color=color)
+    axis.set_yticks(range(len(timelines)), [timeline.label for timeline in timelines])
+    axis.set_ylim(len(timelines) - 0.5, -0.5)
+    axis.set_xlabel("milliseconds from the first timed step")
+    axis.set_title("Green: a (simulated) step. Red: the accelerator waits for its batch")
+    figure.tight_layout()
+    return figure
 
 
 def describe_float_formats() -> list[str]:
@@ -132,31 +393,6 @@ def describe_comparison(
     )
 
 
-def median_bars(runs: dict[str, comparison.RepeatedResult]) -> list[timing.ThroughputResult]:
-    """Turns images/s taken in turns into bars for `charts.plot_throughput`: median, range.
-
-    Args:
-        runs: {label: `comparison.RepeatedResult` of images/s}.
-
-    Returns:
-        One `timing.ThroughputResult` per run, at its median, its label carrying the range.
-
-    Example:
-        charts.plot_throughput(accelerator_wait.median_bars(delivered), references=consumed)
-    """
-    return [
-        timing.ThroughputResult(
-            f"{label}\n({result.minimum:,.0f}-{result.maximum:,.0f})",
-            num_images=0,
-            seconds=0.0,
-            images_per_second=result.median,
-            megabytes_per_second=None,
-            warmup_seconds=0.0,
-        )
-        for label, result in runs.items()
-    ]
-
-
 def batch_size_rates(
     make_model: Callable[[], keras.Model],
     example: tuple[tf.Tensor, tf.Tensor],
@@ -198,23 +434,33 @@ def batch_size_rates(
     return rates
 
 
-def describe_matrix_shapes(model: keras.Model, *, batch_per_replica: int) -> list[str]:
-    """Says the matrix multiply each Conv2D and Dense layer of `model` makes, per replica.
+def _padded(size: int, tile: int) -> int:
+    return -(-size // tile) * tile
+
+
+def describe_matrix_shapes(
+    model: keras.Model, *, batch_per_replica: int, mxu_size: int = 128
+) -> list[str]:
+    """Says the matrix multiply each Conv2D and Dense layer makes, and how full it keeps the MXU.
 
     A convolution is a matrix multiply whose rows are batch x height x width (one per
-    output pixel), whose depth is kernel height x width x input channels, and whose
-    width is its filters; a dense layer's rows are the batch alone.
+    output pixel), whose depth is kernel height x width x input channels, and whose width
+    is its filters; a dense layer's rows are the batch alone. XLA pads arrays to tiles of
+    8 x 128: the rows to a multiple of 8, the depth and the width to multiples of 128. The
+    weights (depth x width) sit on the MXU's `mxu_size` x `mxu_size` grid, so the share of
+    it in use is the depth's share times the width's.
 
     Args:
         model: a built Keras model.
         batch_per_replica: the images each replica takes.
+        mxu_size: the MXU's side (128 on v5e, 256 on v6e).
 
     Returns:
-        One line per layer: rows, depth, width, and the width's share of the columns it
-        is padded to (a multiple of 128).
+        One line per layer: rows, depth and width, each with the size it is padded to and
+        the share of it used, and the share of the MXU in use.
 
     Example:
-        print("\n".join(accelerator_wait.describe_matrix_shapes(model, batch_per_replica=8)))
+        print("\n".join(accelerator_wait.describe_matrix_shapes(model, batch_per_replica=16)))
     """
     lines = []
     for layer in model.layers:
@@ -224,10 +470,17 @@ def describe_matrix_shapes(model: keras.Model, *, batch_per_replica: int) -> lis
         pixels = [int(size) for size in layer.output.shape[1:-1]]
         rows = " x ".join(str(size) for size in [batch_per_replica, *pixels])
         num_rows = batch_per_replica * int(np.prod(pixels, dtype=int))
-        padded = -(-width // 128) * 128
+        sides = {
+            "rows": (num_rows, _padded(num_rows, 8)),
+            "depth": (depth, _padded(depth, mxu_size)),
+            "width": (width, _padded(width, mxu_size)),
+        }
+        used = {name: size / padded for name, (size, padded) in sides.items()}
         lines.append(
-            f"{layer.name:>8}: rows {rows} = {num_rows:,}, depth {depth:,}, width {width}: "
-            f"{width / padded:.0%} of {padded} columns"
+            f"{layer.name:>8}: rows {rows} = {num_rows:,} ({used['rows']:.0%} of "
+            f"{sides['rows'][1]:,}); depth {depth:,} ({used['depth']:.0%} of "
+            f"{sides['depth'][1]:,}) x width {width:,} ({used['width']:.0%} of "
+            f"{sides['width'][1]:,}): {used['depth'] * used['width']:.0%} of the MXU"
         )
     return lines
 
