@@ -211,9 +211,9 @@ def test_setup_cell_finds_the_course_beside_a_decoy_utils_py(tmp_path):
         + "\nfrom utils import checks\n"
         + "print('RESULT', sys.modules['utils'].__file__, checks.__name__)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
-    )
+    # From standard input, as `-c` would, but with no limit on the argument's length.
+    result = subprocess.run([sys.executable, "-"], input=code, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert lines[0] in (
@@ -228,9 +228,8 @@ def test_setup_cell_finds_the_course_beside_a_decoy_utils_py(tmp_path):
 def test_setup_cell_in_a_clone_says_so(tmp_path):
     code = _setup_code() + "\nprint('RESULT', sys.path[0])\n"
     labs = REPO_ROOT / "labs"
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=labs, capture_output=True, text=True, timeout=300
-    )
+    result = subprocess.run([sys.executable, "-"], input=code, cwd=labs,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines()[0] == f"Course {VERSION}: the clone in the folder above."
     assert result.stdout.splitlines()[-1] == f"RESULT {REPO_ROOT}"

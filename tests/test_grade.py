@@ -1,5 +1,6 @@
 """Tests of tools/grade.py: one grading run over good, stub and bad submissions."""
 
+import base64
 import copy
 import csv
 import re
@@ -213,6 +214,31 @@ PYTHON_IN_GRAPH = """def label_from_path(path):
     return tf.numpy_function(label_of, [path], tf.int64)
 """
 
+# Found by a hostile tester: a module planted in the kernel's work folder, which the judge
+# imported first when it ran there (`python -m` put its folder first on sys.path); the
+# cell is hidden and tagged `setup`. And a graph that called the judge's own storage's
+# `__init__` (latency 0: the reads in flight were not measured).
+SHADOW = """import sys
+main = sys.modules.get("__main__")
+if main is not None and hasattr(main, "run_check"):
+    main.run_check = lambda source, todo, namespace: (True, f"TODO {todo} passed: shadow")
+"""
+ENCODED = base64.b64encode(SHADOW.encode()).decode()
+PLANT = f"import base64\nopen('statistics.py', 'w').write(base64.b64decode({ENCODED!r}).decode())\n"
+REINIT = """filenames = tf.data.Dataset.from_tensor_slices(list(source.paths))
+filenames = filenames.shuffle(len(source.paths), seed=SEED)
+
+
+def _tidy(path):
+    done = tf.numpy_function(simulated_storage.__init__, [tf.constant(0.0, tf.float64)], [],
+                             stateful=True)
+    with tf.control_dependencies([done]):
+        return tf.identity(path)
+
+
+filenames = filenames.map(_tidy)
+"""
+
 
 def _set_todo(notebook, todo, source):
     return _with_todo(notebook, todo, lambda old: source)
@@ -272,6 +298,12 @@ def graded(tmp_path_factory):
     notes_first = copy.deepcopy(solution)
     notes_first.cells.insert(0, nbformat.v4.new_code_cell("!pip --version\nprint('my notes')"))
     write(notes_first, "x-9-cell-above-setup.ipynb")
+    planted = copy.deepcopy(lab)
+    hidden = nbformat.v4.new_code_cell(PLANT)
+    hidden.metadata = {"jupyter": {"source_hidden": True}, "tags": ["setup"]}
+    planted.cells.insert(_cell_index(lab, todo=1), hidden)
+    write(planted, "x-11-planted-module.ipynb")
+    write(_set_todo(solution, 1, REINIT), "x-12-storage-init.ipynb")
     lab3 = _notebook("labs", LAB3)
     lab3.cells.insert(_cell_index(lab3, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))
     write(lab3, "x-10-lab3-replies.ipynb")
@@ -336,6 +368,8 @@ def test_the_whole_grade_table(graded):
             "x-7-export", ["0"] * 4, "0", "4", "paths outside the work folder; the grader's names",
         ),
         "x-8-python-in-graph.ipynb": ("x-8-python-in-graph", ["1", "0", "0", "0"], "1", "4", ""),
+        "x-11-planted-module.ipynb": ("x-11-planted-module", ["0"] * 4, "0", "4", "hidden cells"),
+        "x-12-storage-init.ipynb": ("x-12-storage-init", ["0"] * 4, "0", "4", ""),
         "x-10-lab3-replies.ipynb": (
             "x-10-lab3-replies", ["0"] * 4, "0", "4",
             "imported modules; sys.modules; IPython hooks",

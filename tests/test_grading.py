@@ -17,7 +17,16 @@ from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 from tools import grade
 from tools.grade_kernel import CellResult
-from tools.grading import flags, identify, kernel_guard, prepare, reports, score, versions
+from tools.grading import (
+    flags,
+    identify,
+    kernel_guard,
+    prepare,
+    reports,
+    score,
+    syntax_flags,
+    versions,
+)
 from tools.grading.feedback import feedback
 from tools.grading.model import KEY, Grade, Limits, Options, Submission, marks, todo_of
 
@@ -112,7 +121,7 @@ class TestFlags:
         (tmp_path / "utils" / "checks").mkdir(parents=True)
         for name in ("__init__.py", "brand_new.py", "checks/__init__.py", "checks/lab9.py"):
             (tmp_path / "utils" / name).write_text("")
-        assert flags.course_modules(tmp_path / "utils") == {
+        assert syntax_flags.course_modules(tmp_path / "utils") == {
             "utils", "brand_new", "checks", "lab9"
         }  # fmt: skip
 

@@ -145,3 +145,16 @@ def test_parsing_specs_cross_and_a_named_tuple_is_not_a_tuple():
         0,
         0,
     ]
+
+
+def test_only_the_courses_own_callbacks_are_bound():
+    """A graph may not call any other method of a course object (its `__init__` reset the
+    judge's storage to no latency) nor any other function of `utils`."""
+    judges = storage.SimulatedStorage(latency_ms=50)
+    namespace = {"simulated_storage": judges}
+    assert graphs._callback(["object", "simulated_storage", "_wait_for_path"], namespace)
+    for role in (["object", "simulated_storage", "__init__"],
+                 ["object", "simulated_storage", "reset_counters"],
+                 ["function", "utils.storage", "SimulatedStorage"], None, "x"):  # fmt: skip
+        assert graphs._callback(role, namespace) is None
+    assert judges.latency_ms == 50

@@ -280,7 +280,9 @@ def test_check_parallel_records_on_a_damaged_shard_blames_the_shard_not_the_todo
     _truncate(shards[3])
     options = tf.data.Options()
     options.deterministic = False
-    dataset = tf.data.TFRecordDataset([str(p) for p in shards], num_parallel_reads=4)
+    from utils import storage
+
+    dataset = storage.read_tfrecords([str(p) for p in shards], num_parallel_reads=4)
 
     def image_and_label(serialized):
         record = records.parse_record(serialized)
@@ -289,8 +291,6 @@ def test_check_parallel_records_on_a_damaged_shard_blames_the_shard_not_the_todo
     dataset = dataset.with_options(options).map(
         image_and_label, num_parallel_calls=tf.data.AUTOTUNE
     )
-    from utils import storage
-
     with pytest.raises(checks.DataProblem, match=rf"Not a problem of TODO 2: .*{shards[3].name}"):
         checks.check_parallel_records(
             dataset, todo=2, storage=storage.SimulatedStorage(latency_ms=0),

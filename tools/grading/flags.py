@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import ast
 import difflib
-import pkgutil
 import re
-from pathlib import Path
 
 import nbformat
 
-from tools.grading.model import KEY, REPO_ROOT, Submission, marks, parse, without_magics
+from tools.grading.model import KEY, Submission, marks, parse, without_magics
 from tools.grading.prepare import lab_parameters
 from tools.grading.restore import learner_cells
-from tools.grading.syntax_flags import bound_names, os_sys_aliases, syntax_flags
+from tools.grading.syntax_flags import (
+    COURSE_MODULES,
+    bound_names,
+    os_sys_aliases,
+    syntax_flags,
+)
 
 # What a learner's code has no reason to do, by flag: regular expressions on the code.
 FLAGS = {
@@ -41,28 +44,10 @@ FLAGS = {
     r"|\bfork\b|\bmultiprocessing\b|\bctypes\b|\bpty\b|\bposix_spawn|\bcreate_subprocess"
     r"|\bthreading\.Thread\b|\bsignal\b",
     "the grader's names": r"\b_grader_\w*",
+    "hidden cells": r"^(?!)",  # A cell of the learner's tagged `setup` or hidden (`step`).
 }
 FLAG_NAMES = tuple(FLAGS)
 LIBRARY_MODULES = frozenset({"np", "tf", "keras", "jax"})  # As the labs import them.
-
-
-def course_modules(package: Path = REPO_ROOT / "utils") -> frozenset[str]:
-    """The course package's name and the short name of each of its modules, at any depth.
-
-    Found from the files (`pkgutil`, nothing imported), so a new or renamed module of
-    `utils/` is covered without a list to keep.
-    """
-    names, folders = {package.name}, [package]
-    while folders:
-        folder = folders.pop()
-        for module in pkgutil.iter_modules([str(folder)]):
-            names.add(module.name)
-            if module.ispkg:
-                folders.append(folder / module.name)
-    return frozenset(names)
-
-
-COURSE_MODULES = course_modules()
 
 
 def _lab_names(lab: nbformat.NotebookNode):
@@ -116,6 +101,16 @@ def find_flags(code: str, lab: nbformat.NotebookNode | None = None) -> list[str]
     return [name for name in FLAGS if name in found]
 
 
+def _is_labs_setup(cell) -> bool:
+    return "setup" in cell.metadata.get("tags", []) and "added" not in cell.metadata.get(KEY, {})
+
+
+def _hidden(cell) -> bool:
+    return "setup" in cell.metadata.get("tags", []) or cell.metadata.get("jupyter", {}).get(
+        "source_hidden", False
+    )
+
+
 def review_diff(lab: nbformat.NotebookNode, restored: nbformat.NotebookNode) -> str:
     """The learner's code against the lab's, as a unified diff of the code cells."""
 
@@ -125,11 +120,7 @@ def review_diff(lab: nbformat.NotebookNode, restored: nbformat.NotebookNode) -> 
             for cell in notebook.cells
             if cell.cell_type == "code"
             and "check" not in marks(cell)
-            # The lab's set-up cell is left out; a learner's cell is shown whatever its tags.
-            and (
-                "setup" not in cell.metadata.get("tags", [])
-                or "added" in cell.metadata.get(KEY, {})
-            )
+            and not _is_labs_setup(cell)  # A learner's cell is shown whatever its tags.
             for line in [f"# --- {cell.get('id')}", *cell.source.splitlines()]
         ]
 
@@ -142,6 +133,8 @@ def step(submission: Submission) -> bool:
     grade = submission.grade
     mine = learner_cells(submission.restored)
     grade.flags = find_flags("\n".join(c.source for c in mine), submission.lab)
+    if any(_hidden(c) for c in mine if "added" in c.metadata.get(KEY, {})):
+        grade.flags.append("hidden cells")
     if grade.flags:
         grade.diff = review_diff(submission.lab, submission.restored)
     return True

@@ -23,16 +23,30 @@ class NotSealable(ValueError):
     """What the TODO made cannot be checked outside the learner's kernel; says why."""
 
 
+# The only Python callbacks a graph may call in the judge: the course's own, by name.
+# Any other (a learner's, or another method of a course object: its `__init__` would
+# reset the judge's storage) refuses the graph.
+COURSE_CALLBACKS = {
+    ("object", "SimulatedStorage", "_wait_for_path"),
+    ("object", "SimulatedStorage", "_open_stream"),
+    ("object", "SimulatedStorage", "_wait_for_stream"),
+    ("function", "utils.records", "_orientation_of"),
+}
+
+
 def _callback(role, namespace: dict):
-    """The judge's own callback for a role, or None: course objects and functions only."""
-    if role and role[0] == "object" and len(role) == 3:
-        owner = namespace.get(role[1])
-        if type(owner).__module__.split(".")[0] == "utils" and not isinstance(owner, type):
-            method = getattr(type(owner), role[2], None)
-            return getattr(owner, role[2]) if callable(method) else None
-    if role and role[0] == "function" and len(role) == 3 and role[1].startswith("utils."):
-        function = getattr(importlib.import_module(role[1]), role[2], None)
-        return function if callable(function) else None
+    """The judge's own callback for a role in `COURSE_CALLBACKS`, or None."""
+    if not isinstance(role, list) or len(role) != 3:
+        return None
+    kind, owner_name, name = (str(part) for part in role)
+    if kind == "object":
+        owner = namespace.get(owner_name)
+        if ("object", type(owner).__name__, name) in COURSE_CALLBACKS and type(
+            owner
+        ).__module__.startswith("utils."):
+            return getattr(owner, name)
+    elif (kind, owner_name, name) in COURSE_CALLBACKS:
+        return getattr(importlib.import_module(owner_name), name)
     return None
 
 

@@ -18,34 +18,7 @@ from pathlib import Path
 from tools import grade_kernel
 from tools.grading import sealed
 from tools.grading.model import REPO_ROOT, Limits, Options, Submission
-from utils import data, progress
-
-
-def prepare_work(work: Path, cache: Path | None) -> dict[str, str]:
-    """Makes a submission's work folder (home, data cache) and returns its environment.
-
-    The private cache links to each finished embedded dataset of the shared cache (read-only
-    in the sandbox); anything else a lab writes to its cache (shards) stays in the folder.
-    """
-    (work / "home").mkdir(parents=True)
-    (work / "cache").mkdir()
-    if cache is not None and cache.is_dir():
-        for dataset in cache.glob("flowers-embedded-*"):
-            if (dataset / "dataset.json").exists():
-                (work / "cache" / dataset.name).symlink_to(dataset)
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "HOME": str(work / "home"),
-        "TMPDIR": "/tmp",
-        data.CACHE_ENV_VAR: str(work / "cache"),
-        progress.DISABLE_ENV_VAR: "1",
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "PYTHONPATH": str(REPO_ROOT),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "MPLBACKEND": "Agg",
-        "NO_GCE_CHECK": "true",
-    }
+from tools.grading.workfolder import prepare_work
 
 
 def run_prepared(prepared: list, limits: Limits, options: Options, label: str, judge_plan=None):
@@ -73,7 +46,7 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     if judge_plan is not None:
         job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
                "read_only": data_folders}  # fmt: skip
-        judged["process"], judged["key"] = sealed.start_judge(job, work, env, options.bwrap)
+        judged["process"], judged["key"] = sealed.start_judge(job, work, env, options)
 
     def wait_for_judge(results):
         if results and results[-1].status != "ok":  # The run stopped: nothing more will come.

@@ -18,6 +18,7 @@ import json
 import secrets
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -25,6 +26,7 @@ import nbformat
 from tools import sandbox
 from tools.grading.judge_plan import bound_names
 from tools.grading.model import KEY, REPO_ROOT, marks
+from tools.grading.workfolder import prepare_work
 
 SEALED_LABS = frozenset({"01_tf_data_basics", "03_read_tfrecords", "08_where_the_time_goes"})
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
@@ -86,21 +88,36 @@ def kernel_cells(restored, lab, literals: str, seconds: float) -> list:
     return prepared
 
 
-def start_judge(job: dict, work: Path, env: dict, bwrap: str | None) -> tuple:
-    """Starts the judge on `job`; returns (its process, the key its verdicts are signed with)."""
+def start_judge(job: dict, work: Path, env: dict, options) -> tuple:
+    """Starts the judge on `job`; returns (its process, the key its verdicts are signed with).
+
+    The judge has a folder of its own (HOME, temporary files, its own data cache), sees the
+    kernel's work folder read-only (the socket, the files the learner's graphs read), runs
+    with `python -I` (no folder the kernel can write is on its `sys.path`) and under the
+    same memory limit as the kernel.
+    """
     key = secrets.token_bytes(32)
-    command = [sys.executable, "-m", "tools.grading.judge"]
-    if bwrap:
+    own = Path(tempfile.mkdtemp(prefix=f"{work.name}-judge-", dir=work.parent))
+    env = {**prepare_work(own, options.cache), "PATH": env["PATH"]}
+    start = (
+        f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); "
+        "from tools.grading import judge; sys.exit(judge.main())"
+    )
+    command = sandbox.with_memory_limit([sys.executable, "-I", "-c", start],
+                                        int(options.memory_gb * 2**30))  # fmt: skip
+    if options.bwrap:
         read_only = [REPO_ROOT / "utils", REPO_ROOT / "tools", Path(sys.prefix),
-                     Path(sys.base_prefix), *job.pop("read_only")]  # fmt: skip
-        command = sandbox.bwrap_command(bwrap, command, work=work, env=env, read_only=read_only)
+                     Path(sys.base_prefix), work, *job.pop("read_only")]  # fmt: skip
+        command = sandbox.bwrap_command(options.bwrap, command, work=own, env=env,
+                                        read_only=read_only)  # fmt: skip
     else:
         job.pop("read_only")
     process = subprocess.Popen(
-        command, cwd=work, env=None if bwrap else env, stdin=subprocess.PIPE,
+        command, cwd=own, env=None if options.bwrap else env, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
-    process.stdin.write(json.dumps({**job, "key": key.hex(), "course": str(REPO_ROOT)}) + "\n")
+    job = {**job, "socket": str(work / job["socket"]), "key": key.hex(), "course": str(REPO_ROOT)}
+    process.stdin.write(json.dumps(job) + "\n")
     process.stdin.close()
     process.stdin = None  # So that `communicate()` reads the verdicts only.
     return process, key

@@ -7,8 +7,10 @@ Takes code and the names the lab defines; gives flag names (see `flags.FLAGS`).
 from __future__ import annotations
 
 import ast
+import pkgutil
+from pathlib import Path
 
-from tools.grading.model import parse, without_magics
+from tools.grading.model import REPO_ROOT, parse, without_magics
 
 
 def syntax_flags(
@@ -89,3 +91,22 @@ def os_sys_aliases(code: str) -> dict[str, str]:
                     if isinstance(target, ast.Name):
                         aliases[target.id] = node.value.id
     return aliases
+
+
+def course_modules(package: Path = REPO_ROOT / "utils") -> frozenset[str]:
+    """The course package's name and the short name of each of its modules, at any depth.
+
+    Found from the files (`pkgutil`, nothing imported), so a new or renamed module of
+    `utils/` is covered without a list to keep.
+    """
+    names, folders = {package.name}, [package]
+    while folders:
+        folder = folders.pop()
+        for module in pkgutil.iter_modules([str(folder)]):
+            names.add(module.name)
+            if module.ispkg:
+                folders.append(folder / module.name)
+    return frozenset(names)
+
+
+COURSE_MODULES = course_modules()
