@@ -3,6 +3,7 @@
 import base64
 import copy
 import csv
+import datetime
 import re
 import subprocess
 import sys
@@ -44,6 +45,9 @@ def _without_checks(notebook):
 
 LAB1 = "01_tf_data_basics"
 LAB3 = "03_read_tfrecords"
+ROSTER = "Student,ID,SIS User ID,SIS Login ID,Section,Lab 2 TFRecords (902)\n" + "".join(
+    f"{name},{name},S-{name},{name}@school,A,\n" for name in ("ann", "bob", "cat", "dan")
+)
 TOKEN = "linger-tpu-speed-grade-test"  # In the command line of the processes left running.
 CHEAT = """filenames = ...
 import importlib
@@ -316,11 +320,25 @@ def graded(tmp_path_factory):
         write(_with_todo(solution, 1, lambda s: s + attack), "x-attack.ipynb")
     write(_with_todo(solution, 1, lambda s: s + VICTIM), "y-victim.ipynb")
     before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    # The class's own files: a roster (dan handed nothing in), due dates (lab 2 was due two
+    # days and an hour before cat handed it in) and the instructor's decision on bob's TODO 1.
+    class_files = tmp_path_factory.mktemp("class")
+    (class_files / "roster.csv").write_text(ROSTER)
+    (class_files / "overrides.csv").write_text(
+        "learner,lab,todo,points,reason\nbob,01,1,1,listed the files in a cell of their own\n"
+    )
+    lab2_due = datetime.datetime.fromtimestamp((folder / "cat_02.ipynb").stat().st_mtime)
+    lab2_due -= datetime.timedelta(days=2, hours=1)
     git_before = _git_status()
     status = grade.main([str(folder), "--output-dir", str(output_dir), "-j", "2",
-                         "--id-pattern", r"^(?P<id>[a-z]+)_\d\d\.ipynb$"])  # fmt: skip
+                         "--id-pattern", r"^(?P<id>[a-z]+)_\d\d\.ipynb$",
+                         "--roster", str(class_files / "roster.csv"),
+                         "--due", "01=2099-01-01T00:00",
+                         "--due", f"02={lab2_due.isoformat(timespec='seconds')}",
+                         "--overrides", str(class_files / "overrides.csv")])  # fmt: skip
     with open(output_dir / "grades.csv") as file:
-        rows = {row["submission"]: row for row in csv.DictReader(file)}
+        rows = {row["submission"] or f"{row['learner']} {row['lab']}": row
+                for row in csv.DictReader(file)}  # fmt: skip
     after = {path.name: path.read_bytes() for path in folder.iterdir()}
     return status, rows, output_dir, (after == before, git_before, _git_status())
 
@@ -333,10 +351,10 @@ def test_the_whole_grade_table(graded):
     status, rows, _, _ = graded
     assert status == 0
     table = {name: (row["learner"], _points(row), row["total"], row["maximum"], row["flags"])
-             for name, row in rows.items()}  # fmt: skip
+             for name, row in rows.items() if row["submission"]}  # fmt: skip
     expected = {
         "ann_01.ipynb": ("ann", ["1"] * 4, "4", "4", ""),
-        "bob_01.ipynb": ("bob", ["0"] * 4, "0", "4", ""),
+        "bob_01.ipynb": ("bob", ["1", "0", "0", "0"], "1", "4", ""),  # TODO 1: an override.
         "cat_02.ipynb": ("cat", ["1"] * 4, "4", "4", ""),
         "x-broken.ipynb": ("x-broken", [""] * 4, "", "", ""),
         "x-other-course.ipynb": ("x-other-course", [""] * 4, "", "", ""),
@@ -385,6 +403,32 @@ def test_the_whole_grade_table(graded):
     assert table == expected
 
 
+def test_a_class_gradebook_missing_late_and_overridden_rows_and_lms_files(graded):
+    rows, output_dir = graded[1], graded[2]
+    fields = ("status", "total", "late days", "penalty %", "final", "overrides")
+    assert {key: [rows[key][f] for f in fields] for key in
+            ("bob_01.ipynb", "cat_02.ipynb", f"dan {LAB1}", f"dan {LAB2}")} == {
+        "bob_01.ipynb": ["graded", "1", "", "", "1",
+                         "TODO 1: 1 (listed the files in a cell of their own)"],
+        "cat_02.ipynb": ["graded", "4", "3", "30", "2.8", ""],
+        f"dan {LAB1}": ["missing", "", "", "", "0", ""],
+        f"dan {LAB2}": ["missing", "", "", "", "0", ""],
+    }  # fmt: skip
+    # Lab 2's column is the roster's (its Canvas id kept); lab 3, graded but not due, too.
+    assert (output_dir / "canvas.csv").read_text().splitlines() == [
+        f"Student,ID,SIS User ID,SIS Login ID,Section,{LAB1},Lab 2 TFRecords (902),{LAB3}",
+        "ann,ann,S-ann,ann@school,A,4,0,", "bob,bob,S-bob,bob@school,A,1,0,",
+        "cat,cat,S-cat,cat@school,A,0,2.8,", "dan,dan,S-dan,dan@school,A,0,0,",
+    ]  # fmt: skip
+    assert (output_dir / "moodle.csv").read_text().splitlines() == [
+        f"ID number,{LAB1},{LAB2},{LAB3}", "ann,4,0,", "bob,1,0,", "cat,0,2.8,", "dan,0,0,",
+    ]  # fmt: skip
+    text = (output_dir / "feedback" / f"cat-{LAB2}.md").read_text()
+    assert "Handed in 3 day(s) late: 30% off, **final 2.8 / 4 points**." in text
+    text = (output_dir / "feedback" / f"bob-{LAB1}.md").read_text()
+    assert "| 1 | 1 / 1 | set by your instructor: listed the files in a cell of their own" in text
+
+
 def test_grades_csv_columns_and_versions(graded):
     rows, output_dir = graded[1], graded[2]
     with open(output_dir / "grades.csv") as file:
@@ -421,13 +465,15 @@ def test_a_todo_cells_own_error_and_a_timeout_are_reported_where_they_happened(g
 def test_a_feedback_file_per_learner(graded):
     output_dir = graded[2]
     names = sorted(path.name for path in (output_dir / "feedback").iterdir())
-    assert len(names) == len(graded[1]) and f"bob-{LAB1}.md" in names
+    handed_in = [row for row in graded[1].values() if row["submission"]]
+    assert len(names) == len(handed_in) and f"bob-{LAB1}.md" in names
     text = (output_dir / "feedback" / f"bob-{LAB1}.md").read_text()
     assert text.startswith(f"# Feedback: {LAB1}\n\nLearner: bob · submission: bob_01.ipynb · ")
-    assert "**Total: 0 / 4 points**" in text
+    assert "**Total: 1 / 4 points**" in text  # TODO 1's point is the instructor's (overrides).
     assert (
-        "| 1 | 0 / 1 | TODO 1 (filenames): not done yet: filenames is still ... (Ellipsis). "
-        "Expected a tf.data.Dataset of 100 file paths. |"
+        "| 1 | 1 / 1 | set by your instructor: listed the files in a cell of their own (the "
+        "check: TODO 1 (filenames): not done yet: filenames is still ... (Ellipsis). "
+        "Expected a tf.data.Dataset of 100 file paths.) |"
     ) in text
     assert (
         "| 2 | 0 / 1 | NameError: name 'sample_paths' is not defined (a name the lab makes "
