@@ -394,8 +394,10 @@ encoded_images = [records.parse_record(r)["image"].numpy() for r in serialized_r
 average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
 print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
 area, aspect = decode_less.AREA_RANGE, decode_less.ASPECT_RATIO_RANGE
-print(f"Random windows: {area[0]:.0%} to {area[1]:.0%} of the image's area, "
-      f"width/height {aspect[0]:.2f} to {aspect[1]:.2f}")  # fmt: skip
+print(
+    f"Random windows: {area[0]:.0%} to {area[1]:.0%} of the image's area, "
+    f"width/height {aspect[0]:.2f} to {aspect[1]:.2f}"
+)
 figure = display.show_image_rows(
     decode_less.sample_crops(encoded_images[:4], image_size=IMAGE_SIZE),
     title=f"The same windows, three ways, at {IMAGE_SIZE} px",

@@ -24,6 +24,7 @@ from utils import arguments, comparison, records, timing
 
 if TYPE_CHECKING:
     import keras
+    from matplotlib.figure import Figure
 
     from utils.storage import SimulatedStorage
 
@@ -234,7 +235,11 @@ class SimulatedAccelerator:
         }
 
     def idle_runs(self) -> dict[str, comparison.RepeatedResult]:
-        """Returns each label's idle milliseconds per step, one value per run."""
+        """Each label's idle milliseconds per step, one value per run.
+
+        Returns:
+            {label: the idle milliseconds per step of each run, as a `RepeatedResult`}.
+        """
         return {
             label: comparison.RepeatedResult(
                 label, tuple(timeline.idle_ms_per_step for timeline in timelines)
@@ -256,7 +261,7 @@ class SimulatedAccelerator:
         ]
 
 
-def plot_step_timelines(timelines: Sequence[StepTimeline], *, num_steps: int = 12):
+def plot_step_timelines(timelines: Sequence[StepTimeline], *, num_steps: int = 12) -> Figure:
     """Draws each timeline's first steps: the step (green) and the wait before it (red).
 
     Args:
