@@ -294,19 +294,19 @@ def graded(tmp_path_factory):
     edited.metadata[KEY]["learner"] = "dee"
     write(edited, "x-edited.ipynb")
     write(_without_checks(_set_todo(lab, 1, CHEAT)), "x-cheat.ipynb")
+    # A blank lab that rewrites its kernel's replies, hooks and modules, and plants a module
+    # for the judge in a hidden cell tagged `setup`: sealed, it earns nothing.
     forger = copy.deepcopy(lab)
-    forger.cells.insert(_cell_index(lab, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))
-    write(forger, "x-6-replies.ipynb")
-    write(_set_todo(lab, 1, EXPORT_FORGER), "x-7-export.ipynb")
-    write(_set_todo(solution, 2, PYTHON_IN_GRAPH), "x-8-python-in-graph.ipynb")
-    notes_first = copy.deepcopy(solution)
-    notes_first.cells.insert(0, nbformat.v4.new_code_cell("!pip --version\nprint('my notes')"))
-    write(notes_first, "x-9-cell-above-setup.ipynb")
-    planted = copy.deepcopy(lab)
     hidden = nbformat.v4.new_code_cell(PLANT)
     hidden.metadata = {"jupyter": {"source_hidden": True}, "tags": ["setup"]}
-    planted.cells.insert(_cell_index(lab, todo=1), hidden)
-    write(planted, "x-11-planted-module.ipynb")
+    forger.cells.insert(_cell_index(lab, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))
+    forger.cells.insert(_cell_index(lab, todo=1), hidden)
+    write(forger, "x-6-replies.ipynb")
+    write(_set_todo(lab, 1, EXPORT_FORGER), "x-7-export.ipynb")
+    # Python in a graph (refused), in a solution with an honest cell above the set-up (kept).
+    python_in_graph = _set_todo(solution, 2, PYTHON_IN_GRAPH)
+    python_in_graph.cells.insert(0, nbformat.v4.new_code_cell("!pip --version\nprint('notes')"))
+    write(python_in_graph, "x-8-python-in-graph.ipynb")
     write(_set_todo(solution, 1, REINIT), "x-12-storage-init.ipynb")
     lab3 = _notebook("labs", LAB3)
     lab3.cells.insert(_cell_index(lab3, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))
@@ -380,20 +380,19 @@ def test_the_whole_grade_table(graded):
         "x-cheat.ipynb": ("x-cheat", ["0"] * 4, "0", "4", "imported modules; import system"),
         "y-victim.ipynb": ("y-victim", ["1"] * 4, "4", "4", "paths outside the work folder"),
         "x-6-replies.ipynb": (
-            "x-6-replies", ["0"] * 4, "0", "4", "imported modules; sys.modules; IPython hooks",
+            "x-6-replies", ["0"] * 4, "0", "4",
+            "imported modules; sys.modules; IPython hooks; hidden cells",
         ),
         "x-7-export.ipynb": (
             "x-7-export", ["0"] * 4, "0", "4", "paths outside the work folder; the grader's names",
         ),
-        "x-8-python-in-graph.ipynb": ("x-8-python-in-graph", ["1", "0", "0", "0"], "1", "4", ""),
-        "x-11-planted-module.ipynb": ("x-11-planted-module", ["0"] * 4, "0", "4", "hidden cells"),
+        "x-8-python-in-graph.ipynb": (
+            "x-8-python-in-graph", ["1", "0", "0", "0"], "1", "4", "IPython hooks",
+        ),
         "x-12-storage-init.ipynb": ("x-12-storage-init", ["0"] * 4, "0", "4", ""),
         "x-10-lab3-replies.ipynb": (
             "x-10-lab3-replies", ["0"] * 4, "0", "4",
             "imported modules; sys.modules; IPython hooks",
-        ),
-        "x-9-cell-above-setup.ipynb": (  # A shell line is flagged; it changes no verdict.
-            "x-9-cell-above-setup", ["1"] * 4, "4", "4", "IPython hooks",
         ),
     }  # fmt: skip
     if sandbox.find_bwrap():  # Every write refused, the 9 GB refused, nothing outlived it.

@@ -57,7 +57,9 @@ def test_embedded_course_equals_the_checkout_package():
     data = json.dumps(setup_cell.course_files(), sort_keys=True).encode()
     assert f'COURSE_SHA256 = "{hashlib.sha256(data).hexdigest()}"' in cell.source
     assert sha256 == hashlib.sha256(data).hexdigest() and text in cell.source
-    assert len(text) < 120_000  # Small: the .py files only (96 KB at 0.1.0).
+    # Small: the .py files only (96 KB at 0.1.0, 127 KB once issue 37 measured what its lessons
+    # claim; issue 44 embeds in each lab only the modules it uses).
+    assert len(text) < 130_000
 
 
 def test_embedded_files_refuses_a_damaged_payload():

@@ -34,7 +34,7 @@ def feedback(grade: Grade) -> str:
     if grade.status != "graded":
         lines += [f"Not graded: {grade.status}.", ""]
         return "\n".join(lines)
-    lines += [f"**Total: {grade.total} / {grade.maximum} points**", "",
+    lines += [f"**Total: {grade.total:g} / {grade.maximum} points**", "",
               "| TODO | points | result |", "| --- | --- | --- |"]  # fmt: skip
     for todo in sorted(grade.points):
         earned = grade.earned[todo]

@@ -156,11 +156,11 @@ def check_dataset_fn(
                 f"together; found {len(seen)}.{hint}",
             )
     half = global_batch_size // 2
-    also = f"; {uneven[0]} hosts share {num_shards} shards with none left out" if uneven else ""
+    also = ", and so do hosts that share the shards unevenly" if uneven else ""
     passed(
         todo,
         f"1 host reads all {num_records} records; 2 hosts read disjoint halves, "
-        f"together every record once, in batches of {half}{also}.",
+        f"together every record once{also}, in batches of {half}.",
     )
 
 
