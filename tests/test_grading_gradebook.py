@@ -156,3 +156,16 @@ def test_moodle_csv_identifies_learners_by_id_number_without_emails(book, tmp_pa
 def test_a_new_lab_gets_a_column_of_its_own_name():
     assert lms_files.lab_column(LAB3, ["Student", "Lab 1 tf.data basics (4411)"]) == LAB3
     assert lms_files.lab_column(LAB1, ["Lab 01: basics (77)"]) == "Lab 01: basics (77)"
+
+
+def test_an_override_names_its_lab_by_its_whole_name_or_number_only():
+    """`0` or `basics` named every lab or several before (a substring test)."""
+    grade = _graded("102", LAB1, [False, False, False], DUE, "b.ipynb")
+    rows = [{"learner": "102", "lab": lab, "todo": "1", "points": "1", "reason": "x"}
+            for lab in ("0", "basics", "1")]  # fmt: skip
+    gradebook.apply_overrides(grade, rows)
+    assert grade.overridden == {}
+    gradebook.apply_overrides(
+        grade, [{**rows[0], "lab": "01"}, {**rows[0], "lab": LAB1, "todo": "2"}]
+    )
+    assert grade.overridden == {1: (1.0, "x"), 2: (1.0, "x")}

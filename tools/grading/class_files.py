@@ -46,12 +46,18 @@ def read_overrides(path: Path) -> list[dict[str, str]]:
     return rows
 
 
+def names_lab(value: str, lab: str) -> bool:
+    """Whether `value` names the lesson `lab`: its whole name, or its number (`01`)."""
+    value = value.strip()
+    return bool(value) and (lab == value or lab.startswith(f"{value}_"))
+
+
 def due_dates(values: list[str], labs: dict) -> dict:
     """`--due LAB=WHEN` values as {lesson: datetime}; raises ValueError naming a bad one."""
     found = {}
     for value in values:
         lab, _, when = value.partition("=")
-        names = [name for name in labs if name == lab or name.startswith(f"{lab}_")]
+        names = [name for name in labs if names_lab(lab, name)]
         if len(names) != 1 or not when:
             raise ValueError(f"--due {value}: expected LAB=WHEN with LAB one of {sorted(labs)}")
         try:

@@ -15,6 +15,7 @@ import dataclasses
 import datetime
 import math
 
+from tools.grading.class_files import names_lab
 from tools.grading.model import Grade
 
 
@@ -55,7 +56,7 @@ def apply_late_rule(grade: Grade, due: datetime.datetime | None, rule: LateRule)
 def apply_overrides(grade: Grade, overrides: list[dict[str, str]]) -> None:
     """Replaces the points of each TODO the instructor decided, keeping the reason."""
     for row in overrides:
-        if row["learner"].strip() == grade.learner and row["lab"].strip() in grade.lab:
+        if row["learner"].strip() == grade.learner and names_lab(row["lab"], grade.lab):
             todo, points = int(row["todo"]), float(row["points"])
             grade.overridden[todo] = (points, row["reason"].strip())
 

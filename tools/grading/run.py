@@ -46,7 +46,7 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     if judge_plan is not None:
         job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
                "read_only": data_folders}  # fmt: skip
-        judged["process"], judged["key"] = sealed.start_judge(job, work, env, options)
+        judged["process"], judged["key"] = sealed.start_judge(job, work, options)
 
     def wait_for_judge(results):
         if results and results[-1].status != "ok":  # The run stopped: nothing more will come.

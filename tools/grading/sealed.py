@@ -88,7 +88,7 @@ def kernel_cells(restored, lab, literals: str, seconds: float) -> list:
     return prepared
 
 
-def start_judge(job: dict, work: Path, env: dict, options) -> tuple:
+def start_judge(job: dict, work: Path, options) -> tuple:
     """Starts the judge on `job`; returns (its process, the key its verdicts are signed with).
 
     The judge has a folder of its own (HOME, temporary files, its own data cache), sees the
@@ -98,7 +98,7 @@ def start_judge(job: dict, work: Path, env: dict, options) -> tuple:
     """
     key = secrets.token_bytes(32)
     own = Path(tempfile.mkdtemp(prefix=f"{work.name}-judge-", dir=work.parent))
-    env = {**prepare_work(own, options.cache), "PATH": env["PATH"]}
+    env = prepare_work(own, options.cache)  # The kernel's environment, but for the folder.
     start = (
         f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); "
         "from tools.grading import judge; sys.exit(judge.main())"
