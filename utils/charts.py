@@ -94,12 +94,17 @@ def plot_throughput(
             color="white" if inside else "black",
         )
     colors = ["tab:red", "tab:purple", "tab:green", "tab:orange"]
+    on_the_left: list[float] = []  # A label too close to one on the left goes to the right.
     for index, (text, rate) in enumerate(lines):
         color = colors[index % len(colors)]
         axis.axhline(rate, color=color, linestyle="--", linewidth=1)
+        crowded = any(abs(_points_above(axis, rate, other)) < 12 for other in on_the_left)
+        if not crowded:
+            on_the_left.append(rate)
         axis.annotate(
             text,
-            (0.01, rate),
+            (0.99 if crowded else 0.01, rate),
+            ha="right" if crowded else "left",
             xycoords=("axes fraction", "data"),
             xytext=(0, 3),
             textcoords="offset points",
