@@ -178,7 +178,8 @@ checks.check_read_and_decode(
 # Nine images with their class and their size in pixels, height x width (files that do
 # not decode are skipped, and listed). Since each pass over `filenames` has a new order,
 # the nine paths are taken once, from the pass above, so that the grid and the sizes below
-# show the same images.
+# show the same images. A phone photo of yours may show on its side: `tf.io.decode_jpeg`
+# ignores the EXIF Orientation tag that turns it upright in a viewer; lab 2 stores it upright.
 
 # %%
 nine_paths, _, _ = readable_images.readable_sample(shuffled_paths, 9)

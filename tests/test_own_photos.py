@@ -8,6 +8,7 @@ output folder are checked by hash after every failure.
 import hashlib
 import io
 import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from PIL import Image
+from PIL import Image, ImageCms
 
 from tests.conftest import REPO_ROOT
 from utils import conversion, output_folder, records, shard_files, sources
@@ -273,3 +274,95 @@ def test_convert_output_dir_with_a_tilde_is_in_the_home_folder(small_source, tmp
     report = conversion.convert(small_source, "~/my-shards", target_size=16, num_shards=2)
     assert report.output_dir == str(tmp_path / "my-shards")
     assert len(shard_files.list_shards(str(tmp_path / "my-shards"))) == 2
+
+
+# Issue 39, item 6: an Adobe RGB photo is stored in sRGB, its colours as a viewer shows them.
+def _s15(value: float) -> bytes:
+    return struct.pack(">i", round(value * 65536))
+
+
+def _xyz(x: float, y: float, z: float) -> bytes:
+    return b"XYZ " + b"\0" * 4 + _s15(x) + _s15(y) + _s15(z)
+
+
+def _adobe_rgb_profile() -> bytes:
+    """A minimal ICC v2 display profile (matrix and gamma) with Adobe RGB (1998)'s primaries."""
+    text = b"Adobe RGB (1998), made by the test\0"
+    desc = b"desc" + b"\0" * 4 + struct.pack(">I", len(text)) + text + b"\0" * 78
+    gamma = b"curv" + b"\0" * 4 + struct.pack(">IH", 1, 563) + b"\0\0"  # 563/256 = 2.2
+    tags = [
+        (b"desc", desc),
+        (b"wtpt", _xyz(0.9505, 1.0, 1.0891)),
+        (b"rXYZ", _xyz(0.6097, 0.3111, 0.0195)),  # The primaries, adapted to D50.
+        (b"gXYZ", _xyz(0.2053, 0.6257, 0.0609)),
+        (b"bXYZ", _xyz(0.1492, 0.0632, 0.7446)),
+        (b"rTRC", gamma),
+        (b"gTRC", gamma),
+        (b"bTRC", gamma),
+        (b"cprt", b"text" + b"\0" * 4 + b"none\0\0\0\0"),
+    ]
+    offset, table, data = 128 + 4 + 12 * len(tags), b"", b""
+    for signature, body in tags:
+        table += signature + struct.pack(">II", offset + len(data), len(body))
+        data += body + b"\0" * (-len(body) % 4)
+    d50 = _s15(0.9642) + _s15(1.0) + _s15(0.8249)
+    header = struct.pack(">I", offset + len(data)) + b"\0" * 4 + bytes([2, 0x10, 0, 0])
+    header += b"mntrRGB XYZ " + b"\0" * 12 + b"acsp" + b"\0" * 28 + d50 + b"\0" * 48
+    return header + struct.pack(">I", len(tags)) + table + data
+
+
+def test_convert_stores_an_adobe_rgb_photo_in_srgb(tmp_path, capsys):
+    colours = np.array([(60, 160, 90), (200, 80, 60), (90, 90, 200), (40, 120, 170)], np.uint8)
+    pixels = np.repeat(np.repeat(colours.reshape(2, 2, 3), 64, axis=0), 64, axis=1)  # 4 patches.
+    profile = _adobe_rgb_profile()
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=100, icc_profile=profile)
+    files = {"roses/adobe.jpg": buffer.getvalue(), "tulips/plain.jpg": _jpeg(pixels)}
+    source = sources.resolve_source(str(_make_folder(tmp_path / "photos", files)))
+    conversion.convert(source, tmp_path / "out", target_size=32, num_shards=1)
+    stored = {
+        r["label"].numpy(): tf.io.decode_jpeg(r["image"]).numpy()
+        for r in _records(tmp_path / "out")
+    }
+    srgb = ImageCms.profileToProfile(
+        Image.fromarray(colours.reshape(2, 2, 3)),
+        ImageCms.ImageCmsProfile(io.BytesIO(profile)),
+        ImageCms.createProfile("sRGB"),
+    )
+    expected = np.asarray(srgb).reshape(4, 3).astype(int)
+    centres = [(8, 8), (8, 24), (24, 8), (24, 24)]  # Each patch's centre at 32 px.
+    adobe = np.array(
+        [stored[b"roses"][y - 3 : y + 3, x - 3 : x + 3].mean((0, 1)) for y, x in centres]
+    )
+    plain = np.array(
+        [stored[b"tulips"][y - 3 : y + 3, x - 3 : x + 3].mean((0, 1)) for y, x in centres]
+    )
+    assert np.abs(adobe - expected).max() <= 4, (adobe, expected)  # The colours a viewer shows.
+    assert np.abs(adobe - colours).max() >= 30, adobe  # Not the file's numbers read as sRGB.
+    assert np.abs(plain - colours).max() <= 4, plain  # An untagged photo: left as it is.
+    assert records.rgb_profile(files["roses/adobe.jpg"]) == profile
+    assert records.rgb_profile(files["tulips/plain.jpg"]) == b""
+
+
+# Issue 39, item 6: photos in a subfolder of a class folder, or a link looping back, are named.
+def test_subfolders_and_a_link_loop_in_class_folders_are_named_not_read(tmp_path, capsys):
+    files = _plain_photos(num_per_class=2)
+    files.update({f"daisy/2024/nested_{i}.jpg": files["daisy/daisy_0.jpg"] for i in range(3)})
+    files["daisy/2024/deeper/old.jpg"] = files["daisy/daisy_0.jpg"]
+    root = _make_folder(tmp_path / "photos", files).resolve()
+    (root / "tulips" / "loop").symlink_to(root, target_is_directory=True)
+    source = sources.resolve_source(str(root))
+    assert source.num_images == 4
+    named = [
+        f"  {root / 'daisy' / '2024'} (4 image(s))",
+        f"  {root / 'tulips' / 'loop'} (a link to {root}, not followed)",
+    ]
+    heading = (
+        "Not read: 2 folder(s) inside the class folders (only <class>/<file> is read; move "
+        "their photos up into the class folder):"
+    )
+    assert source.describe().splitlines()[1:] == [heading, *named]
+    conversion.convert(source, tmp_path / "out", target_size=16, num_shards=1)
+    printed = capsys.readouterr().out.splitlines()
+    index = printed.index("Input images: 4 = 4 written + 0 skipped.")
+    assert printed[index + 1 :] == [heading, *named]

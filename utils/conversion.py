@@ -70,9 +70,10 @@ def convert(
     """Converts every image of `source` into `num_shards` TFRecord shards in `output_dir`.
 
     Images are shuffled once (with `seed`) so that every shard mixes the classes and
-    split into `num_shards` nearly equal shards. One pipeline decodes them to 3 channels,
-    resizes, crops and recompresses them in parallel on all cores; the records are
-    written one shard after another. An image that cannot be read or decoded is skipped,
+    split into `num_shards` nearly equal shards. One pipeline decodes them to 3 channels
+    (upright, and in sRGB where the file embeds another RGB colour profile), resizes,
+    crops and recompresses them in parallel on all cores; the records are written one
+    shard after another. An image that cannot be read or decoded is skipped,
     counted and listed with its error. The same input and parameters give the same bytes.
 
     Every parameter is checked before any file is touched. Only files the course wrote
@@ -128,7 +129,7 @@ def convert(
         if problem is None:
             raise
         raise OutputFolderError(clean_up_after(output_dir, manifest, problem)) from None
-    print(report.summary())
+    print(report.summary() + source.subfolders_not_read())  # Nested photos: named, not read.
     return report
 
 
@@ -284,6 +285,7 @@ def _load_image(path, *, class_table, steps: ConversionSteps, target_size: int, 
     # Upright as a photo viewer shows it (EXIF Orientation), and a large JPEG decoded at
     # 1/2, 1/4 or 1/8 of its size where its shorter side keeps `target_size` pixels.
     image, original_size = records.decode_upright(image_bytes, min_side=target_size)
+    image = records.to_srgb(image, image_bytes)  # An Adobe RGB photo's colours as shown.
     jpeg = steps.recompress(steps.resize_and_crop(image, target_size), jpeg_quality)
     class_index = class_table.lookup(tf.strings.split(path, "/")[-2])
     return path, tf.strings.length(image_bytes), jpeg, class_index, original_size

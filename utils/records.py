@@ -10,6 +10,7 @@ tests/test_one_copy.py fails.
 from __future__ import annotations
 
 import functools
+import io
 from collections.abc import Sequence
 
 import numpy as np
@@ -147,6 +148,56 @@ def _swap_height_and_width(image: tf.Tensor) -> tf.Tensor:
 def _orientation_of(header: bytes | np.ndarray) -> np.int32:
     """`exif_orientation` for `tf.numpy_function` (bytes in a graph, a 0-d array eagerly)."""
     return np.int32(exif_orientation(header.item() if isinstance(header, np.ndarray) else header))
+
+
+def rgb_profile(image_bytes: bytes) -> bytes:
+    """Returns the ICC colour profile an RGB JPEG or PNG embeds, unless it is sRGB.
+
+    Args:
+        image_bytes: the file's bytes (its first 64 KiB are enough).
+
+    Returns:
+        The profile's bytes; b"" if none, unreadable, sRGB, or not RGB (CMYK, grey).
+    """
+    from PIL import Image, ImageCms  # Imported here: only conversion needs Pillow.
+
+    try:
+        icc = Image.open(io.BytesIO(image_bytes)).info.get("icc_profile") or b""
+        profile = ImageCms.ImageCmsProfile(io.BytesIO(icc)) if icc else None
+    except (OSError, ValueError, ImageCms.PyCMSError):
+        return b""
+    if profile is None or profile.profile.xcolor_space != "RGB ":
+        return b""
+    return b"" if "sRGB" in ImageCms.getProfileDescription(profile) else icc
+
+
+def _to_srgb(image: np.ndarray, header: bytes | np.ndarray) -> np.ndarray:
+    """`image` converted to sRGB from its file's `rgb_profile`, if any (for tf.numpy_function)."""
+    from PIL import Image, ImageCms
+
+    icc = rgb_profile(header.item() if isinstance(header, np.ndarray) else header)
+    if not icc:
+        return image
+    source, srgb = ImageCms.ImageCmsProfile(io.BytesIO(icc)), ImageCms.createProfile("sRGB")
+    return np.asarray(ImageCms.profileToProfile(Image.fromarray(image), source, srgb))
+
+
+def to_srgb(image: tf.Tensor, image_bytes: tf.Tensor) -> tf.Tensor:
+    """Converts a decoded image to sRGB from the RGB ICC profile (Adobe RGB, P3) its file embeds.
+
+    `tf.io.decode_jpeg` ignores the profile: its numbers would be read as sRGB, the colours
+    off. Converted with Pillow's ImageCms; untagged and sRGB files are left as they are.
+
+    Args:
+        image: the uint8 image (height, width, 3) decoded from `image_bytes`.
+        image_bytes: a scalar string tensor, the file's bytes.
+
+    Returns:
+        The image in sRGB, as a colour-managed viewer shows it.
+    """
+    header = tf.strings.substr(image_bytes, 0, 65536)
+    srgb = tf.numpy_function(_to_srgb, [image, header], tf.uint8, stateful=False)
+    return tf.ensure_shape(srgb, image.shape)
 
 
 def decode_upright(image_bytes: tf.Tensor, *, min_side: int | None = None) -> tuple:

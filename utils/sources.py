@@ -38,6 +38,8 @@ class ImageSource:
             are not classes (a class needs images to learn from). Local folders only.
         paths: every image file, sorted: `.jpg`, `.jpeg` and `.png` in any letter case.
         not_images: the other files in the class folders, listed and not read.
+        subfolders: folders (and links) inside the class folders, named and not read: a
+            label is the folder just above the photo (lab 1's TODO reads it from the path).
     """
 
     name: str
@@ -48,6 +50,7 @@ class ImageSource:
     empty_class_folders: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     not_images: tuple[str, ...] = ()
+    subfolders: tuple[str, ...] = ()
 
     @property
     def match_pattern(self) -> str:
@@ -81,7 +84,21 @@ class ImageSource:
                 f"{'/'.join(readable_images.IMAGE_EXTENSIONS)} images:"
             )
             text += "".join(f"\n  {path}" for path in self.not_images)
-        return text
+        return text + self.subfolders_not_read()
+
+    def subfolders_not_read(self) -> str:
+        """Names the folders inside class folders, whose photos are not read.
+
+        Returns:
+            Lines, each starting with a newline; "" if there are none.
+        """
+        if not self.subfolders:
+            return ""
+        return (
+            f"\nNot read: {len(self.subfolders)} folder(s) inside the class folders (only "
+            "<class>/<file> is read; move their photos up into the class folder):"
+            + "".join(f"\n  {folder}" for folder in self.subfolders)
+        )
 
 
 def resolve_source(
@@ -143,9 +160,10 @@ def _from_local_folder(name: str, root: Path) -> ImageSource:
     """Lists every file of every class folder (no glob: the path may hold `[` or `*`)."""
     root = root.resolve()
     folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    paths, not_images, empty = [], [], []
+    paths, not_images, empty, subfolders = [], [], [], []
     for folder in folders:
         files = sorted(p for p in folder.iterdir() if p.is_file())
+        subfolders += [_subfolder(p) for p in sorted(folder.iterdir()) if p.is_dir()]
         images = [str(p) for p in files if readable_images.is_image_file(p)]
         not_images += [str(p) for p in files if not readable_images.is_image_file(p)]
         paths += images
@@ -165,8 +183,17 @@ def _from_local_folder(name: str, root: Path) -> ImageSource:
         )
     pattern = str(root / "*" / "*")
     return ImageSource(
-        name, pattern, class_names, len(paths), False, tuple(empty), tuple(paths), tuple(not_images)
-    )
+        name, pattern, class_names, len(paths), False, tuple(empty), tuple(paths),
+        tuple(not_images), tuple(subfolders),
+    )  # fmt: skip
+
+
+def _subfolder(folder: Path) -> str:
+    """Names a folder inside a class folder: its images, found without following links."""
+    if folder.is_symlink():
+        return f"{folder} (a link to {folder.resolve()}, not followed)"
+    found = sum(readable_images.is_image_file(f) for _, _, files in os.walk(folder) for f in files)
+    return f"{folder} ({found} image(s))"
 
 
 def _from_gcs_glob(pattern: str) -> ImageSource:
