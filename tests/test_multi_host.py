@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.conftest import REPO_ROOT
 from utils import host_processes, multi_host
 
 
@@ -42,7 +43,12 @@ def test_run_jax_processes_read_disjoint_parts_that_together_are_complete(write_
 
 def test_jax_missing_gives_the_reason_and_the_install_command(monkeypatch):
     monkeypatch.setattr(host_processes.importlib.util, "find_spec", lambda name: None)
-    assert host_processes.jax_missing() == "JAX is not installed (pip install jax)."
+    monkeypatch.setattr(host_processes.sys, "executable", "/course/.venv/bin/python")
+    assert host_processes.jax_missing() == (
+        "JAX is not installed here: /course/.venv/bin/python -m pip install 'jax[cpu]==0.10.2'."
+    )
+    pins = (REPO_ROOT / "requirements-dev.txt").read_text().splitlines()
+    assert host_processes.JAX_REQUIREMENT in pins
 
 
 def test_describe_reads_names_each_process_and_the_overlap():

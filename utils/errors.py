@@ -43,6 +43,8 @@ def error_message(error: tf.errors.OpError) -> str:
 # A line TensorFlow's image decoders log from C++ on a bad file, e.g.
 # "E0000 00:00:1795452832.636017  6258 jpeg_mem.cc:329] Premature end of JPEG data. ..."
 DECODER_LOG_LINE = re.compile(r"\b(?:jpeg_mem|png_io|gif_io)\.cc:\d+\] (?P<message>.*)")
+# The line absl prints before a library's first log line (no setting turns it off): dropped.
+ABSL_FIRST_LINE = "All log messages before absl::InitializeLog() is called are written to STDERR"
 
 
 @contextlib.contextmanager
@@ -52,7 +54,8 @@ def decoder_messages() -> Iterator[list[str]]:
     TensorFlow's C++ image decoders log a line of their own on a bad file (`Premature end
     of JPEG data`), at error level, so `TF_CPP_MIN_LOG_LEVEL=2` keeps it. Inside this
     block stderr (file descriptor 2) goes to a temporary file; at its end the decoders'
-    messages are appended to the list yielded, and any other line is written to stderr.
+    messages are appended to the list yielded, and any other line but absl's
+    `ABSL_FIRST_LINE` is written to stderr.
 
     Yields:
         A list that holds the decoders' messages once the block has ended.
@@ -75,6 +78,9 @@ def decoder_messages() -> Iterator[list[str]]:
             others = []
             for line in capture.read().decode(errors="replace").splitlines():
                 found = DECODER_LOG_LINE.search(line)
-                (messages.append(found["message"].strip()) if found else others.append(line))
+                if found:
+                    messages.append(found["message"].strip())
+                elif ABSL_FIRST_LINE not in line:
+                    others.append(line)
             if others:
                 os.write(2, ("\n".join(others) + "\n").encode())

@@ -13,12 +13,15 @@ import importlib.util
 import json
 import os
 import re
+import shlex
+import sys
 from collections.abc import Sequence
 
 from utils import processes
 from utils.multi_host import HostReport, collect_reports, record_id, shards_for_host
 
 HOSTS_TIMEOUT_S = 180.0
+JAX_REQUIREMENT = "jax[cpu]==0.10.2"  # As pinned in requirements-dev.txt.
 
 
 def run_hosts(
@@ -138,10 +141,12 @@ def jax_missing() -> str | None:
     """Says why the JAX demonstration cannot run here, if it cannot.
 
     Returns:
-        "JAX is not installed (pip install jax)." without JAX; None when it can run.
+        Without JAX, "JAX is not installed here: <this Python> -m pip install
+        'jax[cpu]==...'." (the pin of requirements-dev.txt); None when it can run.
     """
     if importlib.util.find_spec("jax") is None:
-        return "JAX is not installed (pip install jax)."
+        command = shlex.join([sys.executable, "-m", "pip", "install", JAX_REQUIREMENT])
+        return f"JAX is not installed here: {command}."
     return None
 
 

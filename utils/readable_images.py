@@ -53,17 +53,18 @@ def readable_sample(
     from utils import records
 
     readable, images, skipped = [], [], []
-    for path in paths:
-        if len(readable) == count:
-            break
-        path = path.decode() if isinstance(path, bytes) else str(path)
-        try:
-            image = records.decode_upright(tf.io.read_file(path))[0].numpy()  # As viewers show it.
-        except tf.errors.OpError as error:
-            skipped.append((path, errors.error_message(error)))
-            continue
-        readable.append(path)
-        images.append(image)
+    with errors.decoder_messages():  # The decoder's own log line repeats the error's message.
+        for path in paths:
+            if len(readable) == count:
+                break
+            path = path.decode() if isinstance(path, bytes) else str(path)
+            try:
+                image = records.decode_upright(tf.io.read_file(path))[0].numpy()  # As shown.
+            except tf.errors.OpError as error:
+                skipped.append((path, errors.error_message(error)))
+                continue
+            readable.append(path)
+            images.append(image)
     if verbose:
         for path, error in skipped:
             print(f"Skipped in the sample (does not decode): {path}: {error}")
