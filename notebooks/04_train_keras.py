@@ -1,3 +1,10 @@
+# ---
+# jupyter:
+#   accelerator: TPU
+#   colab:
+#     gpuType: V5E1
+# ---
+
 # %% [markdown]
 # # Lab 4 · Train a Keras model on TPU, GPU or CPU from the TFRecord pipeline
 #

@@ -1,3 +1,10 @@
+# ---
+# jupyter:
+#   accelerator: TPU
+#   colab:
+#     gpuType: V5E1
+# ---
+
 # %% [markdown]
 # # Lesson 5 · Is the accelerator waiting?
 #

@@ -123,3 +123,18 @@ def test_lab4_defaults_train_on_8_tensorflow_replicas(tmp_path):
         in printed
     )
     _assert_trained(printed)
+
+
+# What Colab writes into a notebook saved on its TPU v5e-1 runtime (Runtime > Change runtime
+# type > v5e-1 TPU): uploaded with it, the lab opens on that runtime.
+COLAB_TPU_V5E1 = {"accelerator": "TPU", "gpuType": "V5E1"}
+
+
+@pytest.mark.parametrize("lesson", [LESSON, "05_accelerator_waiting"])
+def test_generated_tpu_labs_carry_colab_tpu_runtime_metadata(tmp_path, lesson):
+    for variant in build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py"):
+        path = tmp_path / f"{lesson}.ipynb"
+        nbformat.write(variant, path)
+        metadata = nbformat.read(path, as_version=4).metadata
+        found = {"accelerator": metadata.get("accelerator"), **metadata.get("colab", {})}
+        assert {key: found.get(key) for key in COLAB_TPU_V5E1} == COLAB_TPU_V5E1, metadata
