@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import errors, records, shard_files
+from utils import errors, progress, records, shard_files
 
 _MAX_RECORD_PROBLEMS = 5  # Problems listed per shard; one bad schema would repeat per record.
 
@@ -139,7 +139,8 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     else:
         class_names = list(metadata.get("class_names", []))
         problems += [f"{line}." for line in shard_files.shard_set_problems(output_dir, metadata)]
-        for name in sorted(metadata.get("shards", {})):
+        names = sorted(metadata.get("shards", {}))
+        for name in progress.track(names, desc="Validating shards"):
             path = f"{output_dir}/{name}"
             if not tf.io.gfile.exists(path):
                 continue

@@ -1,0 +1,17 @@
+"""Lesson 2's validation (81 s on the full course) shows its progress (issue 43, item 7)."""
+
+from utils import progress, validation
+
+
+def test_validate_shows_a_bar_over_the_shards(converted, capsys, monkeypatch):
+    output_dir, _ = converted
+    monkeypatch.delenv(progress.DISABLE_ENV_VAR)
+    assert validation.validate(str(output_dir), verbose=False).ok
+    bar = capsys.readouterr().err
+    assert "Validating shards: 100%" in bar and "4/4" in bar, bar
+
+
+def test_validate_shows_no_bar_when_progress_is_off(converted, capsys):
+    output_dir, _ = converted
+    assert validation.validate(str(output_dir), verbose=False).ok
+    assert capsys.readouterr().err == ""
