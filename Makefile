@@ -24,8 +24,8 @@ test:
 course:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python -m tools.run_course
 
-lab:  ## Copy the labs you lack into work/ and open JupyterLab there (--allow-root as root).
-	$(PYTHON) -m tools.open_labs
+lab:  ## Copy the labs you lack into work/ and open JupyterLab there; JupyterLab's arguments in ARGS="...".
+	$(PYTHON) -m tools.open_labs $(ARGS)
 
 benchmark:  ## Compare the course pipeline with the alternatives and the decode ceiling.
 	$(PYTHON) -m tools.benchmark

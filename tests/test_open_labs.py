@@ -201,3 +201,15 @@ def test_lab1_in_chromium_stops_at_todo1_saying_not_done_yet(lab_server):
             browser.close()
     assert expected in shown, shown
     assert "CheckFailed" in shown
+
+
+def test_make_lab_passes_jupyterlab_s_arguments_on():
+    if shutil.which("make") is None:
+        pytest.skip("no make here (Debian: apt-get install make)")
+    result = subprocess.run(
+        ["make", "-n", "lab", "ARGS=--no-browser --port 8889"],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert result.stdout == ".venv/bin/python -m tools.open_labs --no-browser --port 8889\n"
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert 'make lab ARGS="--no-browser --port 8889"' in readme
