@@ -52,7 +52,7 @@ def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
     steps: list[dict] = []
     for cell in lab.cells:
         cell_marks, tags = marks(cell), cell.metadata.get("tags", [])
-        if cell.cell_type != "code" or "setup" in tags:
+        if cell.cell_type != "code" or "setup" in tags or "hand_in" in tags:
             continue
         if "parameters" in tags:
             steps.append({"kind": "code", "source": literals, "needed": True})

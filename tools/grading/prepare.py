@@ -89,8 +89,8 @@ def prepare_cells(
     guard = guard_code()
     prepared, snapshot_done = [], False
     for cell in restored.cells:
-        if cell.cell_type != "code":
-            continue
+        if cell.cell_type != "code" or "hand_in" in cell.metadata.get("tags", []):
+            continue  # The learner's hand-in cells: their checks again, a copy of the file.
         cell_marks = marks(cell) or cell.metadata.get(KEY, {})
         if ("todo" in cell_marks or "added" in cell_marks) and not snapshot_done:
             snapshot = snapshot_code(lab_names(restored))
