@@ -1,10 +1,14 @@
 """Tests of the generated set-up cell (tools/setup_cell.py) and of utils/runtime.py."""
 
+import ast
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -39,7 +43,11 @@ def test_every_lesson_gets_the_one_template(lesson):
     assert "git+" not in expected and "github.com" not in expected  # No repository needed.
     # An assignment, not an expression: the cell shows the printed line, not a repr.
     backend = "BACKEND" if has_backend else '"auto"'
-    assert lines[-1].startswith(f"course_runtime = runtime.prepare({backend}")
+    call = f"runtime.prepare({backend}, also_install=COURSE_REQUIREMENTS)"
+    assert lines[-1] == f"course_runtime = {call}"
+    wanted = setup_cell.course_requirements(lesson)
+    block = "\n".join(f"    {json.dumps(k)}: {json.dumps(v)}," for k, v in wanted.items())
+    assert f"COURSE_REQUIREMENTS = {{\n{block}\n}}\n" in expected
     if has_backend:  # The parameters cell comes first: the set-up reads it.
         tags = [c.metadata.get("tags", []) for c in lab.cells]
         assert tags.index(["parameters"]) < tags.index(["setup", "nbval-ignore-output"])
@@ -72,14 +80,53 @@ def test_embedded_files_refuses_a_damaged_payload():
 
 
 def test_lesson_6_installs_beam_pinned_as_requirements_beam_txt():
-    code = setup_cell.render("06_convert_with_beam", has_backend_parameter=False)
     pins = setup_cell.pinned_requirements(REPO_ROOT / "requirements-beam.txt")
     assert pins == ["apache-beam[tfrecord]==2.77.0", "pandas<3"]
-    assert code.splitlines()[-1].startswith(
-        'course_runtime = runtime.prepare("auto", also_install={"apache_beam": '
-        '["apache-beam[tfrecord]==2.77.0", "pandas<3"]})'
-    )
+    wanted = setup_cell.course_requirements("06_convert_with_beam")
+    assert wanted["apache_beam"] == pins
+    assert "apache_beam" not in setup_cell.course_requirements("01_tf_data_basics")
     assert "apache" not in setup_cell.render("01_tf_data_basics", has_backend_parameter=False)
+
+
+def test_every_lab_installs_what_the_course_imports_as_requirements_txt_pins_it():
+    assert setup_cell.course_requirements("01_tf_data_basics") == {
+        "numpy": ["numpy>=1.26"],
+        "matplotlib": ["matplotlib>=3.8"],
+        "PIL": ["pillow>=10"],
+        "tqdm": ["tqdm>=4.66"],
+        "psutil": ["psutil>=5.9"],
+        "ml_dtypes": ["ml_dtypes>=0.5"],
+        "ipywidgets": ["ipywidgets>=8"],
+    }
+
+
+def _third_party_imports(paths):
+    """The top-level modules `paths` import that are neither the standard library nor ours."""
+    found = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                found.add(node.module.split(".")[0])
+    return sorted(found - set(sys.stdlib_module_names) - {"utils", "__future__"})
+
+
+def test_the_set_up_covers_every_module_the_course_imports():
+    """A bare JAX host lacks matplotlib and Pillow: whatever the labs import, the set-up
+    installs where missing (TensorFlow, Keras with it, JAX: the backends)."""
+    paths = [*REPO_ROOT.glob("utils/**/*.py"), *REPO_ROOT.glob("notebooks/*.py")]
+    covered = {*setup_cell.COURSE_MODULES, "tensorflow", "keras", "jax"}
+    covered |= {module for module, _ in setup_cell.EXTRA_PACKAGES.values()}
+    assert [m for m in _third_party_imports(paths) if m not in covered] == []
+    assert {"matplotlib", "PIL", "tqdm", "psutil"} <= set(_third_party_imports(paths))
+
+
+def test_course_requirements_names_a_module_requirements_txt_lacks(tmp_path):
+    (tmp_path / "requirements.txt").write_text("numpy>=1.26\nmatplotlib-inline\n")
+    with pytest.raises(ValueError, match=r"^requirements.txt has no line for matplotlib "
+                       r"\(matplotlib\)$"):  # fmt: skip
+        setup_cell.course_requirements("01_tf_data_basics", tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -233,10 +280,11 @@ def test_prepare_refuses_to_switch_the_backend_of_a_running_kernel():
     assert os.environ.get("KERAS_BACKEND") == saved
 
 
-def test_tensorflow_pin_matches_requirements_txt():
+def test_tensorflow_versions_end_at_requirements_txt_pin():
     requirement = runtime.tensorflow_requirement()
-    assert requirement == "tensorflow-cpu==2.21.0"  # Linux x86_64, as in CI.
-    assert requirement in (REPO_ROOT / "requirements.txt").read_text()
+    assert requirement == "tensorflow-cpu>=2.20.0,<=2.21.0"  # Linux x86_64, as in CI.
+    upper = requirement.split("<=")[1]
+    assert f"tensorflow-cpu=={upper};" in (REPO_ROOT / "requirements.txt").read_text()
 
 
 PIP_COMMAND_TAIL = [
@@ -245,20 +293,51 @@ PIP_COMMAND_TAIL = [
 ]  # fmt: skip
 
 
-def test_pip_install_is_quiet_and_never_waits_on_input(capsys):
+def test_pip_install_is_quiet_never_waits_and_keeps_what_is_installed(capsys):
     calls = []
 
     def install(command, **options):
-        calls.append((command, options))
+        calls.append((command, options, Path(command[-1]).read_text()))
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    runtime.pip_install(["tensorflow-cpu==2.21.0"], install=install)
-    ((command, options),) = calls
-    assert command[1:] == [*PIP_COMMAND_TAIL, "tensorflow-cpu==2.21.0"]
+    runtime.pip_install(["tensorflow-cpu>=2.20.0,<=2.21.0"], install=install)
+    ((command, options, constraints),) = calls
+    assert command[1:-2] == [*PIP_COMMAND_TAIL, "tensorflow-cpu>=2.20.0,<=2.21.0"]
+    assert command[-2] == "-c"  # Every installed package pinned where it is.
+    pins = constraints.splitlines()
+    assert f"numpy=={importlib.metadata.version('numpy')}" in pins
+    assert f"pytest=={importlib.metadata.version('pytest')}" in pins
+    assert len(pins) == len(runtime.installed_versions())
     assert options["stdin"] is subprocess.DEVNULL and options["timeout"] == 600
     assert options["env"]["GIT_TERMINAL_PROMPT"] == "0" and options["env"]["PIP_NO_INPUT"] == "1"
     printed = capsys.readouterr().out
-    assert printed == "Installing tensorflow-cpu==2.21.0 with pip (at most 10 min) ...\n"
+    assert printed == "Installing tensorflow-cpu>=2.20.0,<=2.21.0 with pip (at most 10 min) ...\n"
+
+
+def test_pip_install_names_each_package_it_had_to_move(monkeypatch, capsys):
+    """No TensorFlow keeps h5py 3.16 (say): pip runs again unconstrained, and says so."""
+    calls = []
+    before = {"h5py": "3.16.0", "numpy": "2.1.3", "six": "1.17.0"}
+    after = {"h5py": "3.14.0", "numpy": "2.1.3", "tensorflow-cpu": "2.21.0"}
+    snapshots = iter([before, after])
+    monkeypatch.setattr(runtime, "installed_versions", lambda: next(snapshots))
+
+    def install(command, **options):
+        calls.append(command)
+        if "-c" in command:
+            stderr = (
+                "ERROR: Cannot install tensorflow-cpu because these package versions have "
+                "conflicting dependencies.\nERROR: ResolutionImpossible: for help visit ...\n"
+            )
+            return subprocess.CompletedProcess(command, 1, "", stderr)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    runtime.pip_install(["tensorflow-cpu==2.21.0"], install=install)
+    assert [command[1:] for command in calls[1:]] == [[*PIP_COMMAND_TAIL, "tensorflow-cpu==2.21.0"]]
+    assert capsys.readouterr().out.splitlines() == [
+        "Installing tensorflow-cpu==2.21.0 with pip (at most 10 min) ...",
+        "pip changed installed packages: h5py 3.16.0 -> 3.14.0, six 1.17.0 -> gone.",
+    ]
 
 
 def _failing_pip(command, **options):
@@ -330,7 +409,7 @@ def test_prepare_installs_what_is_missing_in_one_pip_command(monkeypatch, capsys
     monkeypatch.setattr(runtime, "attached_tpu", lambda: None)
     wanted = {"no_such_module_x": ["x==1"], "json": ["never"], "no_such_module_y": ["y", "z"]}
     runtime.prepare("tensorflow", also_install=wanted, install=install)
-    assert [command[len(PIP_COMMAND_TAIL) + 1 :] for command in calls] == [["x==1", "y", "z"]]
+    assert [command[len(PIP_COMMAND_TAIL) + 1 : -2] for command in calls] == [["x==1", "y", "z"]]
     assert capsys.readouterr().out.splitlines()[0] == (
         "Installing x==1, y, z with pip (at most 10 min) ..."
     )

@@ -208,11 +208,26 @@ __PAYLOAD__
 set_up_course()
 from utils import runtime  # noqa: E402
 
-course_runtime = runtime.prepare(__BACKEND____ALSO_INSTALL__)  # Prints the backend, and why.'''
+# What the course imports besides TensorFlow, installed with pip where it is missing.
+COURSE_REQUIREMENTS = __REQUIREMENTS__
+# Prints the backend and why, and what it installed.
+course_runtime = runtime.prepare(__BACKEND__, also_install=COURSE_REQUIREMENTS)'''
 
 # Optional packages a lesson installs where they are missing: its module, and the file
 # whose pinned requirements it installs.
 EXTRA_PACKAGES = {"06_convert_with_beam": ("apache_beam", "requirements-beam.txt")}
+# The modules the course's `utils` and lessons import beyond TensorFlow, Keras and JAX
+# (ipywidgets: tqdm's notebook bars), each with the distribution whose requirements.txt line
+# installs it where it is missing (a bare JAX host has none of them).
+COURSE_MODULES = {
+    "numpy": "numpy",
+    "matplotlib": "matplotlib",
+    "PIL": "pillow",
+    "tqdm": "tqdm",
+    "psutil": "psutil",
+    "ml_dtypes": "ml_dtypes",
+    "ipywidgets": "ipywidgets",
+}
 
 
 def course_version(root: Path = REPO_ROOT) -> str:
@@ -286,14 +301,36 @@ def embedded_files(code: str) -> dict[str, str]:
     return json.loads(data)
 
 
-def render(stem: str, *, has_backend_parameter: bool, root: Path = REPO_ROOT) -> str:
-    """Returns the set-up cell's code for the lesson `stem`."""
-    also_install = ""
+def course_requirements(stem: str, root: Path = REPO_ROOT) -> dict[str, list[str]]:
+    """Returns {module: [requirement]} of what lesson `stem` imports besides TensorFlow.
+
+    Each of COURSE_MODULES with its requirements.txt line; lesson 6 adds Apache Beam's
+    pinned lines (EXTRA_PACKAGES).
+
+    Raises:
+        ValueError: if requirements.txt has no line for one of COURSE_MODULES.
+    """
+    lines = pinned_requirements(root / "requirements.txt")
+    wanted = {}
+    for module, distribution in COURSE_MODULES.items():
+        found = [line for line in lines if re.match(rf"{distribution}\b(?![-.])", line, re.I)]
+        if not found:
+            raise ValueError(f"requirements.txt has no line for {distribution} ({module})")
+        wanted[module] = found
     if stem in EXTRA_PACKAGES:
         module, requirements_file = EXTRA_PACKAGES[stem]
-        requirements = pinned_requirements(root / requirements_file)
-        quoted = ", ".join(f'"{line}"' for line in requirements)
-        also_install = f', also_install={{"{module}": [{quoted}]}}'
+        wanted[module] = pinned_requirements(root / requirements_file)
+    return wanted
+
+
+def _dict_lines(wanted: dict[str, list[str]]) -> str:
+    """Returns the code of `wanted`, one key a line."""
+    lines = "".join(f"    {json.dumps(k)}: {json.dumps(v)},\n" for k, v in wanted.items())
+    return "{\n" + lines + "}"
+
+
+def render(stem: str, *, has_backend_parameter: bool, root: Path = REPO_ROOT) -> str:
+    """Returns the set-up cell's code for the lesson `stem`."""
     sha256, text = payload(root)
     replacements = {
         "__TITLE__": TITLE,
@@ -302,7 +339,7 @@ def render(stem: str, *, has_backend_parameter: bool, root: Path = REPO_ROOT) ->
         "__CACHE_ENV_VAR__": CACHE_ENV_VAR,
         "__SHA256__": sha256,
         "__BACKEND__": "BACKEND" if has_backend_parameter else '"auto"',
-        "__ALSO_INSTALL__": also_install,
+        "__REQUIREMENTS__": _dict_lines(course_requirements(stem, root)),
         "__PAYLOAD__": text,  # Last: base85 text could hold a token's characters.
     }
     code = TEMPLATE

@@ -9,7 +9,9 @@ Keras 3.15, JAX 0.10):
 - TensorFlow writes log lines to the process's stderr while it is imported (absl, oneDNN),
   whatever `TF_CPP_MIN_LOG_LEVEL` says; they are dropped here, during the import only.
 - What is missing is installed with pip (`pip_install`), the set-up's only download: quiet,
-  with a timeout, never waiting on input; a failure is one line (`SetupFailed`).
+  with a timeout, never waiting on input; a failure is one line (`SetupFailed`). pip keeps
+  the installed packages' versions where it can (TensorFlow 2.21 pins h5py<3.15: Colab's TPU
+  runtime has 3.16, so 2.20 is taken there); a package it moved anyway is named in one line.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ import shlex
 import site
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 BACKENDS = ("auto", "tensorflow", "jax")
-# The TensorFlow installed for tf.data where it is missing (as in requirements.txt).
-TENSORFLOW_VERSION = "2.21.0"
+# The TensorFlow installed for tf.data where it is missing: 2.21.0 (as in requirements.txt),
+# else 2.20.0 (Colab's and Kaggle's own) where 2.21's pins would move an installed package.
+TENSORFLOW_VERSIONS = ">=2.20.0,<=2.21.0"
 # pip, quiet and never waiting on input: no colour codes, no progress bars, no version
 # check, a network timeout per request and few retries; PIP_TIMEOUT_S bounds the whole run.
 PIP_OPTIONS = (
@@ -67,14 +71,14 @@ def tensorflow_requirement() -> str:
     """Returns the pip requirement for TensorFlow here: the CPU build where it exists.
 
     Returns:
-        "tensorflow-cpu==<version>" on Linux x86_64 before Python 3.14, else
-        "tensorflow==<version>".
+        "tensorflow-cpu<TENSORFLOW_VERSIONS>" on Linux x86_64 before Python 3.14, else
+        "tensorflow<TENSORFLOW_VERSIONS>".
     """
     cpu_build = (
         sys.platform == "linux" and platform.machine() == "x86_64" and sys.version_info < (3, 14)
     )
     name = "tensorflow-cpu" if cpu_build else "tensorflow"
-    return f"{name}=={TENSORFLOW_VERSION}"
+    return f"{name}{TENSORFLOW_VERSIONS}"
 
 
 def attached_tpu() -> str | None:
@@ -158,14 +162,16 @@ def pip_install(
     install: Callable[..., subprocess.CompletedProcess] = subprocess.run,
     timeout_s: float = PIP_TIMEOUT_S,
 ) -> None:
-    """Installs `requirements` with pip, quietly, never waiting on input.
+    """Installs `requirements` with pip, quietly, never waiting on input, moving nothing.
 
     One progress line is printed. pip runs with its stdin closed, `GIT_TERMINAL_PROMPT=0`,
-    no colour, no progress bar, a network timeout and `timeout_s` in all. A `.pth` file the
-    install adds is put into effect at once (Python reads them only when it starts).
+    no colour, no progress bar, a network timeout and `timeout_s` in all, and the installed
+    packages' versions as constraints; only if no resolution keeps them all does it run
+    again without them, and a line names each package that moved (before -> after). A
+    `.pth` file the install adds is put into effect at once (Python reads them at start).
 
     Args:
-        requirements: pip requirement strings, e.g. ["tensorflow-cpu==2.21.0"].
+        requirements: pip requirement strings, e.g. ["tensorflow-cpu>=2.20.0,<=2.21.0"].
         install: runs the pip command (replaced in tests).
         timeout_s: seconds pip may take in all.
 
@@ -174,25 +180,18 @@ def pip_install(
             the command to run by hand and how to go on.
 
     Example:
-        runtime.pip_install(["tensorflow-cpu==2.21.0"])
+        runtime.pip_install(["tensorflow-cpu>=2.20.0,<=2.21.0"])
     """
     command = [sys.executable, "-m", "pip", "install", *PIP_OPTIONS, *requirements]
     names = ", ".join(requirements)
     print(f"Installing {names} with pip (at most {timeout_s / 60:.0f} min) ...", flush=True)
-    before = _pth_files()
-    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PIP_NO_INPUT": "1"}
-    try:
-        result = install(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=timeout_s,
-        )
-        why = None if result.returncode == 0 else _last_error_line(result.stderr)
-    except subprocess.TimeoutExpired:
-        why = f"no result within {timeout_s:.0f} s"
+    before, pth_before = installed_versions(), _pth_files()
+    with tempfile.TemporaryDirectory() as folder:
+        pins = Path(folder, "installed.txt")
+        pins.write_text("".join(f"{n}=={v}\n" for n, v in before.items() if _PIN.fullmatch(v)))
+        why = _run_pip([*command, "-c", str(pins)], install, timeout_s)
+    if why is not None and "ResolutionImpossible" in why:
+        why = _run_pip(command, install, timeout_s)
     if why is not None:
         by_hand = "%pip install " + " ".join(shlex.quote(r) for r in requirements)
         raise SetupFailed(
@@ -200,8 +199,37 @@ def pip_install(
             "(or pick a runtime that has them), then run this cell again."
         )
     importlib.invalidate_caches()
-    for pth in sorted(_pth_files() - before):
+    after = installed_versions()
+    moved = [f"{n} {v} -> {after.get(n, 'gone')}" for n, v in before.items() if after.get(n) != v]
+    if moved:
+        print(f"pip changed installed packages: {', '.join(moved)}.", flush=True)
+    for pth in sorted(_pth_files() - pth_before):
         _add_pth_paths(pth)
+
+
+# A version pip takes in a constraint (PEP 440, local part allowed).
+_PIN = re.compile(r"\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[\w.]+)?")
+
+
+def installed_versions() -> dict[str, str]:
+    """Returns {normalized name: version} of the installed distributions, as Python finds them."""
+    found = {}
+    for dist in importlib.metadata.distributions():
+        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()
+        if name:
+            found.setdefault(name, dist.version)
+    return found
+
+
+def _run_pip(command: list[str], install: Callable, timeout_s: float) -> str | None:
+    """Runs pip; returns None, or why it failed (pip's last error line)."""
+    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PIP_NO_INPUT": "1"}
+    try:
+        result = install(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         env=environment, timeout=timeout_s)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return f"no result within {timeout_s:.0f} s"
+    return None if result.returncode == 0 else _last_error_line(result.stderr)
 
 
 def _last_error_line(stderr: str) -> str:
