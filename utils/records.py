@@ -161,6 +161,8 @@ def rgb_profile(image_bytes: bytes) -> bytes:
     """
     from PIL import Image, ImageCms  # Imported here: only conversion needs Pillow.
 
+    if b"ICC_PROFILE" not in image_bytes and b"iCCP" not in image_bytes:  # JPEG's, PNG's.
+        return b""
     try:
         icc = Image.open(io.BytesIO(image_bytes)).info.get("icc_profile") or b""
         profile = ImageCms.ImageCmsProfile(io.BytesIO(icc)) if icc else None
