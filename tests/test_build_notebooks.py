@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools import setup_cell
+from tools import build_outputs, machine, setup_cell
 
 TMP = tempfile.gettempdir().rstrip("/")
 MINIMAL_LESSON = '''# %% [markdown]
@@ -167,6 +167,7 @@ def test_the_build_is_its_named_steps_in_order(tmp_path):
     assert [name for name, _ in build.STEPS] == [
         "split into lab and solution, stubs for the lab",
         "validate the TODOs and checks",
+        "add the hand-in cells",
         "stamp the course version",
         "put the set-up code",
         "tag the unchecked outputs",
@@ -367,11 +368,16 @@ def test_build_executes_solution_and_keeps_only_its_outputs(tmp_path):
     build.build(root, execute=True)
     solution = nbformat.read(root / "solutions" / "09_test_lesson.ipynb", as_version=4)
     printed = [o.text for c in solution.cells for o in c.get("outputs", [])]
-    assert printed == ["TODO 1 passed: 42\n", "TODO 2 passed: 4\n"]
+    assert printed[:2] == ["TODO 1 passed: 42\n", "TODO 2 passed: 4\n"]
+    assert printed[2].startswith("2 of 2 TODOs pass: 1, 2.\n\nTo hand in: set LEARNER_ID")
+    assert len(printed) == 3  # The hand-in cell's: the checks again, no copy without an id.
     assert "papermill" not in solution.metadata
     assert [cell.id for cell in solution.cells if "papermill" in cell.metadata] == []
     seconds = solution.metadata[build.METADATA_KEY].pop(build.EXECUTION_SECONDS)
     assert isinstance(seconds, int) and 0 <= seconds < 120  # The README's lesson time.
+    measured = solution.metadata[build.METADATA_KEY].pop(build_outputs.BUILD_MACHINE)
+    assert measured["description"] == machine.describe_machine()
+    assert measured["jpeg_decodes_per_second"] > 0  # The course run's estimate scales by it.
     assert solution.metadata[build.METADATA_KEY] == {
         "source": "notebooks/09_test_lesson.py",
         "variant": "solution",

@@ -145,16 +145,18 @@ def save_copy(notebook, learner_id, lab):
 
 def hand_in(checks, *, lab, learner_id, namespace):
     """The hand-in cell: `run_checks`, then a copy to hand in (`save_copy`), or the steps
-    to make one where the kernel cannot see the notebook's file. Returns `run_checks`'s."""
+    to make one where the kernel cannot see the notebook's file. Prints; returns None (a
+    cell shows no value)."""
     name = copy_name(learner_id, lab) if learner_id else None  # A bad id fails first.
-    found = run_checks(checks)
+    run_checks(checks)
     print()
     if name is None:
         print(
             f'To hand in: set LEARNER_ID = "<your id>" in this cell, save the notebook '
-            f"(Ctrl+S), and run this cell again: it saves <your id>_{lab}.ipynb beside it."
+            f"(Ctrl+S), and run this cell again: it makes the copy to hand in, named "
+            f"<your id>_{lab}.ipynb."
         )
-        return found
+        return
     path = notebook_path(namespace)
     if "google.colab" in sys.modules:
         print(
@@ -168,4 +170,3 @@ def hand_in(checks, *, lab, learner_id, namespace):
         )
     else:
         print(save_copy(path, learner_id, lab))
-    return found
