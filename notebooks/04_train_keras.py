@@ -18,9 +18,10 @@
 # 3. Build the training pipeline: cache, shuffle, repeat, batch, prefetch (TODO 3).
 # 4. Compile the model under the strategy, with a learning-rate schedule (TODO 4).
 #
-# Then you train for a set number of images, whatever the number of devices, look at the
-# predictions, and save and reload the model. Whether the training waits for its input,
-# and what else sets a step's time, is lesson 5's question (`05_accelerator_waiting`).
+# Then you train for a set number of images (of steps, for a large batch), whatever the
+# number of devices, look at the predictions, and save and reload the model. Whether the
+# training waits for its input, and what else sets a step's time, is lesson 5's question
+# (`05_accelerator_waiting`).
 
 # %% [markdown]
 # ## Parameters
@@ -40,6 +41,7 @@ IMAGE_SIZE = 96  # The model's input size: decoded at that size from TARGET_SIZE
 VALIDATION_SHARDS = 3  # Shards held out for validation.
 BATCH_PER_REPLICA = 16  # Images per replica per step: a multiple of 8 (see TODO 1).
 TRAINING_IMAGES = 12_000  # How long to train: images seen in all, on any number of devices.
+CRITICAL_BATCH_SIZE = 48  # Steps are counted as if the global batch were at most this.
 EPOCHS = 6  # fit()'s epochs: how many times the training stops to evaluate.
 BASE_LEARNING_RATE = 0.002  # Peak learning rate for one replica.
 MAX_LEARNING_RATE = 0.008  # The scaled peak's cap (reached at 4 replicas).
@@ -164,8 +166,11 @@ global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
 # How long to train? In passes over the data (epochs), 8 replicas would make 8 times
 # fewer optimizer steps than one: too few. So the length is `TRAINING_IMAGES`, images
 # seen, and `training.plan_training()` turns it into steps of the global batch (capped to
-# the training set by `batch_sizes.cap_batch_size()`, which says so). Here an epoch of
-# `fit()` is one of `EPOCHS` shares of the steps, each followed by validation.
+# the training set by `batch_sizes.cap_batch_size()`, which says so). But a batch larger
+# than the "critical batch size" no longer cuts the steps a model needs (its gradient is
+# barely better), so the steps are `TRAINING_IMAGES / min(global batch,
+# CRITICAL_BATCH_SIZE)`: 8 replicas see more images than one. Here an epoch of `fit()` is
+# one of `EPOCHS` shares of the steps, each followed by validation.
 
 # %%
 global_batch_size = batch_sizes.cap_batch_size(
@@ -177,6 +182,7 @@ plan = training.plan_training(
     epochs=EPOCHS,
     steps_per_execution=strategy.supported_steps_per_execution(choice, STEPS_PER_EXECUTION),
     warmup_fraction=WARMUP_FRACTION,
+    critical_batch_size=CRITICAL_BATCH_SIZE,
 )
 steps_per_epoch, steps_per_execution = plan.steps_per_epoch, plan.steps_per_execution
 print(plan.describe())

@@ -32,6 +32,23 @@ def test_plan_training_sets_length_in_images(
     assert plan.images_seen == total_steps * global_batch_size >= 12_000
 
 
+@pytest.mark.parametrize(
+    "global_batch_size, total_steps",
+    [(16, 768), (32, 384), (64, 288), (128, 288)],  # 12,000 / 48 = 250: 6 x 48 steps.
+    ids=["1 replica", "2 replicas", "4 replicas", "8 replicas"],
+)
+def test_plan_training_counts_steps_at_most_at_the_critical_batch(global_batch_size, total_steps):
+    plan = training.plan_training(
+        training_images=12_000,
+        global_batch_size=global_batch_size,
+        epochs=6,
+        steps_per_execution=16,
+        critical_batch_size=48,
+    )
+    assert plan.total_steps == total_steps
+    assert plan.warmup_steps == round(0.1 * total_steps)
+
+
 def test_plan_training_describe_names_steps_images_and_warmup():
     plan = training.plan_training(training_images=12_000, global_batch_size=128, epochs=6,
                                   steps_per_execution=16)  # fmt: skip
@@ -47,8 +64,9 @@ def test_plan_training_describe_names_steps_images_and_warmup():
         (dict(epochs=0), r"`epochs` must be a positive integer. Received: epochs=0"),
         (dict(global_batch_size=2.5), r"Received: global_batch_size=2.5"),
         (dict(warmup_fraction=1.0), r"Received: warmup_fraction=1.0"),
+        (dict(critical_batch_size=0), r"`critical_batch_size` must be a positive integer"),
     ],
-    ids=["no epochs", "fractional batch", "all warm-up"],
+    ids=["no epochs", "fractional batch", "all warm-up", "negative critical batch"],
 )
 def test_plan_training_rejects_bad_input(arguments, message):
     settings = dict(training_images=1000, global_batch_size=16, epochs=2)

@@ -2,7 +2,9 @@
 
 The length is set in images seen, not in epochs: at one batch size an epoch is many steps,
 at eight replicas' global batch it can be two. Planned in images, 1, 2 and 8 replicas all
-train on as many images, in as many steps as their global batch allows.
+train on as many images, in as many steps as their global batch allows; but a batch past
+the "critical batch size" no longer cuts the steps a model needs, so steps are counted as if
+the batch were at most that size.
 """
 
 from __future__ import annotations
@@ -71,8 +73,15 @@ def plan_training(
     epochs: int,
     steps_per_execution: int = 1,
     warmup_fraction: float = 0.1,
+    critical_batch_size: int | None = None,
 ) -> TrainingPlan:
     """Plans `training_images` images seen as optimizer steps of `global_batch_size`.
+
+    A larger batch averages its gradient over more images, so fewer steps learn as much;
+    but past some size (the critical batch size, McCandlish et al. 2018, "An Empirical
+    Model of Large-Batch Training") it no longer cuts the steps needed. So the steps are
+    `training_images / min(global_batch_size, critical_batch_size)`: a larger batch then
+    sees more images.
 
     The steps are cut into `epochs` (evaluations), each a whole number of executions: each
     epoch is rounded up to a multiple of `steps_per_execution`, which is capped to the
@@ -84,6 +93,7 @@ def plan_training(
         epochs: how many times to evaluate on the validation set.
         steps_per_execution: steps per call into the compiled function, asked for.
         warmup_fraction: the share of the steps that warm the learning rate up, 0 to 1.
+        critical_batch_size: the largest batch that still cuts the steps; None: no limit.
 
     Returns:
         The `TrainingPlan`, at least one step per epoch.
@@ -101,6 +111,10 @@ def plan_training(
         ("global_batch_size", global_batch_size),
         ("epochs", epochs),
         ("steps_per_execution", steps_per_execution),
+        (
+            "critical_batch_size",
+            global_batch_size if critical_batch_size is None else critical_batch_size,
+        ),
     ]:
         arguments.check_integer(name, value, 1)
     if not 0 <= warmup_fraction < 1:
@@ -108,7 +122,8 @@ def plan_training(
             f"`warmup_fraction` must be at least 0 and below 1. Received: "
             f"warmup_fraction={warmup_fraction!r}"
         )
-    steps = math.ceil(training_images / global_batch_size / epochs)
+    counted_batch = min(global_batch_size, critical_batch_size or global_batch_size)
+    steps = math.ceil(training_images / counted_batch / epochs)
     executed = min(steps_per_execution, steps)
     steps_per_epoch = math.ceil(steps / executed) * executed
     warmup_steps = round(warmup_fraction * epochs * steps_per_epoch)
