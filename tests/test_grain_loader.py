@@ -1,13 +1,15 @@
-"""Tests of tools/grain_loader.py: the ArrayRecord copies, the per-epoch waits, Grain's batches."""
+"""Tests of tools/grain_loader.py and grain_reads.py: copies, per-epoch waits, batches."""
 
 import os
+import pickle
+import subprocess
 import sys
 import threading
 
 import numpy as np
 import pytest
 
-from tools import grain_loader
+from tools import grain_loader, grain_reads
 
 pytest.importorskip("grain", reason="Grain is not installed: pip install -r requirements-grain.txt")
 pytest.importorskip(
@@ -33,7 +35,7 @@ def test_ensure_array_records_copies_each_shards_records_in_order(copies):
     assert [os.path.basename(p) for p in paths] == [
         os.path.basename(s).replace(".tfrec", ".array_record") for s in shards
     ]
-    reads = grain_loader.StorageReads(paths)
+    reads = grain_reads.StorageReads(paths)
     expected = [record for shard in shards for record in _tfrecords(shard)]
     assert len(reads) == len(expected) == 60
     assert [reads.read(0, key) for key in range(60)] == expected
@@ -45,7 +47,7 @@ def test_ensure_array_records_rewrites_a_damaged_copy_only(copies):
     with open(paths[0], "r+b") as file:
         file.truncate(100)
     assert grain_loader.ensure_array_records(shards, os.path.dirname(paths[0])) == paths
-    assert grain_loader._num_records(paths[0]) == len(_tfrecords(shards[0]))
+    assert grain_reads.num_records(paths[0]) == len(_tfrecords(shards[0]))
     assert os.stat(paths[1]).st_mtime_ns == untouched
     assert [n for n in os.listdir(os.path.dirname(paths[0])) if "incomplete" in n] == []
 
@@ -68,7 +70,7 @@ def test_storage_reads_wait_once_per_file_and_epoch_even_on_many_threads(copies)
 
     _, paths = copies
     simulated = storage.SimulatedStorage(latency_ms=30)
-    reads = grain_loader.StorageReads(paths, simulated)
+    reads = grain_reads.StorageReads(paths, simulated)
     threads = [
         threading.Thread(target=reads.read, args=(epoch, key))
         for epoch in (0, 1)
@@ -87,7 +89,7 @@ def test_storage_reads_with_a_request_per_record_wait_for_each_record(copies):
 
     _, paths = copies
     simulated = storage.SimulatedStorage(latency_ms=0)
-    reads = grain_loader.StorageReads(paths, simulated, request_per_record=True)
+    reads = grain_reads.StorageReads(paths, simulated, request_per_record=True)
     records = [reads.read(0, key) for key in (0, 1, 2, 59, 59)]
     assert simulated.num_requests == 5
     assert simulated.num_bytes_read == sum(len(record) + 16 for record in records)
@@ -131,3 +133,75 @@ def test_grain_images_is_deterministic_for_a_seed(copies):
 
     assert first_labels(1) == first_labels(1)
     assert first_labels(1) != first_labels(2)
+
+
+def test_decode_record_with_tensorflows_decoder_gives_its_pixels(copies):
+    import tensorflow as tf
+
+    from utils import records
+
+    shards, _ = copies
+    record = _tfrecords(shards[1])[3]
+    image, _ = grain_loader.decode_record(record, num_classes=5, decoder="tensorflow")
+    jpeg = records.parse_record(tf.constant(record))["image"]
+    np.testing.assert_array_equal(image, tf.io.decode_jpeg(jpeg, channels=3).numpy())
+    with pytest.raises(ValueError, match=r"`decoder` must be one of \('pillow', 'tensorflow'\)"):
+        grain_loader.decode_record(record, num_classes=5, decoder="cv2")
+
+
+def test_example_proto_parses_tensorflows_examples_to_the_same_bytes(copies):
+    from tensorflow.core.example import example_pb2
+
+    from tools.example_proto import Example
+
+    shards, _ = copies
+    for record in _tfrecords(shards[0])[:5]:
+        ours, theirs = Example.FromString(record), example_pb2.Example.FromString(record)
+        assert set(ours.features.feature) == set(theirs.features.feature) >= {"image"}
+        for name, feature in theirs.features.feature.items():
+            assert ours.features.feature[name].SerializeToString() == feature.SerializeToString()
+        assert example_pb2.Example.FromString(ours.SerializeToString()) == theirs
+
+
+def test_a_worker_parses_and_decodes_without_importing_tensorflow(copies, tmp_path):
+    shards, _ = copies
+    record_file = tmp_path / "record.bin"
+    record_file.write_bytes(_tfrecords(shards[0])[0])
+    code = (
+        "import sys, pathlib; from tools import grain_loader; "
+        f"image, _ = grain_loader.decode_record(pathlib.Path({str(record_file)!r}).read_bytes(), "
+        "num_classes=5); print(image.shape, 'tensorflow' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(__file__)), check=True)  # fmt: skip
+    assert done.stdout.split("\n")[-2] == "(32, 32, 3) False"
+
+
+def test_storage_reads_pickle_their_storage_as_settings_and_leave_out_an_empty_one(copies):
+    from utils import storage
+
+    _, paths = copies
+    slow = pickle.loads(pickle.dumps(grain_reads.StorageReads(paths, storage.SimulatedStorage(30))))
+    assert type(slow._storage) is storage.SimulatedStorage and slow._storage.latency_ms == 30
+    assert slow.read(0, 5) == grain_reads.StorageReads(paths).read(0, 5)
+    assert slow._storage.num_requests == 1  # The rebuilt storage is used, and counts.
+    local = grain_reads.StorageReads(paths, storage.SimulatedStorage(latency_ms=0))
+    assert local._storage is not None and pickle.loads(pickle.dumps(local))._storage is None
+
+
+def test_grain_images_in_worker_processes_gives_each_record_once_per_epoch(copies):
+    shards, paths = copies
+    # No storage: a worker then imports no TensorFlow (the simulation's rebuild in a worker
+    # is tested above), and starts in seconds.
+    dataset = grain_loader.grain_images(paths, num_classes=5, batch_size=15, num_workers=2)
+    batches = iter(dataset)
+    # Each worker batches every other record, in turns: 2 batches each are the 60 records.
+    epoch = [next(batches) for _ in range(4)]
+    batches.close()
+    assert [images.shape for images, _ in epoch] == [(15, 32, 32, 3)] * 4
+    labels = np.concatenate([np.asarray(one_hots) for _, one_hots in epoch]).argmax(axis=1)
+    expected = [int(np.argmax(grain_loader.decode_record(r, num_classes=5)[1]))
+                for shard in shards for r in _tfrecords(shard)]  # fmt: skip
+    assert np.bincount(labels, minlength=5).tolist() == np.bincount(expected, minlength=5).tolist()
+    with pytest.raises(ValueError, match=r"`num_workers` must be >= 0. Received: num_workers=-1"):
+        grain_loader.grain_images(paths, num_classes=5, batch_size=20, num_workers=-1)

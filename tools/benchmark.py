@@ -13,13 +13,18 @@ In one run, on the same embedded images and the same storage setting (local disk
    protobuf and decoded with Pillow (libjpeg-turbo), batched alike; each file pays the
    same first-byte wait once per epoch; and once more with every record read a request
    of its own (random reads straight from object storage; not in turns with the
-   headline). Skipped, with the reason, where `grain` or
-   `array-record` is not installed (`requirements-grain.txt`);
+   headline); and Grain at its best: in worker processes, with the worker count and
+   decoder that read fastest here at 0 ms, measured first (`course_benchmark.grain_best`).
+   Skipped, with the reason, where `grain` or `array-record` is not installed
+   (`requirements-grain.txt`);
 6. the ceiling: the same JPEG bytes decoded from memory on all cores, no I/O.
 The ceiling, 3, 4 and 5 are measured in turns (`comparison.measure_in_turns`: round 1 in order,
 round 2 reversed, ...), 7 rounds; their ratios are taken within each round, and reported
 as median, min-max and number of runs, against the issue's targets. 1 and 2 are
 measured in turns among themselves, 3 rounds. Warm-up is excluded from every run.
+
+Then the cost by cores: the ceiling and the course pipeline at 0 ms on 1, 2, 4, ... cores,
+each in a child process pinned to them (`course_benchmark.cores`), 3 rounds.
 
 Then how cost grows: images/s and peak memory (RSS) of reading with the course pipeline
 as the dataset grows, the time to write the shards, and images/s as the shard count
@@ -32,8 +37,8 @@ over a tenth of the cores (`machine_load.describe_load`). Prints one table, and 
 `benchmark.json` and `benchmark.png` to `--output-dir`.
 
 Usage:
-    python -m tools.benchmark            # about 12 minutes on an idle 2-core VM, cache warm
-    python -m tools.benchmark --quick    # about 1 minute: small sizes, 2 rounds
+    python -m tools.benchmark            # about 9 minutes on an idle 2-core VM, cache warm
+    python -m tools.benchmark --quick    # small sizes, 2 rounds: what the tests run
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import time
 from pathlib import Path
 
 from tools import machine
+from tools.course_benchmark import cores, grain_best
 from tools.course_benchmark.growth import (
     format_shard_counts,
     growth_summary,
@@ -85,13 +91,25 @@ def main(argv: list[str] | None = None) -> int:
         help="only read the shards there once and print the figures as JSON (one process "
         "per reading: the benchmark runs itself so)",
     )
+    parser.add_argument(
+        "--on-cores",
+        type=int,
+        metavar="N",
+        help="only pin this process to N cores, time the ceiling and the course pipeline "
+        "once and print the figures as JSON (`course_benchmark.cores`)",
+    )
+    parser.add_argument("--reverse", action="store_true", help="--on-cores: the course first")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
+    settings = QUICK if args.quick else FULL
+    if args.on_cores:
+        figures = cores.measure_on_cores(args.on_cores, settings, reverse=args.reverse)
+        print(json.dumps(figures))
+        return 0
     if args.read_one_epoch:
         print(json.dumps(read_one_epoch(args.read_one_epoch)))
         return 0
-    settings = QUICK if args.quick else FULL
     from tools import grain_loader
     from utils import machine_load
 
@@ -101,8 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Machine: {machine_line}", flush=True)
     with machine_load.LoadWatch() as pipelines_load:
         print("Pipelines:", flush=True)
-        results = compare_pipelines(settings)
+        results, grain_choice = compare_pipelines(settings)
     print(pipelines_load.summary(), flush=True)
+    with machine_load.LoadWatch() as cores_load:
+        print("Cores:", flush=True)
+        by_cores = cores.by_cores(settings, quick=args.quick)
+    print(cores_load.summary(), flush=True)
+    results.update(by_cores)
     with machine_load.LoadWatch() as growth_load:
         print("Growth:", flush=True)
         scale = scaling(settings)
@@ -116,8 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *targets(results),
         *latency_and_grain_lines(results),
+        *(grain_best.grain_best_lines(results, grain_choice) if grain_choice else []),
         *([grain_skipped] if grain_skipped else []),
-        *cores_busy_lines(results, os.cpu_count() or 1),
+        *cores_busy_lines(results, len(os.sched_getaffinity(0))),
+        "",
+        f"Cores: {cores_load.summary()}",
+        *cores.cores_lines(results),
         "",
         f"Growth: {growth_load.summary()}",
         f"{'images':>8} {'write s':>8} {'read images/s':>14} {'peak RSS MB':>12}",
@@ -138,13 +165,19 @@ def main(argv: list[str] | None = None) -> int:
             "other_cores": watch.other_cores,
             "summary": watch.summary(),
         }
-        for name, watch in [("pipelines", pipelines_load), ("growth", growth_load)]
+        for name, watch in [
+            ("pipelines", pipelines_load),
+            ("cores", cores_load),
+            ("growth", growth_load),
+        ]  # fmt: skip
     }
     report = {"settings": settings, "machine": machine_line, "load": load,
               "pipelines": results_to_json(results),
               "scaling": scale, "seconds": time.perf_counter() - start}  # fmt: skip
     if grain_skipped:
         report["skipped"] = {GRAIN: grain_skipped}
+    else:
+        report["grain_best"] = grain_choice
     (args.output_dir / "benchmark.json").write_text(json.dumps(report, indent=2))
     plot(results, scale, args.output_dir / "benchmark.png")
     print("\n".join(lines))

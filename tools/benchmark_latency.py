@@ -78,17 +78,17 @@ def variants(shard_paths: list[str], num_classes: int) -> dict:
 
 def measure(num_images: int, num_timed: int, rounds: int) -> dict:
     """Measures every variant in turns; returns name -> lists of images/s, CPU µs, cores."""
-    from tools.course_benchmark import pipelines
+    from tools.course_benchmark import measure
     from utils import comparison, shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
-    shard_set = pipelines.quietly(
+    shard_set = measure.quietly(
         shard_cache.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
     )
     made = variants(shard_set.paths, len(shard_set.class_names))
     cpu = {name: [] for name in made}
-    rates = {name: pipelines.rate(make, num_timed, cpu[name]) for name, make in made.items()}
-    measured = pipelines.quietly(comparison.measure_in_turns, rates, repeats=rounds)
+    rates = {name: measure.rate(make, num_timed, cpu[name]) for name, make in made.items()}
+    measured = measure.quietly(comparison.measure_in_turns, rates, repeats=rounds)
     return {
         name: {
             "images_per_second": list(measured[name].values),

@@ -6,15 +6,11 @@
 2. `grain_images` reads them with Grain: a global shuffle over record keys
    (`MapDataset.range(...).shuffle(...)`), one record per key from
    `grain.sources.ArrayRecordDataSource`, parsed with protobuf and decoded with Pillow
-   (libjpeg-turbo, as `tf.io.decode_jpeg` is), in Grain's own reading threads
-   (`ReadOptions`), then batched.
-3. With a `storage.SimulatedStorage`, each ArrayRecord file pays one first-byte wait the
-   first time a record of it is read in an epoch, as a TFRecord shard pays one wait each
-   time `tf.data` opens it (once per epoch), and its bytes are charged to its stream
-   when there is a bandwidth cap: files on local disk or cached near the machine. With
-   `request_per_record`, every record read is a request of its own (random access straight
-   to object storage: one ranged read per record). The wait holds the reading thread, as
-   a blocking read does.
+   (libjpeg-turbo, as `tf.io.decode_jpeg` is) or TensorFlow, in Grain's own reading
+   threads (`ReadOptions`), then batched; optionally in worker processes (`mp_prefetch`).
+3. With a `storage.SimulatedStorage`, the reads go through it (`grain_reads.StorageReads`):
+   each ArrayRecord file pays one first-byte wait per epoch, as a TFRecord shard does, or
+   every record read is a request of its own (`request_per_record`).
 
 Grain and array-record are optional (`requirements-grain.txt`): `missing_reason()` says
 why these rows cannot run, and nothing here imports them before they are used.
@@ -22,17 +18,17 @@ why these rows cannot run, and nothing here imports them before they are used.
 
 from __future__ import annotations
 
-import bisect
 import io
 import os
 import shutil
 import tempfile
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from tools.grain_reads import StorageReads, num_records
 
 if TYPE_CHECKING:
     from utils.storage import SimulatedStorage
@@ -48,7 +44,7 @@ NUM_THREADS = 16
 # Elements read ahead, in all threads together (Grain's default is 500): enough to run
 # through a shard's first-byte wait at an epoch's start; at least a few batches.
 PREFETCH_BUFFER_SIZE = 256
-_FRAMING_BYTES = 16  # A TFRecord record's framing, charged as `tfrecord_dataset` does.
+DECODERS = ("pillow", "tensorflow")  # `decode_record`'s JPEG decoders.
 
 
 def missing_reason() -> str | None:
@@ -105,7 +101,7 @@ def ensure_array_records(shard_paths: Sequence[str], output_dir: str | None = No
     for shard in shard_paths:
         path = os.path.join(output_dir, Path(shard).stem + ".array_record")
         records = [record.numpy() for record in tf.data.TFRecordDataset(shard)]
-        if not (os.path.exists(path) and _num_records(path) == len(records)):
+        if not (os.path.exists(path) and num_records(path) == len(records)):
             handle, temporary = tempfile.mkstemp(dir=output_dir, suffix=".incomplete")
             os.close(handle)
             writer = array_record_module.ArrayRecordWriter(temporary, ARRAY_RECORD_OPTIONS)
@@ -117,109 +113,38 @@ def ensure_array_records(shard_paths: Sequence[str], output_dir: str | None = No
     return paths
 
 
-def _num_records(path: str) -> int:
-    from array_record.python import array_record_module
-
-    try:
-        reader = array_record_module.ArrayRecordReader(path)
-        try:
-            return int(reader.num_records())
-        finally:
-            reader.close()
-    except (RuntimeError, ValueError):  # A damaged file: it is written again.
-        return -1
-
-
-class StorageReads:
-    """Reads records by key from ArrayRecord files through a (simulated) storage.
-
-    The first read of each file in an epoch waits for the file's first byte
-    (`SimulatedStorage.open_object`); reads of that file on other threads meanwhile wait
-    for the same first byte, not for one of their own. With a bandwidth cap, each record's
-    bytes are charged to its file's stream.
-
-    Args:
-        paths: ArrayRecord files.
-        storage: the storage; None reads directly.
-        request_per_record: every record read is a request of its own (its own first-byte
-            wait and bytes), as random reads straight from object storage are.
-    """
-
-    def __init__(
-        self,
-        paths: Sequence[str],
-        storage: SimulatedStorage | None = None,
-        *,
-        request_per_record: bool = False,
-    ):
-        import grain
-
-        self.source = grain.sources.ArrayRecordDataSource([str(path) for path in paths])
-        self._ends = list(np.cumsum([_num_records(str(path)) for path in paths]))
-        self._sizes = [os.path.getsize(path) for path in paths]
-        self._storage = storage if storage is not None and storage.simulated else None
-        self._charge_bytes = bool(
-            self._storage
-            and (self._storage.megabytes_per_second or self._storage.total_megabytes_per_second)
-        )
-        self._request_per_record = request_per_record
-        self._lock = threading.Lock()
-        self._opened: dict[tuple[int, int], tuple[threading.Event, list[int]]] = {}
-
-    def __len__(self) -> int:
-        return int(self._ends[-1])
-
-    def read(self, epoch: int, key: int) -> bytes:
-        """Returns the record at `key`, after its file's first-byte wait in `epoch`."""
-        if self._storage is not None and self._request_per_record:
-            record = self.source[key]
-            self._storage.wait_for_object(len(record) + _FRAMING_BYTES)
-            return record
-        if self._storage is not None:
-            stream = self._open(epoch, bisect.bisect_right(self._ends, key))
-        record = self.source[key]
-        if self._charge_bytes:
-            self._storage.wait_for_bytes(stream, len(record) + _FRAMING_BYTES)
-        return record
-
-    def _open(self, epoch: int, file_index: int) -> int:
-        with self._lock:
-            opened = self._opened.get((epoch, file_index))
-            if opened is None:
-                opened = self._opened[epoch, file_index] = (threading.Event(), [])
-                owner = True
-                # Files of epochs two or more back are not read again.
-                for old in [k for k in self._opened if k[0] < epoch - 1]:
-                    del self._opened[old]
-            else:
-                owner = False
-        event, stream = opened
-        if owner:
-            try:
-                stream.append(self._storage.open_object(self._sizes[file_index]))
-            finally:
-                event.set()
-        else:
-            event.wait()
-        return stream[0] if stream else -1
-
-
-def decode_record(record: bytes, *, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Parses one serialized `tf.train.Example` and decodes its JPEG with Pillow.
+def decode_record(
+    record: bytes, *, num_classes: int, decoder: str = "pillow"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Parses one serialized `tf.train.Example` with protobuf (no TensorFlow) and decodes it.
 
     Args:
         record: the record's bytes, as the TFRecord shards hold them.
         num_classes: the one-hot label's length.
+        decoder: one of DECODERS: "pillow" (`PIL.Image`, libjpeg-turbo) or "tensorflow"
+            (`tf.io.decode_jpeg`, called eagerly: one TensorFlow op call per image).
 
     Returns:
         (uint8 image (height, width, 3), float32 one-hot label (num_classes,)).
-    """
-    from PIL import Image
-    from tensorflow.core.example import example_pb2
 
-    feature = example_pb2.Example.FromString(record).features.feature
-    with Image.open(io.BytesIO(feature["image"].bytes_list.value[0])) as image:
-        pixels = np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
+    Raises:
+        ValueError: if `decoder` is not one of DECODERS.
+    """
+    from tools.example_proto import Example
+
+    if decoder not in DECODERS:
+        raise ValueError(f"`decoder` must be one of {DECODERS}. Received: decoder={decoder!r}")
+    feature = Example.FromString(record).features.feature
+    jpeg = feature["image"].bytes_list.value[0]
+    if decoder == "tensorflow":
+        import tensorflow as tf
+
+        pixels = tf.io.decode_jpeg(jpeg, channels=3).numpy()
+    else:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(jpeg)) as image:
+            pixels = np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
     one_hot = np.asarray(feature["one_hot_class"].float_list.value, np.float32)
     return pixels, one_hot.reshape(num_classes)
 
@@ -234,13 +159,18 @@ def grain_images(
     prefetch_buffer_size: int = PREFETCH_BUFFER_SIZE,
     seed: int = 0,
     request_per_record: bool = False,
+    num_workers: int = 0,
+    decoder: str = "pillow",
 ):
     """Reads endless batches of (image, one-hot label) from ArrayRecord files with Grain.
 
     Each epoch is a new global shuffle of all records (Grain reseeds each epoch); the
     records are read and decoded in `num_threads` threads, `prefetch_buffer_size`
     elements ahead, and batched in order: the iteration is deterministic and can be
-    checkpointed (`get_state`), as Grain's is.
+    checkpointed (`get_state`), as Grain's is. With `num_workers`, that runs in as many
+    worker processes (`IterDataset.mp_prefetch`), each on every `num_workers`-th record
+    with its own threads, and whole batches come back through shared memory: how Grain
+    runs CPU-heavy work past the GIL. Close the iterator when done (it stops them).
 
     Args:
         paths: ArrayRecord files (`ensure_array_records`).
@@ -253,6 +183,8 @@ def grain_images(
         seed: the shuffle's seed.
         request_per_record: each record read is a storage request of its own
             (`StorageReads`), not one per file and epoch.
+        num_workers: Grain's worker processes; 0: all in this process.
+        decoder: the JPEG decoder (`decode_record`).
 
     Returns:
         A `grain.IterDataset` of (uint8 images (batch, h, w, 3), float32 labels).
@@ -262,11 +194,26 @@ def grain_images(
     """
     import grain
 
+    if decoder not in DECODERS:
+        raise ValueError(f"`decoder` must be one of {DECODERS}. Received: decoder={decoder!r}")
+    if num_workers < 0:
+        raise ValueError(f"`num_workers` must be >= 0. Received: num_workers={num_workers}")
     reads = StorageReads(paths, storage, request_per_record=request_per_record)
-    num_records = len(reads)
-    keys = grain.MapDataset.range(num_records).shuffle(seed=seed).repeat()
+    total = len(reads)
+    keys = grain.MapDataset.range(total).shuffle(seed=seed).repeat()
     # The position in the endless dataset tells the epoch; the element is the record key.
-    records = keys.map_with_index(lambda position, key: reads.read(position // num_records, key))
-    images = records.map(lambda record: decode_record(record, num_classes=num_classes))
+    records = keys.map_with_index(lambda position, key: reads.read(position // total, key))
+    images = records.map(
+        lambda record: decode_record(record, num_classes=num_classes, decoder=decoder)
+    )
     options = grain.ReadOptions(num_threads=num_threads, prefetch_buffer_size=prefetch_buffer_size)
-    return images.to_iter_dataset(options).batch(batch_size)
+    batches = images.to_iter_dataset(options).batch(batch_size)
+    if not num_workers:
+        return batches
+    from absl import flags
+
+    # Grain's worker start reads its absl flags; a program that never parsed them (this
+    # one, a notebook) would fail with `UnparsedFlagAccessError`: take the defaults.
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+    return batches.mp_prefetch(grain.MultiprocessingOptions(num_workers=num_workers))

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from tools.course_benchmark.pipelines import (
+from tools.course_benchmark.measure import (
     figures_of,
     quietly,
 )

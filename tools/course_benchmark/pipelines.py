@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
-import time
-
+from tools.course_benchmark.measure import figures_of, in_turns_by_row, quietly, rate
 from tools.course_benchmark.settings import (
     BATCH_SIZE,
     CEILING,
@@ -14,6 +11,7 @@ from tools.course_benchmark.settings import (
     FILES_ONE_AT_A_TIME,
     FROM_DIRECTORY,
     GRAIN,
+    GRAIN_BEST,
     GRAIN_PER_RECORD,
     HEADLINE,
     LATENCIES_MS,
@@ -25,76 +23,34 @@ from tools.course_benchmark.settings import (
 )
 
 
-def quietly(function, *args, **kwargs):
-    with contextlib.redirect_stdout(io.StringIO()):
-        return function(*args, **kwargs)
+def course_dataset(shard_paths, num_classes: int, storage):
+    """The course pipeline (`pipeline.tfrecord_images`) as the benchmark reads it: endless."""
+    from utils import pipeline
+
+    return pipeline.tfrecord_images(
+        shard_paths,
+        target_size=TARGET_SIZE,
+        num_classes=num_classes,
+        batch_size=BATCH_SIZE,
+        storage=storage,
+        num_parallel_reads=NUM_PARALLEL_READS,
+        epochs=None,  # Endless, the epochs joined before the reads.
+    )
 
 
-def rate(make_dataset, num_images: int, cpu_log: list | None = None):
-    """Returns a function that times a fresh `make_dataset()` (warm-up excluded): images/s.
-
-    With `cpu_log`, each run also appends this process's CPU seconds per image to it.
-    `make_dataset` may return a `tf.data.Dataset` or any iterable of (images, labels)
-    batches (a Grain dataset).
-    """
-    import tensorflow as tf
-
-    from utils import timing
-
-    def measure() -> float:
-        dataset = make_dataset()
-        if not isinstance(dataset, tf.data.Dataset):
-            images_per_second, cpu_per_image = _time_iterable(dataset, num_images)
-        else:
-            result = quietly(timing.measure_throughput, dataset, num_images=num_images)
-            images_per_second = result.images_per_second
-            cpu_per_image = result.cpu_seconds / result.num_images
-        if cpu_log is not None:
-            cpu_log.append(cpu_per_image)
-        return images_per_second
-
-    return measure
-
-
-def _time_iterable(dataset, num_images: int) -> tuple[float, float]:
-    """Times batches from any iterable (a Grain dataset), as `measure_throughput` does.
-
-    The first batch is the warm-up and is not timed. The iterator is closed at the end,
-    so that its reading threads stop before the next run starts.
-
-    Returns:
-        (images/s, this process's CPU seconds per image).
-    """
-    iterator = iter(dataset)
-    try:
-        next(iterator)
-        counted, start, cpu_start = 0, time.perf_counter(), time.process_time()
-        for images, _ in iterator:
-            counted += len(images)
-            if counted >= num_images:
-                break
-        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    finally:
-        if hasattr(iterator, "close"):
-            iterator.close()
-    return counted / seconds, cpu_seconds / counted
-
-
-def figures_of(result) -> dict:
-    return {"median": result.median, "min": result.minimum, "max": result.maximum,
-            "runs": list(result.values)}  # fmt: skip
-
-
-def pipelines(source, shard_paths, class_names, storage, settings, array_records=None) -> dict:
+def pipelines(
+    source, shard_paths, class_names, storage, settings, array_records=None, grain_setting=None
+) -> dict:
     """Returns the pipelines to compare, by name: (make_dataset, images to time).
 
-    Grain + ArrayRecord is among them when `array_records` (its files) is given.
+    Grain + ArrayRecord is among them when `array_records` (its files) is given; Grain at
+    its best too when `grain_setting` (`num_workers` and `decoder`) is given.
     """
     import keras
     import tensorflow as tf
 
     from tools import read_routing
-    from utils import conversion, pipeline
+    from utils import conversion
 
     slow = storage.latency_ms > 0
     image_root = source.pattern.rsplit("/", 2)[0]
@@ -146,18 +102,7 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
         dataset = records.map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.batch(BATCH_SIZE).prefetch(tf.data.AUTOTUNE).repeat()
 
-    def course():
-        return pipeline.tfrecord_images(
-            shard_paths,
-            target_size=TARGET_SIZE,
-            num_classes=len(class_names),
-            batch_size=BATCH_SIZE,
-            storage=storage,
-            num_parallel_reads=NUM_PARALLEL_READS,
-            epochs=None,  # Endless, the epochs joined before the reads.
-        )
-
-    def grain_arrayrecord(request_per_record=False):
+    def grain_arrayrecord(request_per_record=False, num_workers=0, decoder="pillow"):
         from tools import grain_loader
 
         return grain_loader.grain_images(
@@ -166,6 +111,8 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
             batch_size=BATCH_SIZE,
             storage=storage,
             request_per_record=request_per_record,
+            num_workers=num_workers,
+            decoder=decoder,
         )
 
     named = {
@@ -179,7 +126,7 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
             settings["timed_files"] // (4 if slow else 1),
         ),
         ORIGINAL: (original_course, settings["timed"]),
-        COURSE: (course, settings["timed"]),
+        COURSE: (lambda: course_dataset(shard_paths, len(class_names), storage), settings["timed"]),
     }
     if array_records:
         named[GRAIN] = (grain_arrayrecord, settings["timed"])
@@ -187,44 +134,64 @@ def pipelines(source, shard_paths, class_names, storage, settings, array_records
             lambda: grain_arrayrecord(request_per_record=True),
             settings["timed_files"] if slow else settings["timed"],
         )
+    if array_records and grain_setting:
+        named[GRAIN_BEST] = (
+            lambda: grain_arrayrecord(num_workers=grain_setting["num_workers"],
+                                      decoder=grain_setting["decoder"]),
+            settings["timed"],
+        )  # fmt: skip
     return named
 
 
-def compare_pipelines(settings: dict) -> dict:
-    """Measures every pipeline at each latency, and the decode ceiling; returns the results.
-
-    The headline pipelines (the ceiling, the original course's TFRecords and the course
-    pipeline at each latency) are measured in turns, `headline_repeats` rounds; the slower
-    rest in turns among themselves, `repeats` rounds. Each result keeps its runs, in round
-    order, so that ratios are taken within a round (`comparison.ratio_in_turns`).
-    """
+def benchmark_data(settings: dict):
+    """Returns the benchmark's source, its shards (`ShardSet`) and 1000 of their JPEGs' bytes."""
     import tensorflow as tf
 
-    from tools import grain_loader
-    from utils import pipeline, records, shard_cache, sources, storage
+    from utils import records, shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=settings["num_images"])
     shard_set = quietly(
         shard_cache.ensure_shards, source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
     )
+    stored_jpegs = [
+        records.parse_record(record)["image"].numpy()
+        for record in tf.data.TFRecordDataset(shard_set.paths).take(1000)
+    ]
+    return source, shard_set, stored_jpegs
+
+
+def compare_pipelines(settings: dict) -> tuple[dict, dict | None]:
+    """Measures every pipeline at each latency, and the decode ceiling; returns the results.
+
+    The headline pipelines (the ceiling, the original course's TFRecords, the course
+    pipeline and Grain's rows at each latency) are measured in turns, `headline_repeats`
+    rounds; the slower rest in turns among themselves, `repeats` rounds. Each result keeps
+    its runs, in round order, so that ratios are taken within a round
+    (`comparison.ratio_in_turns`). Grain at its best is chosen first (`grain_best.choose`).
+
+    Returns:
+        (`Row` -> figures, `grain_best.choose`'s result or None without Grain).
+    """
+    from tools import grain_loader
+    from tools.course_benchmark import grain_best
+    from utils import pipeline, storage
+
+    source, shard_set, stored_jpegs = benchmark_data(settings)
     shard_paths = shard_set.paths
     skipped = grain_loader.missing_reason()
     array_records = None if skipped else grain_loader.ensure_array_records(shard_paths)
     if skipped:
         print(f"  {skipped}", flush=True)
-    stored_jpegs = [
-        records.parse_record(record)["image"].numpy()
-        for record in tf.data.TFRecordDataset(shard_paths).take(1000)
-    ]
+    num_classes = len(shard_set.class_names)
+    choice = grain_best.choose(array_records, num_classes, settings) if array_records else None
     ceiling = lambda: pipeline.decode_ceiling_dataset(stored_jpegs, batch_size=BATCH_SIZE)  # noqa: E731
     cpu = {CEILING: []}
     headline = {CEILING: rate(ceiling, settings["timed"], cpu[CEILING])}
     others = {}
     for latency in LATENCIES_MS:
         simulated = storage.SimulatedStorage(latency_ms=latency)
-        named = pipelines(
-            source, shard_paths, shard_set.class_names, simulated, settings, array_records
-        )
+        named = pipelines(source, shard_paths, shard_set.class_names, simulated, settings,
+                          array_records, choice and choice["chosen"])  # fmt: skip
         for name, (make_dataset, num_images) in named.items():
             row = Row(name, latency)
             if name in HEADLINE:
@@ -234,39 +201,25 @@ def compare_pipelines(settings: dict) -> dict:
                 others[row] = rate(make_dataset, num_images)
     print(f"  headline: {len(headline)} pipelines in turns, {settings['headline_repeats']} "
           "rounds ...", flush=True)  # fmt: skip
-    measured = _in_turns_by_row(headline, repeats=settings["headline_repeats"])
+    measured = in_turns_by_row(headline, repeats=settings["headline_repeats"])
     print(f"  the others: {len(others)} in turns, {settings['repeats']} rounds ...", flush=True)
-    measured.update(_in_turns_by_row(others, repeats=settings["repeats"]))
+    measured.update(in_turns_by_row(others, repeats=settings["repeats"]))
     order = [CEILING] + [Row(name, latency) for latency in LATENCIES_MS for name in named]
     results = {row: figures_of(measured[row]) for row in order}
     for row, per_image in cpu.items():
         results[row]["cpu_us_per_image"] = [seconds * 1e6 for seconds in per_image]
-    return results
-
-
-def _in_turns_by_row(candidates: dict, repeats: int) -> dict:
-    """`comparison.measure_in_turns` over `Row` -> candidate; its results keyed by the same rows."""
-    from utils import comparison
-
-    by_label = {row.label: row for row in candidates}
-    measured = comparison.measure_in_turns(
-        {row.label: candidate for row, candidate in candidates.items()}, repeats=repeats
-    )
-    return {by_label[label]: result for label, result in measured.items()}
+    return results, choice
 
 
 def results_to_json(results: dict) -> dict:
     """The results as `benchmark.json` holds them: by label, each with its row's fields."""
-    return {
-        row.label: {"pipeline": row.pipeline, "latency_ms": row.latency_ms, **figures}
-        for row, figures in results.items()
-    }
+    return {row.label: {**row._asdict(), **figures} for row, figures in results.items()}
 
 
 def results_from_json(by_label: dict) -> dict:
     """`benchmark.json`'s pipelines back as `Row` -> figures (from the fields, not the label)."""
     return {
-        Row(figures["pipeline"], figures["latency_ms"]): {
+        Row(**{field: figures.get(field) for field in Row._fields}): {
             key: value for key, value in figures.items() if key not in Row._fields
         }
         for figures in by_label.values()

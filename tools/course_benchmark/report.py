@@ -10,6 +10,7 @@ from tools.course_benchmark.settings import (
     FILES_ONE_AT_A_TIME,
     FROM_DIRECTORY,
     GRAIN,
+    GRAIN_BEST,
     GRAIN_PER_RECORD,
     LATENCIES_MS,
     ORIGINAL,
@@ -34,7 +35,8 @@ def cores_busy_lines(results: dict, num_cores: int) -> list[str]:
     latency (nothing to wait for) that kept fewer than `FULL_CORES_SHARE` of the cores busy
     explain a low end of a range that the work per image does not: the pipeline waited,
     with cores idle, rather than worked more. Runs at a simulated latency are listed but
-    not counted: waiting for storage is what they measure.
+    not counted: waiting for storage is what they measure; nor are runs pinned to fewer
+    cores (`Row.cores`).
 
     Args:
         results: the headline results, with `runs` (images/s) and `cpu_us_per_image`.
@@ -51,7 +53,7 @@ def cores_busy_lines(results: dict, num_cores: int) -> list[str]:
             continue
         pairs = zip(figures["runs"], figures["cpu_us_per_image"], strict=True)
         busy = [rate * cpu_us / 1e6 for rate, cpu_us in pairs]
-        if not row.latency_ms:  # No I/O, or local disk: nothing to wait for.
+        if not row.latency_ms and row.cores is None:  # Nothing to wait for, on every core.
             short += sum(cores < threshold for cores in busy)
             total += len(busy)
         lines.append(f"  {row.label}: cores busy per run " + " ".join(f"{c:.2f}" for c in busy))
@@ -79,7 +81,7 @@ def format_table(results: dict) -> list[str]:
     return lines
 
 
-def _in_turns(results: dict, numerator: Row, denominator: Row, *, key: str = "runs"):
+def in_turns(results: dict, numerator: Row, denominator: Row, *, key: str = "runs"):
     """The ratio of two headline results, round by round (`comparison.ratio_in_turns`)."""
     from utils import comparison
 
@@ -97,7 +99,7 @@ def targets(results: dict) -> list[str]:
     """Checks the issue's targets against these results, ratios taken within each round."""
     lines = []
     for latency in LATENCIES_MS:
-        share = _in_turns(results, Row(COURSE, latency), CEILING)
+        share = in_turns(results, Row(COURSE, latency), CEILING)
         target = TARGET_SHARE_OF_CEILING[latency]
         low, high = share.median - share.minimum, share.maximum - share.median
         spread_met = max(low, high) <= TARGET_SPREAD
@@ -109,14 +111,14 @@ def targets(results: dict) -> list[str]:
             f"+-{TARGET_SPREAD}: {_verdict(spread_met)}"
         )
         if "cpu_us_per_image" in results[CEILING]:
-            work = _in_turns(results, CEILING, Row(COURSE, latency), key="cpu_us_per_image")
+            work = in_turns(results, CEILING, Row(COURSE, latency), key="cpu_us_per_image")
             lines.append(
                 f"  work share at {latency} ms (the ceiling's CPU time per image / the "
                 f"pipeline's; moves little with load): {work.median:.2f} "
                 f"(range {work.minimum:.2f}-{work.maximum:.2f})"
             )
     speedups = [
-        _in_turns(results, Row(COURSE, latency), Row(ORIGINAL, latency)) for latency in LATENCIES_MS
+        in_turns(results, Row(COURSE, latency), Row(ORIGINAL, latency)) for latency in LATENCIES_MS
     ]
     lines.append(
         f"{COURSE} / original course pipeline: "
@@ -138,7 +140,7 @@ def targets(results: dict) -> list[str]:
     return lines
 
 
-def _ratio_text(ratio) -> str:
+def ratio_text(ratio) -> str:
     spread = f"range {ratio.minimum:.2f}-{ratio.maximum:.2f}"
     return f"{ratio.median:.2f} ({spread}, {ratio.num_runs} runs)"
 
@@ -163,17 +165,17 @@ def latency_and_grain_lines(results: dict) -> list[str]:
     fast, slow = LATENCIES_MS
     lines = [
         f"{name} at {slow} ms / at {fast} ms: "
-        + _ratio_text(_in_turns(results, Row(name, slow), Row(name, fast)))
+        + ratio_text(in_turns(results, Row(name, slow), Row(name, fast)))
         + (f"; target >= {TARGET_LATENCY_RATIO}" if name == COURSE else "")
-        for name in (COURSE, GRAIN)
+        for name in (COURSE, GRAIN, GRAIN_BEST)
         if Row(name, fast) in results
     ]
     for latency in LATENCIES_MS if Row(GRAIN, fast) in results else ():
         grain, course = Row(GRAIN, latency), Row(COURSE, latency)
         lines.append(
             f"{GRAIN} at {latency} ms / decode ceiling: "
-            f"{_ratio_text(_in_turns(results, grain, CEILING))}; / {COURSE}: "
-            f"{_ratio_text(_in_turns(results, grain, course))}"
+            f"{ratio_text(in_turns(results, grain, CEILING))}; / {COURSE}: "
+            f"{ratio_text(in_turns(results, grain, course))}"
         )
         cpu = [spread(results[row]["cpu_us_per_image"]) for row in (grain, course)]
         lines.append(
@@ -199,14 +201,14 @@ def plot(results: dict, scale: dict, path: Path) -> None:
               for row in rows]  # fmt: skip
     drawn = bars.barh([row.label for row in rows], medians, xerr=errors, color=colors)
     for bar, row in zip(drawn, rows, strict=True):
-        if row.pipeline in (GRAIN, GRAIN_PER_RECORD):
+        if row.pipeline in (GRAIN, GRAIN_PER_RECORD, GRAIN_BEST):
             bar.set_hatch("//")
     bars.set_xscale("log")
     bars.invert_yaxis()
     bars.set_xlabel(
         f"images/s (log scale; blue: local disk, orange: {LATENCIES_MS[-1]} ms simulated latency)"
     )
-    bars.set_title(f"Pipelines on the same data (hatched: {GRAIN})")
+    bars.set_title("Pipelines on the same data (hatched: Grain)")
     sizes = sorted(scale["by_size"])
     rates = [scale["by_size"][s]["images_per_second"] for s in sizes]
     memory = [scale["by_size"][s]["peak_rss_mb"] for s in sizes]

@@ -26,12 +26,14 @@ NUM_SHARDS = 16  # Of the pipelines' data and of each growth size.
 NUM_CLASSES = 5  # The embedded flowers' classes.
 
 
+# `grain_decoders`: the JPEG decoders Grain at its best is chosen among (`grain_best`).
 FULL = dict(num_images=3670, headline_repeats=7, repeats=3, sizes=[1000, 4000, 16000],
-            shard_counts=[4, 16, 64], timed=8000, timed_files=400, timed_sequential=40)  # fmt: skip
+            shard_counts=[4, 16, 64], timed=8000, timed_files=400, timed_sequential=40,
+            grain_decoders=["pillow", "tensorflow"])  # fmt: skip
 
 
 QUICK = dict(num_images=300, headline_repeats=2, repeats=1, sizes=[200, 400], shard_counts=[2, 4],
-             timed=600, timed_files=60, timed_sequential=6)  # fmt: skip
+             timed=600, timed_files=60, timed_sequential=6, grain_decoders=["pillow"])  # fmt: skip
 
 
 # Measured in turns with the ceiling, `headline_repeats` rounds: the ratios that are quoted.
@@ -56,21 +58,32 @@ GRAIN = "Grain + ArrayRecord"
 GRAIN_PER_RECORD = "Grain, a request per record"
 
 
-HEADLINE = (ORIGINAL, COURSE, GRAIN)
+# Grain in worker processes, with the worker count and decoder that read fastest here.
+GRAIN_BEST = "Grain at its best"
+
+
+HEADLINE = (ORIGINAL, COURSE, GRAIN, GRAIN_BEST)
 
 
 class Row(NamedTuple):
-    """What one result measured: a pipeline, at a simulated latency (None: no I/O at all)."""
+    """What one result measured: a pipeline, at a simulated latency (None: no I/O at all).
+
+    `cores`: the cores its process was pinned to (`cores.by_cores`); None: all of them.
+    """
 
     pipeline: str
     latency_ms: int | None = None
+    cores: int | None = None
 
     @property
     def label(self) -> str:
-        """The row's name in the table and in `benchmark.json`: `pipeline @ N ms`."""
-        if self.latency_ms is None:
-            return self.pipeline
-        return f"{self.pipeline} @ {self.latency_ms} ms"
+        """The row's name in the table and in `benchmark.json`: `pipeline @ N ms on C cores`."""
+        label = (
+            self.pipeline if self.latency_ms is None else f"{self.pipeline} @ {self.latency_ms} ms"
+        )
+        if self.cores is None:
+            return label
+        return f"{label} on {self.cores} core{'s' if self.cores > 1 else ''}"
 
 
 CEILING = Row("decode ceiling (no I/O)")
@@ -90,3 +103,14 @@ TARGET_LATENCY_RATIO = 0.97  # Its images/s at the last latency / at the first.
 
 
 TARGET_OVER_FROM_DIRECTORY = 10  # Its images/s / image_dataset_from_directory's, last latency.
+
+
+def counts_up_to(num_cores: int) -> list[int]:
+    """Returns 1, 2, 4, ... below `num_cores`, then `num_cores`: the worker and core counts."""
+    if num_cores < 1:
+        raise ValueError(f"`num_cores` must be >= 1. Received: num_cores={num_cores}")
+    counts, count = [], 1
+    while count < num_cores:
+        counts.append(count)
+        count *= 2
+    return counts + [num_cores]

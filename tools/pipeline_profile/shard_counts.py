@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from tools.course_benchmark import growth
-from tools.course_benchmark.pipelines import quietly
+from tools.course_benchmark.measure import quietly
 from tools.pipeline_profile.variants import NUM_IMAGES, TARGET_SIZE
 
 SETTLE_SECONDS = 30  # The kernel writes dirty pages back after 30 s (dirty_expire_centisecs).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from tools.course_benchmark.pipelines import quietly
+from tools.course_benchmark.measure import quietly
 
 TARGET_SIZE = 192
 BATCH_SIZE = 64
