@@ -2,13 +2,14 @@
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from tests import conftest
-from tools import lesson_parameters, run_course
+from tools import course_summary, lesson_parameters, machine, run_course
 
 
 def test_summary_text_reads_the_cells_tagged_summary():
@@ -33,9 +34,10 @@ def test_parse_parameters_reads_literals_and_keeps_strings():
     }
 
 
-def test_main_unknown_lesson_exits_1(capsys):
-    assert run_course.main(["--only", "99"]) == 1
+def test_main_unknown_lesson_exits_1(capsys, tmp_path):
+    assert run_course.main(["--only", "99", "--output-dir", str(tmp_path / "out")]) == 1
     assert "No lesson matches --only '99'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("argv", [["--help"]])
@@ -74,7 +76,8 @@ def test_a_failed_lesson_is_one_line_and_keeps_the_last_good_run(monkeypatch, tm
     monkeypatch.setattr(run_course, "REPO_ROOT", root)
     monkeypatch.chdir(tmp_path)
     assert run_course.main(["--output-dir", str(output_dir)]) == 1
-    assert capsys.readouterr().out == (
+    out = capsys.readouterr().out
+    assert out.split("\n\n", 1)[1].split("lesson ")[0] == (
         "Running 01_offline ...\n"
         "01_offline stopped in cell 2: ConnectionError: flower_photos: no network (download "
         "failed) (the run with the error: out/01_offline.failed.ipynb)\n\n"
@@ -179,7 +182,14 @@ def test_heartbeat_names_the_running_cell_from_papermill_s_copy(tmp_path):
     for cell, status in zip(notebook.cells[1:], ["completed", "running", "pending"], strict=True):
         cell.metadata["papermill"] = {"status": status}
     nbformat.write(notebook, running)
-    assert run_course.Heartbeat("01_slow", running)._where() == ", cell 2 of 3"
+    assert run_course.Heartbeat("01_slow", running)._where() == ', in "Lab" (cell 2 of 3)'
+    notebook.cells.insert(2, nbformat.v4.new_markdown_cell("Text.\n## 2. Time it (TODO 2)\nx"))
+    nbformat.write(notebook, running)
+    where = run_course.Heartbeat("01_slow", running)._where()
+    assert where == ', in "2. Time it (TODO 2)" (cell 2 of 3)'
+    notebook.cells[3].metadata["tags"] = ["setup"]
+    nbformat.write(notebook, running)
+    assert run_course.Heartbeat("01_slow", running)._where() == ', in "the set-up" (cell 2 of 3)'
     assert run_course.Heartbeat("01_slow", tmp_path / "not-yet.ipynb")._where() == ""
 
 
@@ -193,7 +203,7 @@ def test_main_prints_a_heartbeat_while_a_lesson_runs(monkeypatch, tmp_path, caps
     beats = [line for line in out.splitlines() if "still running" in line]
     assert len(beats) >= 2, out
     assert beats[0].startswith("  01_paths: still running, 0 m 0")
-    assert any(line.endswith(", cell 2 of 3") for line in beats), beats
+    assert any(line.endswith(" (cell 2 of 3)") for line in beats), beats
 
 
 def test_the_kernels_temporary_files_go_with_the_run(monkeypatch, tmp_path, capsys):
@@ -220,3 +230,116 @@ def test_the_kernels_temporary_files_go_with_the_run(monkeypatch, tmp_path, caps
     assert list((tmp_path / "system-temp").iterdir()) == []
     assert os.environ["TMPDIR"] == str(tmp_path / "system-temp")
     assert tempfile.gettempdir() == str(conftest.TEMP_ROOT)  # This process's, as before.
+
+
+def _lesson(path: Path, cells: list[str], *, parameters: str = "N = 1", recorded=None):
+    """Writes a solution: a parameters cell, then `cells`; `recorded`: the build's metadata."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    if recorded is not None:
+        notebook.metadata["tpu_speed_pipelines"] = recorded
+    notebook.cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]})]
+    notebook.cells += [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(notebook, path)
+
+
+def test_the_run_ends_with_one_table_of_what_ran_was_skipped_or_failed(
+    monkeypatch, tmp_path, capsys
+):
+    solutions = tmp_path / "course" / "solutions"
+    _lesson(solutions / "01_fine.ipynb", ["print('measured')"])
+    _lesson(solutions / "02_broken.ipynb", ["raise ValueError('no')"])
+    _lesson(solutions / "06_convert_with_beam.ipynb", ["print('never')"])
+    monkeypatch.setitem(
+        lesson_parameters.OPTIONAL_MODULES, "06_convert_with_beam", ("no_such_module",)
+    )
+    jax_missing = "JAX is not installed here: python -m pip install 'jax[cpu]==0.10.2'."
+    monkeypatch.setattr(
+        run_course, "PARTS_THAT_SKIP", {"01_fine": ("its JAX part", lambda: jax_missing)}
+    )
+    monkeypatch.setattr(run_course, "REPO_ROOT", tmp_path / "course")
+    seconds = iter(range(0, 10_000, 45))  # Each lesson takes 45 s by this clock.
+    monkeypatch.setattr(run_course, "CLOCK", lambda: next(seconds))
+    monkeypatch.chdir(tmp_path)
+    assert run_course.main(["--output-dir", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "No estimate: solutions/ does not record the build machine's decode rate "
+        "(python -m tools.build_notebooks records it).\n\n"
+        f"01_fine will skip its JAX part: {jax_missing}\nRunning 01_fine ...\n"
+    )
+    assert out.splitlines()[-5:] == [
+        "lesson                result                        minutes",
+        "01_fine               ran, without its JAX part         0.8",
+        "02_broken             failed in cell 2: ValueError      0.8",
+        "06_convert_with_beam  skipped: no no_such_module          -",
+        "total                                                   1.5",
+    ]
+
+
+def test_the_run_builds_the_embedded_dataset_first_and_names_it(monkeypatch, tmp_path, capsys):
+    solutions = tmp_path / "course" / "solutions"
+    parameters = 'DATA_SOURCE = "embedded"\nNUM_IMAGES = 10\nSEED = 7'
+    _lesson(solutions / "01_reads.ipynb", ["print('read')"], parameters=parameters)
+    monkeypatch.setenv(run_course.data.CACHE_ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setattr(run_course, "REPO_ROOT", tmp_path / "course")
+    seconds = iter(range(0, 10_000, 30))
+    monkeypatch.setattr(run_course, "CLOCK", lambda: next(seconds))
+    tables = {
+        "built": [
+            "lesson                        result  minutes",
+            "embedded dataset (10 images)  built       0.5",
+            "01_reads                      ran         0.5",
+            "total                                     1.0",
+        ],
+        "in the cache": [
+            "lesson                        result        minutes",
+            "embedded dataset (10 images)  in the cache      0.5",
+            "01_reads                      ran               0.5",
+            "total                                           1.0",
+        ],
+    }
+    for table in tables.values():  # Built by the first run, found in the cache by the second.
+        assert run_course.main(["--output-dir", str(tmp_path / "out")]) == 0
+        out = capsys.readouterr().out
+        assert (
+            "Preparing the embedded dataset (10 images): built once, then read from "
+            f"{tmp_path / 'cache'} ...\nRunning 01_reads ...\n"
+        ) in out
+        assert out.splitlines()[-4:] == table
+    assert [p.name.split("-", 3)[-1] for p in (tmp_path / "cache").iterdir()] == ["n10-seed7"]
+
+
+def test_the_estimate_scales_the_build_s_times_by_the_decode_rates(tmp_path):
+    built = {"description": "AMD EPYC, 2 cores, Python 3.11.7", "jpeg_decodes_per_second": 1200}
+    _lesson(
+        tmp_path / "01_a.ipynb", [], recorded={"execution_seconds": 600, "build_machine": built}
+    )
+    _lesson(
+        tmp_path / "02_b.ipynb", [], recorded={"execution_seconds": 300, "build_machine": built}
+    )
+    _lesson(tmp_path / "03_c.ipynb", [], recorded={})
+    text = course_summary.estimate(sorted(tmp_path.glob("*.ipynb")), measure=lambda: 400.0)
+    assert text.splitlines() == [
+        f"This machine decodes 400 JPEGs/s now ({machine.usable_cores()} cores, a 2-second "
+        "test); the build's machine decoded 1,200 (AMD EPYC, 2 cores, Python 3.11.7).",
+        "Expect about 45 minutes for these 2 lesson(s), 3.0x the 15.0 they took in the build; "
+        "a line is printed at least every 30 s.",
+        "(1 lesson(s) record no time: not counted.)",
+    ]
+
+
+def test_the_estimate_reads_the_committed_solutions():
+    lesson = run_course.REPO_ROOT / "solutions" / "01_tf_data_basics.ipynb"
+    if course_summary.recorded_times(lesson) is None:
+        pytest.skip("solutions/ was built before the build recorded its machine's decode rate")
+    text = course_summary.estimate([lesson], measure=lambda: 1.0)
+    assert text.startswith("This machine decodes 1 JPEGs/s now")
+
+
+def test_measure_decode_rate_decodes_for_the_time_asked():
+    started = time.perf_counter()
+    rate = machine.measure_decode_rate(0.3)
+    assert 0.3 <= time.perf_counter() - started < 3
+    assert rate > 10  # Even a loaded 2-core machine decodes hundreds of 256 px JPEGs a second.

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 
+from tools import machine
 from tools.build_regions import BuildError
 from tools.lesson_parameters import KERNEL_OPTIONS
 from utils import progress
@@ -23,12 +24,16 @@ from utils import progress
 METADATA_KEY = "tpu_speed_pipelines"
 # In a solution's metadata: how long its execution took, in seconds (the lesson times in README.md).
 EXECUTION_SECONDS = "execution_seconds"
+# ... and the machine it ran on, with its JPEG decode rate (`tools.machine.build_machine`): the
+# course run scales the lesson times by it.
+BUILD_MACHINE = "build_machine"
 
 
 def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Returns a copy with outputs, execution counts and the execution time removed."""
     stripped = copy.deepcopy(notebook)
     stripped.metadata.get(METADATA_KEY, {}).pop(EXECUTION_SECONDS, None)
+    stripped.metadata.get(METADATA_KEY, {}).pop(BUILD_MACHINE, None)
     for cell in stripped.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -41,7 +46,8 @@ def execute_solution(
     """Runs a notebook with papermill in `cwd`; returns a copy of it with the outputs.
 
     Only outputs, execution counts and the run's duration (papermill's, in whole seconds,
-    as `tpu_speed_pipelines.execution_seconds`: README.md's lesson times) are taken from
+    as `tpu_speed_pipelines.execution_seconds`: README.md's lesson times; beside it
+    `build_machine`, the machine's JPEG decode rate measured just before) are taken from
     the run, so the metadata papermill and the kernel add (timestamps, versions, empty
     tags) never reach the file; the outputs show machine paths portably
     (`without_machine_paths`).
@@ -49,6 +55,7 @@ def execute_solution(
     import papermill
 
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
+    build_machine = machine.build_machine()  # Just before the run: the machine it meets.
     with tempfile.TemporaryDirectory() as scratch:
         unexecuted, executed = Path(scratch) / "in.ipynb", Path(scratch) / "out.ipynb"
         nbformat.write(notebook, unexecuted)
@@ -66,6 +73,7 @@ def execute_solution(
     duration = executed_notebook.metadata.get("papermill", {}).get("duration")
     if duration is not None:
         result.metadata.setdefault(METADATA_KEY, {})[EXECUTION_SECONDS] = round(duration)
+        result.metadata[METADATA_KEY][BUILD_MACHINE] = build_machine
     if len(executed_cells) != len(result.cells):
         raise BuildError("papermill added cells; build solutions with their default parameters.")
     for cell, executed_cell in zip(result.cells, executed_cells, strict=True):

@@ -1,16 +1,25 @@
 """Runs every lesson headless and prints what each one measured.
 
 Steps:
-1. Build the embedded dataset if it is not cached yet (the first lesson does it).
-2. Execute each solution in solutions/ with papermill, in order, with its default
+1. Without `-p`, measure this machine's JPEG decode rate for 2 s and print how long the
+   lessons should take here: the build's times scaled by the build machine's rate against
+   this one's (tools/course_summary.py).
+2. Build the embedded dataset the lessons read if it is not cached yet, named, with a
+   progress bar on a terminal.
+3. Execute each solution in solutions/ with papermill, in order, with its default
    parameters (or `-p NAME VALUE` overrides), writing the executed copies to build/course/.
    A path given as DATA_SOURCE, OUTPUT_DIR or SHARDS_DIR is read as typed: `~` expanded,
    relative to the folder the command runs in (the notebooks get it absolute).
-   A line of progress is printed at least every 30 s while a lesson runs.
+   A line of progress is printed at least every 30 s while a lesson runs, naming the
+   heading of the section it is in. A lesson that needs a module that is not installed is
+   skipped, and a part of a lesson that will be skipped is named, each with the command
+   that installs what is missing.
    A lesson that fails gets one line (which cell, which error) and its executed copy is
    written beside the last good one (`NAME.failed.ipynb`), never over it; the other
    lessons still run, and the exit status is 1.
-3. Print the text output of each lesson's cell tagged `summary` ("What you measured").
+4. Print the text output of each lesson's cell tagged `summary` ("What you measured").
+5. End with one table: the dataset build and each lesson, run, skipped (why) or failed,
+   its minutes, and the total.
 
 The kernels get a temporary folder of their own as `TMPDIR`, removed at the end, so that
 what they leave there (TensorFlow's `__autograph_generated_file*.py`, a lesson's scratch
@@ -38,8 +47,10 @@ from pathlib import Path
 
 import nbformat
 
+from tools import course_summary
+from tools.course_summary import Row
 from tools.lesson_parameters import KERNEL_OPTIONS, beam_install_command, missing_modules
-from utils import progress
+from utils import data, host_processes, progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Parameters that may name a local folder; the notebooks run in solutions/, so a relative
@@ -48,6 +59,10 @@ PATH_PARAMETERS = ("DATA_SOURCE", "OUTPUT_DIR", "SHARDS_DIR")
 # Sources that are names, not folders.
 NAMED_SOURCES = ("embedded", "flower_photos")
 HEARTBEAT_SECONDS = 30
+# Parts of a lesson that skip themselves where a module is missing: the part, and the
+# function that says why it will be skipped (None when it will run).
+PARTS_THAT_SKIP = {"07_scale_out_reading": ("its JAX part", host_processes.jax_missing)}
+CLOCK = time.monotonic  # What the table's minutes are measured with.
 
 
 def summary_text(notebook: nbformat.NotebookNode) -> str:
@@ -95,7 +110,7 @@ def absolute_paths(parameters: dict, working_dir: Path | None = None) -> dict:
 
 
 class Heartbeat:
-    """Prints a line every `every_seconds` while a lesson runs, naming the cell it is in.
+    """Prints a line every `every_seconds` while a lesson runs, naming the section it is in.
 
     Papermill saves the notebook it executes as cells run; the line reads the cell that
     is running from that copy, when it can.
@@ -123,15 +138,28 @@ class Heartbeat:
                   f"{self._where()}", flush=True)  # fmt: skip
 
     def _where(self) -> str:
-        """ ", cell N of M" from the copy papermill saved, or "" if it cannot be read."""
+        """', in "HEADING" (cell N of M)' from papermill's copy, or "" if it cannot be read.
+
+        HEADING is the last markdown heading above the running cell ("the set-up" for
+        the set-up cell).
+        """
         try:
             cells = json.loads(self.running.read_text())["cells"]
         except (OSError, ValueError, KeyError):
             return ""
         code = [c for c in cells if c.get("cell_type") == "code"]
-        for number, cell in enumerate(code, 1):
-            if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
-                return f", cell {number} of {len(code)}"
+        heading = None
+        for cell in cells:
+            source = "".join(cell.get("source", ""))
+            if cell.get("cell_type") == "markdown":
+                titles = [line for line in source.splitlines() if line.startswith("#")]
+                heading = titles[-1].lstrip("#").strip() if titles else heading
+            elif cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
+                if "setup" in cell.get("metadata", {}).get("tags", []):
+                    heading = "the set-up"
+                number = code.index(cell) + 1
+                named = f' in "{heading}"' if heading else ""
+                return f",{named} (cell {number} of {len(code)})"
         return ""
 
 
@@ -163,7 +191,8 @@ def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.N
         first_line = (error.evalue.strip().splitlines() or [""])[0]
         raise LessonFailed(
             f"{solution.stem} stopped in cell {error.exec_count}: {error.ename}: {first_line} "
-            f"(the run with the error: {os.path.relpath(failed)})"
+            f"(the run with the error: {os.path.relpath(failed)})",
+            short=f"failed in cell {error.exec_count}: {error.ename}",
         ) from None
     return nbformat.read(running.replace(output), as_version=4)
 
@@ -199,7 +228,11 @@ def _interrupt(signum, frame):
 
 
 class LessonFailed(Exception):
-    """A lesson's notebook raised; the message is one line."""
+    """A lesson's notebook raised; the message is one line, `short` a few words for the table."""
+
+    def __init__(self, message: str, *, short: str):
+        super().__init__(message)
+        self.short = short
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,44 +241,118 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "course")
     args = parser.parse_args(argv)
+    bars = sys.stderr.isatty() and os.environ.get(progress.DISABLE_ENV_VAR, "") in ("", "0")
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     solutions = sorted((REPO_ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
     solutions = [s for s in solutions if args.only is None or s.name.startswith(args.only)]
     if not solutions:
         print(f"No lesson matches --only {args.only!r} in solutions/.", file=sys.stderr)
         return 1
+    args.output_dir.mkdir(parents=True, exist_ok=True)
     parameters = absolute_paths(parse_parameters(args.p))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # For the kernels, before TF starts.
+    runnable = [s for s in solutions if not missing_modules(s.stem)]
+    if parameters:
+        print("No estimate: -p changes the lessons' work from the build's.\n", flush=True)
+    else:
+        print(course_summary.estimate(runnable) + "\n", flush=True)
     try:
         with kernels_temporary_folder():
-            failures = run_lessons(solutions, args.output_dir, parameters)
+            rows = build_datasets(embedded_datasets(runnable, parameters), bars=bars)
+            rows += run_lessons(solutions, args.output_dir, parameters)
     except KeyboardInterrupt:
         print("Stopped (Ctrl-C or SIGTERM); the kernels' temporary folder is removed.")
         return 130
-    return 1 if failures else 0
+    print(course_summary.table(rows))
+    return 1 if any(row.result.startswith("failed") for row in rows) else 0
 
 
-def run_lessons(solutions: list[Path], output_dir: Path, parameters: dict) -> int:
-    """Runs each lesson and prints what it measured; returns the number that failed."""
-    failures = 0
+def lesson_defaults(solution: Path) -> dict:
+    """Returns the values a solution's `parameters` cell assigns that are Python literals."""
+    values = {}
+    for cell in nbformat.read(solution, as_version=4).cells:
+        if "parameters" in cell.metadata.get("tags", []):
+            for statement in ast.parse(cell.source).body:
+                if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name):
+                    with contextlib.suppress(ValueError):
+                        values[statement.targets[0].id] = ast.literal_eval(statement.value)
+    return values
+
+
+def embedded_datasets(solutions: list[Path], parameters: dict) -> list[tuple[int, int]]:
+    """Returns (NUM_IMAGES, SEED) of each embedded dataset the lessons will read, sorted."""
+    wanted = set()
+    for solution in solutions:
+        values = {**lesson_defaults(solution), **parameters}
+        if values.get("DATA_SOURCE") == "embedded" and "NUM_IMAGES" in values:
+            wanted.add((values["NUM_IMAGES"], values.get("SEED", data.DEFAULT_SEED)))
+    return sorted(wanted)
+
+
+def build_datasets(wanted: list[tuple[int, int]], *, bars: bool) -> list[Row]:
+    """Makes each embedded dataset that is not cached yet; returns a table row for each.
+
+    A progress bar shows on a terminal (`bars`); elsewhere the heartbeat's lines do.
+    """
+    rows = []
+    for num_images, seed in wanted:
+        name = f"embedded dataset ({num_images:,} images)"
+        cache = data.default_cache_dir()
+        before = set(cache.iterdir()) if cache.is_dir() else set()
+        print(f"Preparing the {name}: built once, then read from {cache} ...", flush=True)
+        started = CLOCK()
+        with contextlib.ExitStack() as stack:
+            if bars:
+                stack.enter_context(_environment(progress.DISABLE_ENV_VAR, "0"))
+            else:
+                stack.enter_context(Heartbeat("embedded dataset", Path(os.devnull)))
+            root = data.make_flowers_dataset(num_images, seed=seed)
+        built = root in set(cache.iterdir()) - before
+        rows.append(Row(name, "built" if built else "in the cache", CLOCK() - started))
+    return rows
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = previous
+
+
+def run_lessons(solutions: list[Path], output_dir: Path, parameters: dict) -> list[Row]:
+    """Runs each lesson and prints what it measured; returns a table row for each."""
+    rows = []
     for solution in solutions:
         missing = missing_modules(solution.stem)
         if missing:
             print(f"Skipping {solution.stem}: it needs {', '.join(missing)} "
                   f"({beam_install_command()}).\n", flush=True)  # fmt: skip
+            rows.append(Row(solution.stem, f"skipped: no {', '.join(missing)}", None))
             continue
+        part, why = PARTS_THAT_SKIP.get(solution.stem, ("", lambda: None))
+        skipped_part = why()
+        if skipped_part:
+            print(f"{solution.stem} will skip {part}: {skipped_part}", flush=True)
         print(f"Running {solution.stem} ...", flush=True)
+        started = CLOCK()
         try:
             executed = run_lesson(solution, output_dir, parameters)
         except LessonFailed as failure:
             print(f"{failure}\n", flush=True)
-            failures += 1
+            rows.append(Row(solution.stem, failure.short, CLOCK() - started))
             continue
+        result = f"ran, without {part}" if skipped_part else "ran"
+        rows.append(Row(solution.stem, result, CLOCK() - started))
         print(f"\n=== {solution.stem}: what it measured ===")
         print(summary_text(executed) or "(no summary cell)")
         print(f"(executed notebook: {os.path.relpath(output_dir / solution.name)})\n")
-    return failures
+    return rows
 
 
 if __name__ == "__main__":
