@@ -7,8 +7,10 @@ start-up, `<system temp>/tpu_speed_pipelines_tests-XXXX/`, removed when the sess
 test passes (`tmp_path_retention_policy = "failed"` in pyproject.toml), so a heavy one (the
 bootstrap's virtual environment) does not wait for the end. Pass `--basetemp DIR` to keep
 the tests' folders; set `TPU_SPEED_PIPELINES_CACHE` to keep the data cache between runs.
-`tests/test_temp_folder.py` runs last and checks that nothing of the course was left in the
-system temporary folder outside the root.
+`HOME` is `<root>/home` too (Jupyter, IPython, Keras, matplotlib, Chromium write there).
+`tests/test_temp_folder.py` runs last and checks that the session left the checkout and the
+real HOME as they were, and nothing of the course in the system temporary folder outside
+the root (`tests/session_state.py` takes their state at start-up).
 
 Notebooks run by the tests inherit this environment; MPLBACKEND is left alone so that they
 show their figures inline, as they do for a learner.
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import session_state
 from utils import data, progress  # Neither imports TensorFlow.
 
 os.environ[progress.DISABLE_ENV_VAR] = "1"
@@ -33,33 +36,44 @@ DOCUMENTS = [
     "CONTRIBUTING.md",
     *sorted(f"docs/{path.name}" for path in (REPO_ROOT / "docs").glob("*.md")),
 ]
-LAST_TEST = (
-    "tests/test_temp_folder.py::test_the_session_left_nothing_of_the_course_in_the_temp_folder"
-)
+LAST_TESTS = ("tests/test_temp_folder.py::test_the_session_left_",)  # Their names start so.
 SYSTEM_TEMP = Path(tempfile.gettempdir())
+REAL_HOME = Path.home()
 TEMP_BEFORE: frozenset[str] = frozenset()  # The system temp folder's entries at start-up.
 TEMP_ROOT: Path | None = None  # The session's temporary root, once pytest is configured.
+TEMP_WATCHER: session_state.TempWatcher | None = None
+CHECKOUT_BEFORE: dict | None = None  # `session_state.checkout_state` at start-up.
+HOME_BEFORE: dict = {}  # `session_state.home_state(REAL_HOME)` at start-up.
 
 
 def pytest_configure(config):
-    """Lists the system temp folder, then points TMPDIR at a new root of the session's own."""
-    global TEMP_BEFORE, TEMP_ROOT
+    """Takes the checkout's, HOME's and the temp folder's state; points TMPDIR, HOME at a root."""
+    global TEMP_BEFORE, TEMP_ROOT, TEMP_WATCHER, CHECKOUT_BEFORE, HOME_BEFORE
     TEMP_BEFORE = frozenset(p.name for p in SYSTEM_TEMP.iterdir())
+    TEMP_WATCHER = session_state.TempWatcher(SYSTEM_TEMP).start()
+    CHECKOUT_BEFORE = session_state.checkout_state(REPO_ROOT)
+    HOME_BEFORE = session_state.home_state(REAL_HOME)
     TEMP_ROOT = Path(tempfile.mkdtemp(prefix="tpu_speed_pipelines_tests-"))
     os.environ["TMPDIR"] = str(TEMP_ROOT)
     tempfile.tempdir = str(TEMP_ROOT)  # tempfile caches its folder; pytest's tmp_path asks it.
     os.environ.setdefault(data.CACHE_ENV_VAR, str(TEMP_ROOT / "cache"))
+    (TEMP_ROOT / "home").mkdir()
+    os.environ["HOME"] = str(TEMP_ROOT / "home")
+    for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        os.environ.pop(name, None)  # Under HOME, as they are by default.
 
 
 def pytest_collection_modifyitems(items):
-    """Moves the temporary-folder check to the end of the session."""
-    last = [item for item in items if item.nodeid == LAST_TEST]
-    items[:] = [item for item in items if item.nodeid != LAST_TEST] + last
+    """Moves the checks of what the session left to the end of the session."""
+    last = [item for item in items if item.nodeid.startswith(LAST_TESTS)]
+    items[:] = [item for item in items if item not in last] + last
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     """Removes the session's temporary root (after pytest's own clean-up)."""
+    if TEMP_WATCHER is not None:
+        TEMP_WATCHER.stop()
     if TEMP_ROOT is not None:
         shutil.rmtree(TEMP_ROOT, ignore_errors=True)
 

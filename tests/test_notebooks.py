@@ -10,14 +10,13 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 from unittest import mock
 
 import nbformat
 import papermill
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REAL_HOME, REPO_ROOT
 from tools import build_notebooks as build
 from tools.lesson_parameters import (
     KERNEL_OPTIONS,
@@ -357,7 +356,7 @@ def test_committed_solution_checked_outputs_equal_a_fresh_run(executed_solution)
 def test_committed_outputs_name_no_folder_of_the_build_machine(lesson):
     """A learner reads the solution's outputs: the checkout's path or HOME means nothing there."""
     solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
-    machine = {str(REPO_ROOT), str(Path.home())} - {"/"}
+    machine = {str(REPO_ROOT), str(REAL_HOME)} - {"/"}  # HOME is the session's own.
     found = [
         (cell.id, folder)
         for cell in solution.cells

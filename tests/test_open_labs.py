@@ -164,17 +164,20 @@ def _wait_for_the_kernel(url, notebook, timeout_s=60):
     pytest.fail(f"No idle kernel for {notebook} after {timeout_s} s: {sessions}")
 
 
-def test_lab1_in_chromium_stops_at_todo1_saying_not_done_yet(lab_server):
+def test_lab1_in_chromium_stops_at_todo1_saying_not_done_yet(lab_server, tmp_path):
     sync_api, reason = _browser()
     if reason:
         pytest.skip(reason)
     url, clone, _ = lab_server
     expected = "TODO 1 (filenames): not done yet: filenames is still ... (Ellipsis)."
+    home = tmp_path / "browser-home"  # Chromium's NSS database, fontconfig's cache, ...
+    home.mkdir()
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
             headless=True,
             args=CHROMIUM_FLAGS,
+            env={**os.environ, "HOME": str(home)},  # Its profile is in TMPDIR (Playwright's).
         )
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -201,6 +204,7 @@ def test_lab1_in_chromium_stops_at_todo1_saying_not_done_yet(lab_server):
             browser.close()
     assert expected in shown, shown
     assert "CheckFailed" in shown
+    assert (home / ".config" / "chromium" / "Crash Reports").is_dir()  # Not the real HOME's.
 
 
 def test_make_lab_passes_jupyterlab_s_arguments_on():

@@ -1,45 +1,21 @@
-"""The test session leaves nothing of the course in the system temporary folder.
+"""The test session leaves the checkout, HOME and the system temporary folder as it found them.
 
-`tests/conftest.py` lists the system temporary folder when the session starts and points
-`TMPDIR` (and pytest's `tmp_path`) at a root of its own, which it removes at the end. This
-test runs last (conftest moves it there) and looks for what escaped the root.
+`tests/conftest.py` takes their state when the session starts (`tests/session_state.py`)
+and points `TMPDIR` (and pytest's `tmp_path`) and `HOME` into a root of its own, which it
+removes at the end. The tests named `test_the_session_left_*` run last (conftest moves them
+there) and look for what escaped the root.
 """
 
+import os
+import subprocess
+import sys
+import time
+import warnings
 from pathlib import Path
 
 import pytest
 
-from tests import conftest
-
-COURSE_NAMES = ("__autograph_generated_file", "tpu_speed_pipelines", "pytest-of-", "lesson")
-COURSE_SUFFIXES = {".ipynb", ".tfrec", ".tfrecord", ".jpg", ".keras", ".json"}
-
-
-def course_leftovers(temp: Path, before: frozenset[str], own_root: Path) -> list[str]:
-    """Returns the new entries of `temp` (not in `before`) that look like the course's.
-
-    An entry is the course's if its name starts like one of the course's temporary files
-    and folders, or if it is a folder holding notebooks, shards, images or models. Other
-    new entries (another program's, on a shared machine) are not counted.
-    """
-    leftovers = []
-    for path in sorted(temp.iterdir()):
-        if path.name in before or path == own_root:
-            continue
-        named = path.name.startswith(COURSE_NAMES)
-        holds = path.is_dir() and any(
-            p.suffix in COURSE_SUFFIXES for p in _files(path, limit=10_000)
-        )
-        if named or holds:
-            leftovers.append(path.name)
-    return leftovers
-
-
-def _files(folder: Path, *, limit: int):
-    for count, path in enumerate(folder.rglob("*")):
-        if count >= limit:
-            return
-        yield path
+from tests import conftest, session_state
 
 
 def test_course_leftovers_names_new_course_entries_only(tmp_path):
@@ -53,59 +29,174 @@ def test_course_leftovers_names_new_course_entries_only(tmp_path):
     (temp / "tmpz3").mkdir()  # Another program's empty folder.
     (temp / "other.log").write_text("not ours\n")
     (temp / "own-root").mkdir()
-    leftovers = course_leftovers(temp, before, temp / "own-root")
+    leftovers = session_state.course_leftovers(temp, before, temp / "own-root")
     assert leftovers == ["__autograph_generated_fileab12.py", "lesson6-x1y2", "tmpq9"]
 
 
-def other_course_runs() -> list[str]:
-    """Returns the command lines of course runs outside this session's processes.
+def test_the_watcher_notes_the_other_runs_alive_as_each_entry_appeared(tmp_path):
+    others = [["python -m pytest (another clone's run)"]]
+    watcher = session_state.TempWatcher(tmp_path, others=lambda: others[0])
+    (tmp_path / "__autograph_generated_file1.py").write_text("theirs or ours\n")
+    watcher.poll()
+    others[0] = []
+    (tmp_path / "__autograph_generated_file2.py").write_text("ours\n")
+    watcher.poll()
+    assert watcher.others_at_birth == {
+        "__autograph_generated_file1.py": ["python -m pytest (another clone's run)"],
+        "__autograph_generated_file2.py": [],
+    }
+    leftovers = sorted(watcher.others_at_birth)
+    assert this_sessions(leftovers, watcher) == (
+        ["__autograph_generated_file2.py"],
+        ["__autograph_generated_file1.py"],
+    )
 
-    On a shared machine their files land in the same system temp folder, and no file says
-    which process made it.
-    """
-    import psutil
 
-    me = psutil.Process()
-    ours = {me.pid, *(p.pid for p in me.children(recursive=True))}
-    ours |= {p.pid for p in me.parents()}
-    markers = ("pytest", "ipykernel", "papermill", "tools.run_course", "tools.build_notebooks")
-    found = []
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        command = " ".join(process.info["cmdline"] or [])
-        if process.info["pid"] not in ours and any(m in command for m in markers):
-            found.append(command[:120])
-    return found
+ANOTHER_RUN = """# pytest of another clone
+import tempfile, time
+time.sleep(1.5)  # The watcher's first looks see it alive, and nothing new.
+tempfile.NamedTemporaryFile(prefix="__autograph_generated_file", suffix=".py", delete=False)
+time.sleep(3)
+"""
+
+
+def test_a_file_another_course_run_writes_is_not_counted(tmp_path):
+    """A process outside this session's tree (as a run from another clone is) writes TF's file."""
+    temp = tmp_path / "system-temp"
+    temp.mkdir()
+    watcher = session_state.TempWatcher(temp, every_s=0.2).start()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    # `sh` starts it in the background and exits: it is nobody's child here, as another run.
+    subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -c "$0" &', ANOTHER_RUN],
+        env=env, check=True, timeout=30,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while not any(temp.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    watcher.stop()
+    [name] = watcher.others_at_birth
+    assert name.startswith("__autograph_generated_file")
+    others = watcher.others_at_birth[name]
+    assert any("# pytest of another clone" in command for command in others), others
+    leftovers = session_state.course_leftovers(temp, frozenset(), temp / "own-root")
+    assert this_sessions(leftovers, watcher) == ([], [name])
+    while any("# pytest of another clone" in c for c in session_state.other_course_runs()):
+        time.sleep(0.5)  # Once it has ended, only the watcher can tell that it was there.
+
+
+def this_sessions(leftovers: list[str], watcher) -> tuple[list[str], list[str]]:
+    """Splits `leftovers` into (this session's, cannot tell): made while another run ran."""
+    ours = [name for name in leftovers if not watcher.others_at_birth.get(name)]
+    return ours, [name for name in leftovers if name not in ours]
 
 
 def test_the_session_left_nothing_of_the_course_in_the_temp_folder():
     assert conftest.TEMP_ROOT.is_dir()
-    leftovers = course_leftovers(conftest.SYSTEM_TEMP, conftest.TEMP_BEFORE, conftest.TEMP_ROOT)
-    others = other_course_runs() if leftovers else []
+    conftest.TEMP_WATCHER.poll()
+    leftovers = session_state.course_leftovers(
+        conftest.SYSTEM_TEMP, conftest.TEMP_BEFORE, conftest.TEMP_ROOT
+    )
+    ours, cannot_tell = this_sessions(leftovers, conftest.TEMP_WATCHER)
+    assert ours == [], (
+        f"The tests left {ours} in {conftest.SYSTEM_TEMP}, outside the session's temporary "
+        f"root {conftest.TEMP_ROOT}: something ignored TMPDIR (no other course run was on "
+        "the machine as they appeared)."
+    )
+    if cannot_tell:
+        warnings.warn(
+            f"{len(cannot_tell)} new course file(s) in {conftest.SYSTEM_TEMP} appeared while "
+            f"other course runs were on the machine (e.g. {cannot_tell[0]}): not counted.",
+            stacklevel=1,
+        )
+
+
+def test_the_session_left_the_checkout_and_home_as_they_were():
+    changed = []
+    if conftest.CHECKOUT_BEFORE is not None:  # None: not a git checkout.
+        after = session_state.checkout_state(conftest.REPO_ROOT)
+        changed += [
+            f"{conftest.REPO_ROOT}/{path}"
+            for path in session_state.differences(conftest.CHECKOUT_BEFORE, after)
+        ]
+    after = session_state.home_state(conftest.REAL_HOME)
+    changed += [
+        f"{conftest.REAL_HOME}/{path}"
+        for path in session_state.differences(conftest.HOME_BEFORE, after)
+    ]
+    others = session_state.other_course_runs() if changed else []
     if others:
         pytest.skip(
-            f"{len(leftovers)} new course file(s) in {conftest.SYSTEM_TEMP}, but other course "
-            f"runs share it ({len(others)} processes, e.g. {others[0]!r}): cannot tell whose"
+            f"{len(changed)} change(s) in the checkout or HOME (e.g. {changed[0]}), but other "
+            f"course runs share them ({len(others)} processes, e.g. {others[0]!r}): cannot "
+            "tell whose"
         )
-    assert leftovers == [], (
-        f"The tests left {leftovers} in {conftest.SYSTEM_TEMP}, outside the session's "
-        f"temporary root {conftest.TEMP_ROOT}: something ignored TMPDIR."
-    )
+    assert changed == [], f"The tests wrote into the checkout or the real HOME: {changed}"
 
 
-def test_a_session_removes_its_temporary_root_and_leaves_the_temp_folder_empty(tmp_path):
-    import os
-    import subprocess
-    import sys
+WRITES_HOME_AND_TEMP = """
+import os, pathlib, tempfile
 
-    temp = tmp_path / "system-temp"
+def test_writes_where_a_tool_would():
+    pathlib.Path(os.path.expanduser("~/.keras")).mkdir()
+    pathlib.Path(os.path.expanduser("~/.keras/keras.json")).write_text("{}")
+    tempfile.NamedTemporaryFile(prefix="__autograph_generated_file", delete=False)
+"""
+
+
+def test_a_session_writes_home_and_temp_files_under_its_root_only(tmp_path):
+    """A child session (this conftest) whose test writes to ~ and the temp folder."""
+    temp, home = tmp_path / "system-temp", tmp_path / "home"
     temp.mkdir()
-    env = {**os.environ, "TMPDIR": str(temp)}
+    home.mkdir()
+    (tmp_path / "test_child.py").write_text(WRITES_HOME_AND_TEMP)
+    env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home)}
     env.pop(conftest.data.CACHE_ENV_VAR, None)  # The child's cache goes under its root too.
-    node = "tests/test_temp_folder.py::test_course_leftovers_names_new_course_entries_only"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+         str(tmp_path / "test_child.py")],
         cwd=conftest.REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:]
     assert "1 passed" in result.stdout
     assert sorted(p.name for p in temp.iterdir()) == []
+    assert sorted(p.name for p in home.iterdir()) == []
+
+
+def test_checkout_state_sees_what_a_test_would_write_but_not_the_caches(tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / ".gitignore").write_text(".venv\n__pycache__/\nbuild/\n.ruff_cache/\n")
+    (tmp_path / "lesson.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    before = session_state.checkout_state(tmp_path)
+    for cache in (".venv/lib/x.py", "tools/__pycache__/x.pyc", ".ruff_cache/0.1/x"):
+        (tmp_path / cache).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / cache).write_text("a cache\n")
+    assert session_state.differences(before, session_state.checkout_state(tmp_path)) == []
+    (tmp_path / "build" / "grades").mkdir(parents=True)
+    (tmp_path / "build" / "grades" / "grades.csv").write_text("a class's grades\n")
+    (tmp_path / "stray.txt").write_text("\n")
+    (tmp_path / "lesson.py").write_text("x = 2\n")
+    after = session_state.checkout_state(tmp_path)
+    changed = session_state.differences(before, after)
+    assert changed == ["build/grades/grades.csv", "lesson.py", "stray.txt"]
+    assert session_state.checkout_state(tmp_path / "build") is not None  # Inside the repo.
+    assert session_state.checkout_state(Path("/")) is None  # Not a git checkout.
+
+
+def test_home_state_sees_the_course_tools_places_and_new_names(tmp_path):
+    (tmp_path / ".claude").mkdir()
+    before = session_state.home_state(tmp_path)
+    (tmp_path / ".keras").mkdir()
+    (tmp_path / ".keras" / "keras.json").write_text("{}")
+    (tmp_path / ".config" / "chromium" / "Crash Reports").mkdir(parents=True)
+    (tmp_path / ".claude" / "another program's").write_text("\n")
+    changed = session_state.differences(before, session_state.home_state(tmp_path))
+    assert changed == [
+        ".config", ".config/chromium", ".config/chromium/Crash Reports", ".keras",
+        ".keras/keras.json",
+    ]  # fmt: skip
