@@ -9,10 +9,10 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
    Put the set-up code (tools/setup_cell.py) into the one code cell tagged `setup`, and tag
    every code cell without `# NBVAL_CHECK_OUTPUT` `nbval-ignore-output`, so that strict
    nbval compares only the outputs the lesson marks as deterministic.
-   End both variants with the hand-in cells, tagged `hand_in` (the grader skips them): a
-   "Hand in" text, a hidden cell with tools/hand_in_code.py, and a cell that sets
-   `LEARNER_ID` and calls `hand_in({n: lambda: <TODO n's check call>, ...})`, each call
-   taken from its check cell, where it must be a statement of its own.
+   Add the hand-in cells, tagged `hand_in` (the grader skips them): tools/hand_in_code.py
+   in a hidden cell after the set-up cell; at the end, a "Hand in" text and a cell that
+   sets `LEARNER_ID` and calls `hand_in({n: lambda: <TODO n's check call>, ...})`, each
+   call taken from its check cell, where it must be a statement of its own.
 2. Lab: replace each region with a stub that still runs (`name = ...` for every name the
    region assigns), strip outputs, and write `labs/NN_*.ipynb`.
 3. Solution: drop the marker lines, execute it with papermill on the embedded dataset

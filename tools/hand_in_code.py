@@ -1,8 +1,9 @@
 """The code of every lab's hand-in cells: runs in the learner's kernel, pasted by the build.
 
-The build (`tools/build_variants.py`) pastes this file, as it is, into a hidden cell near
-the end of every lab and solution; the last cell then sets `LEARNER_ID` and calls
-`hand_in(...)` with the lab's own check calls. It is not in `utils/`, because every
+The build (`tools/build_variants.py`) pastes this file, as it is, into a hidden cell after
+the set-up cell of every lab and solution (so that "Run all" defines it before a failing
+check stops the run); the last cell sets `LEARNER_ID` and calls `hand_in(...)` with the
+lab's own check calls. It is not in `utils/`, because every
 set-up cell embeds all of `utils/` within a size budget (tests/test_setup_cell.py) and this
 code needs nothing from it: the standard library only.
 
