@@ -56,3 +56,14 @@ def test_unknown_sweep_change_is_refused_with_the_names(capsys):
     with pytest.raises(SystemExit):
         profile_pipeline.main(["sweep", "--only", "faster please"])
     assert "--only: unknown change(s) ['faster please']; choose from" in capsys.readouterr().err
+
+
+def test_parsing_only_the_used_features_gives_the_same_images_and_labels(shard_paths):
+    def first_batch(**change):
+        dataset = variants.build(shard_paths, num_classes=5, target_size=32, parse_batch=16,
+                                 cycle_length=1, **change)  # fmt: skip
+        return [tensor.numpy() for tensor in next(iter(dataset))]
+
+    (images, labels), (all_images, all_labels) = first_batch(used_features_only=True), first_batch()
+    assert (images == all_images).all() and (labels == all_labels).all()
+    assert labels.dtype == all_labels.dtype and labels.sum() == 16  # One-hot, one per image.

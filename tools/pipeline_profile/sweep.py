@@ -27,6 +27,7 @@ SWEEP = {
     "inject_prefetch off": {"optimization": {"inject_prefetch": False}},
     "parallel_batch on": {"optimization": {"parallel_batch": True}},
     "dct_method=INTEGER_FAST": {"dct_method": "INTEGER_FAST"},
+    "parse the image and label only": {"used_features_only": True},
 }
 
 

@@ -49,6 +49,7 @@ def build(
     optimization: dict | None = None,
     dct_method: str = "",
     target_size: int = TARGET_SIZE,
+    used_features_only: bool = False,
 ):
     """The course pipeline (`pipeline.tfrecord_images`, local disk) with one knob changed.
 
@@ -57,7 +58,9 @@ def build(
     file) that reads the shards; `decode_calls` fixes the parse-and-decode map's
     parallelism (default AUTOTUNE); `parse_batch` is the records per parse (and per output
     batch); `threads` and `intra_op` set `options.threading`; `optimization` sets
-    `options.experimental_optimization` attributes.
+    `options.experimental_optimization` attributes; `used_features_only` parses the image
+    and the one-hot label only (dense, `FixedLenFeature([num_classes])`), not all of
+    `records.FEATURES` (five, the label a `VarLenFeature` made dense after).
     """
     import tensorflow as tf
 
@@ -84,8 +87,13 @@ def build(
     if stage == STAGES[0]:
         return batches.repeat()
 
+    features = records.FEATURES
+    if used_features_only:
+        features = {"image": records.FEATURES["image"],
+                    "one_hot_class": tf.io.FixedLenFeature([num_classes], tf.float32)}  # fmt: skip
+
     def parse(batch):
-        return tf.io.parse_example(batch, records.FEATURES)
+        return tf.io.parse_example(batch, features)
 
     def parse_and_decode(batch):
         parsed = parse(batch)
@@ -97,7 +105,9 @@ def build(
             parsed["image"],
             fn_output_signature=tf.uint8,
         )
-        labels = tf.reshape(tf.sparse.to_dense(parsed["one_hot_class"]), [-1, num_classes])
+        labels = parsed["one_hot_class"]
+        if not used_features_only:
+            labels = tf.reshape(tf.sparse.to_dense(labels), [-1, num_classes])
         return images, labels
 
     if stage == STAGES[1]:
