@@ -30,7 +30,8 @@ print(readable_images.readable_sample(paths, 1, verbose=False)[2])
 
 def test_decoder_messages_drops_absl_s_first_line(capfd):
     with errors.decoder_messages() as messages:
-        os.write(2, ("WARNING: " + errors.ABSL_FIRST_LINE + "\n").encode())
+        absl = "All log messages before absl::InitializeLog() is called are written to STDERR"
+        os.write(2, f"WARNING: {absl}\n".encode())
         os.write(2, b"E0000 00:00:17.6 6258 jpeg_mem.cc:329] Premature end of JPEG data.\n")
     assert messages == ["Premature end of JPEG data."]
     assert capfd.readouterr().err == ""

@@ -43,8 +43,8 @@ def error_message(error: tf.errors.OpError) -> str:
 # A line TensorFlow's image decoders log from C++ on a bad file, e.g.
 # "E0000 00:00:1795452832.636017  6258 jpeg_mem.cc:329] Premature end of JPEG data. ..."
 DECODER_LOG_LINE = re.compile(r"\b(?:jpeg_mem|png_io|gif_io)\.cc:\d+\] (?P<message>.*)")
-# The line absl prints before a library's first log line (no setting turns it off): dropped.
-ABSL_FIRST_LINE = "All log messages before absl::InitializeLog() is called are written to STDERR"
+# In absl's line before a library's first log line (no setting turns it off): dropped.
+ABSL_FIRST_LINE = "before absl::InitializeLog() is called"
 
 
 @contextlib.contextmanager
@@ -54,8 +54,7 @@ def decoder_messages() -> Iterator[list[str]]:
     TensorFlow's C++ image decoders log a line of their own on a bad file (`Premature end
     of JPEG data`), at error level, so `TF_CPP_MIN_LOG_LEVEL=2` keeps it. Inside this
     block stderr (file descriptor 2) goes to a temporary file; at its end the decoders'
-    messages are appended to the list yielded, and any other line but absl's
-    `ABSL_FIRST_LINE` is written to stderr.
+    messages are appended to the list yielded, and any other line (but absl's) to stderr.
 
     Yields:
         A list that holds the decoders' messages once the block has ended.

@@ -141,8 +141,7 @@ def jax_missing() -> str | None:
     """Says why the JAX demonstration cannot run here, if it cannot.
 
     Returns:
-        Without JAX, "JAX is not installed here: <this Python> -m pip install
-        'jax[cpu]==...'." (the pin of requirements-dev.txt); None when it can run.
+        Without JAX, why, with this Python's pip command; None when it can run.
     """
     if importlib.util.find_spec("jax") is None:
         command = shlex.join([sys.executable, "-m", "pip", "install", JAX_REQUIREMENT])

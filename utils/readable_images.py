@@ -53,7 +53,7 @@ def readable_sample(
     from utils import records
 
     readable, images, skipped = [], [], []
-    with errors.decoder_messages():  # The decoder's own log line repeats the error's message.
+    with errors.decoder_messages():  # Its log line repeats the error.
         for path in paths:
             if len(readable) == count:
                 break

@@ -139,8 +139,7 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     else:
         class_names = list(metadata.get("class_names", []))
         problems += [f"{line}." for line in shard_files.shard_set_problems(output_dir, metadata)]
-        names = sorted(metadata.get("shards", {}))
-        for name in progress.track(names, desc="Validating shards"):
+        for name in progress.track(sorted(metadata.get("shards", {})), desc="Validating shards"):
             path = f"{output_dir}/{name}"
             if not tf.io.gfile.exists(path):
                 continue
