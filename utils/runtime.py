@@ -9,9 +9,8 @@ Keras 3.15, JAX 0.10):
 - TensorFlow writes log lines to the process's stderr while it is imported (absl, oneDNN),
   whatever `TF_CPP_MIN_LOG_LEVEL` says; they are dropped here, during the import only.
 - What is missing is installed with pip (`pip_install`), the set-up's only download: quiet,
-  with a timeout, never waiting on input; a failure is one line (`SetupFailed`). pip keeps
-  the installed packages' versions where it can (TensorFlow 2.21 pins h5py<3.15: Colab's TPU
-  runtime has 3.16, so 2.20 is taken there); a package it moved anyway is named in one line.
+  with a timeout, never waiting on input; a failure is one line (`SetupFailed`); what is
+  installed keeps its version if it can (TF 2.21 pins h5py<3.15; Colab TPU has 3.16).
 """
 
 from __future__ import annotations
@@ -162,13 +161,12 @@ def pip_install(
     install: Callable[..., subprocess.CompletedProcess] = subprocess.run,
     timeout_s: float = PIP_TIMEOUT_S,
 ) -> None:
-    """Installs `requirements` with pip, quietly, never waiting on input, moving nothing.
+    """Installs `requirements` with pip, quietly, never waiting on input.
 
     One progress line is printed. pip runs with its stdin closed, `GIT_TERMINAL_PROMPT=0`,
-    no colour, no progress bar, a network timeout and `timeout_s` in all, and the installed
-    packages' versions as constraints; only if no resolution keeps them all does it run
-    again without them, and a line names each package that moved (before -> after). A
-    `.pth` file the install adds is put into effect at once (Python reads them at start).
+    no colour, no progress bar, a network timeout and `timeout_s` in all, the installed
+    versions as constraints (if none fits, without: a line names what moved). A `.pth`
+    file the install adds is put into effect at once (Python reads them only at start).
 
     Args:
         requirements: pip requirement strings, e.g. ["tensorflow-cpu>=2.20.0,<=2.21.0"].
@@ -188,7 +186,7 @@ def pip_install(
     before, pth_before = installed_versions(), _pth_files()
     with tempfile.TemporaryDirectory() as folder:
         pins = Path(folder, "installed.txt")
-        pins.write_text("".join(f"{n}=={v}\n" for n, v in before.items() if _PIN.fullmatch(v)))
+        pins.write_text("".join(f"{n}=={v}\n" for n, v in before.items()))
         why = _run_pip([*command, "-c", str(pins)], install, timeout_s)
     if why is not None and "ResolutionImpossible" in why:
         why = _run_pip(command, install, timeout_s)
@@ -207,22 +205,17 @@ def pip_install(
         _add_pth_paths(pth)
 
 
-# A version pip takes in a constraint (PEP 440, local part allowed).
-_PIN = re.compile(r"\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[\w.]+)?")
-
-
 def installed_versions() -> dict[str, str]:
-    """Returns {normalized name: version} of the installed distributions, as Python finds them."""
+    """Returns {name: version} of what is installed, the first of each name on sys.path."""
     found = {}
     for dist in importlib.metadata.distributions():
-        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()
-        if name:
-            found.setdefault(name, dist.version)
+        found.setdefault(dist.metadata["Name"], dist.version)
+    found.pop(None, None)
     return found
 
 
 def _run_pip(command: list[str], install: Callable, timeout_s: float) -> str | None:
-    """Runs pip; returns None, or why it failed (pip's last error line)."""
+    """Runs pip; returns None, or why it failed."""
     environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PIP_NO_INPUT": "1"}
     try:
         result = install(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,

@@ -1,0 +1,155 @@
+"""Runs a replica's notebooks: each alone in an empty folder, HOME empty, the network cut.
+
+The replica's venv is used through a copy of hard links, so what a set-up installs there
+(TensorFlow, on a platform without it) leaves the cached venv as it was. The first run
+may reach the package index (the set-up installs what the platform lacks, as a learner's
+first lab does; pip's cache is kept beside the venvs); the package set before and after it
+is compared with what the set-up said it moved. The other runs find it installed and run
+under bubblewrap with no network (`bwrap --unshare-net`), where bwrap can run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+
+from tools import build_notebooks as build
+from tools.replicas import runs as planned
+from tools.replicas.environments import working_copy
+from tools.setup_cell import SETUP_TAG
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DRIVER = Path(__file__).with_name("driver.py")
+# As utils.runtime.installed_versions, whose names the set-up's line uses.
+VERSIONS = (
+    "import importlib.metadata as m, json\n"
+    "found = {}\n"
+    "for d in m.distributions():\n"
+    "    found.setdefault(d.metadata['Name'], d.version)\n"
+    "found.pop(None, None)\n"
+    "print(json.dumps(found))"
+)
+MOVED_LINE = "pip changed installed packages: "
+
+
+@dataclasses.dataclass
+class Result:
+    """One row of the table."""
+
+    replica: str
+    what: str
+    passed: bool
+    minutes: float
+    detail: str = ""
+
+
+def bwrap_works() -> bool:
+    """Whether bubblewrap can cut the network here."""
+    probe = ["bwrap", "--ro-bind", "/", "/", "--unshare-net", "true"]
+    try:
+        return subprocess.run(probe, capture_output=True).returncode == 0
+    except FileNotFoundError:
+        return False
+
+
+def versions(python: Path) -> dict[str, str]:
+    """Returns {name: version} of what `python` has installed."""
+    result = subprocess.run([str(python), "-c", VERSIONS], capture_output=True, text=True)
+    return json.loads(result.stdout)
+
+
+def moves(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Returns "name old -> new" for each package that changed or went (as the set-up says)."""
+    return [f"{n} {v} -> {after.get(n, 'gone')}" for n, v in before.items() if after.get(n) != v]
+
+
+def setup_printed(notebook: nbformat.NotebookNode) -> str:
+    """Returns what the notebook's set-up cell printed."""
+    (cell,) = [c for c in notebook.cells if SETUP_TAG in c.metadata.get("tags", [])]
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+
+
+def _notebook(run: planned.Run) -> nbformat.NotebookNode:
+    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{run.lesson}.py")
+    return lab if run.variant == "lab" else solution
+
+
+def _drive(python: Path, work: Path, specs: list[dict], environment: dict, sandbox: bool):
+    """Runs the driver over `specs`; returns {name: (seconds, error)}."""
+    path = work / f"runs-{specs[0]['name']}.json"
+    path.write_text(json.dumps(specs))
+    command = [str(python), str(DRIVER), str(path)]
+    if sandbox:  # Read-only root, the work folder writable, no network but loopback.
+        command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                   "--bind", str(work), str(work), "--unshare-net", "--unshare-pid",
+                   "--die-with-parent", *command]  # fmt: skip
+    env = ["env", "-i", *(f"{k}={v}" for k, v in environment.items())]
+    result = subprocess.run([*env, *command], capture_output=True, text=True)
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    found = {line["name"]: (line["seconds"], line["error"]) for line in lines}
+    for spec in specs:  # The driver itself died: every run it did not report failed.
+        found.setdefault(spec["name"], (0.0, f"no result: {result.stderr.strip()[-300:]}"))
+    return found
+
+
+def run_replica(name: str, venv: Path, runs: list[planned.Run], work: Path, pip_cache: Path):
+    """Runs `runs` in a working copy of `venv` under `work`; returns the table's rows."""
+    work.mkdir(parents=True)
+    python = working_copy(venv, work / "venv") / "bin" / "python"
+    kernels = work / "kernels" / "kernels" / "replica"
+    kernels.mkdir(parents=True)
+    argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec = {"argv": argv, "display_name": "replica", "language": "python"}
+    (kernels / "kernel.json").write_text(json.dumps(spec))
+    environment = {"PATH": f"{python.parent}:/usr/bin:/bin", "JUPYTER_PATH": str(work / "kernels"),
+                   "TPU_SPEED_PIPELINES_NO_PROGRESS": "1", "PIP_CACHE_DIR": str(pip_cache),
+                   "LANG": "C.UTF-8"}  # fmt: skip
+    specs = []
+    for run in runs:
+        folder, home, tmp = (work / f"{run.name}{end}" for end in ("", "-home", "-tmp"))
+        for made in (folder, home, tmp):
+            made.mkdir()
+        nbformat.write(_notebook(run), folder / f"{run.lesson}.ipynb")
+        specs.append({"name": run.name, "input": str(folder / f"{run.lesson}.ipynb"),
+                      "output": str(work / f"{run.name}.out.ipynb"), "cwd": str(folder),
+                      "parameters": run.parameters,
+                      "env": {"HOME": str(home), "TMPDIR": str(tmp), **run.env}})  # fmt: skip
+    before = versions(python)
+    found = _drive(python, work, specs[:1], environment, sandbox=False)
+    after = versions(python)
+    if len(specs) > 1:
+        found |= _drive(python, work, specs[1:], environment, sandbox=bwrap_works())
+    rows = []
+    for run, spec in zip(runs, specs, strict=True):
+        seconds, error = found[run.name]
+        output = Path(spec["output"])
+        reason = planned.verdict(run, nbformat.read(output, 4)) if output.exists() else error
+        rows.append(Result(name, run.what, reason is None, seconds / 60, reason or ""))
+    rows.insert(1, _setup_row(name, runs[0], Path(specs[0]["output"]), before, after))
+    return rows
+
+
+def _setup_row(name, run, output, before, after) -> Result:
+    """The row that says whether the first set-up moved an installed package unsaid."""
+    moved = moves(before, after)
+    added = sorted(set(after) - set(before))
+    printed = setup_printed(nbformat.read(output, 4)) if output.exists() else ""
+    said = re.findall(rf"^{MOVED_LINE}(.*)\.$", printed, re.MULTILINE)
+    told = said[0].split(", ") if said else []
+    what = f"{run.name}'s set-up: {len(added)} packages added, moved: {', '.join(moved) or 'none'}"
+    ok = output.exists() and sorted(told) == sorted(moved)
+    detail = "" if ok else f"the set-up said it moved {told or 'nothing'}"
+    return Result(name, what, ok, 0.0, detail)
+
+
+def timed(function, *args):
+    """Returns (function(*args), minutes it took)."""
+    started = time.monotonic()
+    value = function(*args)
+    return value, (time.monotonic() - started) / 60
