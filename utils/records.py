@@ -187,8 +187,7 @@ def _to_srgb(image: np.ndarray, header: bytes | np.ndarray) -> np.ndarray:
 def to_srgb(image: tf.Tensor, image_bytes: tf.Tensor) -> tf.Tensor:
     """Converts a decoded image to sRGB from the RGB ICC profile (Adobe RGB, P3) its file embeds.
 
-    `tf.io.decode_jpeg` ignores the profile: its numbers would be read as sRGB, the colours
-    off. Converted with Pillow's ImageCms; untagged and sRGB files are left as they are.
+    `tf.io.decode_jpeg` ignores the profile (its numbers read as sRGB, colours off).
 
     Args:
         image: the uint8 image (height, width, 3) decoded from `image_bytes`.

@@ -2,9 +2,8 @@
 
 The length is set in images seen, not in epochs: at one batch size an epoch is many steps,
 at eight replicas' global batch it can be two. Planned in images, 1, 2 and 8 replicas all
-train on as many images, in as many steps as their global batch allows; but a batch past
-the "critical batch size" no longer cuts the steps a model needs, so steps are counted as if
-the batch were at most that size.
+train on as many images, in as many steps as their global batch allows (up to a critical
+batch size).
 """
 
 from __future__ import annotations
@@ -77,11 +76,9 @@ def plan_training(
 ) -> TrainingPlan:
     """Plans `training_images` images seen as optimizer steps of `global_batch_size`.
 
-    A larger batch averages its gradient over more images, so fewer steps learn as much;
-    but past some size (the critical batch size, McCandlish et al. 2018, "An Empirical
-    Model of Large-Batch Training") it no longer cuts the steps needed. So the steps are
-    `training_images / min(global_batch_size, critical_batch_size)`: a larger batch then
-    sees more images.
+    Past the critical batch size a larger batch no longer cuts the steps a model needs
+    (McCandlish et al. 2018): the steps are `training_images / min(global_batch_size,
+    critical_batch_size)`, so a larger batch sees more images.
 
     The steps are cut into `epochs` (evaluations), each a whole number of executions: each
     epoch is rounded up to a multiple of `steps_per_execution`, which is capped to the
