@@ -3,9 +3,9 @@
 The build (`tools/build_variants.py`) pastes this file, as it is, into a hidden cell after
 the set-up cell of every lab and solution (so that "Run all" defines it before a failing
 check stops the run); the last cell sets `LEARNER_ID` and calls `hand_in(...)` with the
-lab's own check calls. It is not in `utils/`, because every
-set-up cell embeds all of `utils/` within a size budget (tests/test_setup_cell.py) and this
-code needs nothing from it: the standard library only.
+lab's own check calls. It is not in `utils/`: every set-up cell embeds all of `utils/`
+within a size budget (tests/test_setup_cell.py), and this code needs nothing of it (the
+standard library only).
 
 `hand_in` runs each TODO's check again and prints "N of M TODOs pass" with each failing
 TODO's message; then, with a learner id, it copies the notebook's saved file beside it as
