@@ -10,6 +10,7 @@ import sys
 import nbformat
 import pytest
 
+from tools.lesson_parameters import SMALL_PARAMETERS
 from tools.replicas import __main__ as command
 from tools.replicas import environments, execute, runs
 
@@ -18,7 +19,7 @@ LISTED = {replica.name: replica for replica in environments.replicas()}
 
 def test_every_platform_has_a_list_a_plan_and_its_python():
     assert set(LISTED) == {"bare-jax", "colab-gpu", "colab-tpu", "kaggle-tpu"}
-    assert set(runs.PLANS) == set(LISTED)
+    assert set(runs.PLANS) == set(runs.FULL_PLANS) == set(LISTED)
     assert {name: replica.python for name, replica in LISTED.items()} == {
         "bare-jax": "3.12", "colab-gpu": "3.13", "colab-tpu": "3.13", "kaggle-tpu": "3.12",
     }  # fmt: skip
@@ -158,17 +159,32 @@ def test_a_solution_must_run_without_an_error():
     assert runs.verdict(SOLUTION, failed) == "NameError: name 'x' is not defined"
 
 
-def test_the_plans_run_what_the_issue_asks():
-    names = {name: [run.name for run in plan()] for name, plan in runs.PLANS.items()}
+def test_the_full_plans_run_what_the_issue_asks():
+    names = {name: [run.name for run in plan()] for name, plan in runs.FULL_PLANS.items()}
     labs = [f"lab{n:02d}" for n in range(1, 9)]
     solutions = [f"solution{n:02d}" for n in (1, 2, 3, 4, 5, 7, 8)]
     assert names["colab-tpu"] == [*labs, *solutions, "solution04-jax1", "solution05-jax1"]
     assert names["kaggle-tpu"] == [*labs, *solutions, "solution04-jax8", "solution05-jax8"]
     assert names["colab-gpu"] == [*labs, *solutions]
     assert names["bare-jax"] == ["lab04", "solution04"]
-    eight = [run for run in runs.PLANS["kaggle-tpu"]() if run.name.endswith("jax8")]
+    eight = [run for run in runs.FULL_PLANS["kaggle-tpu"]() if run.name.endswith("jax8")]
     assert {run.env["XLA_FLAGS"] for run in eight} == {"--xla_force_host_platform_device_count=8"}
-    assert {tuple(run.parameters.items()) for run in eight} == {(("BACKEND", "jax"),)}
+    assert [run.parameters for run in eight] == [{"BACKEND": "jax"}] * 2  # The defaults.
+
+
+def test_cis_plans_keep_every_replica_and_lesson_4_at_its_defaults_on_1_and_8_devices():
+    names = {name: [run.name for run in plan()] for name, plan in runs.PLANS.items()}
+    assert names == {
+        "bare-jax": ["lab04", "solution04"],
+        "colab-gpu": [f"solution{n:02d}" for n in (1, 2, 3, 7, 8, 4)],
+        "colab-tpu": [*(f"lab{n:02d}" for n in (1, 2, 3, 4, 5, 7, 8)), "solution04-jax1",
+                      "solution05-jax1-small"],
+        "kaggle-tpu": ["lab01", *(f"solution{n:02d}" for n in (1, 2, 3, 7, 8)), "solution04-jax8",
+                       "solution05-jax8-small"],
+    }  # fmt: skip
+    small = runs.PLANS["kaggle-tpu"]()[-1]
+    assert small.parameters == {**SMALL_PARAMETERS["05_accelerator_waiting"], "BACKEND": "jax"}
+    assert runs.PLANS["colab-tpu"]()[-2].env == {"KERAS_BACKEND": "jax", runs.DATA_CACHE: ""}
 
 
 def test_moves_are_said_as_the_set_up_says_them():

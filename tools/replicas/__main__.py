@@ -1,4 +1,4 @@
-"""`python -m tools.replicas [--only NAME ...] [--keep]`: builds each replica, runs its plan.
+"""`python -m tools.replicas [--only NAME ...] [--full] [--keep]`: each replica, its plan run.
 
 Each replica's venv comes from the cache (`$TPU_SPEED_PIPELINES_REPLICAS`, else
 ~/.cache/tpu_speed_pipelines/replicas/), or is built there from its list first. A replica
@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     names = [replica.name for replica in environments.replicas()]
     parser.add_argument("--only", nargs="+", choices=names, help="these replicas alone")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--full", action="store_true",
+                        help="run all the issue asks (runs.FULL_PLANS), not CI's cut")  # fmt: skip
     options = parser.parse_args(argv)
     cache = environments.cache_folder()
     work = Path(tempfile.mkdtemp(prefix="replicas-"))
@@ -54,9 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(execute.Result(replica.name, "build the venv", False, 0.0, str(error)))
                 continue
             rows.append(execute.Result(replica.name, f"venv {venv.name}", True, minutes))
-            plan = planned.PLANS[replica.name]()
-            folder = work / replica.name
-            rows += execute.run_replica(replica.name, venv, plan, folder, cache / "pip")
+            plan = (planned.FULL_PLANS if options.full else planned.PLANS)[replica.name]()
+            rows += execute.run_replica(replica.name, venv, plan, work / replica.name, cache)
             print(table(rows[-len(plan) - 1 :]), flush=True)
     finally:
         if options.keep:

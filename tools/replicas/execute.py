@@ -82,13 +82,17 @@ def _notebook(run: planned.Run) -> nbformat.NotebookNode:
 
 def _drive(python: Path, work: Path, specs: list[dict], environment: dict, sandbox: bool):
     """Runs the driver over `specs`; returns {name: (seconds, error)}."""
+    writable = [work, *{Path(s["env"][planned.DATA_CACHE]) for s in specs
+                        if planned.DATA_CACHE in s["env"]}]  # fmt: skip
+    for folder in writable:
+        folder.mkdir(parents=True, exist_ok=True)
     path = work / f"runs-{specs[0]['name']}.json"
     path.write_text(json.dumps(specs))
     command = [str(python), str(DRIVER), str(path)]
-    if sandbox:  # Read-only root, the work folder writable, no network but loopback.
-        command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                   "--bind", str(work), str(work), "--unshare-net", "--unshare-pid",
-                   "--die-with-parent", *command]  # fmt: skip
+    if sandbox:  # Read-only root, the work and data folders writable, loopback alone.
+        binds = [arg for folder in writable for arg in ("--bind", str(folder), str(folder))]
+        command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *binds,
+                   "--unshare-net", "--unshare-pid", "--die-with-parent", *command]  # fmt: skip
     env = ["env", "-i", *(f"{k}={v}" for k, v in environment.items())]
     result = subprocess.run([*env, *command], capture_output=True, text=True)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -98,8 +102,12 @@ def _drive(python: Path, work: Path, specs: list[dict], environment: dict, sandb
     return found
 
 
-def run_replica(name: str, venv: Path, runs: list[planned.Run], work: Path, pip_cache: Path):
-    """Runs `runs` in a working copy of `venv` under `work`; returns the table's rows."""
+def run_replica(name: str, venv: Path, runs: list[planned.Run], work: Path, cache: Path):
+    """Runs `runs` in a working copy of `venv` under `work`; returns the table's rows.
+
+    `cache` (the venvs' folder) keeps pip's cache and, for the runs that ask for it
+    (`runs.DATA_CACHE`), the course's data cache of this replica, across runs.
+    """
     work.mkdir(parents=True)
     python = working_copy(venv, work / "venv") / "bin" / "python"
     kernels = work / "kernels" / "kernels" / "replica"
@@ -108,7 +116,7 @@ def run_replica(name: str, venv: Path, runs: list[planned.Run], work: Path, pip_
     spec = {"argv": argv, "display_name": "replica", "language": "python"}
     (kernels / "kernel.json").write_text(json.dumps(spec))
     environment = {"PATH": f"{python.parent}:/usr/bin:/bin", "JUPYTER_PATH": str(work / "kernels"),
-                   "TPU_SPEED_PIPELINES_NO_PROGRESS": "1", "PIP_CACHE_DIR": str(pip_cache),
+                   "TPU_SPEED_PIPELINES_NO_PROGRESS": "1", "PIP_CACHE_DIR": str(cache / "pip"),
                    "LANG": "C.UTF-8"}  # fmt: skip
     specs = []
     for run in runs:
@@ -116,10 +124,13 @@ def run_replica(name: str, venv: Path, runs: list[planned.Run], work: Path, pip_
         for made in (folder, home, tmp):
             made.mkdir()
         nbformat.write(_notebook(run), folder / f"{run.lesson}.ipynb")
+        env = {"HOME": str(home), "TMPDIR": str(tmp), **run.env}
+        if planned.DATA_CACHE in env:
+            env[planned.DATA_CACHE] = str(cache / f"data-{name}")
         specs.append({"name": run.name, "input": str(folder / f"{run.lesson}.ipynb"),
                       "output": str(work / f"{run.name}.out.ipynb"), "cwd": str(folder),
                       "parameters": run.parameters,
-                      "env": {"HOME": str(home), "TMPDIR": str(tmp), **run.env}})  # fmt: skip
+                      "env": env})  # fmt: skip
     before = versions(python)
     found = _drive(python, work, specs[:1], environment, sandbox=False)
     after = versions(python)

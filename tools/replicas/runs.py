@@ -1,6 +1,6 @@
 """What each replica runs, and what each run must show.
 
-A lab runs to its first TODO (small parameters): it must stop there, at that TODO's check, with the check's
+A lab runs to its first TODO: it must stop there, at that TODO's check, with the check's
 plain one-line message (`CheckFailed: TODO n (...): not done yet ...`), and at no cell
 before. A solution runs end to end without an error. Small parameters are the tests' own
 (`tools.lesson_parameters`); the JAX runs of lessons 4 and 5 take the lessons' defaults.
@@ -56,19 +56,52 @@ def solutions(lessons=SOLUTIONS, env=None) -> list[Run]:
             for lesson in lessons]  # fmt: skip
 
 
-def jax_defaults(devices: int, lessons=JAX_LESSONS) -> list[Run]:
+def jax_runs(devices: int, defaults=JAX_LESSONS, small=()) -> list[Run]:
+    """Lessons 4 and 5 on JAX over `devices` devices: `defaults` with the lessons' default
+    parameters (their data made once into a cache kept across runs: DATA_CACHE), `small`
+    with the small ones."""
     env = EIGHT_DEVICES if devices == 8 else ON_JAX
-    words = f"JAX, {devices} device{'s' * (devices > 1)}, default parameters"
-    return [Run(f"solution{lesson[:2]}-jax{devices}", lesson, "solution",
-                f"solution {lesson[:2]}, {words}", {"BACKEND": "jax"}, env)
-            for lesson in lessons]  # fmt: skip
+    words = f"JAX, {devices} device{'s' * (devices > 1)}"
+    return [
+        *(Run(f"solution{lesson[:2]}-jax{devices}", lesson, "solution",
+              f"solution {lesson[:2]}, {words}, default parameters", {"BACKEND": "jax"},
+              {**env, DATA_CACHE: ""}) for lesson in defaults),
+        *(Run(f"solution{lesson[:2]}-jax{devices}-small", lesson, "solution",
+              f"solution {lesson[:2]}, {words}, small parameters",
+              {**SMALL_PARAMETERS[lesson], "BACKEND": "jax"}, env) for lesson in small),
+    ]  # fmt: skip
 
 
-PLANS = {
-    "bare-jax": lambda: labs(["04_train_keras"], ON_JAX) + solutions(["04_train_keras"], ON_JAX),
-    "colab-tpu": lambda: labs(env=ON_JAX) + solutions(env=ON_JAX) + jax_defaults(1),
+# A run whose env names it ("") gets the course's data cache (the embedded dataset and its
+# shards) in a folder beside the venvs (execute.py): the default-parameter runs do not make
+# 3,670 images and their shards anew on every CI run. The labs' runs make theirs, HOME empty.
+DATA_CACHE = "TPU_SPEED_PIPELINES_CACHE"
+TF_LESSONS = ("01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords",
+              "07_scale_out_reading", "08_where_the_time_goes")  # fmt: skip
+BARE = ["04_train_keras"]
+# `python -m tools.replicas --full`: all the issue asks, in every replica (more than an hour
+# on 2 cores). Lab 6 installs Apache Beam from the package index.
+FULL_PLANS = {
+    "bare-jax": lambda: labs(BARE, ON_JAX) + solutions(BARE, ON_JAX),
     "colab-gpu": lambda: labs() + solutions(),
-    "kaggle-tpu": lambda: labs(env=ON_JAX) + solutions(env=ON_JAX) + jax_defaults(8),
+    "colab-tpu": lambda: labs(env=ON_JAX) + solutions(env=ON_JAX) + jax_runs(1),
+    "kaggle-tpu": lambda: labs(env=ON_JAX) + solutions(env=ON_JAX) + jax_runs(8),
+}
+# `python -m tools.replicas` (CI): cut to fit CI's 50 minutes beside the README's test
+# command; each replica runs what is its own. colab-tpu (no TensorFlow: the set-up installs
+# it; Python 3.13, JAX): the labs to their first TODO, lesson 4 at its defaults on 1 device.
+# kaggle-tpu (Python 3.12, numpy 2.5, Keras 3.15): the tf.data lessons' solutions, lesson 4
+# at its defaults on 8 devices. colab-gpu: the solutions on TensorFlow 2.20. Lesson 5 runs
+# small on JAX (its defaults repeat timings, about 4 minutes each); no lab 6 (Beam's install).
+PLANS = {
+    "bare-jax": FULL_PLANS["bare-jax"],
+    "colab-gpu": lambda: solutions(TF_LESSONS + ("04_train_keras",)),
+    "colab-tpu": lambda: labs(SOLUTIONS, ON_JAX) + jax_runs(1, JAX_LESSONS[:1], JAX_LESSONS[1:]),
+    "kaggle-tpu": lambda: (
+        labs(["01_tf_data_basics"], ON_JAX)
+        + solutions(TF_LESSONS, ON_JAX)
+        + jax_runs(8, JAX_LESSONS[:1], JAX_LESSONS[1:])
+    ),
 }
 
 
