@@ -71,6 +71,16 @@ def test_find_python_takes_pyenvs_newest_patch_release(tmp_path, monkeypatch):
         environments.find_python("3.9", tmp_path)
 
 
+def test_a_replica_without_its_python_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(environments.ReplicaUnbuildable) as failure:
+        environments.build(LISTED["kaggle-tpu"], tmp_path / "cache")
+    assert str(failure.value) == (
+        "kaggle-tpu: cannot be built here: no Python 3.12 here (pyenv install 3.12)"
+    )
+
+
 def test_a_cached_venv_is_used_without_pip(tmp_path):
     replica = LISTED["colab-tpu"]
     ready = tmp_path / f"colab-tpu-{replica.key}"

@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"{replica.name}: {replica.header['platform']}, list of {replica.header['date']}",
                   flush=True)  # fmt: skip
+            first = len(rows)
             try:
                 venv, minutes = execute.timed(environments.build, replica, cache)
             except environments.ReplicaUnbuildable as error:
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(execute.Result(replica.name, f"venv {venv.name}", True, minutes))
             plan = (planned.FULL_PLANS if options.full else planned.PLANS)[replica.name]()
             rows += execute.run_replica(replica.name, venv, plan, work / replica.name, cache)
-            print(table(rows[-len(plan) - 1 :]), flush=True)
+            print(table(rows[first:]), flush=True)
     finally:
         if options.keep:
             print(f"Work folder kept: {work}")

@@ -109,7 +109,10 @@ def build(replica: Replica, cache: Path, python: Path | None = None) -> Path:
     folder = cache / f"{replica.name}-{replica.key}"
     if (folder / "ready").is_file():
         return folder
-    python = python or find_python(replica.python)
+    try:
+        python = python or find_python(replica.python)
+    except ReplicaUnbuildable as error:
+        raise ReplicaUnbuildable(f"{replica.name}: cannot be built here: {error}") from None
     cache.mkdir(parents=True, exist_ok=True)
     for old in cache.glob(f"{replica.name}-*"):  # Another list's venv, or a build cut short.
         shutil.rmtree(old)
