@@ -6,6 +6,7 @@ passes every check; a lab with one TODO left as its stub fails at that TODO's ow
 
 import ast
 import copy
+import json
 import os
 import re
 import subprocess
@@ -115,16 +116,98 @@ def test_every_lesson_has_small_parameters():
     assert set(ALL_LESSONS) <= set(SMALL_PARAMETERS)
 
 
+TRIAL = "TRIAL"  # What a trial cell prints first, then the TODO and what its check raised.
+
+
+def _trial_code(todo, stub, check):
+    """A cell that runs TODO `todo`'s stub, then its check; prints what each raised."""
+    return (
+        f"# Trial: TODO {todo} left as the lab's stub, then its check.\n"
+        "import json as _json\n"
+        "_trial = {}\n"
+        "try:\n"
+        f"    exec({stub!r}, globals())\n"
+        "except Exception as _error:\n"
+        "    _trial['stub'] = f'{type(_error).__name__}: {_error}'\n"
+        "try:\n"
+        f"    exec({check!r}, globals())\n"
+        "except Exception as _error:\n"
+        "    _trial.update(ename=type(_error).__name__, evalue=str(_error))\n"
+        f"print({TRIAL!r}, {todo}, _json.dumps(_trial))\n"
+    )
+
+
+def _sources_by(notebook, mark):
+    """{n: source} of the cells marked `mark` (`todo` or `check`) n."""
+    cells = [c for c in notebook.cells if mark in c.metadata.get(KEY, {})]
+    return {c.metadata[KEY][mark]: c.source for c in cells}
+
+
+def _with_trials(lab, solution):
+    """The solution with, before each TODO's cell, a trial of the lab's stub and its check.
+
+    A trial runs where the lab with only that TODO left would reach it: every cell above
+    is the solution's, and the lab's cells are the solution's but for the TODO stubs
+    (`test_a_filled_lab_is_the_solution_code_for_code`). So one run checks that each
+    TODO left alone fails at its own check, and the solution's own cells run after it.
+    """
+    stubs, checks = _sources_by(lab, "todo"), _sources_by(solution, "check")
+    notebook = copy.deepcopy(solution)
+    cells = []
+    for cell in notebook.cells:
+        todo = cell.metadata.get(KEY, {}).get("todo")
+        if todo is not None:
+            trial = nbformat.v4.new_code_cell(_trial_code(todo, stubs[todo], checks[todo]))
+            trial.id, trial.metadata = f"trial-{todo}", {KEY: {"trial": todo}}
+            cells.append(trial)
+        cells.append(cell)
+    notebook.cells = cells
+    return notebook
+
+
+def _trials(notebook):
+    """{todo: what its trial's stub and check raised} from an executed notebook."""
+    found = {}
+    for cell in notebook.cells:
+        if "trial" in cell.metadata.get(KEY, {}):
+            line = _stdout(cell).strip().splitlines()[-1]
+            name, todo, raised = line.split(" ", 2)
+            assert name == TRIAL, line
+            found[int(todo)] = json.loads(raised)
+    return found
+
+
+@pytest.fixture(scope="module")
+def solution_runs(tmp_path_factory):
+    """`run(lesson)`: (executed path, executed solution, trials), run once per lesson; cached.
+
+    The solution is built from the source, so that this runs what the lead will commit
+    (the sync test compares the committed files with the source). The executed copy
+    written for nbval is the solution's alone: the trial cells are taken out of it.
+    """
+    runs = {}
+
+    def run(lesson):
+        if lesson not in runs:
+            lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+            path = tmp_path_factory.mktemp("solutions") / f"{lesson}.ipynb"
+            notebook, error = _run(_with_trials(lab, solution), path)
+            assert error is None, f"{lesson} failed: {error}"
+            trials = _trials(notebook)
+            notebook.cells = [c for c in notebook.cells if "trial" not in c.metadata.get(KEY, {})]
+            executed = path.with_name(f"{lesson}.executed.ipynb")
+            nbformat.write(notebook, executed)
+            runs[lesson] = executed, notebook, trials
+        return runs[lesson]
+
+    return run
+
+
 @pytest.fixture(scope="module", params=LESSONS)
-def executed_solution(request, tmp_path_factory):
+def executed_solution(request, solution_runs):
     lesson = request.param
-    # Built from the source, so that this runs what the lead will commit (the sync test
-    # compares the committed files with the source).
-    _, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
-    path = tmp_path_factory.mktemp("solutions") / f"{lesson}.ipynb"
-    notebook, error = _run(solution, path)
-    assert error is None, f"{lesson} failed: {error}"
-    return lesson, path.with_name(f"{lesson}.executed.ipynb"), notebook
+    executed, notebook, _ = solution_runs(lesson)
+    return lesson, executed, notebook
 
 
 def test_solution_executes_and_passes_every_check(executed_solution):
@@ -183,24 +266,16 @@ def test_committed_solution_carries_outputs_of_a_full_run(lesson):
 
 
 @pytest.fixture(scope="module")
-def lab_left_at(tmp_path_factory):
-    """`run(lesson, todo)`: the lab with only TODO `todo` left as its stub, run once; cached.
-
-    The lab as generated (every TODO a stub) runs the very cells of the lab with only TODO 1
-    left, up to TODO 1's check, where both stop (`test_lab_as_generated_...` proves the two
-    equal up there): so TODO 1's case is the generated lab's run, one execution for both tests.
-    """
+def generated_lab_runs(tmp_path_factory):
+    """`run(lesson)`: the lab as generated (every TODO a stub), run once; cached."""
     runs = {}
 
-    def run(lesson, todo):
-        if (lesson, todo) not in runs:
-            if todo == 1:
-                lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
-            else:
-                lab = _lab_with_todos_filled(lesson, keep_stub={todo})
-            folder = tmp_path_factory.mktemp(f"lab{lesson[:2]}_todo{todo}")
-            runs[lesson, todo] = _run(lab, folder / f"{lesson}.ipynb")
-        return runs[lesson, todo]
+    def run(lesson):
+        if lesson not in runs:
+            lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
+            folder = tmp_path_factory.mktemp(f"lab{lesson[:2]}")
+            runs[lesson] = _run(lab, folder / f"{lesson}.ipynb")
+        return runs[lesson]
 
     return run
 
@@ -213,11 +288,11 @@ def _up_to_check(notebook, todo):
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_lab_as_generated_runs_up_to_todo_1_and_fails_there(lesson, lab_left_at):
+def test_lab_as_generated_runs_up_to_todo_1_and_fails_there(lesson, generated_lab_runs):
     lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
-    # Up to TODO 1's check, the generated lab is the lab with only TODO 1 left: one run.
+    # Up to TODO 1's check, the generated lab is the lab with only TODO 1 left.
     assert _up_to_check(lab, 1) == _up_to_check(_lab_with_todos_filled(lesson, {1}), 1)
-    notebook, error = lab_left_at(lesson, 1)
+    notebook, error = generated_lab_runs(lesson)
     assert error is not None and error.ename == "CheckFailed"
     assert error.evalue.startswith("TODO 1 (") and "not done yet" in error.evalue
     assert "todo=1" in error.source
@@ -228,14 +303,16 @@ def test_lab_as_generated_runs_up_to_todo_1_and_fails_there(lesson, lab_left_at)
 
 @pytest.mark.parametrize("lesson", ALL_LESSONS)
 def test_a_filled_lab_is_the_solution_code_for_code(lesson):
-    """The lab's code cells are the solution's, but for the TODO cells' stubs.
+    """The lab's code cells are the solution's, but for the TODO cells' stubs (and the
+    lab's own hand-in cells, tests/test_hand_in.py).
 
     So the solution's run (above) is the run of a lab whose TODOs are all filled, and the
     one-TODO-left runs (below) cover each TODO's check inside the lab.
     """
     lab = _lab_with_todos_filled(lesson)
     solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
-    code = [(c.id, c.source) for c in lab.cells if c.cell_type == "code"]
+    code = [(c.id, c.source) for c in lab.cells
+            if c.cell_type == "code" and "hand_in" not in c.metadata.get("tags", [])]  # fmt: skip
     assert code == [(c.id, c.source) for c in solution.cells if c.cell_type == "code"]
     stubs = _lab_with_todos_filled(lesson, keep_stub=set(_todos(lesson)))
     different = [c.id for c, s in zip(stubs.cells, lab.cells, strict=True) if c.source != s.source]
@@ -245,12 +322,16 @@ def test_a_filled_lab_is_the_solution_code_for_code(lesson):
 @pytest.mark.parametrize(
     "lesson, todo", LAB_CASES, ids=[f"{name} TODO {n}" for name, n in TODO_CASES]
 )
-def test_lab_with_one_todo_left_fails_at_its_own_check(lesson, todo, lab_left_at):
-    notebook, error = lab_left_at(lesson, todo)
-    assert error is not None and error.ename == "CheckFailed", str(error)
-    assert error.evalue.startswith(f"TODO {todo} (")
-    assert "not done yet" in error.evalue
-    assert f"todo={todo}" in error.source
+def test_lab_with_one_todo_left_fails_at_its_own_check(lesson, todo, solution_runs):
+    """The trial of TODO `todo` (its stub, where the lab with only it left reaches it)."""
+    _, notebook, trials = solution_runs(lesson)
+    trial = trials[todo]
+    assert "stub" not in trial, f"TODO {todo}'s stub cell raised {trial.get('stub')}"
+    assert trial.get("ename") == "CheckFailed", trial
+    assert trial["evalue"].startswith(f"TODO {todo} (")
+    assert "not done yet" in trial["evalue"]
+    check = next(c for c in notebook.cells if c.metadata.get(KEY, {}).get("check") == todo)
+    assert f"todo={todo}" in check.source
     passed = _check_outputs(notebook)
     earlier = range(1, todo)  # Empty for TODO 1: no check runs before it.
     assert [passed[n].split(":")[0] for n in earlier] == [f"TODO {n} passed" for n in earlier]

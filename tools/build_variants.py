@@ -37,7 +37,7 @@ GRADED_NOTE = (
     "work in the TODO cells or in new cells."
 )
 
-# The hand-in cells at the end of every lab and solution (tools/hand_in_code.py): the
+# The hand-in cells at the end of every lab (tools/hand_in_code.py): the
 # grader skips the cells with this tag (tools/grading/prepare.py, sealed.py, judge_plan.py).
 HAND_IN_TAG = "hand_in"
 HAND_IN_CODE = Path(__file__).with_name("hand_in_code.py")
@@ -138,22 +138,25 @@ def validate(lesson: Lesson) -> None:
 
 
 def add_hand_in(lesson: Lesson) -> None:
-    """The hand-in code, hidden, right after the set-up cell (so that "Run all" defines it
-    before a failing check stops the run); at the end, the text and the cell that calls it
-    with each check cell's own call, by TODO."""
+    """The lab's hand-in code, hidden, right after the set-up cell (so that "Run all" defines
+    it before a failing check stops the run); at the end, the text and the cell that calls it
+    with each check cell's own call, by TODO.
+
+    The lab only: a solution is not handed in, and its checks ran once already (lesson 7's
+    start clusters: run twice, they doubled its check time in the build and the tests).
+    """
     calls = {}
     for cell in lesson.lab.cells:
         todo = cell.metadata.get(METADATA_KEY, {}).get("check")
         if todo is not None:
             calls[todo] = check_call(cell.source, todo, lesson.source_name)
-    for variant in lesson.variants:
-        code, text, call = hand_in_cells(lesson.source_path.stem, calls)
-        cells = variant.cells
-        tags = [c.metadata.get("tags", []) for c in cells]
-        setup = [i for i, t in enumerate(tags) if setup_cell.SETUP_TAG in t]
-        first_code = next(i for i, c in enumerate(cells) if c.cell_type == "code")
-        cells.insert(setup[0] + 1 if setup else first_code, code)
-        cells += [text, call]
+    code, text, call = hand_in_cells(lesson.source_path.stem, calls)
+    cells = lesson.lab.cells
+    tags = [c.metadata.get("tags", []) for c in cells]
+    setup = [i for i, t in enumerate(tags) if setup_cell.SETUP_TAG in t]
+    first_code = next(i for i, c in enumerate(cells) if c.cell_type == "code")
+    cells.insert(setup[0] + 1 if setup else first_code, code)
+    cells += [text, call]
 
 
 def check_call(source: str, todo: int, source_name: str) -> str:
