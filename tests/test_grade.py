@@ -244,6 +244,11 @@ filenames = filenames.map(_tidy)
 """
 
 
+# A cell that never ends, asleep: the time limit stops it without a core spun for its length
+# (the class's other submissions are graded beside it).
+SLEEPER = "import time\nwhile True:\n    time.sleep(1)\n"
+
+
 def _set_todo(notebook, todo, source):
     return _with_todo(notebook, todo, lambda old: source)
 
@@ -282,7 +287,7 @@ def graded(tmp_path_factory):
     write(params, "x-3-parameters.ipynb")
     write(_set_todo(_notebook("solutions", LAB2), 1, WRONG_RESIZE_PATCHED_MEAN), "x-4-numpy.ipynb")
     write(_set_todo(lab, 1, DECOY), "x-5-decoy.ipynb")
-    write(_with_todo(solution, 2, lambda s: "while True:\n    pass\n" + s), "x-loop.ipynb")
+    write(_with_todo(solution, 2, lambda s: SLEEPER + s), "x-loop.ipynb")
     write(_with_todo(solution, 2, lambda s: s + "\n  misaligned = 1\n"), "x-indent.ipynb")
     write(_with_todo(solution, 3, lambda s: "import os\nos._exit(1)\n" + s), "x-crash.ipynb")
     old = _old_build(solution)
