@@ -4,63 +4,62 @@ Each check takes the learner's result and `todo=n`, prints "TODO n passed: ..." 
 `CheckFailed` with a message that names the TODO and says what is missing or wrong.
 Each lesson's checks live in a module named after it (`tf_data_basics` for
 `notebooks/01_tf_data_basics.py`); what they share is in `_base` and `_samples`.
+
+A lesson's check module is imported when one of its checks is first used
+(`checks.check_filenames`): a lab carries only its own lesson's module (tools/setup_cell.py).
 """
 
-from utils.checks._base import CheckFailed, DataProblem
-from utils.checks.accelerator_waiting import check_in_memory, check_verdict
-from utils.checks.convert_with_beam import check_build_conversion, check_convert_dofn
-from utils.checks.read_tfrecords import (
-    check_fast_dataset,
-    check_parallel_records,
-    check_parse_batch,
-    check_read_tfrecord,
-)
-from utils.checks.scale_out_reading import check_dataset_fn, check_host_cores, check_through_service
-from utils.checks.tf_data_basics import (
-    check_filenames,
-    check_label_from_path,
-    check_parallel_reading,
-    check_read_and_decode,
-)
-from utils.checks.train_keras import (
-    check_augment,
-    check_compiled_model,
-    check_scaling,
-    check_training_dataset,
-)
-from utils.checks.where_the_time_goes import check_ceiling_dataset
-from utils.checks.write_tfrecords import (
-    check_recompress,
-    check_resize_and_crop,
-    check_to_example,
-    check_write_shard,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CheckFailed",
-    "DataProblem",
-    "check_augment",
-    "check_build_conversion",
-    "check_ceiling_dataset",
-    "check_compiled_model",
-    "check_convert_dofn",
-    "check_dataset_fn",
-    "check_fast_dataset",
-    "check_filenames",
-    "check_host_cores",
-    "check_in_memory",
-    "check_label_from_path",
-    "check_parallel_reading",
-    "check_parallel_records",
-    "check_parse_batch",
-    "check_read_and_decode",
-    "check_read_tfrecord",
-    "check_recompress",
-    "check_resize_and_crop",
-    "check_scaling",
-    "check_through_service",
-    "check_to_example",
-    "check_training_dataset",
-    "check_verdict",
-    "check_write_shard",
-]
+import importlib
+from collections.abc import Callable
+
+from utils.checks._base import CheckFailed, DataProblem
+
+# Each check's lesson module.
+LESSON_OF_CHECK = {
+    "check_in_memory": "accelerator_waiting",
+    "check_verdict": "accelerator_waiting",
+    "check_build_conversion": "convert_with_beam",
+    "check_convert_dofn": "convert_with_beam",
+    "check_fast_dataset": "read_tfrecords",
+    "check_parallel_records": "read_tfrecords",
+    "check_parse_batch": "read_tfrecords",
+    "check_read_tfrecord": "read_tfrecords",
+    "check_dataset_fn": "scale_out_reading",
+    "check_host_cores": "scale_out_reading",
+    "check_through_service": "scale_out_reading",
+    "check_filenames": "tf_data_basics",
+    "check_label_from_path": "tf_data_basics",
+    "check_parallel_reading": "tf_data_basics",
+    "check_read_and_decode": "tf_data_basics",
+    "check_augment": "train_keras",
+    "check_compiled_model": "train_keras",
+    "check_scaling": "train_keras",
+    "check_training_dataset": "train_keras",
+    "check_ceiling_dataset": "where_the_time_goes",
+    "check_recompress": "write_tfrecords",
+    "check_resize_and_crop": "write_tfrecords",
+    "check_to_example": "write_tfrecords",
+    "check_write_shard": "write_tfrecords",
+}
+
+__all__ = ["CheckFailed", "DataProblem", *LESSON_OF_CHECK]
+
+
+def __getattr__(name: str) -> Callable:
+    """Returns the check `name`, importing its lesson's module on first use.
+
+    Args:
+        name: a check's name, e.g. "check_filenames".
+
+    Returns:
+        The check function.
+
+    Raises:
+        AttributeError: if no lesson has a check of that name.
+    """
+    if name not in LESSON_OF_CHECK:
+        raise AttributeError(f"module 'utils.checks' has no attribute {name!r}")
+    module = importlib.import_module(f"utils.checks.{LESSON_OF_CHECK[name]}")
+    return getattr(module, name)
