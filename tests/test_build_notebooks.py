@@ -279,9 +279,15 @@ SETUP_LESSON = MINIMAL_LESSON.replace(
 def _course_root(tmp_path):
     root = _lesson_root(tmp_path, SETUP_LESSON)
     (root / "pyproject.toml").write_text('[project]\nversion = "9.9"\n')
+    # The set-up cell lists what the course installs where it is missing, from these pins.
+    (root / "requirements.txt").write_text((REPO_ROOT / "requirements.txt").read_text())
     (root / "utils" / "checks").mkdir(parents=True)
     (root / "utils" / "__init__.py").write_text('COURSE = "tpu-speed-pipelines"\n')
-    (root / "utils" / "checks" / "__init__.py").write_text('"""Checks."""\n')
+    # Reached through the checks (every lab embeds them): the module the tests below change.
+    (root / "utils" / "checks" / "__init__.py").write_text(
+        '"""Checks."""\nfrom utils import timing\n'
+    )
+    (root / "utils" / "timing.py").write_text("SPEED = 0\n")
     build.build(root, execute=False)
     return root
 
@@ -334,9 +340,9 @@ def test_check_accepts_the_same_course_compressed_differently(tmp_path):
     root = _course_root(tmp_path)
     path = root / "labs" / "09_test_lesson.ipynb"
     text = path.read_text()
-    data = json.dumps(setup_cell.course_files(root), sort_keys=True).encode()
+    data = json.dumps(setup_cell.course_files("09_test_lesson", root), sort_keys=True).encode()
     other = base64.b85encode(lzma.compress(data, preset=0)).decode()
-    _, ours = setup_cell.payload(root)
+    _, ours = setup_cell.payload("09_test_lesson", root)
     assert other != ours
     path.write_text(text.replace(json.dumps(ours)[1:-1], other))
     assert path.read_text() != text

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import DOCUMENTS, REPO_ROOT
 from tools import build_notebooks as build
-from tools import setup_cell
-from utils import runtime
+from tools import lesson_modules, setup_cell
+from utils import checks, runtime
 
 LESSONS = [path.stem for path in build.lesson_sources(REPO_ROOT)]
 
@@ -53,21 +53,87 @@ def test_every_lesson_gets_the_one_template(lesson):
         assert tags.index(["parameters"]) < tags.index(["setup", "nbval-ignore-output"])
 
 
-def test_embedded_course_equals_the_checkout_package():
-    lab, _ = build.split_variants(REPO_ROOT / "notebooks" / "01_tf_data_basics.py")
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_lab_embeds_the_modules_its_lesson_reaches_as_in_the_checkout(lesson):
+    lab, _ = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     (cell,) = _setup_cells(lab)
     embedded = setup_cell.embedded_files(cell.source)
-    on_disk = sorted(p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob("utils/**/*.py"))
-    assert sorted(embedded) == on_disk
-    assert "utils/checks/tf_data_basics.py" in embedded
-    assert all(embedded[name] == (REPO_ROOT / name).read_text() for name in on_disk)
-    sha256, text = setup_cell.payload()
-    data = json.dumps(setup_cell.course_files(), sort_keys=True).encode()
+    assert sorted(embedded) == lesson_modules.lesson_files(lesson)
+    assert {"utils/runtime.py", lesson_modules.check_module(lesson)} <= set(embedded)
+    assert all(embedded[name] == (REPO_ROOT / name).read_text() for name in embedded)
+    sha256, text = setup_cell.payload(lesson)
+    data = json.dumps(setup_cell.course_files(lesson), sort_keys=True).encode()
     assert f'COURSE_SHA256 = "{hashlib.sha256(data).hexdigest()}"' in cell.source
     assert sha256 == hashlib.sha256(data).hexdigest() and text in cell.source
-    # Small: the .py files only (96 KB at 0.1.0, 127 KB once issue 37 measured what its lessons
-    # claim; issue 44 embeds in each lab only the modules it uses).
-    assert len(text) < 130_000
+    # Every lab carried 127 KB when it held all of utils/; issue 44: lab 1 at most half.
+    budget = 64_000 if lesson == "01_tf_data_basics" else 100_000
+    assert len(text) < budget, f"{lesson}'s set-up cell embeds {len(text):,} characters"
+
+
+def test_a_lab_carries_no_other_lessons_check_module():
+    files = lesson_modules.lesson_files("01_tf_data_basics")
+    checks = [name for name in files if name.startswith("utils/checks/")]
+    assert checks == ["utils/checks/__init__.py", "utils/checks/_base.py",
+                      "utils/checks/_samples.py", "utils/checks/tf_data_basics.py"]  # fmt: skip
+    assert "utils/host_processes.py" not in files  # Lesson 7's processes: not lab 1's.
+
+
+IMPORT_EACH = """
+import importlib, json, sys
+for folder, modules in json.loads(sys.argv[1]).items():
+    for name in [n for n in sys.modules if n.split(".")[0] == "utils"]:
+        del sys.modules[name]
+    sys.path.insert(0, folder)
+    for module in modules:
+        importlib.import_module(module)
+        assert sys.modules["utils"].__file__.startswith(folder), sys.modules["utils"].__file__
+    sys.path.remove(folder)
+print("imported")
+"""
+
+
+def test_each_lab_imports_every_module_from_its_own_files_alone(tmp_path):
+    """What a lab carries is enough: each module imports from the lab's files alone, and each
+    check the lesson calls is in its own lesson's module, which the lab carries."""
+    runs = {}
+    for lesson in LESSONS:
+        folder = tmp_path / lesson
+        for name, text in setup_cell.course_files(lesson).items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+        names = sorted(name[:-3].replace("/", ".").removesuffix(".__init__")
+                       for name in setup_cell.course_files(lesson))  # fmt: skip
+        source = (REPO_ROOT / "notebooks" / f"{lesson}.py").read_text()
+        called = set(re.findall(r"\bchecks\.(check_\w+)\(", source))
+        assert called and {checks.LESSON_OF_CHECK.get(name) for name in called} == {
+            lesson_modules.check_module(lesson)[len("utils/checks/") : -3]
+        }, lesson
+        runs[str(folder)] = names
+    done = subprocess.run([sys.executable, "-I", "-c", IMPORT_EACH, json.dumps(runs)],
+                          capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert done.stdout.splitlines()[-1:] == ["imported"], done.stderr[-3000:]
+
+
+def test_the_reach_follows_imports_at_any_depth(tmp_path):
+    """A lesson importing `a`, which imports `b` inside a function: both, and their package."""
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "utils" / "checks").mkdir(parents=True)
+    files = {
+        "notebooks/09_reach.py": "from utils import a\n",
+        "utils/__init__.py": "",
+        "utils/a.py": "def f():\n    from utils.b import g\n    return g\n",
+        "utils/b.py": "import json\n",
+        "utils/c.py": "",  # Reached by nothing.
+        "utils/checks/__init__.py": "",
+        "utils/checks/reach.py": "from utils.checks import _base\n",
+        "utils/checks/_base.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert lesson_modules.lesson_files("09_reach", tmp_path) == [
+        "utils/__init__.py", "utils/a.py", "utils/b.py", "utils/checks/__init__.py",
+        "utils/checks/_base.py", "utils/checks/reach.py",
+    ]  # fmt: skip
 
 
 def test_embedded_files_refuses_a_damaged_payload():

@@ -102,8 +102,8 @@ def check(root: Path) -> list[str]:
                     f"{folder}/{path.name} has no source in notebooks/. Delete it, or add "
                     f"notebooks/{path.stem}.py."
                 )
-    course = setup_cell.course_files(root)
     for source in sources:
+        course = setup_cell.course_files(source.stem, root)
         lab, solution = split_variants(source, root)
         for folder, built in (("labs", lab), ("solutions", solution)):
             path = root / folder / f"{source.stem}.ipynb"

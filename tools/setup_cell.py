@@ -5,8 +5,9 @@ A lesson source marks where the set-up goes with a code cell tagged `setup`; the
 
 The lab carries its course. A learner often has the lab file and nothing else (uploaded
 to Colab, imported into Kaggle, downloaded into Workbench), so every generated notebook
-holds the course's package: the `.py` files of `utils/` and `utils/checks/` as a JSON map
-{path: text}, xz-compressed, base85-encoded, with the SHA-256 of the map (`payload`). The
+holds the course files its lesson reaches (`tools/lesson_modules.py`: the `utils/` modules
+it imports, at any depth) as a JSON map {path: text}, xz-compressed, base85-encoded, with
+the SHA-256 of the map (`payload`). The
 cell uses, in this order and saying which: a clone beside the notebook (`utils/` in the
 notebook's folder or the one above), an installed course (pip, or `utils/` on sys.path),
 `$TPU_SPEED_PIPELINES_SOURCE` (a local folder, used as it is; anything else is given to
@@ -38,6 +39,8 @@ import json
 import lzma
 import re
 from pathlib import Path
+
+from tools import lesson_modules
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ENV_VAR = "TPU_SPEED_PIPELINES_SOURCE"
@@ -267,19 +270,22 @@ def pinned_requirements(path: Path) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def course_files(root: Path = REPO_ROOT) -> dict[str, str]:
-    """Returns the course package's files: {"utils/....py": text}, sorted by path."""
-    paths = sorted((root / "utils").rglob("*.py"))
-    return {p.relative_to(root).as_posix(): p.read_text() for p in paths}
+def course_files(stem: str, root: Path = REPO_ROOT) -> dict[str, str]:
+    """Returns the course files lesson `stem` reaches: {"utils/....py": text}, by path.
+
+    Only what the lesson imports, at any depth (`tools/lesson_modules.py`): a lab carries
+    its own lesson's modules, not the whole package.
+    """
+    return {name: (root / name).read_text() for name in lesson_modules.lesson_files(stem, root)}
 
 
-def payload(root: Path = REPO_ROOT) -> tuple[str, str]:
-    """Returns (sha256, text) of the course package as the set-up cell embeds it.
+def payload(stem: str, root: Path = REPO_ROOT) -> tuple[str, str]:
+    """Returns (sha256, text) of lesson `stem`'s course files as its set-up cell embeds them.
 
     The text is the JSON of `course_files`, xz-compressed and base85-encoded, in lines of
     PAYLOAD_LINE_LENGTH characters; the SHA-256 is that of the JSON.
     """
-    data = json.dumps(course_files(root), sort_keys=True).encode()
+    data = json.dumps(course_files(stem, root), sort_keys=True).encode()
     encoded = base64.b85encode(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME)).decode()
     step = PAYLOAD_LINE_LENGTH
     lines = [encoded[start : start + step] for start in range(0, len(encoded), step)]
@@ -331,7 +337,7 @@ def _dict_lines(wanted: dict[str, list[str]]) -> str:
 
 def render(stem: str, *, has_backend_parameter: bool, root: Path = REPO_ROOT) -> str:
     """Returns the set-up cell's code for the lesson `stem`."""
-    sha256, text = payload(root)
+    sha256, text = payload(stem, root)
     replacements = {
         "__TITLE__": TITLE,
         "__VERSION__": course_version(root),
