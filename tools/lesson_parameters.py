@@ -10,7 +10,10 @@ import os
 import sys
 from importlib.util import find_spec
 
-OPTIONAL_MODULES = {"06_convert_with_beam": ("apache_beam",)}  # Lesson 7 needs only TF.
+OPTIONAL_MODULES = {  # Lesson 7 needs only TF.
+    "06_convert_with_beam": ("apache_beam",),
+    "09_grain_arrayrecord": ("grain", "array_record", "jax"),
+}
 
 
 def missing_modules(lesson: str) -> list[str]:
@@ -90,6 +93,16 @@ SMALL_PARAMETERS = {
         "ABLATION_PARALLEL_READS": [1, 4],
         "ABLATION_SHARD_COUNTS": [1, 4],
         "ABLATION_REPEATS": 2,
+    },
+    "09_grain_arrayrecord": {
+        "NUM_IMAGES": 100,
+        "NUM_SHARDS": 4,
+        "BATCH_SIZE": 16,
+        "IMAGE_SIZE": 32,
+        "TRAINING_STEPS": 4,
+        "NUM_PARALLEL_READS": 4,
+        "NUM_TIMED_IMAGES": 160,
+        "SPEED_TEST_REPEATS": 2,
     },
 }
 

@@ -1,0 +1,259 @@
+"""Checks for lesson 9: a global shuffle reseeded each epoch, worker processes, a resumed iterator.
+
+Grain is imported only by the checks themselves: the other lessons' labs import
+`utils.checks` where Grain is not installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_done
+
+
+def _key(record: bytes) -> str:
+    return hashlib.sha256(record).hexdigest()
+
+
+def _epoch_order(dataset, epoch: int, num_records: int, index_of: dict, todo: int) -> list:
+    """The source indices of one epoch's records, in the dataset's order."""
+    __tracebackhide__ = True
+    name = "shuffled"
+    try:
+        records = [dataset[epoch * num_records + i] for i in range(num_records)]
+    except CHECK_ERRORS as error:
+        fail(todo, name, f"expected to read its records by index; found an error: "
+             f"{first_line(error)}")  # fmt: skip
+    if not all(isinstance(record, bytes) for record in records):
+        kinds = sorted({type(record).__name__ for record in records})
+        fail(todo, name, f"expected the serialized records (bytes), not parsed yet; found "
+             f"{', '.join(kinds)}. Parse in TODO 2, after the shuffle.")  # fmt: skip
+    order = [index_of.get(_key(record), -1) for record in records]
+    if -1 in order or len(set(order)) != num_records:
+        fail(
+            todo,
+            name,
+            f"expected each of the {num_records} records once in epoch {epoch + 1}; found "
+            f"{len(set(order) - {-1})} different ones. Shuffle before you repeat: "
+            ".shuffle(seed=SEED).repeat(NUM_EPOCHS); a shuffle after repeat() mixes epochs.",
+        )
+    return order
+
+
+def check_shuffled(
+    shuffled: object,
+    *,
+    todo: int,
+    data_source: Sequence[bytes],
+    records_per_file: Sequence[int],
+    num_epochs: int,
+) -> None:
+    """Checks `NUM_EPOCHS` epochs of the records, each globally shuffled, each in a new order.
+
+    Args:
+        shuffled: what the TODO built; expected a `grain.MapDataset` of serialized records.
+        todo: the TODO's number, named in every message.
+        data_source: the ArrayRecord data source the records come from.
+        records_per_file: records in each ArrayRecord file, in the source's order.
+        num_epochs: the epochs the lesson asks for.
+
+    Raises:
+        CheckFailed: naming the TODO, when it is not a MapDataset, has another length,
+            repeats or misses records in an epoch, keeps the records' order, shuffles
+            only within files or within a window, or gives every epoch the same order.
+
+    Example:
+        checks.check_shuffled(shuffled, todo=1, data_source=data_source,
+                              records_per_file=[25, 25], num_epochs=2)
+    """
+    __tracebackhide__ = True
+    import grain
+
+    name = "shuffled"
+    num_records = len(data_source)
+    expected = f"a grain.MapDataset of {num_epochs} epochs of the {num_records} records"
+    require_done(shuffled, todo, name, expected)
+    if not isinstance(shuffled, grain.MapDataset):
+        fail(todo, name, f"expected {expected}; found a {type(shuffled).__name__}. Start "
+             "from grain.MapDataset.source(data_source): a MapDataset reads by index.")  # fmt: skip
+    if len(shuffled) != num_epochs * num_records:
+        fail(todo, name, f"expected {num_epochs} epochs of {num_records} records "
+             f"(.repeat(NUM_EPOCHS)), {num_epochs * num_records} in all; found "
+             f"{len(shuffled)}.")  # fmt: skip
+    index_of = {_key(data_source[i]): i for i in range(num_records)}
+    orders = [_epoch_order(shuffled, e, num_records, index_of, todo) for e in range(num_epochs)]
+    first = orders[0]
+    if first == sorted(first):
+        fail(todo, name, "expected the records shuffled; found them in the files' order. "
+             "Add .shuffle(seed=SEED) before .repeat(NUM_EPOCHS).")  # fmt: skip
+    file_of = np.searchsorted(np.cumsum(records_per_file), first, side="right")
+    same_file = float(np.mean(file_of[1:] == file_of[:-1])) if num_records > 1 else 0.0
+    last_quarter = {i for i in first[: num_records // 2] if i >= num_records * 3 // 4}
+    if (len(records_per_file) > 1 and same_file > 0.75) or (num_records >= 8 and not last_quarter):
+        fail(
+            todo,
+            name,
+            "expected a global shuffle (any record can come next); found "
+            f"{same_file:.0%} of neighbours from the same file, and "
+            f"{len(last_quarter)} records of the last quarter in the first half of epoch 1: "
+            "a shuffle within each file or within a window. MapDataset.shuffle(seed=SEED) "
+            "shuffles all the records' indices at once.",
+        )
+    repeated = [e + 1 for e in range(1, num_epochs) if orders[e] == first]
+    if repeated:
+        fail(
+            todo,
+            name,
+            f"expected a new order each epoch; found epoch {repeated[0]} in epoch 1's order. "
+            "repeat() reseeds the shuffle each epoch unless told reseed_each_epoch=False.",
+        )
+    passed(
+        todo,
+        f"{num_epochs} epochs of {num_records} records, each a global shuffle, each in a "
+        "new order.",
+    )
+
+
+def _worker_count(dataset) -> int:
+    """The worker processes in a Grain dataset's graph (one prefetch per process)."""
+    count, stack, seen = 0, [dataset], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        count += type(node).__name__ == "ProcessPrefetchIterDataset"
+        # An interleave (of the workers' outputs) keeps its inputs in `_datasets`.
+        for inputs in (getattr(node, "_parents", ()), getattr(node, "_datasets", ())):
+            stack.extend(inputs or ())
+    return count
+
+
+def check_loader(
+    loader: object,
+    *,
+    todo: int,
+    shuffled: object,
+    batch_size: int,
+    num_classes: int,
+    num_workers: int,
+) -> None:
+    """Checks the loader: `shuffled` parsed, batched, in `num_workers` worker processes.
+
+    Args:
+        loader: what the TODO built; expected a `grain.IterDataset` of batches.
+        todo: the TODO's number, named in every message.
+        shuffled: TODO 1's dataset, whose first records the first batch must hold.
+        batch_size: the batch size the lesson asks for.
+        num_classes: the one-hot label's length.
+        num_workers: the worker processes the lesson asks for.
+
+    Raises:
+        CheckFailed: naming the TODO, when it is not an IterDataset, runs in no or fewer
+            worker processes, gives batches of other shapes or dtypes, or batches that
+            are not `shuffled`'s records in its order.
+
+    Example:
+        checks.check_loader(loader, todo=2, shuffled=shuffled, batch_size=64,
+                            num_classes=5, num_workers=2)
+    """
+    __tracebackhide__ = True
+    import grain
+
+    from utils import grain_arrayrecord
+
+    name = "loader"
+    expected = f"a grain.IterDataset of batches of {batch_size}, in {num_workers} worker processes"
+    require_done(loader, todo, name, expected)
+    if not isinstance(loader, grain.IterDataset):
+        fail(todo, name, f"expected {expected}; found a {type(loader).__name__}. "
+             "Call .to_iter_dataset() after .batch(BATCH_SIZE).")  # fmt: skip
+    workers = _worker_count(loader)
+    if workers < num_workers:
+        fail(
+            todo,
+            name,
+            f"expected {num_workers} worker processes; found {workers}. Parsing and "
+            "decoding in Python hold the GIL: end with .mp_prefetch(grain."
+            "MultiprocessingOptions(num_workers=NUM_WORKERS)) (num_workers=0 starts none).",
+        )
+    iterator = iter(loader)
+    try:
+        images, labels = next(iterator)
+    except CHECK_ERRORS as error:
+        fail(todo, name, f"expected batches of (images, one-hot labels); found an error: "
+             f"{first_line(error)}. Map parse on the records, then batch.")  # fmt: skip
+    finally:
+        getattr(iterator, "close", lambda: None)()
+    size = images.shape[1] if np.ndim(images) == 4 else None
+    wanted = ((batch_size, size, size, 3), np.uint8, (batch_size, num_classes), np.float32)
+    if (np.shape(images), images.dtype, np.shape(labels), labels.dtype) != wanted:
+        fail(todo, name, f"expected uint8 images (batch_size, h, w, 3) and float32 labels "
+             f"{wanted[2]}; found {np.shape(images)} {images.dtype} and {np.shape(labels)} "
+             f"{labels.dtype}.")  # fmt: skip
+    first = [grain_arrayrecord.parse_record(shuffled[i], num_classes=num_classes)
+             for i in range(batch_size)]  # fmt: skip
+    if not all(np.array_equal(images[i], image) for i, (image, _) in enumerate(first)):
+        fail(todo, name, "expected the first batch to hold shuffled's first records, in "
+             "its order; found other images. Start from shuffled (TODO 1).")  # fmt: skip
+    passed(
+        todo,
+        f"batches of {batch_size} images and one-hot labels, in shuffled's order, "
+        f"in {workers} worker processes.",
+    )
+
+
+def _same(a, b) -> bool:
+    return (
+        isinstance(a, tuple | list)
+        and isinstance(b, tuple | list)
+        and len(a) == len(b)
+        and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    )
+
+
+def check_resumed(
+    resumed_batch: object,
+    *,
+    todo: int,
+    state: object,
+    next_batch: object,
+    first_batch: object,
+) -> None:
+    """Checks the resumed iterator's first batch: the batch that followed the saved state.
+
+    Args:
+        resumed_batch: the first batch of a fresh iterator after `set_state(state)`.
+        todo: the TODO's number, named in every message.
+        state: what `get_state()` returned, mid-epoch.
+        next_batch: the batch the first iterator gave right after its state was saved.
+        first_batch: the loader's first batch (what a fresh iterator gives unrestored).
+
+    Raises:
+        CheckFailed: naming the TODO, when a result is missing, the state is not
+            `get_state()`'s dict, the state was saved but not restored, or the resumed
+            batch is another one.
+
+    Example:
+        checks.check_resumed(resumed_batch, todo=3, state=state, next_batch=next_batch,
+                             first_batch=first_batch)
+    """
+    __tracebackhide__ = True
+    name = "resumed_batch"
+    for value, what in ((state, "state"), (next_batch, "next_batch"), (resumed_batch, name)):
+        require_done(value, todo, what, "the iterator's state and the batches around it")
+    if not isinstance(state, dict):
+        fail(todo, "state", f"expected the dict iterator.get_state() returns; found a "
+             f"{type(state).__name__}.")  # fmt: skip
+    if _same(resumed_batch, next_batch):
+        passed(todo, "the resumed iterator gave the batch that followed the saved state.")
+        return
+    if _same(resumed_batch, first_batch):
+        fail(todo, name, "expected the batch that followed the saved state; found the "
+             "loader's first batch: the state was saved but not restored. Call "
+             "resumed.set_state(state) before next(resumed).")  # fmt: skip
+    fail(todo, name, "expected the batch that followed the saved state (next_batch); found "
+         "another batch. Save the state with get_state() right before next(iterator).")  # fmt: skip
