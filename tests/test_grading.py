@@ -24,6 +24,7 @@ from tools.grading import (
     prepare,
     reports,
     score,
+    sealed,
     syntax_flags,
     versions,
 )
@@ -345,3 +346,20 @@ class TestThreads:
             "(before=15, after=11)"
         )
         assert result.passed == {} and result.total == 0
+
+
+@pytest.mark.parametrize("lesson", ["01_tf_data_basics", "02_write_tfrecords"])  # Sealed, not.
+def test_the_grader_runs_nothing_after_the_last_check(lesson):
+    """Nothing after the last check cell decides a verdict (lab 1's speed tests, plots)."""
+    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    restored, _ = grade.restore_protected_cells(solution, lab)
+    code = [c.id for c in restored.cells if c.cell_type == "code"]
+    last_check = max(i for i, cell_id in enumerate(code) if cell_id.startswith("check-"))
+    after = set(code[last_check + 1 :])
+    assert after, f"{lesson} has no cell after its last check: nothing to test"
+    prepared = [cell.get("id") for cell, _ in grade.prepare_cells(restored, {})]
+    kept = sealed.kernel_cells(prepare.graded_part(restored), lab, "", 60)
+    kept = [cell.get("id") for cell, _ in kept]
+    last = max(marks(c)["todo"] for c in lab.cells if "todo" in marks(c))
+    assert prepared[-1] == f"check-{last}" and not after & set(prepared)
+    assert kept[-2:] == [f"grader-keep-{last}", "grader-finish"] and not after & set(kept)

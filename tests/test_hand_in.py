@@ -21,7 +21,7 @@ from tools import build_notebooks as build
 from tools import hand_in_code
 from tools.grading import judge_plan, sealed
 from tools.grading.identify import learner_id
-from tools.grading.prepare import prepare_cells
+from tools.grading.prepare import graded_part, prepare_cells
 from tools.grading.restore import restore_protected_cells
 from utils.checks import check_filenames
 
@@ -274,7 +274,8 @@ def test_the_grader_runs_and_plans_no_hand_in_cell(lesson):
     assert hand_in_ids <= {c.id for c in restored.cells}
     prepared = prepare_cells(restored, {})
     assert not hand_in_ids & {c.get("id") for c, _ in prepared}
-    graded = [c for c in lab.cells if c.cell_type == "code" and c.id not in hand_in_ids]
+    graded = [c for c in graded_part(lab).cells
+              if c.cell_type == "code" and c.id not in hand_in_ids]  # fmt: skip
     assert len(prepared) == len(graded) + 2  # With the snapshot and the parameters.
     kernel = sealed.kernel_cells(restored, lab, "", 60)
     assert not hand_in_ids & {c.get("id") for c, _ in kernel}

@@ -1,7 +1,8 @@
 """Step `prepare`: the code each cell runs, with the grader's own cells added.
 
 Takes the restored notebook and the lab's parameters; gives `Submission.prepared`, a list
-of (cell, code to run). After the parameters cell: the parameters the grader injects.
+of (cell, code to run), up to the last check cell (`graded_part`: nothing after it is
+graded). After the parameters cell: the parameters the grader injects.
 Before the first learner cell: the snapshot (`kernel_guard.py`). Each check cell: the
 parameters as literals, the guard (`kernel_guard.py` again), then the check.
 """
@@ -9,6 +10,7 @@ parameters as literals, the guard (`kernel_guard.py` again), then the check.
 from __future__ import annotations
 
 import ast
+import copy
 from pathlib import Path
 
 import nbformat
@@ -74,6 +76,16 @@ def guard_code(root: Path = REPO_ROOT) -> str:
     )
 
 
+def graded_part(restored: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook up to its last check cell: what comes after decides no verdict (lab 1's
+    speed comparisons there took over half of its grading time)."""
+    cells = restored.cells
+    checks = [i for i, c in enumerate(cells) if "check" in (marks(c) or c.metadata.get(KEY, {}))]
+    graded = copy.copy(restored)  # The cells themselves are the restored notebook's.
+    graded.cells = cells[: checks[-1] + 1] if checks else cells
+    return graded
+
+
 def prepare_cells(
     restored: nbformat.NotebookNode, parameters: dict
 ) -> list[tuple[nbformat.NotebookNode, str]]:
@@ -88,7 +100,7 @@ def prepare_cells(
     )
     guard = guard_code()
     prepared, snapshot_done = [], False
-    for cell in restored.cells:
+    for cell in graded_part(restored).cells:
         if cell.cell_type != "code" or "hand_in" in cell.metadata.get("tags", []):
             continue  # The learner's hand-in cells: their checks again, a copy of the file.
         cell_marks = marks(cell) or cell.metadata.get(KEY, {})
@@ -116,8 +128,8 @@ def step(submission: Submission) -> bool:
     if lesson in sealed.SEALED_LABS:  # The judge decides: the kernel only makes the values.
         literals = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
         limit = submission.limits[lesson].total
-        submission.prepared = sealed.kernel_cells(submission.restored, submission.lab,
-                                                  literals, limit)  # fmt: skip
+        submission.prepared = sealed.kernel_cells(graded_part(submission.restored),
+                                                  submission.lab, literals, limit)  # fmt: skip
         submission.judge_plan = judge_plan.plan(submission.lab, literals)
         return True
     submission.prepared = prepare_cells(submission.restored, parameters)
