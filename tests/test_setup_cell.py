@@ -152,6 +152,8 @@ def test_lesson_6_installs_beam_pinned_as_requirements_beam_txt():
     assert wanted["apache_beam"] == pins
     assert "apache_beam" not in setup_cell.course_requirements("01_tf_data_basics")
     assert "apache" not in setup_cell.render("01_tf_data_basics", has_backend_parameter=False)
+    grain = setup_cell.course_requirements("09_grain_arrayrecord")["grain"]
+    assert grain == setup_cell.pinned_requirements(REPO_ROOT / "requirements-grain.txt")
 
 
 def test_every_lab_installs_what_the_course_imports_as_requirements_txt_pins_it():
@@ -183,7 +185,9 @@ def test_the_set_up_covers_every_module_the_course_imports():
     installs where missing (TensorFlow, Keras with it, JAX: the backends)."""
     paths = [*REPO_ROOT.glob("utils/**/*.py"), *REPO_ROOT.glob("notebooks/*.py")]
     covered = {*setup_cell.COURSE_MODULES, "tensorflow", "keras", "jax"}
+    covered |= {"absl", "google"}  # absl-py and protobuf: TensorFlow's own requirements.
     covered |= {module for module, _ in setup_cell.EXTRA_PACKAGES.values()}
+    covered.add("array_record")  # In requirements-grain.txt, beside grain.
     assert [m for m in _third_party_imports(paths) if m not in covered] == []
     assert {"matplotlib", "PIL", "tqdm", "psutil"} <= set(_third_party_imports(paths))
 

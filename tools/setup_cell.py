@@ -218,7 +218,10 @@ course_runtime = runtime.prepare(__BACKEND__, also_install=COURSE_REQUIREMENTS)'
 
 # Optional packages a lesson installs where they are missing: its module, and the file
 # whose pinned requirements it installs.
-EXTRA_PACKAGES = {"06_convert_with_beam": ("apache_beam", "requirements-beam.txt")}
+EXTRA_PACKAGES = {
+    "06_convert_with_beam": ("apache_beam", "requirements-beam.txt"),
+    "09_grain_arrayrecord": ("grain", "requirements-grain.txt"),  # With ArrayRecord.
+}
 # The modules the course's `utils` and lessons import beyond TensorFlow, Keras and JAX
 # (ipywidgets: tqdm's notebook bars), each with the distribution whose requirements.txt line
 # installs it where it is missing (a bare JAX host has none of them).
