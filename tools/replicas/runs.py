@@ -13,19 +13,13 @@ import dataclasses
 import nbformat
 
 from tools.build_outputs import METADATA_KEY
+from tools.build_variants import REPO_ROOT
 from tools.lesson_parameters import SMALL_PARAMETERS
 
-ALL_LESSONS = (
-    "01_tf_data_basics",
-    "02_write_tfrecords",
-    "03_read_tfrecords",
-    "04_train_keras",
-    "05_accelerator_waiting",
-    "06_convert_with_beam",
-    "07_scale_out_reading",
-    "08_where_the_time_goes",
-)
-SOLUTIONS = tuple(lesson for lesson in ALL_LESSONS if lesson != "06_convert_with_beam")
+NOTEBOOKS = REPO_ROOT / "notebooks"
+ALL_LESSONS = tuple(path.stem for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")))
+OPTIONAL = ("06_convert_with_beam", "09_grain_arrayrecord")  # Beam's and Grain's lessons.
+SOLUTIONS = tuple(lesson for lesson in ALL_LESSONS if lesson not in OPTIONAL)
 JAX_LESSONS = ("04_train_keras", "05_accelerator_waiting")
 # On a TPU runtime the set-up's "auto" picks JAX (a TPU TensorFlow cannot use is attached);
 # a replica has no TPU, so it says JAX the one other way "auto" reads.
@@ -89,14 +83,16 @@ FULL_PLANS = {
 }
 # `python -m tools.replicas` (CI): cut to fit CI's 50 minutes beside the README's test
 # command; each replica runs what is its own. colab-tpu (no TensorFlow: the set-up installs
-# it; Python 3.13, JAX): the labs to their first TODO, lesson 4 at its defaults on 1 device.
+# it; Python 3.13, JAX, Grain): the labs to their first TODO, lesson 4 at its defaults on 1 device.
 # kaggle-tpu (Python 3.12, numpy 2.5, Keras 3.15): the tf.data lessons' solutions, lesson 4
 # at its defaults on 8 devices. colab-gpu: the solutions on TensorFlow 2.20. Lesson 5 runs
 # small on JAX (its defaults repeat timings, about 4 minutes each); no lab 6 (Beam's install).
 PLANS = {
     "bare-jax": FULL_PLANS["bare-jax"],
     "colab-gpu": lambda: solutions(TF_LESSONS + ("04_train_keras",)),
-    "colab-tpu": lambda: labs(SOLUTIONS, ON_JAX) + jax_runs(1, JAX_LESSONS[:1], JAX_LESSONS[1:]),
+    "colab-tpu": lambda: (  # Colab ships Grain: lab 9 too.
+        labs(SOLUTIONS + OPTIONAL[1:], ON_JAX) + jax_runs(1, JAX_LESSONS[:1], JAX_LESSONS[1:])
+    ),
     "kaggle-tpu": lambda: (
         labs(["01_tf_data_basics"], ON_JAX)
         + solutions(TF_LESSONS, ON_JAX)
