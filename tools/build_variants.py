@@ -96,6 +96,8 @@ def split_into_lab_and_solution(lesson: Lesson) -> None:
     notebook = jupytext.reads(text, fmt="py:percent")
     _reject_empty_cells(notebook, text, source_name)
     lab, solution = _empty_notebook(source_name, "lab"), _empty_notebook(source_name, "solution")
+    for variant in (lab, solution):  # The runtime the source's header asks Colab for.
+        variant.metadata.update(copy.deepcopy(_header_runtime(notebook.metadata)))
     todos = lesson.todos
     for index, cell in enumerate(notebook.cells):
         where = f"{source_name} (cell {index + 1})"
@@ -303,6 +305,15 @@ def graded_note(points: dict[int, int]) -> str:
     """Returns the lab header's "What is graded" paragraph, with each TODO's points."""
     each = ", ".join(f"TODO {todo}: {n} point{'s' * (n != 1)}" for todo, n in points.items())
     return f"{GRADED_NOTE} Points: {each} ({sum(points.values())} in all)."
+
+
+def _header_runtime(header: dict) -> dict:
+    """The runtime a source's jupytext header asks for: Colab's `accelerator` and `colab`
+    keys (labs 4 and 5: its TPU v5e-1), merged with the course's own `colab` settings."""
+    found = {"accelerator": header["accelerator"]} if "accelerator" in header else {}
+    if "colab" in header:
+        found["colab"] = {"provenance": [], "toc_visible": True, **header["colab"]}
+    return found
 
 
 def _empty_notebook(source_name: str, variant: str) -> nbformat.NotebookNode:
