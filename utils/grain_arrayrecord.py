@@ -115,14 +115,16 @@ def count_records(path: str) -> int:
     """
     from array_record.python import array_record_module
 
-    try:
+    if not os.path.exists(path):
+        return -1
+    try:  # A damaged file raises here or when it is read or closed.
         reader = array_record_module.ArrayRecordReader(str(path))
+        try:
+            return int(reader.num_records())
+        finally:
+            reader.close()
     except (RuntimeError, ValueError):
         return -1
-    try:
-        return int(reader.num_records())
-    finally:
-        reader.close()
 
 
 def parse_record(
@@ -201,7 +203,7 @@ class StorageSource:
         self._storage, self._streams, self._lock = storage, {}, threading.Lock()
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_storage", "_lock")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_storage", "_lock", "_streams")}
 
     def __setstate__(self, state: dict) -> None:
         from utils.storage import SimulatedStorage

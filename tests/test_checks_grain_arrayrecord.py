@@ -1,0 +1,169 @@
+"""utils/checks/grain_arrayrecord.py (lesson 9): right answers pass, mistakes name the TODO."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from tools.lesson_parameters import missing_modules
+from utils import checks
+
+pytestmark = pytest.mark.skipif(
+    bool(missing_modules("09_grain_arrayrecord")), reason="lesson 9 needs grain and array_record"
+)
+
+
+@pytest.fixture(scope="module")
+def array_records(write_small_shards, tmp_path_factory):
+    """The 60 small images in 4 shards, copied to 4 ArrayRecord files."""
+    from utils import grain_arrayrecord
+
+    folder = tmp_path_factory.mktemp("arrayrecord")
+    return grain_arrayrecord.write_array_records(write_small_shards(4), str(folder))
+
+
+@pytest.fixture(scope="module")
+def data_source(array_records):
+    import grain
+
+    return grain.sources.ArrayRecordDataSource(array_records)
+
+
+def _records_per_file(array_records):
+    from utils import grain_arrayrecord
+
+    return [grain_arrayrecord.count_records(path) for path in array_records]
+
+
+def _check_shuffled(shuffled, data_source, array_records, num_epochs=2):
+    checks.check_shuffled(
+        shuffled,
+        todo=1,
+        data_source=data_source,
+        records_per_file=_records_per_file(array_records),
+        num_epochs=num_epochs,
+    )
+
+
+def test_check_shuffled_passes_a_global_shuffle_reseeded_each_epoch(
+    data_source, array_records, capsys
+):
+    import grain
+
+    shuffled = grain.MapDataset.source(data_source).shuffle(seed=42).repeat(2)
+    _check_shuffled(shuffled, data_source, array_records)
+    assert capsys.readouterr().out == (
+        "TODO 1 passed: 2 epochs of 60 records, each a global shuffle, each in a new order.\n"
+    )
+
+
+def test_check_shuffled_names_each_mistake(data_source, array_records):
+    import grain
+
+    source = grain.MapDataset.source(data_source)
+    cases = [
+        (..., r"^TODO 1 \(shuffled\): not done yet: shuffled is still \.\.\."),
+        ([b"x"], r"found a list\. Start from grain\.MapDataset\.source"),
+        (source.shuffle(seed=1), r"expected 2 epochs of 60 records .* found 60\."),
+        (source.repeat(2), r"found them in the files' order"),
+        (source.repeat(2).shuffle(seed=1), r"each of the 60 records once in epoch 1"),
+        (source.shuffle(seed=1).repeat(2, reseed_each_epoch=False), r"found epoch 2 in epoch 1"),
+        (source.shuffle(seed=1).map(len).repeat(2), r"serialized records \(bytes\)"),
+    ]
+    # Each file's records shuffled, the files in order: not a global shuffle.
+    files = [
+        grain.MapDataset.source(grain.sources.ArrayRecordDataSource([path])).shuffle(seed=1)
+        for path in array_records
+    ]
+    within_files = grain.MapDataset.concatenate(files).repeat(2)
+    cases.append((within_files, r"a global shuffle .* a shuffle within each file"))
+    for shuffled, message in cases:
+        with pytest.raises(checks.CheckFailed, match=message):
+            _check_shuffled(shuffled, data_source, array_records)
+
+
+def _parse(record):
+    from utils import grain_arrayrecord
+
+    return grain_arrayrecord.parse_record(record, num_classes=5)
+
+
+def _loader(shuffled, num_workers=1, batch_size=8):
+    import grain
+
+    loader = shuffled.map(_parse).batch(batch_size, drop_remainder=True).to_iter_dataset()
+    return loader.mp_prefetch(grain.MultiprocessingOptions(num_workers=num_workers))
+
+
+@pytest.fixture(scope="module")
+def shuffled(data_source):
+    import grain
+
+    from utils import grain_arrayrecord
+
+    grain_arrayrecord.use_flag_defaults()
+    return grain.MapDataset.source(data_source).shuffle(seed=42).repeat(2)
+
+
+def _check_loader(loader, shuffled, num_workers=1):
+    checks.check_loader(
+        loader, todo=2, shuffled=shuffled, batch_size=8, num_classes=5, num_workers=num_workers
+    )
+
+
+def test_check_loader_passes_batches_made_in_worker_processes(shuffled, capsys):
+    _check_loader(_loader(shuffled), shuffled)
+    assert capsys.readouterr().out == (
+        "TODO 2 passed: batches of 8 images and one-hot labels, in shuffled's order, "
+        "in 1 worker processes.\n"
+    )
+
+
+def test_check_loader_names_each_mistake(shuffled):
+    import grain
+
+    batches = shuffled.map(_parse).batch(8, drop_remainder=True)
+    other_order = grain.MapDataset.source(shuffled).shuffle(seed=7)  # Another order.
+    cases = [
+        (..., r"^TODO 2 \(loader\): not done yet"),
+        (batches, r"found a BatchMapDataset\. Call \.to_iter_dataset\(\)"),
+        (batches.to_iter_dataset(), r"expected 1 worker processes; found 0"),
+        (_loader(shuffled, num_workers=0), r"found 0\. .*num_workers=0 starts none"),
+        (_loader(shuffled, batch_size=4), r"found \(4, 32, 32, 3\) uint8"),
+        (_loader(other_order), r"the first batch to hold shuffled's first records"),
+    ]
+    for loader, message in cases:
+        with pytest.raises(checks.CheckFailed, match=message):
+            _check_loader(loader, shuffled)
+    with pytest.raises(checks.CheckFailed, match=r"expected 2 worker processes; found 1"):
+        _check_loader(_loader(shuffled), shuffled, num_workers=2)
+
+
+def _batch(value):
+    return (np.full((2, 4, 4, 3), value, np.uint8), np.eye(2, 5, dtype=np.float32))
+
+
+def test_check_resumed_passes_the_batch_after_the_state(capsys):
+    checks.check_resumed(
+        _batch(2), todo=3, state={"next_index": 2}, next_batch=_batch(2), first_batch=_batch(0)
+    )
+    assert capsys.readouterr().out == (
+        "TODO 3 passed: the resumed iterator gave the batch that followed the saved state.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "resumed, state, message",
+    [
+        (..., {}, r"^TODO 3 \(resumed_batch\): not done yet"),
+        (_batch(2), ..., r"^TODO 3 \(state\): not done yet"),
+        (_batch(2), "state", r"^TODO 3 \(state\): expected the dict .* found a str"),
+        (_batch(0), {}, r"the state was saved but not restored\. Call resumed\.set_state"),
+        (_batch(3), {}, r"found another batch\. Save the state with get_state\(\) right before"),
+    ],
+    ids=["resumed not done", "state not done", "not a state", "not restored", "saved late"],
+)
+def test_check_resumed_names_each_mistake(resumed, state, message):
+    check = functools.partial(checks.check_resumed, next_batch=_batch(2), first_batch=_batch(0))
+    with pytest.raises(checks.CheckFailed, match=message):
+        check(resumed, todo=3, state=state)
