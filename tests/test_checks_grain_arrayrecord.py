@@ -112,9 +112,16 @@ def _check_loader(loader, shuffled, num_workers=1):
 
 
 def test_check_loader_passes_batches_made_in_worker_processes(shuffled, capsys):
+    import grain
+
+    # Batched after to_iter_dataset, each of 2 workers batches every other record.
+    by_record = shuffled.map(_parse).to_iter_dataset().batch(8, drop_remainder=True)
+    two_workers = by_record.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+    _check_loader(two_workers, shuffled, num_workers=2)
+    assert "in 2 worker processes" in capsys.readouterr().out
     _check_loader(_loader(shuffled), shuffled)
     assert capsys.readouterr().out == (
-        "TODO 2 passed: batches of 8 images and one-hot labels, in shuffled's order, "
+        "TODO 2 passed: batches of 8 images and one-hot labels from shuffled's records, "
         "in 1 worker processes.\n"
     )
 
@@ -130,7 +137,10 @@ def test_check_loader_names_each_mistake(shuffled):
         (batches.to_iter_dataset(), r"expected 1 worker processes; found 0"),
         (_loader(shuffled, num_workers=0), r"found 0\. .*num_workers=0 starts none"),
         (_loader(shuffled, batch_size=4), r"found \(4, 32, 32, 3\) uint8"),
-        (_loader(other_order), r"the first batch to hold shuffled's first records"),
+        (
+            _loader(other_order),
+            r"the first batch to hold shuffled's first records; found other images",
+        ),
     ]
     for loader, message in cases:
         with pytest.raises(checks.CheckFailed, match=message):

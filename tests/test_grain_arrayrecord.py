@@ -114,8 +114,9 @@ def test_batch_timer_times_batches_after_the_first():
     assert run() > 0
     taken = []
     counted = ((np.zeros((4, 2)), taken.append(1)) for _ in itertools.count())
-    grain_arrayrecord.batch_timer(counted, num_images=10)()
-    assert len(taken) == 1 + 3  # The warm-up batch, then 3 batches of 4 for 10 images.
+    grain_arrayrecord.batch_timer(counted, num_images=10, num_warmup_images=5)()
+    # The first batch, then 2 batches of 4 for 5 warm-up images, then 3 for 10 images.
+    assert len(taken) == 1 + 2 + 3
 
 
 def test_describe_cpu_names_a_model_and_the_cores():

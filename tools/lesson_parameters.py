@@ -102,6 +102,7 @@ SMALL_PARAMETERS = {
         "TRAINING_STEPS": 4,
         "NUM_PARALLEL_READS": 4,
         "NUM_TIMED_IMAGES": 160,
+        "NUM_WARMUP_IMAGES": 32,
         "SPEED_TEST_REPEATS": 2,
     },
 }

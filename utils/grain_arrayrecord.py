@@ -203,7 +203,9 @@ class StorageSource:
         self._storage, self._streams, self._lock = storage, {}, threading.Lock()
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_storage", "_lock", "_streams")}
+        return {
+            k: v for k, v in self.__dict__.items() if k not in ("_storage", "_lock", "_streams")
+        }
 
     def __setstate__(self, state: dict) -> None:
         from utils.storage import SimulatedStorage
@@ -234,27 +236,34 @@ class StorageSource:
         return record
 
 
-def batch_timer(batches: Iterator, *, num_images: int) -> Callable[[], float]:
-    """Returns a function that reads `num_images` images' batches from `batches`: images/s.
+def batch_timer(
+    batches: Iterator, *, num_images: int, num_warmup_images: int = 0
+) -> Callable[[], float]:
+    """Returns a function that times `num_images` images' batches from `batches`: images/s.
 
     For `comparison.measure_in_turns`. The iterator is made once and read on from run to
-    run, so that Grain's worker processes start once; the first batch, read here, is the
-    warm-up (the workers' start), not timed.
+    run, so that Grain's worker processes start once; the first batch (their start) is
+    read here, untimed. Each run first reads `num_warmup_images` untimed: what the
+    pipeline read ahead while the other candidates were timed.
 
     Args:
         batches: an iterator of (images, labels) batches, endless (e.g. `iter(loader)`).
         num_images: images timed per run.
+        num_warmup_images: images read before each run's timing starts.
 
     Returns:
         A function of no arguments: each call times one run and returns images/s.
 
     Example:
         runs = comparison.measure_in_turns({"Grain": grain_arrayrecord.batch_timer(
-            iter(loader), num_images=4000)})
+            iter(loader), num_images=4000, num_warmup_images=512)})
     """
     next(batches)
 
     def run() -> float:
+        count = 0
+        while count < num_warmup_images:
+            count += len(next(batches)[0])
         start, count = time.perf_counter(), 0
         while count < num_images:
             count += len(next(batches)[0])
