@@ -210,8 +210,9 @@ checks.check_loader(
 # input. A Grain iterator's `get_state()` returns a small dict (the position in each
 # worker's share), which goes into a checkpoint as JSON; `set_state(state)` on a fresh
 # iterator puts it back there. `tf.data` can save an iterator too
-# (`tf.train.Checkpoint(iterator=...)`), but with its buffers' contents, and a
-# non-deterministic pipeline resumes in another order.
+# (`tf.train.Checkpoint(iterator=...)`), but it stores its buffers' contents (a shuffle
+# buffer's records, prefetched batches), and with `deterministic = False` the order
+# after a restore need not be the one the run would have had.
 #
 # **TODO 3.** After two batches of `iterator`, save its state in `state`, then take
 # `next_batch = next(iterator)`. Make `resumed`, a fresh iterator of `loader`, restore
@@ -350,8 +351,8 @@ figure = charts.plot_throughput(list(speed_runs.values()), title=simulated_stora
 
 # %% [markdown]
 # Each bar is a median, its line the range of the rounds. The verdict follows the
-# course's rule: "beyond the noise" only when the medians differ by 10% or more and the
-# ranges do not overlap.
+# course's rule (`comparison.verdict()`): "beyond the noise" only when the medians differ
+# by at least `comparison.MIN_EFFECT` (10%) and the ranges do not overlap.
 #
 # ## What you measured
 
