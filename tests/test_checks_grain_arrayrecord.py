@@ -77,6 +77,8 @@ def test_check_shuffled_names_each_mistake(data_source, array_records):
     ]
     within_files = grain.MapDataset.concatenate(files).repeat(2)
     cases.append((within_files, r"a global shuffle .* a shuffle within each file"))
+    window = grain.experimental.WindowShuffleMapDataset(source, window_size=10, seed=1)
+    cases.append((window.repeat(2), r"0 records of the last quarter .* within a window"))
     for shuffled, message in cases:
         with pytest.raises(checks.CheckFailed, match=message):
             _check_shuffled(shuffled, data_source, array_records)
