@@ -120,6 +120,7 @@ def test_each_lessons_checks_are_in_a_module_named_after_it():
     assert LESSONS == [
         "accelerator_waiting",
         "convert_with_beam",
+        "grain_arrayrecord",
         "read_tfrecords",
         "scale_out_reading",
         "tf_data_basics",

@@ -22,7 +22,7 @@ from tools import build_notebooks as build
 from tools.lesson_parameters import (
     KERNEL_OPTIONS,
     SMALL_PARAMETERS,
-    beam_install_command,
+    install_command,
     missing_modules,
 )
 
@@ -32,7 +32,7 @@ ALL_LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 def _skip_without_modules(lesson, *values):
     """A test parameter that is skipped, saying why, when an optional lesson's modules miss."""
     missing = missing_modules(lesson)
-    reason = f"{lesson} needs {', '.join(missing)}: {beam_install_command()}"
+    reason = f"{lesson} needs {', '.join(missing)}: {install_command(lesson)}"
     return pytest.param(
         *(values or (lesson,)), marks=pytest.mark.skipif(bool(missing), reason=reason)
     )
@@ -374,6 +374,7 @@ PARAMETER_DEPENDENT = {
     "06_convert_with_beam": [],
     "07_scale_out_reading": ["all {NUM_IMAGES} records", "in batches of {BATCH_PER_HOST}."],
     "08_where_the_time_goes": ["batches of {BATCH_SIZE} decoded images"],
+    "09_grain_arrayrecord": ["{NUM_IMAGES} records", "batches of {BATCH_SIZE} images"],
 }
 DERIVED = {  # As the checks compute them.
     "HALF_THE_PARALLEL_READS": lambda p: max(2, p.get("NUM_PARALLEL_READS", 0) // 2),

@@ -89,10 +89,18 @@ def test_a_failed_lesson_is_one_line_and_keeps_the_last_good_run(monkeypatch, tm
     ]
 
 
-def test_beam_install_command_names_this_environment_s_pip():
-    command = lesson_parameters.beam_install_command()
-    assert command.endswith(" -m pip install -r requirements-beam.txt")
+@pytest.mark.parametrize(
+    "lesson, requirements",
+    [
+        ("06_convert_with_beam", "requirements-beam.txt"),
+        ("09_grain_arrayrecord", "requirements-grain.txt"),
+    ],
+)
+def test_an_optional_lessons_install_command_names_this_environment_s_pip(lesson, requirements):
+    command = lesson_parameters.install_command(lesson)
+    assert command.endswith(f" -m pip install -r {requirements}")
     assert "python" in command.split()[0]
+    assert set(lesson_parameters.OPTIONAL_REQUIREMENTS) == set(lesson_parameters.OPTIONAL_MODULES)
 
 
 def test_absolute_paths_reads_paths_as_typed_where_the_command_runs(tmp_path, monkeypatch):

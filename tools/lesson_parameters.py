@@ -21,9 +21,17 @@ def missing_modules(lesson: str) -> list[str]:
     return [module for module in OPTIONAL_MODULES.get(lesson, ()) if find_spec(module) is None]
 
 
-def beam_install_command() -> str:
-    """Returns the command that installs lesson 6's packages into this Python's environment."""
-    return f"{os.path.relpath(sys.executable)} -m pip install -r requirements-beam.txt"
+# Each optional lesson's requirements file.
+OPTIONAL_REQUIREMENTS = {
+    "06_convert_with_beam": "requirements-beam.txt",
+    "09_grain_arrayrecord": "requirements-grain.txt",
+}
+
+
+def install_command(lesson: str) -> str:
+    """Returns the command that installs an optional lesson's packages into this Python's
+    environment."""
+    return f"{os.path.relpath(sys.executable)} -m pip install -r {OPTIONAL_REQUIREMENTS[lesson]}"
 
 
 SMALL_PARAMETERS = {

@@ -49,7 +49,7 @@ import nbformat
 
 from tools import course_summary
 from tools.course_summary import Row
-from tools.lesson_parameters import KERNEL_OPTIONS, beam_install_command, missing_modules
+from tools.lesson_parameters import KERNEL_OPTIONS, install_command, missing_modules
 from utils import data, host_processes, progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -332,7 +332,7 @@ def run_lessons(solutions: list[Path], output_dir: Path, parameters: dict) -> li
         missing = missing_modules(solution.stem)
         if missing:
             print(f"Skipping {solution.stem}: it needs {', '.join(missing)} "
-                  f"({beam_install_command()}).\n", flush=True)  # fmt: skip
+                  f"({install_command(solution.stem)}).\n", flush=True)  # fmt: skip
             rows.append(Row(solution.stem, f"skipped: no {', '.join(missing)}", None))
             continue
         part, why = PARTS_THAT_SKIP.get(solution.stem, ("", lambda: None))

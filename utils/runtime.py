@@ -206,7 +206,11 @@ def pip_install(
 
 
 def installed_versions() -> dict[str, str]:
-    """Returns {name: version} of what is installed, the first of each name on sys.path."""
+    """Returns what is installed: the first of each name on sys.path.
+
+    Returns:
+        {distribution name: version}.
+    """
     found = {}
     for dist in importlib.metadata.distributions():
         found.setdefault(dist.metadata["Name"], dist.version)
