@@ -92,7 +92,9 @@ def convert_image(
     """
     try:
         # Upright (EXIF Orientation) and decoded no larger than needed, as `conversion` does.
-        image, size = records.decode_upright(tf.io.read_file(path), min_side=target_size)
+        image_bytes = tf.io.read_file(path)
+        image, size = records.decode_upright(image_bytes, min_side=target_size)
+        image = records.to_srgb(image, image_bytes)  # As `conversion` does: colours as shown.
     except tf.errors.OpError as error:
         return None, errors.error_message(error)
     original_size = [int(side) for side in size.numpy()]
