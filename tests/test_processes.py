@@ -1,7 +1,12 @@
 """Tests of utils/processes.py: the CPU time of a group of processes."""
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from utils import processes
 
@@ -19,3 +24,31 @@ def test_cpu_use_counts_this_process_busy_and_names_every_process():
         f"CPU cores busy: this test {cpu.busy_cores['this test']:.2f}, parent "
     )
     assert cpu.summary().endswith(f"; together {cpu.total:.2f} of {os.cpu_count()}.")
+
+
+WHERE = """import json
+import utils
+
+print(json.dumps({"utils": utils.__file__}), flush=True)
+"""
+START_ONE = """import json, sys
+from utils import processes
+
+child = processes.start_module("utils.where")
+print(json.dumps(processes.read_json_line(child, timeout_s=60, what="the child")))
+child.wait()
+"""
+
+
+def test_a_child_imports_the_course_its_parent_did_not_an_installed_one(tmp_path):
+    """Lab 7 uploaded alone: the set-up put its unpacked course on the kernel's sys.path
+    only; the processes it starts must import that course (not another, or none)."""
+    unpacked = tmp_path / "unpacked"
+    shutil.copytree(Path(processes.__file__).parent, unpacked / "utils")
+    (unpacked / "utils" / "where.py").write_text(WHERE)
+    code = f"import sys; sys.path.insert(0, {str(unpacked)!r})\n" + START_ONE
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"utils": str(unpacked / "utils" / "__init__.py")}

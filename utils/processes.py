@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
 OWNER_ENV_VAR = "TPU_SPEED_PIPELINES_OWNER_PID"
@@ -42,7 +43,12 @@ def start_module(module: str, *arguments: str, env: dict | None = None) -> subpr
     Returns:
         The process; its stderr goes to a temporary file, `process.error_log`.
     """
-    child_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", OWNER_ENV_VAR: str(os.getpid())}
+    # The course this process imported, first on the child's path: in a lab uploaded alone
+    # it is only on the kernel's `sys.path` (unpacked by the set-up), not installed.
+    course = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [course, os.environ.get("PYTHONPATH")]))
+    child_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", OWNER_ENV_VAR: str(os.getpid()),
+                 "PYTHONPATH": path}  # fmt: skip
     child_env.update(env or {})
     command = [sys.executable, "-m", module, *arguments]
     error_log = tempfile.TemporaryFile(mode="w+")  # A file, not a pipe: it never fills up.
