@@ -20,23 +20,16 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tools.grain_reads import StorageReads, num_records
+from tools.grain_reads import StorageReads
 
 if TYPE_CHECKING:
     from utils.storage import SimulatedStorage
 
-# One record per group: each record is read on its own, with nothing else decompressed
-# (Grain's advice for random access); the JPEG bytes are left as they are, as in the
-# TFRecord shards.
-ARRAY_RECORD_OPTIONS = "group_size:1,uncompressed"
 # Grain's reading threads. The reads block on the simulated first-byte wait, and Pillow
 # releases the GIL while it decodes: as many threads as the course pipeline has reads in
 # flight (16, also Grain's default), on 2 cores.
@@ -90,27 +83,12 @@ def ensure_array_records(shard_paths: Sequence[str], output_dir: str | None = No
     Example:
         paths = grain_loader.ensure_array_records(shard_set.paths)
     """
-    import tensorflow as tf
-    from array_record.python import array_record_module
+    from utils import grain_arrayrecord  # Lesson 9's copy: one writer for both.
 
     if not shard_paths:
         raise ValueError("`shard_paths` must name at least one shard. Received: []")
     output_dir = output_dir or array_record_dir(os.path.dirname(shard_paths[0]))
-    os.makedirs(output_dir, exist_ok=True)
-    paths = []
-    for shard in shard_paths:
-        path = os.path.join(output_dir, Path(shard).stem + ".array_record")
-        records = [record.numpy() for record in tf.data.TFRecordDataset(shard)]
-        if not (os.path.exists(path) and num_records(path) == len(records)):
-            handle, temporary = tempfile.mkstemp(dir=output_dir, suffix=".incomplete")
-            os.close(handle)
-            writer = array_record_module.ArrayRecordWriter(temporary, ARRAY_RECORD_OPTIONS)
-            for record in records:
-                writer.write(record)
-            writer.close()
-            shutil.move(temporary, path)
-        paths.append(path)
-    return paths
+    return grain_arrayrecord.write_array_records(shard_paths, output_dir)
 
 
 def decode_record(
