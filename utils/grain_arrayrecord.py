@@ -208,7 +208,10 @@ class StorageSource:
         }
 
     def __setstate__(self, state: dict) -> None:
-        from utils.storage import SimulatedStorage
+        from utils import runtime
+
+        with runtime._stderr_dropped():  # In a worker: TensorFlow's import lines (absl, oneDNN).
+            from utils.storage import SimulatedStorage
 
         self.__dict__.update(state, _streams={}, _lock=threading.Lock())
         self._storage = SimulatedStorage(**self._settings, seed=os.getpid())
