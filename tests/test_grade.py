@@ -597,7 +597,7 @@ def test_identify_lab_by_metadata_or_title():
     assert grade.identify_lab(lab, labs) == LAB1
     lab.metadata = {}
     assert grade.identify_lab(lab, labs) == LAB1  # From the "Lab 1" title.
-    lab.cells[0].source = "# Lab 9 · Not a lab of this course"
+    lab.cells[0].source = "# Lab 99 · Not a lab of this course"  # Lab 9 is lesson 9's.
     assert grade.identify_lab(lab, labs) is None
 
 

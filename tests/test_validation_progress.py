@@ -8,7 +8,9 @@ def test_validate_shows_a_bar_over_the_shards(converted, capsys, monkeypatch):
     monkeypatch.delenv(progress.DISABLE_ENV_VAR)
     assert validation.validate(str(output_dir), verbose=False).ok
     bar = capsys.readouterr().err
-    assert "Validating shards: 100%" in bar and "4/4" in bar, bar
+    # A bar over the 4 shards; tqdm may skip the last refresh of a fast loop before it clears
+    # the line (seen in CI: 0/4, 3/4, then cleared), so its end is not asserted.
+    assert "Validating shards:   0%" in bar and "0/4" in bar, bar
 
 
 def test_validate_shows_no_bar_when_progress_is_off(converted, capsys):
