@@ -278,6 +278,7 @@ history = model.fit(
     (batch for batch in training_batches),
     steps_per_epoch=max(1, TRAINING_STEPS // 2),
     epochs=2,
+    shuffle=False,  # Grain shuffled the records (TODO 1): a generator cannot be shuffled.
     verbose=2,
 )
 training_batches.close()
