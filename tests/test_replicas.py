@@ -182,19 +182,21 @@ def test_the_full_plans_run_what_the_issue_asks():
     assert [run.parameters for run in eight] == [{"BACKEND": "jax"}] * 2  # The defaults.
 
 
-def test_cis_plans_keep_every_replica_and_lesson_4_at_its_defaults_on_1_and_8_devices():
+def test_cis_plans_keep_every_replica_and_run_lessons_4_and_5_small_on_1_and_8_devices():
     names = {name: [run.name for run in plan()] for name, plan in runs.PLANS.items()}
     assert names == {
         "bare-jax": ["lab04", "solution04"],
         "colab-gpu": [f"solution{n:02d}" for n in (1, 2, 3, 7, 8, 4)],
-        "colab-tpu": [*(f"lab{n:02d}" for n in (1, 2, 3, 4, 5, 7, 8, 9)), "solution04-jax1",
+        "colab-tpu": [*(f"lab{n:02d}" for n in (1, 2, 3, 4, 5, 7, 8, 9)), "solution04-jax1-small",
                       "solution05-jax1-small"],
-        "kaggle-tpu": ["lab01", *(f"solution{n:02d}" for n in (1, 2, 3, 7, 8)), "solution04-jax8",
-                       "solution05-jax8-small"],
+        "kaggle-tpu": ["lab01", *(f"solution{n:02d}" for n in (1, 2, 3, 7, 8)),
+                       "solution04-jax8-small", "solution05-jax8-small"],
     }  # fmt: skip
-    small = runs.PLANS["kaggle-tpu"]()[-1]
-    assert small.parameters == {**SMALL_PARAMETERS["05_accelerator_waiting"], "BACKEND": "jax"}
-    assert runs.PLANS["colab-tpu"]()[-2].env == {"KERAS_BACKEND": "jax", runs.DATA_CACHE: ""}
+    for replica, devices in (("colab-tpu", "1"), ("kaggle-tpu", "8")):
+        for run, lesson in zip(runs.PLANS[replica]()[-2:], runs.JAX_LESSONS, strict=True):
+            assert run.parameters == {**SMALL_PARAMETERS[lesson], "BACKEND": "jax"}
+            assert run.env.get("XLA_FLAGS", "=1").endswith(f"={devices}")
+            assert runs.DATA_CACHE not in run.env  # Small runs make their own data.
 
 
 def test_moves_are_said_as_the_set_up_says_them():
