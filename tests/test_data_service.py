@@ -64,17 +64,30 @@ def test_local_cluster_leaves_no_process(service_counts):
     assert [pid for pid in pids if _alive(pid)] == []
 
 
-def test_shards_with_latency_reads_each_record_once(tmp_path):
+def _write_shards(folder, num_shards):
     paths = []
-    for index in range(3):
-        path = str(tmp_path / f"shard{index}.tfrec")
+    for index in range(num_shards):
+        path = str(folder / f"shard{index}.tfrec")
         with tf.io.TFRecordWriter(path) as writer:
             for record in range(4):
                 writer.write(f"{index}-{record}".encode())
         paths.append(path)
+    return paths
+
+
+def test_shards_with_latency_reads_each_record_once(tmp_path):
+    paths = _write_shards(tmp_path, 3)
     records = data_service.shards_with_latency(paths, latency_ms=1, num_parallel_reads=2)
     assert len(sorted(records.as_numpy_iterator())) == 12
     assert len(set(records.as_numpy_iterator())) == 12
+
+
+def test_shards_with_latency_waits_before_each_shard(tmp_path):
+    paths = _write_shards(tmp_path, 2)
+    records = data_service.shards_with_latency(paths, latency_ms=300, num_epochs=2)
+    start = time.perf_counter()
+    assert len(list(records.as_numpy_iterator())) == 16
+    assert time.perf_counter() - start >= 4 * 0.300  # Four shards, each waited for (1.5 s).
 
 
 def _busy_warm_up_then_sleeps(cpu_seconds, num_timed, sleep_s):

@@ -1,5 +1,6 @@
 """Tests of utils/storage.py: the simulated remote storage."""
 
+import os
 import threading
 import time
 from types import SimpleNamespace
@@ -188,6 +189,30 @@ def test_read_tfrecords_leaves_the_order_to_the_options_where_tfrecord_dataset_k
     in_turn = [shard[i] for i in rounds for shard in one_each if i < len(shard)]
     assert list(ordered.as_numpy_iterator()) == in_turn  # Default options: order kept.
     assert list(sequential.as_numpy_iterator()) == sum(one_each, [])
+
+
+def test_simulated_parallel_reads_keep_the_order_options_ask_for_on_their_own_pool(shard_paths):
+    simulated = storage.SimulatedStorage(latency_ms=0)
+    records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=6)
+    steps = dataset_steps(records)
+    assert steps[-1].op == "PrivateThreadPoolDataset"
+    assert steps[-1].constants[1] == (os.cpu_count() or 1) + 6  # Its threads: cores + reads.
+    assert _interleave_order_attrs(records) == ["default", "default"]
+    one_each = [list(tf.data.TFRecordDataset(path).as_numpy_iterator()) for path in shard_paths]
+    in_turn = [shard[i] for i in range(10) for shard in one_each]
+    assert list(records.as_numpy_iterator()) == in_turn  # Default options: order kept.
+
+
+def test_apply_dataset_op_adds_one_public_op_and_keeps_the_elements():
+    names = tf.data.Dataset.from_tensor_slices(["a", "b", "c"])
+    slow = storage.apply_dataset_op(names, tf.raw_ops.SleepDataset, sleep_microseconds=100_000)
+    values, seconds = _read_all(slow)
+    assert values == [b"a", b"b", b"c"] and seconds >= 3 * 0.100  # A wait before each.
+    assert slow.element_spec == names.element_spec
+    assert [(step.op, step.constants[1:]) for step in dataset_steps(slow)] == [
+        ("TensorSliceDataset", ()),
+        ("SleepDataset", (100_000,)),
+    ]
 
 
 def test_draw_latency_fixed_model_is_always_latency_ms():

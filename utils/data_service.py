@@ -126,8 +126,8 @@ def shards_with_latency(
     """Reads TFRecord shards, waiting `latency_ms` before each one's first record: SIMULATED.
 
     `storage.SimulatedStorage` waits in Python, which the tf.data service cannot send to
-    its workers (it ships the dataset's graph). This wait is a graph op (tf.data's own
-    test `sleep`), so the workers run it. The file names come first, so that the service's
+    its workers (it ships the dataset's graph). This wait is a graph op (tf.data's
+    `SleepDataset`, through `storage.apply_dataset_op`), so the workers run it. The file names come first, so that the service's
     `"distributed_epoch"` mode hands out whole shards.
 
     Args:
@@ -146,13 +146,18 @@ def shards_with_latency(
         records = data_service.shards_with_latency(shard_paths, latency_ms=50)
     """
     import tensorflow as tf
-    from tensorflow.python.data.experimental.ops import testing  # No public sleep op.
+
+    from utils import storage
 
     if latency_ms < 0:
         raise ValueError(f"`latency_ms` must be >= 0. Received: latency_ms={latency_ms}")
 
     def open_shard(path):
-        waited = tf.data.Dataset.from_tensors(path).apply(testing.sleep(int(latency_ms * 1000)))
+        waited = storage.apply_dataset_op(
+            tf.data.Dataset.from_tensors(path),
+            tf.raw_ops.SleepDataset,
+            sleep_microseconds=int(latency_ms * 1000),
+        )
         return waited.flat_map(tf.data.TFRecordDataset)
 
     files = tf.data.Dataset.from_tensor_slices(list(shard_paths)).repeat(num_epochs)

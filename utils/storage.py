@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.data.ops import dataset_ops
-from tensorflow.python.ops import gen_experimental_dataset_ops
 
 if TYPE_CHECKING:
     from utils.sources import ImageSource
@@ -343,7 +341,8 @@ class SimulatedStorage:
         # flight more than storage would. The pool runs the reads only: the parse and decode
         # steps after them keep tf.data's usual pool, as after a real `TFRecordDataset`.
         # (`options.threading.private_threadpool_size` would hand them the reads' pool too.)
-        return _ReadsOnOwnThreads(records, (os.cpu_count() or 1) + max(num_parallel_reads, 1))
+        num_threads = (os.cpu_count() or 1) + max(num_parallel_reads, 1)
+        return apply_dataset_op(records, tf.raw_ops.PrivateThreadPoolDataset, num_threads=num_threads)
 
     def _wait_for_path(self, path: bytes) -> np.int64:
         num_bytes = _size_of(path)
@@ -390,20 +389,34 @@ def read_tfrecords(
     )
 
 
-class _ReadsOnOwnThreads(dataset_ops.UnaryUnchangedStructureDataset):
-    """Runs its input dataset, and nothing after it, on a private pool of `num_threads`.
+def apply_dataset_op(dataset: tf.data.Dataset, op: Callable, **attrs: object) -> tf.data.Dataset:
+    """Returns `dataset` under one more tf.data op of `tf.raw_ops` that keeps its elements.
 
-    tf.data's `PrivateThreadPoolDataset` op gives the pool to the iterators it creates,
-    which are its input's; the steps downstream of it run on their own pool. (TensorFlow
-    has no public API for a pool scoped to part of a pipeline.)
+    For the ops with no `Dataset` method, through TensorFlow's public API only. The
+    course's two: `PrivateThreadPoolDataset` runs its input, and nothing after it, on a
+    pool of `num_threads` (its iterators are its input's; the steps downstream keep their
+    own pool), and `SleepDataset` waits `sleep_microseconds` before each element, as
+    graph ops do on a tf.data service's workers.
+
+    Args:
+        dataset: the input dataset.
+        op: the op, e.g. `tf.raw_ops.SleepDataset`.
+        **attrs: the op's own attributes, e.g. `sleep_microseconds=50_000`.
+
+    Returns:
+        A dataset of the same elements (`tf.data.experimental.from_variant`).
+
+    Example:
+        slow = storage.apply_dataset_op(paths, tf.raw_ops.SleepDataset, sleep_microseconds=50_000)
     """
-
-    def __init__(self, input_dataset: tf.data.Dataset, num_threads: int):
-        self._input_dataset = input_dataset
-        variant = gen_experimental_dataset_ops.private_thread_pool_dataset(
-            input_dataset._variant_tensor, num_threads=num_threads, **self._flat_structure
-        )
-        super().__init__(input_dataset, variant)
+    specs = tf.nest.flatten(dataset.element_spec)
+    variant = op(
+        input_dataset=tf.data.experimental.to_variant(dataset),
+        output_types=[spec.dtype for spec in specs],
+        output_shapes=[spec.shape for spec in specs],
+        **attrs,
+    )
+    return tf.data.experimental.from_variant(variant, dataset.element_spec)
 
 
 def _size_of(path: bytes | np.ndarray) -> int:
