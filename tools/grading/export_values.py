@@ -2,8 +2,8 @@
 
 Sent as text into the kernel, before `export_server.py` (see there): `_grader_keep` after
 each TODO cell, `_grader_answer` for each question of the judge's: a value described
-(`wire.py` data, a dataset's graph, or "a function"), a function traced for the judge's
-arguments, or called with them. Rules as for `export_server.py`.
+(`wire.py` data, a dataset's graph, "a function"), a function traced for the judge's
+arguments (tensors, or constants), or called with them; `export_calls.py` adds the rest.
 """
 
 _grader_kept = {}
@@ -68,6 +68,8 @@ def _grader_describe(wire, value, namespace):
         roles = _grader_roles(tf.compat.v1.GraphDef.FromString(graph), namespace)
         return {"kind": "dataset", "graph": base64.b64encode(graph).decode(),
                 "spec": wire.encode(value.element_spec), "roles": roles}  # fmt: skip
+    if (grain := _grader_grain(wire, value)) is not None:  # noqa: F821 (export_calls.py)
+        return grain
     if callable(value) and not isinstance(value, type):
         return {"kind": "function"}
     return {"kind": "value", "value": wire.encode(value)}
@@ -100,6 +102,7 @@ def _grader_trace(wire, function, specs, namespace):
         return tf.nest.map_structure(lambda leaf: None if leaf is Ellipsis else leaf, outputs)
 
     concrete = tf.function(traced).get_concrete_function(*specs)
+    specs = [spec for spec in specs if isinstance(spec, tf.TensorSpec)]  # Others: constants.
     leaves = tf.nest.flatten(concrete.structured_outputs)
     outputs = tf.nest.pack_sequence_as(
         concrete.structured_outputs,
@@ -136,6 +139,8 @@ def _grader_answer(wire, request, namespace):
     while key not in _grader_kept and not _grader_finished:
         time.sleep(0.05)
     value = _grader_kept.get(key, _grader_kept)
+    if request["op"] in _grader_more_ops:  # noqa: F821 (export_calls.py)
+        return _grader_more_ops[request["op"]](wire, request, value)  # noqa: F821
     if request["op"] == "describe":
         return _grader_describe(wire, value, namespace)
     if request["op"] == "call":  # Python values in, the result described (data or a graph).

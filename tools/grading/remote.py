@@ -15,9 +15,10 @@ import socket
 import struct
 import time
 
+import numpy as np
 import tensorflow as tf
 
-from tools.grading import wire
+from tools.grading import remote_calls, wire
 from tools.grading.graphs import NotSealable, bind_callbacks, names_of, outputs_of, rebuild_dataset
 
 
@@ -25,6 +26,7 @@ class Client:
     """Asks the learner's kernel about the values each TODO made."""
 
     def __init__(self, address: str, seconds: float):
+        self.address, self.seconds = address, seconds
         deadline = time.monotonic() + seconds
         while True:  # The kernel makes the socket when its first grader cell runs.
             self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -68,9 +70,13 @@ class RemoteFunction:
         self.client, self.todo, self.name, self.namespace = client, todo, name, namespace
         self.__name__ = name
         self._imported: dict = {}
+        self._folders: dict = {}  # The judge's folders given to it: the kernel's for them.
 
     def __call__(self, *args):
-        if not all(tf.is_tensor(arg) for arg in args):  # Python values: called in the kernel.
+        if any(hasattr(arg, "__next__") for arg in args):  # Fed item by item by the judge.
+            return remote_calls.call_fed(self.client, self.todo, self.name, args, self._folders)
+        args = [tf.constant(a) if isinstance(a, np.ndarray) else a for a in args]  # As tf does.
+        if not any(tf.is_tensor(arg) for arg in args):  # Python values: called in the kernel.
             try:
                 encoded = [wire.encode(arg) for arg in args]
             except wire.WireError as error:
@@ -78,11 +84,12 @@ class RemoteFunction:
                 raise NotSealable(message) from None
             answer = self.client.ask(op="call", todo=self.todo, name=self.name, args=encoded)
             return value_of(answer, self.client, self.todo, self.name, self.namespace)
-        tensors = [tf.convert_to_tensor(arg) for arg in args]
-        specs = tuple(tf.TensorSpec(t.shape, t.dtype) for t in tensors)
-        if specs not in self._imported:
-            self._imported[specs] = self._import(specs)
-        return self._imported[specs](*tensors)
+        tensors = [tf.convert_to_tensor(arg) for arg in args if tf.is_tensor(arg)]
+        specs = [tf.TensorSpec(a.shape, a.dtype) if tf.is_tensor(a) else a for a in args]
+        key = wire.dumps([wire.encode(spec) for spec in specs])  # Other values: constants.
+        if key not in self._imported:
+            self._imported[key] = self._import(specs)
+        return self._imported[key](*tensors)
 
     def _import(self, specs):
         answer = self.client.ask(op="trace", todo=self.todo, name=self.name,
@@ -102,7 +109,7 @@ class RemoteFunction:
                 graph_def, input_map=mapping, return_elements=names, name="learner"
             )
 
-        graph = tf.compat.v1.wrap_function(body, list(specs))
+        graph = tf.compat.v1.wrap_function(body, [s for s in specs if isinstance(s, tf.TensorSpec)])
         return lambda *inputs: outputs_of(structure, dict(zip(names, graph(*inputs), strict=True)))
 
 
@@ -121,6 +128,10 @@ def value_of(answer: dict, client: Client, todo: int, name: str, namespace: dict
         return rebuild_dataset(answer, namespace)
     if kind == "function":
         return RemoteFunction(client, todo, name, namespace)
+    if kind == "grain":  # Grain is an optional lesson's: imported only here.
+        from tools.grading import remote_grain
+
+        return remote_grain.grain_value(answer, client, todo, name)
     try:
         return wire.decode(answer["value"])
     except wire.WireError as error:

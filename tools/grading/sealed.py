@@ -28,7 +28,8 @@ from tools.grading.judge_plan import bound_names
 from tools.grading.model import KEY, REPO_ROOT, marks
 from tools.grading.workfolder import prepare_work
 
-SEALED_LABS = frozenset({"01_tf_data_basics", "03_read_tfrecords", "08_where_the_time_goes"})
+SEALED_LABS = frozenset({"01_tf_data_basics", "03_read_tfrecords", "08_where_the_time_goes",
+                         "02_write_tfrecords", "09_grain_arrayrecord"})  # fmt: skip
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
 _HERE = Path(__file__).parent
 
@@ -49,6 +50,7 @@ def start_code(address: Path, seconds: float) -> str:
         "_grader_wire = _grader_types.ModuleType('grader_wire')\n"
         f"exec({(_HERE / 'wire.py').read_text()!r}, _grader_wire.__dict__)\n"
         f"{(_HERE / 'export_values.py').read_text()}\n"
+        f"{(_HERE / 'export_calls.py').read_text()}\n"
         f"{(_HERE / 'export_server.py').read_text()}\n"
         f"_grader_start(_grader_wire, _grader_answer, _grader_finished, {str(address)!r}, "
         f"{seconds!r}, globals())\n"
