@@ -28,6 +28,26 @@ def bound_names(source: str) -> list[str]:
     return names
 
 
+def kernel_source(cell, cell_marks: dict) -> str:
+    """What the learner's kernel runs of a cell ("" for nothing): a check cell without its
+    check calls (the judge makes them), so that what the lab binds there after its check
+    (lab 4's `global_batch_size, learning_rate = scale_for_replicas(...)`) is there for the
+    cells below; nothing of a text cell or a hand-in cell (its checks again)."""
+    if cell.cell_type != "code" or "hand_in" in cell.metadata.get("tags", []):
+        return ""
+    if "check" not in cell_marks:
+        return cell.source
+    body = parse(without_magics(cell.source)).body
+    checks = [node for node in body if isinstance(node, ast.Expr)
+              and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
+              and node.value.func.attr.startswith("check_")]  # fmt: skip
+    if len(checks) == len(body):
+        return ""
+    dropped = {line for node in checks for line in range(node.lineno, node.end_lineno + 1)}
+    lines = cell.source.splitlines()
+    return "\n".join(line for number, line in enumerate(lines, 1) if number not in dropped)
+
+
 def _loads(source: str) -> set[str]:
     tree = parse(without_magics(source))
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tools.grading import remote_calls, wire
+from tools.grading import remote_calls, remote_datasets, remote_keras, wire
 from tools.grading.graphs import NotSealable, bind_callbacks, names_of, outputs_of, rebuild_dataset
 
 
@@ -73,6 +73,10 @@ class RemoteFunction:
         self._folders: dict = {}  # The judge's folders given to it: the kernel's for them.
 
     def __call__(self, *args):
+        if any(isinstance(arg, tf.data.Dataset) for arg in args):  # The check's own.
+            return remote_datasets.call(self, args)
+        if remote_keras.takes(args):  # A model built under the check's strategy.
+            return remote_keras.call(self, args)
         if any(hasattr(arg, "__next__") for arg in args):  # Fed item by item by the judge.
             return remote_calls.call_fed(self.client, self.todo, self.name, args, self._folders)
         args = [tf.constant(a) if isinstance(a, np.ndarray) else a for a in args]  # As tf does.

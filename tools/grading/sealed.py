@@ -24,12 +24,13 @@ from pathlib import Path
 import nbformat
 
 from tools import sandbox
-from tools.grading.judge_plan import bound_names
+from tools.grading.judge_plan import bound_names, kernel_source
 from tools.grading.model import KEY, REPO_ROOT, marks
 from tools.grading.workfolder import prepare_work
 
 SEALED_LABS = frozenset({"01_tf_data_basics", "03_read_tfrecords", "08_where_the_time_goes",
-                         "02_write_tfrecords", "09_grain_arrayrecord"})  # fmt: skip
+                         "02_write_tfrecords", "09_grain_arrayrecord",
+                         "07_scale_out_reading", "04_train_keras"})  # fmt: skip
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
 _HERE = Path(__file__).parent
 
@@ -51,6 +52,7 @@ def start_code(address: Path, seconds: float) -> str:
         f"exec({(_HERE / 'wire.py').read_text()!r}, _grader_wire.__dict__)\n"
         f"{(_HERE / 'export_values.py').read_text()}\n"
         f"{(_HERE / 'export_calls.py').read_text()}\n"
+        f"{(_HERE / 'export_objects.py').read_text()}\n"
         f"{(_HERE / 'export_server.py').read_text()}\n"
         f"_grader_start(_grader_wire, _grader_answer, _grader_finished, {str(address)!r}, "
         f"{seconds!r}, globals())\n"
@@ -65,22 +67,22 @@ FINISH_CODE = "# Grader: the last cell has run.\n_grader_finish()\n"
 
 
 def kernel_cells(restored, lab, literals: str, seconds: float) -> list:
-    """(cell, code) the kernel runs: the learner's notebook without its check cells (the
-    judge runs those), the export server started before the first TODO cell, each TODO's
-    values kept after its cell, and the end said after the last."""
+    """(cell, code) the kernel runs: the learner's notebook without its checks (the judge
+    runs those; a check cell's other lines run), the export server started before the
+    first TODO cell, each TODO's values kept after its cell, and the end said after the last."""
     names = {marks(c)["todo"]: bound_names(c.source) for c in lab.cells
              if c.cell_type == "code" and "todo" in marks(c)}  # fmt: skip
     prepared, started = [], False
     for cell in restored.cells:
         cell_marks = marks(cell) or cell.metadata.get(KEY, {})
-        hand_in = "hand_in" in cell.metadata.get("tags", [])  # Its checks again, a copy.
-        if cell.cell_type != "code" or "check" in cell_marks or hand_in:
+        source = kernel_source(cell, cell_marks)  # Hand-in cells: their checks again.
+        if not source:
             continue
         if "todo" in cell_marks and not started:
             start = start_code(Path(SOCKET_NAME), seconds)
             prepared.append((nbformat.v4.new_code_cell(id="grader-start"), start))
             started = True
-        prepared.append((cell, cell.source))
+        prepared.append((cell, source))
         if "parameters" in cell.metadata.get("tags", []):
             prepared.append((nbformat.v4.new_code_cell(id="injected-parameters"), literals))
         if "todo" in cell_marks:

@@ -1,0 +1,57 @@
+"""The judge's side of `export_objects.py`: a learner's function of the check's datasets.
+
+A check that passes a dataset of its own (lab 7's `through_service` gets a
+`Dataset.range`) does not send it to the kernel: the kernel traces the learner's function
+with a placeholder for each dataset, and the judge runs that graph on its own datasets, in
+its own process (lab 7: against the judge's own tf.data service). The other arguments
+cross as data; a `ShardingPolicy` by its name. Python callbacks are bound as for any graph.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import tensorflow as tf
+from tensorflow.python.eager import context
+
+from tools.grading import wire
+from tools.grading.graphs import NotSealable, bind_callbacks
+
+
+def _argument(arg) -> dict:
+    if isinstance(arg, tf.data.Dataset):
+        return {"dataset": wire.encode(arg.element_spec)}
+    if isinstance(arg, tf.data.experimental.service.ShardingPolicy):
+        return {"policy": arg.name}
+    try:
+        return {"value": wire.encode(arg)}
+    except wire.WireError as error:
+        message = f"the check's arguments cannot reach your function: {error}"
+        raise NotSealable(message) from None
+
+
+def call(function, args: tuple):
+    """`function(*args)` for a `remote.RemoteFunction`: its graph, run on the check's datasets."""
+    answer = function.client.ask(op="trace_datasets", todo=function.todo, name=function.name,
+                                 args=[_argument(arg) for arg in args])  # fmt: skip
+    if "value" in answer:  # Not a dataset: `...`, None or other data.
+        return wire.decode(answer["value"])
+    graph_def = tf.compat.v1.GraphDef.FromString(base64.b64decode(answer["graph"]))
+    bind_callbacks(graph_def, answer["roles"], function.namespace)
+    for definition in graph_def.library.function:  # The result's own functions, run eagerly.
+        context.context().add_function_def(definition)
+    captured = {name: wire.decode(value) for name, value in answer["captures"]}
+    spec = wire.decode(answer["spec"])
+    datasets = [arg for arg in args if isinstance(arg, tf.data.Dataset)]
+
+    @tf.function
+    def run(*inputs):
+        mapping = {name: tf.constant(value) for name, value in captured.items()}
+        for name, dataset in zip(answer["inputs"], inputs, strict=True):
+            mapping[name] = dataset._variant_tensor
+        (variant,) = tf.graph_util.import_graph_def(
+            graph_def, input_map=mapping, return_elements=[answer["output"]], name="learner"
+        )
+        return tf.data.experimental.from_variant(variant, spec)
+
+    return run(*datasets)
