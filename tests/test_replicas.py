@@ -90,15 +90,15 @@ def test_a_cached_venv_is_used_without_pip(tmp_path):
 
 
 def test_a_replica_that_cannot_be_built_says_so_naming_the_package(tmp_path, monkeypatch):
-    """An empty wheel folder is the package index: pip finds no wheel, the one line names it."""
+    """An empty wheel folder is the package index: uv finds no wheel, the one line names it."""
     lists, wheels = tmp_path / "lists", tmp_path / "wheels"
     lists.mkdir(), wheels.mkdir()
     (lists / "nowhere.txt").write_text(
         "# platform: nowhere\n# python: 3.11\n# source: a test\n# date: 2026-11-24\n"
         "no-such-package-anywhere==1.0\n"
     )
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("UV_NO_INDEX", "1")
+    monkeypatch.setenv("UV_FIND_LINKS", str(wheels))
     (replica,) = environments.replicas(lists)
     with pytest.raises(environments.ReplicaUnbuildable) as failure:
         environments.build(replica, tmp_path / "cache", python=sys.executable)
@@ -107,6 +107,25 @@ def test_a_replica_that_cannot_be_built_says_so_naming_the_package(tmp_path, mon
         "the package index"
     )
     assert list((tmp_path / "cache").iterdir()) == []  # Nothing half-built is kept.
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "  × No solution found when resolving dependencies:\n  ╰─▶ Because there is no version of"
+        " numpy==99.0.0 and you require\n      numpy==99.0.0, we can conclude that your\n",
+        "  ╰─▶ Because numpy==99.0.0 has no wheels with a matching Python ABI tag and you require"
+        "\n      numpy==99.0.0, we can conclude that your requirements are unsatisfiable.\n",
+    ],
+)
+def test_uvs_other_messages_name_the_package_too(said):
+    replica = LISTED["kaggle-tpu"]
+    assert environments.unbuildable_reason(replica, said) == (
+        "kaggle-tpu: cannot be built here: no numpy==99.0.0 for Python 3.12 on the package index"
+    )
+    assert environments.unbuildable_reason(replica, "error: Broken pipe\n") == (
+        "kaggle-tpu: cannot be built here: uv failed (error: Broken pipe)"
+    )
 
 
 def test_the_command_fails_on_a_replica_it_cannot_build(tmp_path, monkeypatch, capsys):
