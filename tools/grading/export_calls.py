@@ -1,12 +1,11 @@
-"""The learner's kernel's answers for calls the judge drives, and for Grain datasets.
+"""The learner's kernel's answers for calls the judge drives (Grain: export_grain.py).
 
 Sent as text into the kernel after `export_values.py` (rules as there). A call with an
 iterator among its arguments (`start`) runs the learner's function on a thread of its
 own; each item the function reads is asked of the judge (`feed`), so what the judge's
 iterator does between items (stop, raise, look at the folder) happens when it would. A
 folder the judge made for the function stands for one the kernel makes at the judge's
-path in the work folder, which the judge reads. A Grain dataset is described as data:
-the type names of its steps, and its elements (`items`) or its first two, read here.
+path in the work folder, which the judge reads.
 """
 
 _grader_calls = {}
@@ -71,52 +70,8 @@ def _grader_feed(request):
     return outbox.get(timeout=float(request["seconds"]))
 
 
-def _grader_steps(value):
-    """The type names of a Grain dataset's steps (parents and interleaved inputs)."""
-    names, stack, seen = [], [value], set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        names.append(type(node).__name__)
-        for inputs in (getattr(node, "_parents", ()), getattr(node, "_datasets", ())):
-            stack.extend(inputs or ())
-    return names
-
-
-def _grader_element(wire, read):
-    try:
-        return {"value": wire.encode(read())}
-    except BaseException as error:  # An element that does not cross says its type.
-        return {"error": _grader_error(error)}
-
-
-def _grader_grain(wire, value):
-    """A Grain dataset described as data; None for any other value."""
-    bases = [kind.__name__ for kind in type(value).__mro__]
-    if not type(value).__module__.startswith("grain"):
-        return None
-    described = {"kind": "grain", "type": type(value).__name__, "steps": _grader_steps(value)}
-    if "MapDataset" in bases:
-        return {**described, "base": "MapDataset", "length": len(value)}
-    if "IterDataset" not in bases:
-        return None
-    iterator = iter(value)
-    try:
-        elements = [_grader_element(wire, lambda: next(iterator)) for _ in range(2)]
-    finally:
-        getattr(iterator, "close", lambda: None)()
-    return {**described, "base": "IterDataset", "elements": elements}
-
-
-def _grader_items(wire, request, value):
-    return [_grader_element(wire, lambda i=i: value[i])
-            for i in range(int(request["start"]), int(request["stop"]))]  # fmt: skip
-
-
 _grader_more_ops = {
     "start": lambda wire, request, value: _grader_start_call(wire, request, value),
     "feed": lambda wire, request, value: _grader_feed(request),
-    "items": _grader_items,
+    "items": lambda wire, request, value: _grader_items(wire, request, value),  # noqa: F821
 }

@@ -68,7 +68,7 @@ def _grader_describe(wire, value, namespace):
         roles = _grader_roles(tf.compat.v1.GraphDef.FromString(graph), namespace)
         return {"kind": "dataset", "graph": base64.b64encode(graph).decode(),
                 "spec": wire.encode(value.element_spec), "roles": roles}  # fmt: skip
-    if (grain := _grader_grain(wire, value)) is not None:  # noqa: F821 (export_calls.py)
+    if (grain := _grader_grain(wire, value, namespace)) is not None:  # noqa: F821 (export_grain)
         return grain
     if callable(value) and not isinstance(value, type):
         return {"kind": "function"}

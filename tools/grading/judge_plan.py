@@ -67,6 +67,17 @@ def _stores(source: str) -> set[str]:
     return stores
 
 
+def _defines_functions(source: str) -> bool:
+    """A cell of function definitions (and settings made by one call each): a TODO's Grain
+    step may map one of them by name (lesson 9's `parse`), so the judge defines them too."""
+    body = parse(without_magics(source)).body
+    calls = lambda node: [n for n in ast.walk(node) if isinstance(n, ast.Call)]  # noqa: E731
+    return any(isinstance(n, ast.FunctionDef) for n in body) and all(
+        isinstance(n, ast.FunctionDef) or isinstance(n, ast.Assign) and len(calls(n.value)) < 2
+        for n in body
+    )
+
+
 def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
     """The judge's steps: the lab cells the checks need, each TODO's fetch, each check."""
     steps: list[dict] = []
@@ -82,15 +93,16 @@ def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
         elif "check" in cell_marks:
             steps.append({"kind": "check", "todo": cell_marks["check"], "source": cell.source})
         else:
-            steps.append({"kind": "code", "source": cell.source, "needed": False})
+            defines = _defines_functions(cell.source)
+            steps.append({"kind": "code", "source": cell.source, "needed": defines})
     needed: set[str] = set()
     for step in reversed(steps):  # A lab cell runs only if a later check needs what it binds.
         if step["kind"] == "check":
             needed |= _loads(step["source"])
         elif step["kind"] == "fetch":  # Only what a check or a needed lab cell reads.
             step["names"] = [name for name in step["names"] if name in needed]
-        elif step["kind"] == "code" and not step["needed"]:
-            if _stores(step["source"]) & needed:
+        elif step["kind"] == "code":
+            if step["needed"] or _stores(step["source"]) & needed:
                 step["needed"] = True
                 needed |= _loads(step["source"])
     return [step for step in steps if step.get("needed", True)]

@@ -135,7 +135,7 @@ def value_of(answer: dict, client: Client, todo: int, name: str, namespace: dict
     if kind == "grain":  # Grain is an optional lesson's: imported only here.
         from tools.grading import remote_grain
 
-        return remote_grain.grain_value(answer, client, todo, name)
+        return remote_grain.grain_value(answer, client, todo, name, namespace)
     try:
         return wire.decode(answer["value"])
     except wire.WireError as error:

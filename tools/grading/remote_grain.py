@@ -1,13 +1,15 @@
-"""Grain datasets in the judge, rebuilt from the kernel's description (`export_calls.py`).
+"""Grain datasets in the judge, rebuilt from the kernel's description (`export_grain.py`).
 
-A MapDataset becomes one whose elements the judge asks the kernel for by index; an
-IterDataset, one that gives the kernel's first two elements, whose steps are stand-ins
-named as the kernel's were (what a check that counts worker processes walks). Only data
-crosses: type names, numbers, arrays, bytes; no object of the learner's. Imported only
-for a Grain value: Grain is an optional lesson's.
+A MapDataset becomes one whose elements the judge asks the kernel for by index (data).
+An IterDataset is made again, step by step, with Grain's own transformations and the
+judge's objects of the names the kernel gave (its `shuffled`, its `data_source`, the lab's
+`parse`): the judge runs it, worker processes and all, and no Python of the learner's.
+Imported only for a Grain value: Grain is an optional lesson's.
 """
 
 from __future__ import annotations
+
+import types
 
 import grain
 
@@ -42,34 +44,60 @@ class _Items:
         return _element(self.cache[index])
 
 
-class _Iterator(grain.DatasetIterator):
-    def __init__(self, elements: list):
-        super().__init__()
-        self.elements = iter(elements)
-
-    def __next__(self):
-        return _element(next(self.elements))
-
-    def get_state(self):
-        raise NotSealable("a described Grain iterator has no state")
-
-    def set_state(self, state):
-        raise NotSealable("a described Grain iterator has no state")
+_MAX_ELEMENTS = 100_000  # Elements of a MapDataset the judge's workers are given.
 
 
-class _Described(grain.IterDataset):
-    def __init__(self, steps: list, elements: list):
-        super().__init__()
-        self._datasets = steps  # What a check walks: stand-ins named as the kernel's steps.
-        self.elements = elements
+def _root(step: list, namespace: dict):
+    """The MapDataset the steps start from: the judge's own object of that name."""
+    found = namespace.get(step[1]) if isinstance(step[1], str) else None
+    if step[0] == "source" and found is not None and not isinstance(found, grain.MapDataset):
+        return grain.MapDataset.source(found)  # The lab's own data source, or data.
+    if step[0] != "named" or not isinstance(found, grain.MapDataset):
+        raise NotSealable(f"it starts from {step[1] or 'a value'} the grader cannot rebuild")
+    if len(found) > _MAX_ELEMENTS:
+        raise NotSealable(f"it starts from {len(found)} elements, over {_MAX_ELEMENTS}")
+    return grain.MapDataset.source([found[i] for i in range(len(found))])  # Data, to pickle.
 
-    def __iter__(self):
-        return _Iterator(self.elements)
+
+def _function(name, namespace: dict):
+    found = namespace.get(name) if isinstance(name, str) else None
+    if not isinstance(found, types.FunctionType):
+        raise NotSealable(
+            "it maps Python code of its own, which is not graded: map a function of the "
+            "lab's (such as parse) by its name"
+        )
+    return found
 
 
-def grain_value(answer: dict, client, todo: int, name: str):
+def rebuild(steps: list, namespace: dict):
+    """The learner's Grain pipeline, made again from its steps with the judge's objects."""
+    dataset = _root(steps[-1], namespace)
+    for step in reversed(steps[:-1]):
+        kind, *settings = step
+        if kind == "shuffle":
+            dataset = dataset.shuffle(seed=int(settings[0]))
+        elif kind == "window_shuffle":
+            dataset = grain.experimental.WindowShuffleMapDataset(
+                dataset, window_size=int(settings[0]), seed=int(settings[1])
+            )
+        elif kind == "repeat":
+            dataset = dataset.repeat(settings[0], reseed_each_epoch=bool(settings[1]))
+        elif kind == "map":
+            dataset = dataset.map(_function(settings[0], namespace))
+        elif kind == "to_iter_dataset":
+            dataset = dataset.to_iter_dataset(grain.ReadOptions(*(int(n) for n in settings)))
+        elif kind == "batch":
+            dataset = dataset.batch(int(settings[0]), drop_remainder=bool(settings[1]))
+        elif kind == "mp_prefetch":
+            options = grain.MultiprocessingOptions(num_workers=int(settings[0]))
+            dataset = dataset.mp_prefetch(options)
+        else:
+            raise NotSealable(f"it uses a Grain step the grader cannot rebuild: {settings[:1]}")
+    return dataset
+
+
+def grain_value(answer: dict, client, todo: int, name: str, namespace: dict):
     """A Grain dataset, rebuilt in the judge from the kernel's description (data only)."""
     if answer["base"] == "MapDataset":
         return grain.MapDataset.source(_Items(client, todo, name, int(answer["length"])))
-    steps = [type(str(step), (), {})() for step in answer["steps"]]
-    return type(str(answer["type"]), (_Described,), {})(steps, list(answer["elements"]))
+    return rebuild(list(answer["steps"]), namespace)

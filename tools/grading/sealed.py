@@ -52,6 +52,7 @@ def start_code(address: Path, seconds: float) -> str:
         f"exec({(_HERE / 'wire.py').read_text()!r}, _grader_wire.__dict__)\n"
         f"{(_HERE / 'export_values.py').read_text()}\n"
         f"{(_HERE / 'export_calls.py').read_text()}\n"
+        f"{(_HERE / 'export_grain.py').read_text()}\n"
         f"{(_HERE / 'export_objects.py').read_text()}\n"
         f"{(_HERE / 'export_server.py').read_text()}\n"
         f"_grader_start(_grader_wire, _grader_answer, _grader_finished, {str(address)!r}, "

@@ -1,0 +1,89 @@
+"""The learner's kernel's descriptions of Grain datasets: data the judge rebuilds them from.
+
+Sent as text into the kernel after `export_calls.py` (rules as there). A MapDataset is
+described by its length, and its elements are read here when the judge asks for them by
+index (`items`). An IterDataset is described by its steps, from the last to the first:
+each a Grain transformation with its settings (`["batch", 16, true]`), down to a
+MapDataset or a data source the notebook binds to a name; a function it maps is named by
+the notebook's name for it. The judge makes the same steps itself, with its own objects
+of those names (`remote_grain.py`): no Python of the learner's crosses.
+"""
+
+
+def _grader_element(wire, read):
+    try:
+        return {"value": wire.encode(read())}
+    except BaseException as error:  # An element that does not cross says what it is.
+        return {"error": _grader_error(error)}  # noqa: F821 (export_calls.py)
+
+
+def _grader_items(wire, request, value):
+    return [_grader_element(wire, lambda i=i: value[i])
+            for i in range(int(request["start"]), int(request["stop"]))]  # fmt: skip
+
+
+def _grader_name_of(value, namespace):
+    names = [key for key, item in list(namespace.items()) if item is value and key[:1] != "_"]
+    return names[0] if names else None
+
+
+_GRADER_SKIPPED = {"WithOptionsIterDataset", "ProcessPrefetchIterDataset",
+                   "_MpContextIterDataset", "_LazyWorkerSliceIterDataset"}  # fmt: skip
+
+
+def _grader_step(node, kind, namespace):
+    """(the step of a Grain dataset's node as data, its parents to follow)."""
+    parents = list(getattr(node, "_parents", ()) or ())
+    if kind in _GRADER_SKIPPED:  # What mp_prefetch adds around each worker's pipeline.
+        return None, parents
+    if kind == "InterleaveIterDataset":  # mp_prefetch: one input per worker process.
+        workers = list(node._datasets)
+        if all(type(w).__name__ == "ProcessPrefetchIterDataset" for w in workers):
+            return ["mp_prefetch", len(workers)], workers[:1]
+    settings = {
+        "BatchIterDataset": lambda: ["batch", int(node._batch_size), bool(node._drop_remainder)],
+        "PrefetchIterDataset": lambda: ["to_iter_dataset", int(node._read_options.num_threads),
+                                        int(node._read_options.prefetch_buffer_size)],
+        "MapMapDataset": lambda: ["map", _grader_name_of(node._transform, namespace)],
+        "MapIterDataset": lambda: ["map", _grader_name_of(node._transform, namespace)],
+        "ShuffleMapDataset": lambda: ["shuffle", int(node._seed)],
+        "WindowShuffleMapDataset": lambda: ["window_shuffle", int(node._window_size),
+                                            int(node._seed)],
+        "RepeatMapDataset": lambda: ["repeat", node._num_epochs, bool(node._reseed_each_epoch)],
+        "SourceMapDataset": lambda: ["source", _grader_name_of(node._source, namespace)],
+    }  # fmt: skip
+    if kind not in settings:
+        return ["unknown", kind], []
+    return settings[kind](), parents
+
+
+def _grader_chain(value, namespace):
+    """The steps of a Grain IterDataset, from the last to its named data source; where a
+    step below cannot be described, to the last MapDataset the notebook names."""
+    steps, node, named = [], value, None
+    for _ in range(100):
+        kind = type(node).__name__
+        name = _grader_name_of(node, namespace) if node is not value else None
+        if name is not None and kind.endswith("MapDataset"):
+            named = [*steps, ["named", name]]
+        step, parents = _grader_step(node, kind, namespace)
+        steps += [step] if step else []
+        if step and step[0] == "source" and step[1] is not None:
+            return steps
+        if (step and step[0] in ("unknown", "source")) or len(parents) != 1:
+            return named or [*steps, ["unknown", kind]]
+        node = parents[0]
+    return named or [*steps, ["unknown", "a pipeline of over 100 steps"]]
+
+
+def _grader_grain(wire, value, namespace):
+    """A Grain dataset described as data; None for any other value."""
+    if not type(value).__module__.startswith("grain"):
+        return None
+    bases = [kind.__name__ for kind in type(value).__mro__]
+    described = {"kind": "grain", "type": type(value).__name__}
+    if "MapDataset" in bases:
+        return {**described, "base": "MapDataset", "length": len(value)}
+    if "IterDataset" in bases:
+        return {**described, "base": "IterDataset", "steps": _grader_chain(value, namespace)}
+    return None
