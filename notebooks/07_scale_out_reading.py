@@ -94,7 +94,7 @@ mean_height, mean_width = tf.reduce_mean(tf.cast(sides, tf.float32), axis=0).num
 crops = decode_less.random_crop_batches(
     originals, decode_less.decode_then_crop, image_size=CROP_SIZE, batch_size=BATCH_SIZE
 )
-cores = data_service.available_cores()
+cores = machine_load.usable_cores()
 with machine_load.LoadWatch() as load:
     decode = comparison.measure_in_turns(
         {"originals, random crop": crops}, num_images=NUM_TIMED_IMAGES, repeats=REPEATS

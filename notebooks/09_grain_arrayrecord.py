@@ -64,6 +64,7 @@ from utils import (
     checks,
     comparison,
     grain_arrayrecord,
+    machine_load,
     models,
     pipeline,
     shard_cache,
@@ -309,7 +310,7 @@ simulated_storage = storage.SimulatedStorage.for_source(
     seed=SEED,
 )
 print(simulated_storage.describe())
-print("CPU:", grain_arrayrecord.describe_cpu())
+print("CPU:", machine_load.describe_cpu())
 tf_data_pipeline = pipeline.tfrecord_images(
     shard_paths,
     target_size=TARGET_SIZE,
@@ -359,7 +360,7 @@ figure = charts.plot_throughput(list(speed_runs.values()), title=simulated_stora
 
 # %% tags=["summary"]
 print(
-    f"On {grain_arrayrecord.describe_cpu()}, from the same simulated storage (medians of "
+    f"On {machine_load.describe_cpu()}, from the same simulated storage (medians of "
     f"{tf_data_over_grain.num_runs} rounds in turns): lab 3's tf.data pipeline "
     f"{tf_data_runs.median:,.0f} images/s, Grain + ArrayRecord with {NUM_WORKERS} worker "
     f"processes {grain_runs.median:,.0f} images/s; tf.data / Grain "

@@ -6,7 +6,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from utils import data_service
+from utils import data_service, machine_load
 
 OFF = tf.data.experimental.service.ShardingPolicy.OFF
 
@@ -112,7 +112,7 @@ def test_cpu_meter_stays_within_the_cores_available(capsys):
     # images, and its "CPU limit" fell below the rate it limited (2.9 cores busy on a
     # 2-core machine). The warm-up here costs more CPU than all the cores give in the timed
     # span; metered over the timed span only, the meter stays within the cores.
-    cores = data_service.available_cores()
+    cores = machine_load.usable_cores()
     assert 1 <= cores <= os.cpu_count()
     num_timed, sleep_s = 20, 0.01  # About 0.2 s timed, next to no CPU.
     runs = data_service.MeteredRuns("constructed")

@@ -3,7 +3,6 @@
 import itertools
 import os
 import pickle
-import re
 import subprocess
 import sys
 
@@ -117,10 +116,6 @@ def test_batch_timer_times_batches_after_the_first():
     grain_arrayrecord.batch_timer(counted, num_images=10, num_warmup_images=5)()
     # The first batch, then 2 batches of 4 for 5 warm-up images, then 3 for 10 images.
     assert len(taken) == 1 + 2 + 3
-
-
-def test_describe_cpu_names_a_model_and_the_cores():
-    assert re.fullmatch(r".+, \d+ cores", grain_arrayrecord.describe_cpu())
 
 
 def test_use_flag_defaults_marks_absl_flags_parsed():

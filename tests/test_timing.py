@@ -1,6 +1,8 @@
 """Tests of utils/timing.py."""
 
+import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -208,7 +210,15 @@ def test_load_watch_sees_other_processes_and_not_its_own_work():
         sum(range(3_000_000))  # This process's own work does not count as other load.
     assert load.other_cores is not None and load.other_cores >= 0
     assert load.summary().startswith("The machine was ")
-    assert machine.describe_machine().endswith(f"Python {platform.python_version()}")
+    assert machine.describe_machine() == (
+        f"{machine_load.describe_cpu()}, Python {platform.python_version()}"
+    )
+
+
+def test_describe_cpu_names_a_model_and_the_cores_this_process_may_use():
+    description = machine_load.describe_cpu()
+    assert re.fullmatch(r".+, \d+ cores", description)
+    assert description.endswith(f", {len(os.sched_getaffinity(0))} cores")
 
 
 def test_load_watch_counts_a_busy_process_beside_it_as_other_load():

@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
 import platform
 import threading
 import time
-from pathlib import Path
+
+from utils.machine_load import describe_cpu, usable_cores
 
 # How long `measure_decode_rate` decodes: the course run's opening estimate waits this long.
 PROBE_SECONDS = 2.0
-
-
-def usable_cores() -> int:
-    """Returns the number of cores this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def describe_machine() -> str:
     """Describes this machine in one line.
 
     Returns:
-        The CPU model, the number of cores this process may use, and the Python version.
+        The CPU model, the number of cores this process may use (`machine_load.describe_cpu`),
+        and the Python version.
     """
-    model = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{model}, {usable_cores()} cores, Python {platform.python_version()}"
+    return f"{describe_cpu()}, Python {platform.python_version()}"
 
 
 def probe_jpeg() -> bytes:

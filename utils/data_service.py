@@ -127,8 +127,9 @@ def shards_with_latency(
 
     `storage.SimulatedStorage` waits in Python, which the tf.data service cannot send to
     its workers (it ships the dataset's graph). This wait is a graph op (tf.data's
-    `SleepDataset`, through `storage.apply_dataset_op`), so the workers run it. The file names come first, so that the service's
-    `"distributed_epoch"` mode hands out whole shards.
+    `SleepDataset`, through `storage.apply_dataset_op`), so the workers run it. The file
+    names come first, so that the service's `"distributed_epoch"` mode hands out whole
+    shards.
 
     Args:
         shard_paths: the shards to read.
@@ -164,17 +165,6 @@ def shards_with_latency(
     return files.interleave(
         open_shard, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
     )
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on (its affinity where the OS has one).
-
-    Returns:
-        `len(os.sched_getaffinity(0))`, else `os.cpu_count()`.
-    """
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 class MeteredRuns:
@@ -271,9 +261,9 @@ class MeteredRuns:
         A run's rate is at most its limit (its processes cannot keep more cores busy than
         there are), so the median rate is at most the median limit.
         """
-        from utils import comparison
+        from utils import comparison, machine_load
 
-        cores = available_cores()
+        cores = machine_load.usable_cores()
         limits = tuple(
             cores * images / max(cpu, 1e-9)
             for images, cpu in zip(self.num_images, self.cpu_seconds, strict=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import platform
 import shutil
 import tempfile
 import threading
@@ -210,7 +209,7 @@ class StorageSource:
     def __setstate__(self, state: dict) -> None:
         from utils import runtime
 
-        with runtime._stderr_dropped():  # In a worker: TensorFlow's import lines (absl, oneDNN).
+        with runtime.stderr_dropped():  # In a worker: TensorFlow's import lines (absl, oneDNN).
             from utils.storage import SimulatedStorage
 
         self.__dict__.update(state, _streams={}, _lock=threading.Lock())
@@ -273,20 +272,3 @@ def batch_timer(
         return count / (time.perf_counter() - start)
 
     return run
-
-
-def describe_cpu() -> str:
-    """Names the CPU the measurements ran on, and the cores this process may use.
-
-    Returns:
-        E.g. "AMD EPYC 7B13, 2 cores".
-    """
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            names = [line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line]
-        model = names[0] if names else model
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}, {cores} cores"

@@ -1,11 +1,14 @@
-"""Whether the machine was idle during a measurement: load averages and /proc/stat."""
+"""The machine a measurement runs on: its CPU, and whether it was idle (psutil's counters)."""
 
 from __future__ import annotations
 
 import math
 import os
+import platform
 import time
 from pathlib import Path
+
+import psutil
 
 # More than this share of the cores busy with other processes during a measurement makes
 # it "not idle": a tenth of the CPU taken from one side of a ratio moves it by up to
@@ -22,7 +25,7 @@ def describe_load(
         load_before: the 1-minute load average before the measurement.
         load_after: the same after it (it counts the measurement itself).
         other_cores: cores that other processes kept busy on average during it; None
-            when unknown (no /proc/stat), then `load_before` is judged instead.
+            when unknown, then `load_before` is judged instead.
         num_cores: the machine's cores.
 
     Returns:
@@ -44,29 +47,42 @@ def describe_load(
     return f"The machine was idle: {what} on average ({loads}, which counts this run too)."
 
 
-def _busy_cpu_seconds() -> float | None:
-    """Returns the CPU seconds all processes have used since boot (/proc/stat), or None."""
+def describe_cpu() -> str:
+    """Names the CPU the measurements run on, and the cores this process may use.
+
+    Returns:
+        E.g. "AMD EPYC 7B13, 2 cores".
+    """
+    model = platform.processor() or platform.machine()
     try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    except (OSError, IndexError):
-        return None
-    ticks = [int(field) for field in fields[:8]]  # user nice system idle iowait irq softirq steal
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+        names = [
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ]
+        model = names[0] if names else model
+    except OSError:
+        pass
+    return f"{model}, {usable_cores()} cores"
 
 
-def _load_average() -> float:
-    """Returns the 1-minute load average; NaN where the system has none (Windows)."""
-    return os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
+def usable_cores() -> int:
+    """Returns the number of cores this process may use (its affinity, where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def _busy_cpu_seconds() -> float:
+    """Returns the CPU seconds all processes have used since boot (`psutil.cpu_times`)."""
+    times = psutil.cpu_times()._asdict()
+    # Not busy: idle and waiting for I/O. A guest's time is in `user` and `nice` already.
+    not_busy = ("idle", "iowait", "guest", "guest_nice")
+    return sum(seconds for name, seconds in times.items() if name not in not_busy)
 
 
 def _own_cpu_seconds() -> float:
-    import resource  # Unix only; /proc/stat, which this goes with, is Linux only.
-
-    own, children = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    """Returns the CPU seconds of this process and its children it waited for."""
+    times = psutil.Process().cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 class LoadWatch:
@@ -83,21 +99,17 @@ class LoadWatch:
     """
 
     def __enter__(self):
-        self.load_before = _load_average()
-        self._busy = _busy_cpu_seconds()
-        self._own = _own_cpu_seconds() if self._busy is not None else 0.0
+        self.load_before = psutil.getloadavg()[0]
+        self._busy, self._own = _busy_cpu_seconds(), _own_cpu_seconds()
         self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc_info):
         seconds = max(time.perf_counter() - self._start, 1e-9)
-        busy = _busy_cpu_seconds()
-        self.load_after = _load_average()
+        busy, own = _busy_cpu_seconds() - self._busy, _own_cpu_seconds() - self._own
+        self.load_after = psutil.getloadavg()[0]
         self.num_cores = os.cpu_count() or 1
-        self.other_cores = None
-        if busy is not None and self._busy is not None:
-            own = _own_cpu_seconds() - self._own
-            self.other_cores = max(0.0, (busy - self._busy) - own) / seconds
+        self.other_cores = max(0.0, busy - own) / seconds
         return False
 
     def summary(self) -> str:

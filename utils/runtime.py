@@ -132,7 +132,7 @@ def choose_backend(backend: str = "auto") -> Runtime:
 
 
 @contextlib.contextmanager
-def _stderr_dropped():
+def stderr_dropped():
     """Drops what is written to the process's stderr (file descriptor 2) meanwhile."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -312,7 +312,7 @@ def prepare(
     ]
     if missing:
         pip_install(missing, install=install)
-    with _stderr_dropped():
+    with stderr_dropped():
         import tensorflow as tf
     import keras
 

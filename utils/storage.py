@@ -342,7 +342,8 @@ class SimulatedStorage:
         # steps after them keep tf.data's usual pool, as after a real `TFRecordDataset`.
         # (`options.threading.private_threadpool_size` would hand them the reads' pool too.)
         num_threads = (os.cpu_count() or 1) + max(num_parallel_reads, 1)
-        return apply_dataset_op(records, tf.raw_ops.PrivateThreadPoolDataset, num_threads=num_threads)
+        pool = tf.raw_ops.PrivateThreadPoolDataset
+        return apply_dataset_op(records, pool, num_threads=num_threads)
 
     def _wait_for_path(self, path: bytes) -> np.int64:
         num_bytes = _size_of(path)
