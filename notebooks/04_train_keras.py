@@ -9,25 +9,22 @@
 # # Lab 4 · Train a Keras model on TPU, GPU or CPU from the TFRecord pipeline
 #
 # The pipeline of lab 3 now feeds a model. The same notebook runs on a TPU, on GPUs or on
-# the CPU: one helper finds the best device here and says which it took.
-#
-# **You will:**
+# the CPU: one helper finds the best device here and says which it took. **You will:**
 #
 # 1. Scale the batch size and the learning rate with the number of replicas (TODO 1).
 # 2. Augment the images inside the pipeline (TODO 2).
 # 3. Build the training pipeline: cache, shuffle, repeat, batch, prefetch (TODO 3).
 # 4. Compile the model under the strategy, with a learning-rate schedule (TODO 4).
 #
-# Then you train for a set number of images (of steps, for a large batch), whatever the
-# number of devices, look at the predictions, and save and reload the model. Whether the
-# training waits for its input, and what else sets a step's time, is lesson 5's question
-# (`05_accelerator_waiting`).
+# Then you train for a set number of images (of steps, for a large batch) on any number of
+# devices, look at the predictions, and save and reload the model. Whether the training
+# waits for its input is lesson 5's question (`05_accelerator_waiting`).
 
 # %% [markdown]
 # ## Parameters
 #
-# The set-up reads `BACKEND`, so the parameters come first. On Colab's TPU runtime,
-# `"auto"` takes JAX (Colab ships it there, without TensorFlow); elsewhere TensorFlow.
+# The set-up reads `BACKEND`, so they come first. `"auto"` takes JAX on Colab's TPU
+# runtime (Colab ships it there, without TensorFlow), TensorFlow elsewhere.
 
 # %% tags=["parameters"]
 BACKEND = "auto"  # Keras's backend: "auto", "tensorflow" or "jax" (read by the set-up).
@@ -54,9 +51,9 @@ SEED = 42
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell before the ones below. It finds the course's `utils` package (beside
-# `labs/` in a checkout) or installs it, installs TensorFlow for `tf.data` where it is
-# missing, and says which backend Keras runs on, and why.
+# It finds the course's `utils` package (beside `labs/` in a checkout) or installs it,
+# installs TensorFlow for `tf.data` where it is missing, and says which backend Keras runs
+# on, and why.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/setup_cell.py).
@@ -90,11 +87,10 @@ from utils import (
 #
 # `strategy.find_strategy()` follows the set-up's backend. On TensorFlow it tries a TPU
 # VM's TPU (`TPUClusterResolver(tpu="local")`), a TPU by name, all GPUs
-# (`MirroredStrategy`), then the CPU; on JAX it sets `keras.distribution.DataParallel`
-# over `jax.devices()`; it prints what it took. A model built under `choice.scope()` runs
-# one copy (replica) per device, each on a share of every batch (on JAX the scope does
-# nothing). Colab's TPU is a v5e-1 (one replica), Kaggle's a v5e-8 (eight): the same
-# defaults must train well on both (the tests run 1 and 8 simulated devices).
+# (`MirroredStrategy`), then the CPU; on JAX it sets `keras.distribution.DataParallel` over
+# `jax.devices()`. A model built under `choice.scope()` runs one copy (replica) per device,
+# each on a share of every batch (on JAX the scope does nothing). Colab's TPU is a v5e-1
+# (one replica), Kaggle's a v5e-8 (eight): the same defaults must train well on both.
 
 # %%
 keras.utils.set_random_seed(SEED)
@@ -127,10 +123,9 @@ print(
 #
 # On a TPU the batch per core should be a multiple of 8 (arrays are laid out in tiles of
 # 8 x 128; lesson 5 says what fills the matrix unit). This dataset is small: a large batch
-# per replica would leave 8 devices few steps to learn in, hence `BATCH_PER_REPLICA`.
-# With more replicas the global batch grows, and the learning rate with it (the "linear
-# scaling rule"), capped at `MAX_LEARNING_RATE`: a much larger rate can make training
-# diverge.
+# per replica would leave 8 devices few steps to learn in, hence `BATCH_PER_REPLICA`. With
+# more replicas the global batch grows, and the learning rate with it (the "linear scaling
+# rule"), capped at `MAX_LEARNING_RATE`: a much larger rate can make training diverge.
 #
 # **TODO 1.** Complete `scale_for_replicas(num_replicas)`: `global_batch_size` is
 # `batch_per_replica` times `num_replicas`, and `learning_rate` is `BASE_LEARNING_RATE`
@@ -163,14 +158,14 @@ checks.check_scaling(
 global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
 
 # %% [markdown]
-# How long to train? In passes over the data (epochs), 8 replicas would make 8 times
-# fewer optimizer steps than one: too few. So the length is `TRAINING_IMAGES`, images
-# seen, and `training.plan_training()` turns it into steps of the global batch (capped to
-# the training set by `batch_sizes.cap_batch_size()`, which says so). But a batch larger
-# than the "critical batch size" no longer cuts the steps a model needs (its gradient is
-# barely better), so the steps are `TRAINING_IMAGES / min(global batch,
-# CRITICAL_BATCH_SIZE)`: 8 replicas see more images than one. Here an epoch of `fit()` is
-# one of `EPOCHS` shares of the steps, each followed by validation.
+# How long to train? In passes over the data (epochs), 8 replicas would make 8 times fewer
+# optimizer steps than one: too few. So the length is `TRAINING_IMAGES`, images seen;
+# `training.plan_training()` turns it into steps of the global batch (capped to the
+# training set by `batch_sizes.cap_batch_size()`, which says so). A batch larger than the
+# "critical batch size" no longer cuts the steps a model needs (its gradient is barely
+# better), so the steps are `TRAINING_IMAGES / min(global batch, CRITICAL_BATCH_SIZE)`: 8
+# replicas see more images than one. An epoch of `fit()` is one of `EPOCHS` shares of the
+# steps, each followed by validation.
 
 # %%
 global_batch_size = batch_sizes.cap_batch_size(
@@ -189,10 +184,9 @@ print(plan.describe())
 print(f"That is {plan.images_seen / num_train:.1f} passes over the {num_train} training images.")
 
 # %% [markdown]
-# The learning rate rises from 0 to its peak over the first steps (a warm-up: a new
-# model's first gradients are large and unreliable), then falls along half a cosine to 0,
-# so that the final model is close to the best. `training.warmup_cosine()` returns Keras's
-# `CosineDecay` with a warm-up, saved with the model.
+# The learning rate rises from 0 to its peak over the first steps (a new model's first
+# gradients are large and unreliable), then falls along half a cosine to 0, so that the
+# final model is close to the best: Keras's `CosineDecay` with a warm-up, saved with it.
 
 # %%
 learning_rate_schedule = training.warmup_cosine(learning_rate, plan)
@@ -200,9 +194,9 @@ for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_ste
     print(f"Step {step}: learning rate {float(learning_rate_schedule(step)):.2e}")
 
 # %% [markdown]
-# Mixed precision: TPUs compute fast in bfloat16, GPUs in float16; the weights stay in
-# float32. float16 keeps more digits but a narrow range; bfloat16 keeps float32's range
-# with fewer digits. Below: each one's extremes, and what becomes of a gradient of 1e-8.
+# Mixed precision: TPUs compute fast in bfloat16, GPUs in float16, the weights in float32.
+# float16 keeps more digits but a narrow range; bfloat16 float32's range with fewer digits.
+# Below: each one's extremes, and what becomes of a gradient of 1e-8.
 
 # %%
 print("\n".join(accelerator_wait.describe_float_formats()))
@@ -223,10 +217,10 @@ print(f"Precision policy: {policy}")
 # ## Reading the shards: lab 3's pipeline
 #
 # The model reads what lab 3 built (`pipeline.tfrecord_images`): many shards at once, in
-# any order, records parsed and decoded a batch at a time. One thing more: the shards
-# hold `TARGET_SIZE` pixels and the model wants `IMAGE_SIZE`. Rather than decode every
-# pixel, then resize, `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and
-# height directly (`pipeline.decode_ratio()` picks the ratio; a larger result is resized).
+# any order, records parsed and decoded a batch at a time. One thing more: the shards hold
+# `TARGET_SIZE` pixels and the model wants `IMAGE_SIZE`. Rather than decode every pixel,
+# then resize, `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and height
+# directly (`pipeline.decode_ratio()` picks the ratio; a larger result is resized).
 
 
 # %%
@@ -265,7 +259,6 @@ lab3_rate, lab4_rate = reading_runs["lab 3's pipeline"], reading_runs["this lab'
 reading_ratio = comparison.ratio_in_turns(lab4_rate, lab3_rate)
 print(reading_ratio.summary(".2f"))  # "this lab's reading / lab 3's pipeline: ..."
 
-
 # %% [markdown]
 # ## 2. Augment (TODO 2)
 #
@@ -292,17 +285,15 @@ def augment(images, labels):
 # NBVAL_CHECK_OUTPUT
 checks.check_augment(augment, todo=2, image_size=IMAGE_SIZE)
 
-
 # %% [markdown]
 # ## 3. The training pipeline (TODO 3)
 #
-# - `cache()` keeps the decoded images in memory; *before* the shuffle, or every epoch
-#   would replay the first epoch's order.
-# - `shuffle(buffer)` draws each image from the next `buffer`; *before* the batch, or the
-#   same images would be batched together every epoch.
-# - `repeat()` makes it endless; `batch(..., drop_remainder=True)` gives every batch the
-#   static size TPUs need; `map(augment)` flips (TODO 2); `prefetch` prepares the next
-#   batches while the accelerator computes.
+# `cache()` keeps the decoded images in memory, *before* the shuffle (or every epoch would
+# replay the first epoch's order); `shuffle(buffer)` draws each image from the next
+# `buffer`, *before* the batch (or the same images would be batched together every epoch);
+# `repeat()` makes it endless; `batch(..., drop_remainder=True)` gives every batch the
+# static size TPUs need; `map(augment)` flips (TODO 2); `prefetch` prepares the next
+# batches while the accelerator computes.
 #
 # **TODO 3.** Complete `make_training_dataset(paths)`: start from `read_images(paths)`,
 # then `cache()`, `shuffle(2048, seed=SEED)`, `repeat()`, `batch(global_batch_size,
@@ -340,10 +331,10 @@ checks.check_training_dataset(
 train_dataset = make_training_dataset(train_paths)
 
 # %% [markdown]
-# Validation reads the held-out shards in a fixed order (`deterministic=True`), without
-# shuffling or augmenting, so that every evaluation sees the same batches, of one static
-# size split evenly over the replicas. `batch_sizes.even_batch_size()` picks the size, at
-# most the global batch, that leaves the fewest images out of full batches.
+# Validation reads the held-out shards in a fixed order (`deterministic=True`), unshuffled
+# and unaugmented: every evaluation sees the same batches, of one static size split evenly
+# over the replicas (`batch_sizes.even_batch_size()`: at most the global batch, the fewest
+# images left out).
 
 # %%
 validation_batch_size = batch_sizes.even_batch_size(
@@ -356,18 +347,16 @@ validation_dataset = (
     .prefetch(tf.data.AUTOTUNE)
 )
 left_out = num_validation - validation_batches * validation_batch_size
-print(
-    f"Validation: {validation_batches} batch(es) of {validation_batch_size} images "
-    f"({left_out} left out)"
-)
+batches = f"{validation_batches} batch(es) of {validation_batch_size} images"
+print(f"Validation: {batches} ({left_out} left out)")
 
 # %% [markdown]
 # ## 4. The model, under the strategy (TODO 4)
 #
-# On TensorFlow the model's variables must be made under `choice.scope()`, so that each
-# replica gets its copy (on JAX it does nothing). `models.small_convnet()` ends in a
-# float32 softmax (the loss wants 32 bits). `steps_per_execution=N` runs N steps per call
-# into the compiled step (on JAX, Keras 3.15 still calls one at a time); the plan set it.
+# On TensorFlow the variables must be made under `choice.scope()`, so that each replica
+# gets its copy. `models.small_convnet()` ends in a float32 softmax (the loss wants 32
+# bits). `steps_per_execution=N` runs N steps per call into the compiled step (on JAX,
+# Keras 3.15 still calls one at a time); the plan set it.
 #
 # **TODO 4.** Complete `build_model(choice)`: under `choice.scope()`, make `model` with
 # `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
@@ -424,18 +413,15 @@ history = model.fit(
     callbacks=[training.LearningRateLog(), answers],  # "learning_rate", "val_answers_right"
     verbose=2,
 )
-
-# %%
 figure = charts.plot_history(history, title=f"Training on {choice.kind}")
 
 # %% [markdown]
-# How good is that? Chance level is what always answering the most common class scores.
-# The final model (saved below) is printed beside the best epoch: did it end at its best?
-#
-# On the embedded images (the default) each class is one generated flower shape, which
-# a small convnet learns: a high score says that the pipeline and the training loop work
-# end to end, labels and all. It says nothing about real flowers: for that, set
-# `DATA_SOURCE = "flower_photos"` (online once); the course was built offline, without.
+# How good is that? Chance level is what always answering the most common class scores;
+# the final model (saved below) is printed beside the best epoch. On the embedded images
+# (the default) each class is one generated flower shape, which a small convnet learns: a
+# high score says that the pipeline and the training loop work end to end, labels and all.
+# It says nothing about real flowers: for that, set `DATA_SOURCE = "flower_photos"` (online
+# once); the course was built offline, without.
 
 # %%
 # Counted from the model's own answers, image by image (`training.ValidationAnswers`): on
@@ -451,10 +437,8 @@ print(
 rates = ", ".join(f"{rate:.1e}" for rate in history.history["learning_rate"])
 print(f"Learning rate at each epoch's end: {rates}")
 
-# %% [markdown]
-# Sixteen validation images, titled with the model's answer; wrong answers in red.
-
 # %%
+# Sixteen validation images, titled with the model's answer; wrong answers in red.
 images, labels = next(validation_dataset.unbatch().batch(16).as_numpy_iterator())
 figure = display.show_predictions(
     images, np.argmax(labels, axis=1), model.predict(images, verbose=0), class_names=class_names
@@ -464,10 +448,10 @@ figure = display.show_predictions(
 # ## Save and reload
 #
 # `model.save()` writes a `.keras` zip: architecture, weights and optimizer state (the
-# schedule too). Reloaded, it predicts the same: on several TensorFlow replicas only
-# because `models.small_convnet` synchronizes its batch normalization (JAX's sharded
-# batch does so already). On today's TPU VMs it writes to the notebook's own disk, as on
-# a CPU (the old TPU Node could not: see the course's docs/lessons.md).
+# schedule too). Reloaded, it predicts the same: on several TensorFlow replicas only because
+# `models.small_convnet` synchronizes its batch normalization (JAX's sharded batch does so
+# already). On today's TPU VMs it writes to the notebook's own disk, as on a CPU (the old
+# TPU Node could not: see the course's docs/lessons.md).
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.
