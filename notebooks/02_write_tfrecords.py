@@ -18,9 +18,8 @@
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell before the ones below. It finds the course's `utils` package (beside
-# `labs/` in a checkout) or installs it, installs TensorFlow for `tf.data` where it is
-# missing, and says which backend Keras runs on, and why.
+# Run this cell first: it finds the course's `utils` (beside `labs/` in a checkout) or
+# installs it, installs TensorFlow where it is missing, and says which backend Keras runs on.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/setup_cell.py).

@@ -20,14 +20,10 @@
 # devices, look at the predictions, and save and reload the model. Whether the training
 # waits for its input is lesson 5's question (`05_accelerator_waiting`).
 
-# %% [markdown]
-# ## Parameters
-#
-# The set-up reads `BACKEND`, so they come first. `"auto"` takes JAX on Colab's TPU
-# runtime (Colab ships it there, without TensorFlow), TensorFlow elsewhere.
-
 # %% tags=["parameters"]
-BACKEND = "auto"  # Keras's backend: "auto", "tensorflow" or "jax" (read by the set-up).
+# The set-up reads BACKEND, so the parameters come first. "auto": JAX on Colab's TPU
+# runtime (Colab ships JAX there, without TensorFlow), TensorFlow elsewhere.
+BACKEND = "auto"  # Keras's backend: "auto", "tensorflow" or "jax".
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
 NUM_IMAGES = 3670  # Size of the embedded dataset (ignored for other sources).
 TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
@@ -51,9 +47,8 @@ SEED = 42
 # %% [markdown]
 # ## Set-up
 #
-# It finds the course's `utils` package (beside `labs/` in a checkout) or installs it,
-# installs TensorFlow for `tf.data` where it is missing, and says which backend Keras runs
-# on, and why.
+# Run this cell first: it finds the course's `utils` (beside `labs/` in a checkout) or
+# installs it, installs TensorFlow where it is missing, and says which backend Keras runs on.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/setup_cell.py).

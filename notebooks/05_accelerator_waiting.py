@@ -18,14 +18,10 @@
 # 1. Make the input that costs nothing: one batch held in memory (TODO 1).
 # 2. Write the course's verdict on two ranges: faster, slower or within the noise (TODO 2).
 
-# %% [markdown]
-# ## Parameters
-#
-# The set-up reads `BACKEND`, so the parameters come first. `"auto"` takes JAX on Colab's
-# TPU runtime (it ships JAX, no TensorFlow), TensorFlow elsewhere.
-
 # %% tags=["parameters"]
-BACKEND = "auto"  # Keras's backend: "auto", "tensorflow" or "jax" (read by the set-up).
+# The set-up reads BACKEND, so the parameters come first. "auto": JAX on Colab's TPU
+# runtime (Colab ships JAX there, without TensorFlow), TensorFlow elsewhere.
+BACKEND = "auto"  # Keras's backend: "auto", "tensorflow" or "jax".
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
 NUM_IMAGES = 3670  # Size of the embedded dataset (ignored for other sources).
 TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
@@ -48,9 +44,8 @@ SEED = 42
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell before the ones below. It finds the course's `utils` package (beside
-# `labs/` in a checkout) or installs it, installs TensorFlow for `tf.data` where it is
-# missing, and says which backend Keras runs on, and why.
+# Run this cell first: it finds the course's `utils` (beside `labs/` in a checkout) or
+# installs it, installs TensorFlow where it is missing, and says which backend Keras runs on.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/setup_cell.py).
@@ -206,12 +201,12 @@ checks.check_verdict(verdict, todo=2, min_effect=comparison.MIN_EFFECT)
 # The consumer is a stand-in for one TPU v5e chip: each step is a sleep of
 # `global_batch_size / STAND_IN_IMAGES_PER_SECOND` seconds, a SIMULATION (the line below
 # says where its rate comes from). During a step the loop asks for nothing, as a training
-# loop between steps; only what the pipeline runs in the background goes on. The time it
-# then spends in `next()` for its batch is its idle time, measured step by step. It is
-# fed, in turns, from memory (TODO 1: no wait), by a naive pipeline (one shard at a time,
-# each whole JPEG decoded on its own, nothing made ahead) and by the course pipeline (16
-# shards at once, decoded by batch in a parallel `map`, `prefetch`), both reading
-# `TARGET_SIZE` images from the simulated storage.
+# loop; only what the pipeline runs in the background goes on. The time it then spends in
+# `next()` for its batch is its idle time, measured step by step. It is fed, in turns, from
+# memory (TODO 1: no wait), by a naive pipeline (one shard at a time, each whole JPEG
+# decoded on its own, nothing made ahead) and by the course pipeline (16 shards at once,
+# decoded by batch in a parallel `map`, `prefetch`), both reading `TARGET_SIZE` images from
+# the simulated storage.
 
 # %%
 simulated_storage = storage.SimulatedStorage.for_source(
@@ -261,9 +256,8 @@ for feed in ["a naive pipeline", "the course pipeline"]:
 # %% [markdown]
 # The timeline draws each feed's last round: red, the accelerator waits for its batch;
 # green, a step. A step's images/s is `batch / (step + idle)`, and the step is the same
-# sleep in every row: the images/s differ only by the idle time. Against the stand-in's
-# own speed (from memory), `verdict()` says "slower" (the accelerator waits) or "within
-# the noise" (no wait that the rounds can show).
+# sleep in every row: the images/s differ only by the idle time. Against the stand-in's own
+# speed (from memory), `verdict()` says "slower" (it waits) or "within the noise".
 #
 # The naive pipeline makes each batch only when the step asks for it, and slowly: the
 # accelerator waits for all of it, every step. The course pipeline reads many shards at
@@ -273,9 +267,9 @@ for feed in ["a naive pipeline", "the course pipeline"]:
 #
 # ### Your own device
 #
-# The same question for lab 4's model on your device. On a CPU the model is the slower
-# side, and it shares the cores with the pipeline; a TPU computes on its own chips, and
-# its profiler (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
+# The same question for lab 4's model on your device. On a CPU the model is the slower side,
+# and it shares the cores with the pipeline; a TPU computes on its own chips, and its
+# profiler (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
 # `jax.profiler.trace(log_dir)` on JAX) splits each step into compute and input wait.
 
 # %%
@@ -301,12 +295,10 @@ judge(
 #
 # A TPU core multiplies matrices in its matrix unit (MXU), a grid of multiply-adders: 128
 # x 128 on v5e (Colab's and Kaggle's TPUs), 256 x 256 on v6e. A matrix multiply has rows
-# (what flows through), a depth (what is summed over) and a width (the outputs):
-#
-# - a **dense layer**'s rows are the batch; its depth and width are its input and
-#   output features;
-# - a **convolution**'s rows are batch x height x width, one per output pixel; its depth
-#   is kernel height x width x input channels; its width is its filters.
+# (what flows through), a depth (what is summed over) and a width (the outputs): a **dense
+# layer**'s rows are the batch, its depth and width its input and output features; a
+# **convolution**'s rows are batch x height x width (one per output pixel), its depth
+# kernel height x width x input channels, its width its filters.
 #
 # So for a convnet a few images already make thousands of rows. Cloud TPU's performance
 # guide gives the rule: XLA lays arrays out in tiles of 8 x 128, so keep the batch per core
@@ -416,9 +408,8 @@ differences = decode_less.crop_differences(encoded_images[:50])
 # The pixels that differ, if any, lie on the crop's left and right edges (the line above
 # says how many lie elsewhere): these JPEGs store colour at half the resolution, and its
 # smooth upsampling reads the column beyond the edge, which was not decoded. Decoding at
-# half size enlarges a small window from fewer pixels: softer (the figure's last row).
-#
-# Now the speed, in `NUM_ROUNDS` rounds, the three ways in turns:
+# half size enlarges a small window from fewer pixels: softer (the figure's last row). Now
+# the speed, in `NUM_ROUNDS` rounds, the three ways in turns:
 
 # %%
 with machine_load.LoadWatch() as decode_load:
