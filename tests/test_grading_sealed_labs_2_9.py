@@ -1,0 +1,184 @@
+"""Sealed verdicts of labs 2 and 9: a call fed by the judge, a folder copied back, Grain rebuilt.
+
+In-process tests run the kernel's side (`export_*.py`, as the grader sends it) and the
+judge's side in one process; one grading run (bwrap where it works) grades hostile
+submissions of both labs end to end (lab 2's solution scores 4/4 in tests/test_grade.py).
+"""
+
+import csv
+import json
+import types
+
+import nbformat
+import pytest
+import tensorflow as tf
+
+from tests.conftest import REPO_ROOT
+from tests.test_grade import KERNEL_FORGER, _cell_index, _notebook, _set_todo
+from tools import grade
+from tools.grading import graphs, remote, remote_calls, wire
+from tools.lesson_parameters import missing_modules
+from utils import checks, shard_files
+
+GRADING = REPO_ROOT / "tools" / "grading"
+LAB2, LAB9 = "02_write_tfrecords", "09_grain_arrayrecord"
+needs_grain = pytest.mark.skipif(bool(missing_modules(LAB9)), reason="Grain is not installed")
+# Reads every record before it writes: no file exists while the records come.
+UNSAFE = """def write_shard(serialized_examples, output_dir, index):
+    records = list(serialized_examples)
+    path = f"{output_dir}/{shard_files.shard_name(index, len(records))}"
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+    return path
+"""
+PATCHED_CHECKS = """write_shard = ...
+import utils.checks.write_tfrecords as _module
+for _name in dir(_module):
+    if _name.startswith("check_"):
+        setattr(_module, _name, lambda *args, todo=0, **kwargs: print(f"TODO {todo} passed: x"))
+checks = types.SimpleNamespace(**{n: getattr(_module, n) for n in dir(_module)})
+"""
+
+
+class _Kernel:
+    """The kernel's side, as the grader sends it, answering in this process."""
+
+    def __init__(self, work):
+        self.namespace: dict = {}
+        self.wire = types.ModuleType("grader_wire")
+        exec((GRADING / "wire.py").read_text(), self.wire.__dict__)
+        for name in ("export_values.py", "export_calls.py", "export_grain.py"):
+            exec((GRADING / name).read_text(), self.namespace)
+        self.address, self.seconds = str(work / "j.sock"), 30
+
+    def keep(self, todo, **values):
+        for name, value in values.items():
+            self.namespace["_grader_kept"][f"{todo}:{name}"] = value
+
+    def ask(self, **request):
+        answer = self.namespace["_grader_answer"]
+        return json.loads(json.dumps(answer(self.wire, json.loads(wire.dumps(request)), {})))
+
+
+def _unsafe(serialized_examples, output_dir, index):
+    records = list(serialized_examples)
+    path = f"{output_dir}/{shard_files.shard_name(index, len(records))}"
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+    return path
+
+
+def _failure(check, function):
+    with pytest.raises(checks.CheckFailed) as failure:
+        check(function, todo=4)
+    return str(failure.value)
+
+
+def test_a_fed_call_fails_write_shard_as_the_lab_does(tmp_path):
+    """The judge's iterator feeds the kernel's function; the judge reads its folder's copy."""
+    kernel = _Kernel(tmp_path)
+    kernel.keep(4, write_shard=_unsafe)
+    judged = remote.RemoteFunction(kernel, 4, "write_shard", {})
+    in_the_judge = _failure(checks.check_write_shard, judged)
+    assert in_the_judge == _failure(checks.check_write_shard, _unsafe)
+    assert "no file existed while they came" in in_the_judge
+    written = [path.name for path in (tmp_path / "_grader_folders").glob("*/*")]
+    assert written == ["flowers03-5.tfrec"]  # Written twice in the kernel; the third: nothing.
+
+
+def test_the_judge_copies_names_of_links_never_what_they_point_to(tmp_path):
+    work, judges = tmp_path / "work", tmp_path / "judge"
+    (work / "f").mkdir(parents=True)
+    judges.mkdir()
+    (tmp_path / "secret").write_text("not the learner's")
+    (work / "f" / "link").symlink_to(tmp_path / "secret")
+    (work / "f" / "shard").write_bytes(b"records")
+    (judges / "old").write_text("gone")
+    remote_calls._mirror({str(judges): str(work / "f")}, work)
+    found = {p.name: p.read_bytes() for p in judges.iterdir()}
+    assert found == {"link": b"", "shard": b"records"}
+
+
+def test_only_built_in_errors_are_raised_in_the_judge():
+    assert type(remote_calls.error_of("TypeError", "bad")) is TypeError
+    for name in ("KeyboardInterrupt", "SystemExit", "CheckFailed", "__import__"):
+        assert isinstance(remote_calls.error_of(name, "x"), graphs.NotSealable), name
+
+
+def test_constants_beside_tensors_are_traced_as_tf_function_does(tmp_path):
+    kernel = _Kernel(tmp_path)
+    kernel.keep(1, resize=lambda image, size: tf.image.resize(image, [size, size]))
+    judged = remote.RemoteFunction(kernel, 1, "resize", {})
+    found = judged(tf.zeros([5, 7, 3]), 4)
+    assert isinstance(found, tf.Tensor) and found.shape == (4, 4, 3)
+
+
+@needs_grain
+def test_a_grain_loader_crosses_as_its_steps_and_is_made_again(tmp_path):
+    import grain
+
+    from tools.grading import remote_grain
+
+    kernel = _Kernel(tmp_path)
+    source = [b"r%d" % i for i in range(8)]
+
+    def parse(record):
+        return record
+
+    loader = grain.MapDataset.source(source).shuffle(seed=3).repeat(2).map(parse)
+    loader = loader.to_iter_dataset().batch(2, drop_remainder=True)
+    kernel.namespace.update(data_source=source, parse=parse)
+    steps = kernel.namespace["_grader_chain"](loader, kernel.namespace)
+    assert steps == [["batch", 2, True], ["to_iter_dataset", 16, 500], ["map", "parse"],
+                     ["repeat", 2, True], ["shuffle", 3], ["source", "data_source"]]  # fmt: skip
+    rebuilt = remote_grain.rebuild(steps, {"data_source": list(source), "parse": parse})
+    assert [b.tolist() for b in rebuilt] == [b.tolist() for b in loader]
+    with pytest.raises(graphs.NotSealable, match="maps Python code of its own"):
+        remote_grain.rebuild(
+            steps, {"data_source": source, "parse": remote.RemoteFunction(kernel, 2, "parse", {})}
+        )
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("submissions")
+    lab2, solution2 = _notebook("labs", LAB2), _notebook("solutions", LAB2)
+    forged = {}
+    unsafe = _set_todo(solution2, 4, UNSAFE)
+    forged["x-2-unsafe.ipynb"] = unsafe
+    forged["x-2-patched.ipynb"] = _set_todo(lab2, 4, "import types\n" + PATCHED_CHECKS)
+    if not missing_modules(LAB9):
+        forged["x-9-solution.ipynb"] = _notebook("solutions", LAB9)
+        forged["x-9-blank.ipynb"] = _notebook("labs", LAB9)
+    for name, notebook in forged.items():  # Each rewrites its kernel's replies, hooks, modules.
+        cell = nbformat.v4.new_code_cell(KERNEL_FORGER)
+        notebook.cells.insert(_cell_index(notebook, todo=1), cell)
+        nbformat.write(notebook, folder / name)
+    output = tmp_path_factory.mktemp("grades")
+    assert grade.main([str(folder), "--output-dir", str(output), "-j", "2"]) == 0
+    with open(output / "grades.csv") as file:
+        rows = {row["submission"]: row for row in csv.DictReader(file)}
+    return rows, (output / "scores.md").read_text()
+
+
+def test_labs_2_and_9_score_what_their_answers_earn(graded):
+    rows, report = graded
+    found = {name: [row[f"TODO {n}"] for n in range(1, 5)] for name, row in rows.items()}
+    expected = {
+        "x-2-unsafe.ipynb": ["1", "1", "1", "0"],
+        "x-2-patched.ipynb": ["0", "0", "0", "0"],
+    }
+    if not missing_modules(LAB9):
+        expected |= {"x-9-solution.ipynb": ["1", "1", "1", ""], "x-9-blank.ipynb": ["0"] * 3 + [""]}
+    assert found == expected
+    assert (
+        "- x-2-unsafe.ipynb, TODO 4: TODO 4 (write_shard): expected the records to go into a "
+        "file as they come (a shard can be larger than memory); no file existed while they "
+        "came." in report
+    )
+    assert (  # Its check, patched in its kernel, printed "passed"; the judge's did not.
+        "- x-2-patched.ipynb, TODO 4: TODO 4 (write_shard): expected the path of the shard "
+        "written; found an error: 'ellipsis' object is not callable." in report
+    )
