@@ -1,11 +1,9 @@
 # %% [markdown]
 # # Lab 3 · Read TFRecords in parallel: the fast speed test
 #
-# Lab 1 read one image per request and measured how slow that is; lab 2 packed the
-# images into a few TFRecord shards. Here you read those shards back, from the same
-# (simulated) storage, and measure what it buys and what each setting of the pipeline
-# contributes.
-#
+# Lab 1 read one image per request and measured how slow that is; lab 2 packed the images
+# into a few TFRecord shards. Here you read those shards back, from the same (simulated)
+# storage, and measure what it buys and what each setting of the pipeline contributes.
 # **You will:**
 #
 # 1. Declare the record's features and parse one record into an image and a label (TODO 1).
@@ -66,8 +64,7 @@ SEED = 42
 # ## The shards
 #
 # `shard_cache.ensure_shards()` finds the shards lab 2 wrote for this source and these
-# settings, or writes them now (the same conversion, with the course's own functions).
-# The sidecar JSON lab 2 wrote says what they hold.
+# settings (its sidecar JSON says what they hold), or writes them now, the same way.
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
@@ -88,17 +85,16 @@ print("Classes:", class_names)
 # - First-byte latency: most requests are quick, a few very slow; lognormal, median
 #   `LATENCY_MS`, 99th percentile `LATENCY_P99_MS`. AWS's "Best practices design patterns:
 #   optimizing Amazon S3 performance" gives tens of milliseconds for small requests and
-#   100-200 ms for larger objects, and advises retrying the slowest 1-5%; "The Tail at
-#   Scale" (Dean and Barroso, CACM 2013, Table 1) measured a 99th percentile 10 times the
-#   median for one request to a large service.
+#   100-200 ms for larger objects, and advises retrying the slowest 1-5%; "The Tail at Scale"
+#   (Dean and Barroso, CACM 2013, Table 1) measured a p99 10 times the median.
 # - Per-stream bandwidth `STREAM_MEGABYTES_PER_SECOND` (the same guide: one concurrent
 #   request per 85-90 MB/s wanted). A shard streams: its first records arrive first.
 # - Total bandwidth `TOTAL_MEGABYTES_PER_SECOND` (your network), off by default.
 #
-# `None` for `LATENCY_P99_MS` and `STREAM_MEGABYTES_PER_SECOND` (here and in lab 1) gives
-# the simpler model: every request exactly `LATENCY_MS`, no bandwidth limit. A simulated
-# wait holds a thread, as a blocking read does, so the reads get a pool of their own, one
-# thread per read in flight; parsing and decoding run on `tf.data`'s usual pool.
+# `None` for `LATENCY_P99_MS` and `STREAM_MEGABYTES_PER_SECOND` gives the simpler model:
+# every request exactly `LATENCY_MS`, no bandwidth limit. A simulated wait holds a thread, as
+# a blocking read does, so the reads get a pool of their own, one thread per read in flight;
+# parsing and decoding run on `tf.data`'s usual pool.
 
 # %%
 simulated_storage = storage.SimulatedStorage.for_source(
@@ -115,19 +111,17 @@ print(simulated_storage.describe())
 # ## 1. Parse a record (TODO 1)
 #
 # Reading a record back needs its schema: for each feature, its type and shape.
-# - `tf.io.FixedLenFeature(shape, dtype)`: a fixed number of values (`[]` for one).
-# - `tf.io.VarLenFeature(dtype)`: any number of values; it parses to a sparse tensor,
-#   which `tf.sparse.to_dense()` turns into an ordinary one.
-# - `default_value=`: what a `FixedLenFeature` gives when a record lacks it, so that
-#   older records without that field still parse.
+# `tf.io.FixedLenFeature(shape, dtype)` reads a fixed number of values (`[]` for one);
+# `tf.io.VarLenFeature(dtype)` any number, as a sparse tensor (`tf.sparse.to_dense()` makes
+# it dense). `default_value=` fills a missing `FixedLenFeature`, so older records still parse.
 #
 # **TODO 1.** Declare `features`: `"image"` (one string), `"class"` (one int64),
 # `"one_hot_class"` (a float32 `VarLenFeature`), and `"size"` (two int64, with
 # `default_value=[0, 0]`). Then complete `read_tfrecord(serialized)`: parse with
-# `tf.io.parse_single_example`, decode the image with `tf.io.decode_jpeg(...,
-# channels=3)` and `tf.reshape` it to `[TARGET_SIZE, TARGET_SIZE, 3]` (the decoder
-# cannot know the size, Keras and TPUs want it), and make the one-hot label dense with
-# `tf.sparse.to_dense`, reshaped to `[len(class_names)]`. Return `(image, one_hot)`.
+# `tf.io.parse_single_example`, decode the image with `tf.io.decode_jpeg(..., channels=3)`
+# and `tf.reshape` it to `[TARGET_SIZE, TARGET_SIZE, 3]` (the decoder cannot know the size,
+# Keras and TPUs want it), and make the one-hot label dense with `tf.sparse.to_dense`,
+# reshaped to `[len(class_names)]`. Return `(image, one_hot)`.
 
 # %%
 # TODO 1: declare the features of a record.
@@ -168,21 +162,18 @@ checks.check_read_tfrecord(
 # %% [markdown]
 # ## 2. Read many shards at once (TODO 2)
 #
-# Over a dataset of file names, `files.interleave(tf.data.TFRecordDataset,
-# cycle_length=N, num_parallel_calls=N)` reads N files at once and interleaves their
-# records. Each file is one object on storage: N files at once means N first-byte waits
-# overlap. Offline, `simulated_storage.tfrecord_dataset(filenames, num_parallel_reads=N)`
-# reads the same way and charges `LATENCY_MS` for every shard it opens.
+# `files.interleave(tf.data.TFRecordDataset, cycle_length=N, num_parallel_calls=N)` reads N
+# files at once and interleaves their records: N first-byte waits overlap. Offline,
+# `simulated_storage.tfrecord_dataset(filenames, num_parallel_reads=N)` does the same, and
+# charges `LATENCY_MS` for every shard it opens.
 #
 # By default `tf.data` keeps a fixed order: with N files, it waits for the file whose turn
 # it is, even when another already has records ready. Training does not need that order
-# (the data is shuffled anyway), and `options.deterministic = False` lets the fastest
-# file go first. (It replaces the older `options.experimental_deterministic`.)
-#
-# Not every reader obeys that option. `tf.data.TFRecordDataset(filenames,
-# num_parallel_reads=N)` with a number N keeps the files' order whatever the options say:
-# its interleave is built with `deterministic` set to true. For records in any order, read
-# through an `interleave()` as above (as `simulated_storage.tfrecord_dataset()` does).
+# (the data is shuffled anyway): `options.deterministic = False` (formerly
+# `options.experimental_deterministic`) lets the fastest file go first. Not every reader
+# obeys it: `tf.data.TFRecordDataset(filenames, num_parallel_reads=N)` with a number N
+# builds its interleave with `deterministic` set to true, keeping the files' order. For
+# records in any order, read through an `interleave()` (as `tfrecord_dataset()` does).
 #
 # **TODO 2.** Make `dataset`: read `shard_paths` with
 # `simulated_storage.tfrecord_dataset(..., num_parallel_reads=NUM_PARALLEL_READS)`, apply
@@ -219,9 +210,8 @@ figure = display.show_images(labelled, class_names=class_names, num_images=8, nu
 # %% [markdown]
 # ## 3. Parse a batch at once (TODO 3)
 #
-# `parse_single_example` runs once per record. `tf.io.parse_example` parses a whole batch
-# of serialized records in one call, with less overhead per record. The images still
-# have to be decoded one by one (`tf.map_fn` runs a function over the batch).
+# `tf.io.parse_example` parses a whole batch of records in one call, with less overhead per
+# record than `parse_single_example`; the images are still decoded one by one (`tf.map_fn`).
 #
 # **TODO 3.** Complete `parse_batch(serialized_batch)`: parse with
 # `tf.io.parse_example(serialized_batch, features)`; decode the images with
@@ -253,8 +243,8 @@ def parse_batch(serialized_batch):
 checks.check_parse_batch(parse_batch, todo=3, read_tfrecord=read_tfrecord, shard_paths=shard_paths)
 
 # %% [markdown]
-# Does it pay? Measured on records already in memory (so that storage plays no part):
-# parsing alone, then parsing and decoding, one record at a time versus a batch at a time.
+# Does it pay? Measured on records in memory (storage plays no part): parsing alone, then
+# parsing and decoding, one record at a time versus a batch at a time.
 
 # %%
 # A sample of NUM_TIMED_IMAGES records at most, so that memory stays bounded on a big folder.
@@ -271,17 +261,13 @@ def parse_only_batch(serialized_batch):
 
 
 AUTOTUNE = tf.data.AUTOTUNE
+in_batches = in_memory.batch(BATCH_SIZE)
+decoded_one_by_one = in_memory.map(read_tfrecord, num_parallel_calls=AUTOTUNE)
 parse_variants = {
     "parse, one by one": in_memory.map(parse_only, num_parallel_calls=AUTOTUNE).batch(BATCH_SIZE),
-    "parse, batched": in_memory.batch(BATCH_SIZE).map(
-        parse_only_batch, num_parallel_calls=AUTOTUNE
-    ),
-    "parse+decode, one by one": in_memory.map(read_tfrecord, num_parallel_calls=AUTOTUNE).batch(
-        BATCH_SIZE
-    ),
-    "parse+decode, batched": in_memory.batch(BATCH_SIZE).map(
-        parse_batch, num_parallel_calls=AUTOTUNE
-    ),
+    "parse, batched": in_batches.map(parse_only_batch, num_parallel_calls=AUTOTUNE),
+    "parse+decode, one by one": decoded_one_by_one.batch(BATCH_SIZE),
+    "parse+decode, batched": in_batches.map(parse_batch, num_parallel_calls=AUTOTUNE),
 }
 parse_runs = comparison.measure_in_turns(
     {label: variant.repeat() for label, variant in parse_variants.items()},
@@ -295,16 +281,15 @@ for what in ("parse", "parse+decode"):
     print(comparison.describe_difference([batched, one_by_one], name=f"{what} by batch"))
 
 # %% [markdown]
-# Every element through a `map()` costs a function call and some bookkeeping. Parsing
-# alone is cheap, so that overhead weighs on it most, and batches remove most of it.
-# Decoding costs much more than parsing, so there the same saving is a smaller share: the
-# two lines above say whether either is beyond the noise here. The course parses by batch.
+# Every element through a `map()` costs a function call and some bookkeeping. Parsing alone
+# is cheap, so that overhead weighs on it most, and batches remove most of it. Decoding
+# costs much more, so there the same saving is a smaller share: the two lines above say
+# whether either is beyond the noise here. The course parses by batch.
 #
 # ## 4. The pipeline that feeds training (TODO 4)
 #
 # Training takes batches, and the accelerator should never wait for the next one:
-# `prefetch(tf.data.AUTOTUNE)` prepares the next batches on the CPU while the
-# accelerator works on the current one.
+# `prefetch(tf.data.AUTOTUNE)` prepares the next batches on the CPU while it computes.
 #
 # **TODO 4.** Make `fast`: the `records` of TODO 2 (read in parallel, order not kept)
 # batched by `BATCH_SIZE`, mapped with `parse_batch` and
@@ -329,11 +314,10 @@ checks.check_fast_dataset(fast, todo=4, batch_size=BATCH_SIZE)
 # lab 1's files, one request at a time and `NUM_PARALLEL_READS` in flight; the shards one
 # after another; and your pipeline. Lab 1's files are the originals (larger, slower to
 # decode), the shards lab 2's recompressed images: both effects are in the ratio, as in
-# practice. Timed in turns, `SPEED_TEST_REPEATS` rounds: a median and a range each, the
-# ratios taken within each round. The timer reads past the end of the shards, so the
-# shard names are repeated *before* the reads, as the course pipeline does: `fast.repeat()`
-# would start your pipeline again at each pass, every shard waiting for its first byte at
-# once (optional lesson 8 measures that cost).
+# practice. Timed in turns, `SPEED_TEST_REPEATS` rounds, the ratios taken within each round.
+# The timer reads past the end of the shards, so the shard names are repeated *before* the
+# reads: `fast.repeat()` would start your pipeline again at each pass, every shard waiting
+# for its first byte at once (optional lesson 8 measures that cost).
 
 # %%
 image_paths = list(conversion.source_paths(source))
@@ -366,24 +350,20 @@ endless_records = simulated_storage.tfrecord_dataset(
 ).with_options(options)
 fast_endless = endless_records.batch(BATCH_SIZE).map(parse_batch, num_parallel_calls=AUTOTUNE)
 fast_endless = fast_endless.prefetch(AUTOTUNE)
+timed = {  # Each way, and the images timed in each round.
+    "files, one at a time": (files_one_at_a_time, NUM_TIMED_SEQUENTIAL),
+    "files, parallel": (files_in_parallel.ignore_errors(), NUM_TIMED_FILES),
+    "TFRecords, one reader": (records_one_reader, NUM_TIMED_IMAGES),
+    "TFRecords, fast": (fast_endless, NUM_TIMED_IMAGES),
+}
 speed_runs = comparison.measure_in_turns(
-    {
-        "files, one at a time": timing.throughput_timer(
-            files_one_at_a_time, num_images=NUM_TIMED_SEQUENTIAL
-        ),
-        "files, parallel": timing.throughput_timer(
-            files_in_parallel.ignore_errors(), num_images=NUM_TIMED_FILES
-        ),
-        "TFRecords, one reader": timing.throughput_timer(
-            records_one_reader, num_images=NUM_TIMED_IMAGES
-        ),
-        "TFRecords, fast": timing.throughput_timer(fast_endless, num_images=NUM_TIMED_IMAGES),
-    },
+    {label: timing.throughput_timer(data, num_images=n) for label, (data, n) in timed.items()},
     repeats=SPEED_TEST_REPEATS,
 )
 
 # %%
 records_parallel = speed_runs["TFRecords, fast"]
+files_sequential, files_parallel = speed_runs["files, one at a time"], speed_runs["files, parallel"]
 over_one_at_a_time = comparison.ratio_in_turns(
     records_parallel, speed_runs["files, one at a time"], label="fast / files one at a time"
 )
@@ -392,20 +372,16 @@ over_best_files = comparison.ratio_in_turns(
 )
 print(over_one_at_a_time.summary(",.0f") + " x")
 print(over_best_files.summary(",.1f") + " x")
-print(
-    comparison.describe_difference([records_parallel, speed_runs["files, parallel"]], name="Speed")
-)
-figure = charts.plot_throughput(list(speed_runs.values()), title=simulated_storage.describe())
-
-# %% [markdown]
+print(comparison.describe_difference([records_parallel, files_parallel], name="Speed"))
 # Each bar is a median, its line the range of the rounds.
+figure = charts.plot_throughput(list(speed_runs.values()), title=simulated_storage.describe())
 
 # %% [markdown]
 # ## Order, when you need it
 #
 # With `deterministic = False` the records come in the order the reads finish: two passes
-# over `dataset` give the same records in a different order. Keep the order to pair
-# predictions with their inputs, or to compare two evaluation runs record by record.
+# over `dataset` give the same records in another order. Keep the order to pair predictions
+# with their inputs, or to compare two evaluation runs record by record.
 
 
 # %%
@@ -435,7 +411,6 @@ print("First 6 images of each non-deterministic pass:", first_pass[:6], second_p
 # ## What you measured
 
 # %% tags=["summary"]
-files_sequential, files_parallel = speed_runs["files, one at a time"], speed_runs["files, parallel"]
 print(
     f"On the same simulated storage (medians of {records_parallel.num_runs} rounds in turns): "
     f"individual files {files_sequential.median:.1f} images/s one at a time, "
@@ -448,7 +423,7 @@ print(
 
 # %% [markdown]
 # How close does this pipeline come to what the machine can decode at all, when is each
-# batch ready, and what does each of its settings buy? Optional lesson 8 measures it.
+# batch ready, what does each setting buy? Optional lesson 8 measures it.
 #
 # *What changed from the original course:* `experimental_deterministic` is now
 # `deterministic`, and it is set on the dataset you use (details: docs/lessons.md).
@@ -456,21 +431,20 @@ print(
 # %% [markdown]
 # ## tf.data + TFRecord, or Grain + ArrayRecord?
 #
-# On a TPU runtime JAX comes first, and Kaggle's TPU image ships Grain, Google's data
-# loader for JAX. It reads ArrayRecord files, which index their records: any record can
-# be read by its number.
+# On a TPU runtime JAX comes first, and Kaggle's TPU image ships Grain, Google's data loader
+# for JAX. It reads ArrayRecord files, which index their records: any record by its number.
 #
-# - **tf.data + TFRecord**, this lab's pipeline, when the data streams from object
-#   storage in large shards read whole, one request per shard, and TensorFlow is there
-#   (Kaggle's TPU image has `tensorflow-cpu`; on Colab's TPU runtime you install it).
-#   Parsing and decoding run in TensorFlow's threads, outside Python.
+# - **tf.data + TFRecord**, this lab's pipeline, when the data streams from object storage
+#   in large shards read whole, one request per shard, and TensorFlow is there (Kaggle's TPU
+#   image has `tensorflow-cpu`; on Colab's TPU runtime you install it). Parsing and
+#   decoding run in TensorFlow's threads, outside Python.
 # - **Grain + ArrayRecord** for what an index gives: a global shuffle, reading a record by
-#   its number, a deterministic iteration that can be checkpointed (a resumed run sees
-#   the batches it would have seen); or a JAX-only runtime without TensorFlow. Its
-#   per-record steps run in Python, in Grain's threads or worker processes.
+#   its number, a deterministic iteration that can be checkpointed (a resumed run sees the
+#   batches it would have seen); or a JAX-only runtime. Its per-record steps run in
+#   Python, in Grain's threads or worker processes.
 #
 # `python -m tools.benchmark` measures both on these images, each file charged the same
-# first-byte wait per pass as a shard here (the course's docs/benchmark.md holds an idle
-# run; this notebook states no ratio). That assumes files on local disk or cached near
-# the machine: read from object storage one record at a time, each record is a request
-# of its own (the benchmark's row "Grain, a request per record").
+# first-byte wait per pass as a shard here (docs/benchmark.md holds an idle run; this
+# notebook states no ratio). That assumes files on local disk or cached near the machine:
+# from object storage, each record read alone is a request of its own (the benchmark's
+# row "Grain, a request per record").
