@@ -72,7 +72,9 @@ class RemoteFunction:
         self._imported: dict = {}
         self._folders: dict = {}  # The judge's folders given to it: the kernel's for them.
 
-    def __call__(self, *args):
+    def __call__(self, *args, **keywords):
+        if keywords:  # Python values by name (lab 5's verdict): called in the kernel.
+            return remote_calls.call_with_keywords(self, args, keywords)
         if any(isinstance(arg, tf.data.Dataset) for arg in args):  # The check's own.
             return remote_datasets.call(self, args)
         if remote_keras.takes(args):  # A model built under the check's strategy.
