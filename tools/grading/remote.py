@@ -18,7 +18,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tools.grading import remote_calls, remote_datasets, remote_keras, wire
+from tools.grading import remote_beam, remote_calls, remote_datasets, remote_objects, wire
 from tools.grading.graphs import NotSealable, bind_callbacks, names_of, outputs_of, rebuild_dataset
 
 
@@ -77,8 +77,8 @@ class RemoteFunction:
             return remote_calls.call_with_keywords(self, args, keywords)
         if any(isinstance(arg, tf.data.Dataset) for arg in args):  # The check's own.
             return remote_datasets.call(self, args)
-        if remote_keras.takes(args):  # A model built under the check's strategy.
-            return remote_keras.call(self, args)
+        if (call := remote_objects.caller(args)) is not None:  # A strategy, a Beam pipeline.
+            return call(self, args)
         if any(hasattr(arg, "__next__") for arg in args):  # Fed item by item by the judge.
             return remote_calls.call_fed(self.client, self.todo, self.name, args, self._folders)
         args = [tf.constant(a) if isinstance(a, np.ndarray) else a for a in args]  # As tf does.
@@ -134,6 +134,8 @@ def value_of(answer: dict, client: Client, todo: int, name: str, namespace: dict
         return rebuild_dataset(answer, namespace)
     if kind == "function":
         return RemoteFunction(client, todo, name, namespace)
+    if kind == "dofn":  # Lab 6's Beam DoFn class: its `process` runs in the kernel.
+        return remote_beam.dofn_class(client, todo, name)
     if kind == "grain":  # Grain is an optional lesson's: imported only here.
         from tools.grading import remote_grain
 

@@ -20,11 +20,6 @@ from tools.grading import wire
 from tools.grading.graphs import NotSealable
 
 
-def takes(args: tuple) -> bool:
-    """Whether the check passes a strategy (`utils.strategy.StrategyChoice`) among `args`."""
-    return any(type(arg).__name__ == "StrategyChoice" for arg in args)
-
-
 def _first_line(error: Exception) -> str:
     lines = [line for line in str(error).splitlines() if line.strip()]
     return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]

@@ -29,7 +29,7 @@ from tools.grading.model import KEY, REPO_ROOT, marks
 from tools.grading.workfolder import prepare_work
 
 SEALED_LABS = frozenset("01_tf_data_basics 02_write_tfrecords 03_read_tfrecords 04_train_keras "
-                        "05_accelerator_waiting 07_scale_out_reading "
+                        "05_accelerator_waiting 06_convert_with_beam 07_scale_out_reading "
                         "08_where_the_time_goes 09_grain_arrayrecord".split())  # fmt: skip
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
 _HERE = Path(__file__).parent
@@ -52,7 +52,7 @@ def start_code(address: Path, seconds: float) -> str:
         f"exec({(_HERE / 'wire.py').read_text()!r}, _grader_wire.__dict__)\n"
         f"{(_HERE / 'export_values.py').read_text()}\n"
         f"{(_HERE / 'export_calls.py').read_text()}\n{(_HERE / 'export_grain.py').read_text()}\n"
-        f"{(_HERE / 'export_objects.py').read_text()}\n"
+        f"{(_HERE / 'export_objects.py').read_text()}\n{(_HERE / 'export_beam.py').read_text()}\n"
         f"{(_HERE / 'export_server.py').read_text()}\n"
         f"_grader_start(_grader_wire, _grader_answer, _grader_finished, {str(address)!r}, "
         f"{seconds!r}, globals())\n"

@@ -1,0 +1,236 @@
+"""Sealed verdicts of labs 4, 6 and 7: a check's dataset, strategy and Beam objects.
+
+In-process: the kernel's side (`export_objects.py`, `export_beam.py`, started as the grader
+starts them, on a real socket) answers the judge's side (`remote_datasets.py`,
+`remote_keras.py`, `remote_beam.py`). End to end: one grading run (bwrap) of each lab's
+solution and of a blank lab that rewrites its kernel's replies and fakes `utils.checks`
+(lab 6 only where Beam is installed).
+"""
+
+import copy
+import csv
+import tempfile
+from pathlib import Path
+
+import keras
+import nbformat
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.conftest import REPO_ROOT
+from tests.test_grade import KERNEL_FORGER, needs_bwrap
+from tools import build_notebooks as build
+from tools import grade
+from tools.grading import judge_plan, remote, remote_keras, remote_objects, sealed, wire
+from tools.grading.graphs import NotSealable
+from tools.grading.model import marks
+from tools.lesson_parameters import missing_modules
+from utils import models
+
+LAB4, LAB6, LAB7 = "04_train_keras", "06_convert_with_beam", "07_scale_out_reading"
+LESSONS = [LAB4, LAB7] + ([] if missing_modules(LAB6) else [LAB6])
+
+
+def _variants(lesson):
+    return build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+
+
+@pytest.fixture
+def kernel():
+    """A kernel's namespace with the grader's start cell run; `keep(todo, name, value)`, and a
+    judge's client on its socket."""
+    folder = Path(tempfile.mkdtemp(prefix="k", dir="/tmp" if len(tempfile.gettempdir()) > 60
+                                   else None))  # fmt: skip
+    namespace = {}
+    exec(sealed.start_code(folder / sealed.SOCKET_NAME, 60.0), namespace)
+    client = remote.Client(str(folder / sealed.SOCKET_NAME), 60.0)
+
+    def keep(todo, name, value):
+        namespace["_grader_kept"].update({f"{todo}:{name}": value, f"{todo}:": True})
+        return remote.fetch(client, todo, name, {})
+
+    yield namespace, keep
+    client.done()
+
+
+def test_a_function_of_the_checks_dataset_runs_in_the_judge_on_its_own_dataset(kernel):
+    namespace, keep = kernel
+    seen_in_kernel = []
+
+    def through(dataset, factor, policy, done):
+        seen_in_kernel.append((dataset.element_spec, policy))
+        return dataset.map(lambda x: x * factor).batch(2) if done else ...
+
+    function = keep(3, "through", through)
+    judges = tf.data.Dataset.range(5)
+    off = tf.data.experimental.service.ShardingPolicy.OFF
+    result = function(judges, 10, off, True)
+    assert [batch.tolist() for batch in result.as_numpy_iterator()] == [[0, 10], [20, 30], [40]]
+    spec, policy = seen_in_kernel[0]  # A placeholder, never an element.
+    assert spec == tf.TensorSpec([], tf.int64) and policy is off
+    assert function(judges, 10, off, False) is Ellipsis  # A stub's `...` comes back as `...`.
+
+
+def _compiled_model(loss="categorical_crossentropy"):
+    model = models.small_convnet(16, 5)
+    schedule = keras.optimizers.schedules.CosineDecay(0.0, 100, warmup_target=0.002)
+    model.compile(optimizer=keras.optimizers.Adam(schedule), loss=loss, steps_per_execution=4)
+    return model
+
+
+def test_a_model_is_rebuilt_from_its_configuration_by_keras():
+    model = _compiled_model()
+    answer = {"model": model.to_json(), "compile": __import__("json").dumps(
+        model.get_compile_config()), "in_scope": None}  # fmt: skip
+    rebuilt = remote_keras.rebuild(answer)
+    assert rebuilt is not model and rebuilt.input_shape == (None, 16, 16, 3)
+    assert rebuilt.steps_per_execution == 4 and rebuilt.loss == "categorical_crossentropy"
+    expected = model.optimizer.get_config()["learning_rate"]
+    assert rebuilt.optimizer.get_config()["learning_rate"] == expected
+
+
+def _own_loss(labels, outputs):
+    return labels
+
+
+def test_a_model_with_code_of_the_learners_is_refused_not_run():
+    lambda_model = keras.Sequential([keras.Input((3,)), keras.layers.Lambda(lambda x: x * 2)])
+    own_loss = _compiled_model(loss=_own_loss)
+    for model in (lambda_model, own_loss):
+        answer = {"model": model.to_json(), "compile": __import__("json").dumps(
+            model.get_compile_config()), "in_scope": None}  # fmt: skip
+        with pytest.raises(NotSealable, match="rebuilt from its configuration with Keras's own"):
+            remote_keras.rebuild(answer)
+
+
+def test_the_kernels_model_crosses_for_the_lab_strategy_and_a_stand_in(kernel):
+    from utils.checks.train_keras import _stand_in_choice
+
+    namespace, keep = kernel
+    namespace["choice"] = object()  # The kernel's own; the judge's is another object.
+    built_with = []
+
+    def build_model(choice):
+        built_with.append(choice)
+        with choice.scope() if hasattr(choice, "scope") else __import__("contextlib").nullcontext():
+            return _compiled_model()
+
+    function = keep(4, "build_model", build_model)
+    lab_choice, stand_in = _stand_in_choice(), _stand_in_choice()
+    function.namespace = {"choice": lab_choice}
+    model = function(lab_choice)
+    assert built_with[-1] is namespace["choice"] and model.steps_per_execution == 4
+    other = function(stand_in)
+    assert built_with[-1] is not stand_in and type(built_with[-1]).__name__ == "StrategyChoice"
+    made_in = stand_in.strategy.extended.variable_created_in_scope
+    assert other.weights and all(made_in(weight.value) for weight in other.weights)
+
+
+def test_the_kernel_runs_a_check_cells_other_lines():
+    lab, _ = _variants(LAB4)
+    kept = {marks(c)["check"]: judge_plan.kernel_source(c, marks(c))
+            for c in lab.cells if "check" in marks(c)}  # fmt: skip
+    assert kept == {
+        1: "# NBVAL_CHECK_OUTPUT\n"
+        "global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)",
+        2: "",
+        3: "# NBVAL_CHECK_OUTPUT\ntrain_dataset = make_training_dataset(train_paths)",
+        4: "# NBVAL_CHECK_OUTPUT\nmodel = build_model(choice)",
+    }
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("submissions")
+    for lesson in LESSONS:
+        lab, solution = _variants(lesson)
+        nbformat.write(solution, folder / f"sol_{lesson[:2]}.ipynb")
+        forger = copy.deepcopy(lab)  # A blank lab that rewrites its kernel's replies.
+        first_todo = next(i for i, c in enumerate(lab.cells) if "todo" in marks(c))
+        forger.cells.insert(first_todo, nbformat.v4.new_code_cell(KERNEL_FORGER))
+        nbformat.write(forger, folder / f"forger_{lesson[:2]}.ipynb")
+    output = tmp_path_factory.mktemp("grades")
+    status = grade.main([str(folder), "--output-dir", str(output), "-j", "2",
+                         "--cell-timeout", "400", "--timeout", "900"])  # fmt: skip
+    with open(output / "grades.csv") as file:
+        rows = {row["submission"]: row for row in csv.DictReader(file)}
+    return status, rows, (output / "scores.md").read_text()
+
+
+@needs_bwrap
+def test_solutions_score_full_marks_and_forging_blanks_zero(graded):
+    status, rows, _ = graded
+    assert status == 0
+    found = {name: (row["status"], row["total"], row["maximum"]) for name, row in rows.items()}
+    expected = {
+        "sol_04.ipynb": ("graded", "4", "4"),
+        "forger_04.ipynb": ("graded", "0", "4"),
+        "sol_06.ipynb": ("graded", "2", "2"),
+        "forger_06.ipynb": ("graded", "0", "2"),
+        "sol_07.ipynb": ("graded", "3", "3"),
+        "forger_07.ipynb": ("graded", "0", "3"),
+    }
+    assert found == {name: row for name, row in expected.items() if name[-8:-6] in
+                     {lesson[:2] for lesson in LESSONS}}  # fmt: skip
+
+
+@needs_bwrap
+def test_the_judges_messages_for_a_forging_blank(graded):
+    report = graded[2]
+    assert (
+        "- forger_07.ipynb, TODO 3: TODO 3 (through_service): not done yet: it returns "
+        "Ellipsis. Expected the dataset, run by the tf.data service.\n"
+    ) in report
+    assert (
+        "- forger_04.ipynb, TODO 1: TODO 1 (scale_for_replicas): not done yet: it returns "
+        "(Ellipsis, Ellipsis). Expected (global_batch_size, learning_rate).\n"
+    ) in report
+    if LAB6 in LESSONS:
+        assert (
+            "- forger_06.ipynb, TODO 2: TODO 2 (build_conversion): not done yet: the pipeline "
+            "wrote no shards. Expected 2, named flowers-0000N-of-00002.tfrec.\n"
+        ) in report
+    assert "printed by the learner" not in report and "fake" not in report
+
+
+def test_the_wire_refuses_a_strategy_it_is_named_instead():
+    from utils.checks.train_keras import _stand_in_choice
+
+    with pytest.raises(wire.WireError, match="a StrategyChoice does not cross"):
+        wire.encode(_stand_in_choice())
+    assert remote_objects.caller((1, _stand_in_choice())) is remote_keras.call
+    assert remote_objects.caller((np.ones(2), "x")) is None
+
+
+class _Converter:  # A learner's DoFn, as lab 6 writes it (made a beam.DoFn below).
+    def process(self, path):
+        content = open(path, "rb").read()
+        if content:
+            yield content
+        else:
+            import apache_beam as beam
+
+            yield beam.pvalue.TaggedOutput("skipped", f'{{"path": "{path}"}}')
+
+
+class _Returner:  # Returns its record instead of yielding it.
+    def process(self, path):
+        return open(path, "rb").read()
+
+
+def test_a_dofns_process_runs_in_the_kernel_on_the_judges_file(kernel, tmp_path):
+    beam = pytest.importorskip("apache_beam")
+    _, keep = kernel
+    photo, empty = tmp_path / "roses" / "photo.jpg", tmp_path / "roses" / "empty.jpg"
+    photo.parent.mkdir()
+    photo.write_bytes(b"\xff\xd8 bytes")
+    empty.write_bytes(b"")
+    converter = keep(1, "ConvertImage", type("ConvertImage", (_Converter, beam.DoFn), {}))
+    assert converter.__name__ == "ConvertImage" and not issubclass(converter, beam.DoFn)
+    assert list(converter().process(str(photo))) == [b"\xff\xd8 bytes"]
+    (skipped,) = converter().process(str(empty))
+    assert isinstance(skipped, beam.pvalue.TaggedOutput) and skipped.tag == "skipped"
+    assert skipped.value == f'{{"path": "{empty}"}}'
+    returner = keep(2, "Returner", type("Returner", (_Returner, beam.DoFn), {}))
+    assert returner().process(str(photo)) == b"\xff\xd8 bytes"  # The check says: use yield.
