@@ -24,7 +24,8 @@ as median, min-max and number of runs, against the issue's targets. 1 and 2 are
 measured in turns among themselves, 3 rounds. Warm-up is excluded from every run.
 
 Then the cost by cores: the ceiling and the course pipeline at 0 ms on 1, 2, 4, ... cores,
-each in a child process pinned to them (`course_benchmark.cores`), 3 rounds.
+each in a child process pinned to them (`course_benchmark.cores`), 3 rounds (--quick: 1
+core, 1 round).
 
 Then how cost grows: images/s and peak memory (RSS) of reading with the course pipeline
 as the dataset grows, the time to write the shards, and images/s as the shard count

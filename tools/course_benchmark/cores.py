@@ -80,12 +80,17 @@ def measure_on_cores(num_cores: int, settings: dict, *, reverse: bool = False) -
 def by_cores(settings: dict, *, quick: bool) -> dict:
     """Runs `measure_on_cores` in a child per core count and round; returns `Row` -> figures.
 
+    With `quick`, 1 core only: one child a round (each starts TensorFlow: 18 s in CI), the
+    rows' structure and a real pin, not the growth with cores.
+
     Raises:
         RuntimeError: if a child fails, or reports other cores than it was pinned to.
     """
     from utils import comparison
 
     counts = counts_up_to(len(os.sched_getaffinity(0)))
+    if quick:
+        counts = counts[:1]
     runs: dict[Row, list] = {}
     cpu: dict[Row, list] = {}
     print(f"  {len(counts)} core counts ({counts}), a process each, {settings['repeats']} rounds",
