@@ -2,10 +2,9 @@
 # # Lab 2 · Recompress the images and write TFRecord shards
 #
 # Lab 1 measured the cost of one request per image. Here you pack the images into a few
-# large files, TFRecord "shards", so that one request brings hundreds of images. On the
-# way, every image is resized to one size and recompressed, and every input image is
-# accounted for: written, or skipped with a reason.
-#
+# large files, TFRecord "shards", so that one request brings hundreds of images. On the way,
+# every image is resized to one size and recompressed, and every input image is accounted
+# for: written, or skipped with a reason.
 # **You will:**
 #
 # 1. Crop each image's centre square and resize it to one size (TODO 1).
@@ -64,9 +63,8 @@ SEED = 42
 # ## The data
 #
 # The same source as lab 1. `OUTPUT_DIR` says where the shards go: by default a folder in
-# the course cache, where labs 3 and 4 find them; it can be a local folder or a `gs://`
-# folder in a bucket of your own (never the source's folder, nor a public bucket you
-# cannot write to).
+# the course cache, where labs 3 and 4 find them; or a local or `gs://` folder of your own
+# (never the source's folder, nor a public bucket you cannot write to).
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
@@ -75,30 +73,24 @@ output_dir = OUTPUT_DIR or shard_cache.default_output_dir(
     source, target_size=TARGET_SIZE, num_shards=NUM_SHARDS
 )
 print("Shards will go to:", output_dir)
-
-# %%
 # Eight images from across the source; a file that does not decode is skipped and listed.
 image_paths = conversion.source_paths(source)
 spread = image_paths[:: max(1, len(image_paths) // 8)]
 sample_paths, sample_images, _ = readable_images.readable_sample(spread + image_paths, 8)
-print(
-    f"Sizes of {len(sample_images)} images (height, width):",
-    [image.shape[:2] for image in sample_images],
-)
+sizes = [image.shape[:2] for image in sample_images]
+print(f"Sizes of {len(sample_images)} images (height, width):", sizes)
 
 # %% [markdown]
 # ## 1. One size for every image (TODO 1)
 #
 # A batch is one tensor, so its images must share a size. Squashing an image to a square
-# distorts it; cropping alone cuts a small image's centre out of a large one. Instead,
-# cut the centre square, as wide as the *shorter* side, and resize that square to
-# `target_size`: the proportions are kept. Cropping first also bounds the cost by the
-# output: a 60000 x 10 panorama becomes a 10 x 10 square before anything is resized
-# (resized whole first, it would be 1,152,000 x 192 pixels of float32, 2.7 GB).
-#
-# Phone cameras store a photo as the sensor saw it and write in its EXIF Orientation tag
-# how a viewer must turn it; `tf.io.decode_jpeg` ignores that tag, so the conversion reads
-# it and turns every image upright (`records.decode_upright`) before `resize_and_crop`.
+# distorts it; cropping alone cuts a small image's centre out of a large one. Instead, cut
+# the centre square, as wide as the *shorter* side, and resize it to `target_size`: the
+# proportions are kept. Cropping first also bounds the cost by the output: a 60000 x 10
+# panorama becomes a 10 x 10 square before any resizing (resized whole first, it would be
+# 1,152,000 x 192 pixels of float32, 2.7 GB). Phone cameras write in a photo's EXIF
+# Orientation tag how to turn it; `tf.io.decode_jpeg` ignores that tag, so the conversion
+# reads it and turns every image upright (`records.decode_upright`) first.
 #
 # **TODO 1.** Complete `resize_and_crop(image, target_size)`: take `side`, the smaller of
 # the height and width, cut the centre square with `tf.image.crop_to_bounding_box(image,
@@ -134,25 +126,20 @@ checks.check_resize_and_crop(
     resize_and_crop, todo=1, sample_images=sample_images, target_size=TARGET_SIZE
 )
 
-# %% [markdown]
-# The same images, resized and cropped:
-
 # %%
+# The same images, resized and cropped.
 labels = [source.class_names.index(Path(p).parent.name) for p in sample_paths]
 resized_images = [resize_and_crop(image, TARGET_SIZE).numpy() for image in sample_images]
+resized_dataset = tf.data.Dataset.from_tensor_slices((np.stack(resized_images), labels))
 figure = display.show_images(
-    tf.data.Dataset.from_tensor_slices((np.stack(resized_images), labels)),
-    class_names=source.class_names,
-    num_images=len(resized_images),
-    num_columns=4,
+    resized_dataset, class_names=source.class_names, num_images=len(resized_images), num_columns=4
 )
 
 # %% [markdown]
 # ## 2. Recompress (TODO 2)
 #
-# The resized image is stored as JPEG again: raw pixels would take
-# `TARGET_SIZE * TARGET_SIZE * 3` bytes each. The quality setting trades bytes (what
-# storage must send) for fidelity.
+# The resized image is stored as JPEG again: raw pixels would take `TARGET_SIZE *
+# TARGET_SIZE * 3` bytes each. The quality trades bytes (what storage sends) for fidelity.
 #
 # **TODO 2.** Complete `recompress(image, quality)`: encode the uint8 image as JPEG with
 # `tf.io.encode_jpeg` at the given `quality`, with `optimize_size=True`.
@@ -173,12 +160,15 @@ def recompress(image, quality):
 checks.check_recompress(recompress, todo=2, sample_images=resized_images, quality=JPEG_QUALITY)
 
 # %% [markdown]
-# ### What recompressing buys, and what it costs
+# ### What recompressing and resizing buy, and what they cost
 #
-# On `NUM_SAMPLE` images, taken from every class in turn (a listing's first 200 are one
-# class's): bytes per image before and after, how fast each version decodes (all cores,
-# from memory), and how close the recompressed image is to the resized one (PSNR: above
-# 35 dB, differences are hard to see).
+# On `NUM_SAMPLE` images from every class in turn (a listing's first 200 are one class's):
+# bytes per image before and after, and how close the recompressed image is to the resized
+# one (PSNR: above 35 dB, differences are hard to see). Two things change at once, the size
+# (to `TARGET_SIZE`) and the encoding: to separate them, the originals are also recompressed
+# at their own size, and the resized images at several qualities. Every version's decoding
+# (all cores, from memory) is timed in turns, `DECODE_REPEATS` rounds of
+# `DECODE_TIMED_IMAGES` images: a median and a range.
 
 # %%
 every_class = recompression.paths_from_every_class(image_paths)
@@ -192,17 +182,6 @@ before = recompression.mean_bytes(original_bytes)
 after = recompression.mean_bytes(recompressed_bytes)
 print(f"Bytes per image: {before:,.0f} -> {after:,.0f} ({1 - after / before:.0%} saved)")
 print(f"Quality: PSNR {psnr:.1f} dB at JPEG quality {JPEG_QUALITY}.")
-
-# %% [markdown]
-# ### Resize or recompress: which saves what
-#
-# Two things changed at once above: the size (to `TARGET_SIZE`) and the encoding. To
-# separate them, the originals are also recompressed at their own size, and the resized
-# images at several qualities. Every version's decoding is timed in turns,
-# `DECODE_REPEATS` rounds of `DECODE_TIMED_IMAGES` images, and given as a median and a
-# range.
-
-# %%
 QUALITIES = [50, 70, 80, 90, 95]
 same_size_bytes = [
     recompress(tf.io.decode_jpeg(b, channels=3), JPEG_QUALITY).numpy() for b in original_bytes
@@ -216,13 +195,11 @@ versions = {
     "resized, recompressed": recompressed_bytes,
     **{f"resized, quality {quality}": jpegs for quality, jpegs in by_quality.items()},
 }
-decode_runs = comparison.measure_in_turns(
-    {
-        label: recompression.decode_timer(jpegs, num_images=DECODE_TIMED_IMAGES)
-        for label, jpegs in versions.items()
-    },
-    repeats=DECODE_REPEATS,
-)
+decode_timers = {
+    label: recompression.decode_timer(jpegs, num_images=DECODE_TIMED_IMAGES)
+    for label, jpegs in versions.items()
+}
+decode_runs = comparison.measure_in_turns(decode_timers, repeats=DECODE_REPEATS)
 decode_before = decode_runs["originals"]
 decode_same_size = decode_runs["original size, recompressed"]
 decode_after = decode_runs["resized, recompressed"]
@@ -238,45 +215,37 @@ print(
 )
 print(comparison.describe_difference(quality_rates, name="Decode speed across qualities"))
 figure = charts.plot_quality_trade_off(
-    QUALITIES,
-    kilobytes,
-    quality_rates,
-    reference=("originals", before / 1e3, decode_before.median),
+    QUALITIES, kilobytes, quality_rates, reference=("originals", before / 1e3, decode_before.median)
 )
 
 # %% [markdown]
-# Read the lines above: how much of the saving, in bytes and in decoding speed,
-# recompressing alone gives (at the originals' size), and how much comes with resizing;
-# the verdicts say which decoding differences are beyond the noise (decoding time grows
-# with the pixels decoded). The plot shows what the quality alone moves at `TARGET_SIZE`,
-# bytes and decoding speed (median, the bar spans the rounds), against the originals
-# (dashed); the last verdict says whether the quality moved the speed here at all.
-#
-# Fewer bytes: fewer seconds waiting on storage in every epoch of every run, and faster
-# decoding. The costs: converting, once (measured below), and the detail lost, which the
-# PSNR puts a number on. Raise `JPEG_QUALITY` if your model needs fine detail.
+# Read the lines above: how much of the saving, in bytes and in decoding speed, recompressing
+# alone gives (at the originals' size), and how much comes with resizing; the verdicts say
+# which decoding differences are beyond the noise (decoding time grows with the pixels
+# decoded). The plot shows what the quality alone moves at `TARGET_SIZE` (median, the bar
+# spans the rounds) against the originals (dashed); the last verdict says whether the
+# quality moved the speed here at all. Fewer bytes: less waiting on storage in every epoch
+# of every run, and faster decoding. The costs: converting, once (measured below), and the
+# detail lost, which the PSNR measures. Raise `JPEG_QUALITY` if your model needs fine detail.
 #
 # ## 3. One record per image (TODO 3)
 #
-# A TFRecord file holds records, and each record here is a `tf.train.Example`: a map from
-# feature names to lists of one of three types, `bytes_list`, `int64_list` or
-# `float_list`. The record of one image has these fields:
+# A TFRecord file holds records, each here a `tf.train.Example`: a map from feature names to
+# lists of one of three types (`bytes_list`, `int64_list`, `float_list`). One image's fields:
 
 # %%
 for name, meaning in records.SCHEMA.items():
     print(f"{name:>14}: {meaning}")
 
 # %% [markdown]
-# `size` keeps the image's size *before* resizing: it says something about the original
-# (the original course stored the size after resizing, which was always the same).
-# The label's class index is found once per image in the pipeline, from the folder name.
+# `size` keeps the image's size *before* resizing (the original course stored the size
+# after resizing, always the same). The class index comes from the folder name.
 #
-# **TODO 3.** Complete `to_example(image_jpeg, class_index, original_size, class_names)`.
-# Each feature is a `tf.train.Feature`, for example
-# `tf.train.Feature(bytes_list=tf.train.BytesList(value=[image_jpeg]))` for the image.
-# `label` is the class name as bytes (`.encode()`), `size` the list `original_size`,
-# `one_hot_class` a list of floats with 1.0 at the class index. Return
-# `tf.train.Example(features=tf.train.Features(feature={...}))`.
+# **TODO 3.** Complete `to_example(image_jpeg, class_index, original_size, class_names)`:
+# return `tf.train.Example(features=tf.train.Features(feature={...}))`, each feature a
+# `tf.train.Feature`, e.g. `tf.train.Feature(bytes_list=tf.train.BytesList(value=[image_jpeg]))`
+# for the image. `label` is the class name as bytes (`.encode()`), `size` the list
+# `original_size`, `one_hot_class` a list of floats with 1.0 at the class index.
 
 
 # %%
@@ -303,10 +272,8 @@ def to_example(image_jpeg, class_index, original_size, class_names):
 # NBVAL_CHECK_OUTPUT
 checks.check_to_example(to_example, todo=3, class_names=source.class_names)
 
-# %% [markdown]
-# One record, printed (the image's bytes cut short):
-
 # %%
+# One record, printed (the image's bytes cut short).
 image_jpeg = recompress(resized_images[0], JPEG_QUALITY).numpy()
 example = to_example(image_jpeg, labels[0], list(sample_images[0].shape[:2]), source.class_names)
 for name, feature in sorted(example.features.feature.items()):
@@ -318,19 +285,17 @@ print(f"Serialized: {len(example.SerializeToString()):,} bytes")
 # %% [markdown]
 # ## 4. Write a shard, safely (TODO 4)
 #
-# `tf.io.TFRecordWriter(path)` writes records one after another into one file. Each shard
-# is named with its index and its record count, `flowers00-230.tfrec`, so a reader knows
-# how many records a file holds without reading it. The count is known only at the end,
-# and a run can stop half way (a crash, a full disk, a closed laptop). So write under a
-# temporary name, and rename to the final name when the last record is in: a file with a
-# final name is then always complete.
+# `tf.io.TFRecordWriter(path)` writes records one after another into one file. Each shard is
+# named with its index and record count, `flowers00-230.tfrec`, so a reader knows how many
+# records a file holds without reading it. The count is known only at the end, and a run
+# can stop half way (a crash, a full disk, a closed laptop): write under a temporary name,
+# and rename when the last record is in. A file with a final name is then complete.
 #
 # **TODO 4.** Complete `write_shard(serialized_examples, output_dir, index)`: open a
-# `tf.io.TFRecordWriter` on `shard_files.temporary_path(output_dir, index)` in a `with`
-# block, write each record and count them; then rename the file with
-# `tf.io.gfile.rename(temporary, final_path, overwrite=True)` to
-# `f"{output_dir}/{shard_files.shard_name(index, num_records)}"`, and return that path.
-# (`tf.io` works the same on local disk and on `gs://`.)
+# `tf.io.TFRecordWriter` on `shard_files.temporary_path(output_dir, index)` in a `with` block,
+# write each record and count them; then rename the file with `tf.io.gfile.rename(temporary,
+# final_path, overwrite=True)` to `f"{output_dir}/{shard_files.shard_name(index,
+# num_records)}"`, and return that path (`tf.io` works alike on local disk and `gs://`).
 
 
 # %%
@@ -360,12 +325,11 @@ checks.check_write_shard(write_shard, todo=4)
 # `conversion.convert()` runs your four functions over every image. It shuffles the file
 # list once (each shard mixes the classes) and splits it into `NUM_SHARDS` nearly equal
 # parts. One `tf.data` pipeline decodes each image to 3 channels, upright, and calls
-# `resize_and_crop` and `recompress` in a parallel `map()` on all cores (a JPEG much
-# larger than `TARGET_SIZE` is decoded at 1/2, 1/4 or 1/8 of its size, cheaper; a smaller
-# one is enlarged and listed); then `to_example` and `write_shard`, shard after shard. An
-# image that cannot be decoded is skipped and listed with its error. Earlier shards this
-# run does not replace are deleted, and a sidecar JSON (classes, size, counts, schema)
-# is written last.
+# `resize_and_crop` and `recompress` in a parallel `map()` on all cores (a JPEG much larger
+# than `TARGET_SIZE` is decoded at 1/2, 1/4 or 1/8 of its size; a smaller one is enlarged
+# and listed); then `to_example` and `write_shard`, shard after shard. An image that cannot
+# be decoded is skipped and listed with its error. Earlier shards this run does not replace
+# are deleted; a sidecar JSON (classes, size, counts, schema) is written last.
 #
 # How many shards? TensorFlow's TFRecord tutorial gives the rule of thumb: "at least 10
 # times as many files as there will be hosts reading data", each file "at least 10 MB+
@@ -392,9 +356,9 @@ for path in shard_files.list_shards(output_dir):
 # %% [markdown]
 # ## Inside a record file
 #
-# A TFRecord file is a simple framed format: for each record, its length (8 bytes), a
-# checksum of the length (4 bytes), the record's bytes, and a checksum of them (4
-# bytes), all little-endian. The first 12 bytes of the first shard:
+# A TFRecord file is a framed format: for each record, its length (8 bytes), a checksum of
+# the length (4 bytes), the record's bytes, and their checksum (4 bytes), little-endian.
+# The first 12 bytes of the first shard:
 
 # %%
 first_shard = report.shards[0]
@@ -414,18 +378,16 @@ print(
 # ## Check that nothing was lost
 #
 # `validation.validate()` reads every shard back: it parses every record with the schema,
-# decodes every image, checks each shard's record count against its name and the
-# sidecar, and checks that records written plus images skipped equal the input images.
-# The table shows how the classes spread over the shards.
+# decodes every image, checks each shard's record count against its name and the sidecar,
+# and that records written plus images skipped equal the input images. The table shows
+# how the classes spread over the shards.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 validation_report = validation.validate(output_dir)
 
-# %% [markdown]
-# The images as stored, read back from the first shard:
-
 # %%
+# The images as stored, read back from the first shard.
 stored = tf.data.TFRecordDataset(first_shard).map(records.parse_record)
 stored = stored.map(lambda r: (tf.io.decode_jpeg(r["image"], channels=3), r["class"]))
 figure = display.show_images(stored, class_names=source.class_names, num_images=8, num_columns=4)
@@ -433,14 +395,13 @@ figure = display.show_images(stored, class_names=source.class_names, num_images=
 # %% [markdown]
 # ## Bad input (optional)
 #
-# Real folders hold surprises. This makes a small folder with good images and every kind
-# of bad input: a truncated JPEG, an empty file, a text file named `.jpg`, a grayscale
-# JPEG, a CMYK JPEG, a PNG named `.jpg`, and an empty class folder. Decoding with
-# `channels=3` turns the grayscale, CMYK and PNG files into ordinary RGB images; the
-# three unreadable files are skipped and listed, and the empty folder is reported.
-# TensorFlow's JPEG decoder also logs a line of its own for the truncated file (`Premature
-# end of JPEG data`); the conversion shows it once, in that file's skipped line.
-# Everything is made in a temporary folder, deleted at the end of the cell.
+# Real folders hold surprises. This makes a small folder with good images and every kind of
+# bad input: a truncated JPEG, an empty file, a text file named `.jpg`, a grayscale JPEG, a
+# CMYK JPEG, a PNG named `.jpg`, and an empty class folder. Decoding with `channels=3` turns
+# the grayscale, CMYK and PNG files into RGB images; the three unreadable files are skipped
+# and listed, and the empty folder is reported. TensorFlow's JPEG decoder logs `Premature
+# end of JPEG data` for the truncated file; the conversion shows it once, in that file's
+# skipped line. All in a temporary folder, deleted at the end of the cell.
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:
@@ -460,9 +421,7 @@ with tempfile.TemporaryDirectory() as scratch:
 # %% tags=["summary"]
 print(
     f"Recompressed at quality {JPEG_QUALITY}: {before:,.0f} -> {after:,.0f} bytes per image "
-    f"({1 - after / before:.0%} saved), PSNR {psnr:.1f} dB."
-)
-print(
+    f"({1 - after / before:.0%} saved), PSNR {psnr:.1f} dB.\n"
     f"Recompressed at the original size, without resizing: {same_size:,.0f} bytes per image "
     f"({1 - same_size / before:.0%} saved)."
 )
@@ -475,9 +434,7 @@ print(
 print(comparison.describe_difference(quality_rates, name="Decode speed across qualities"))
 print(
     f"Conversion: {report.num_written} images in {report.seconds:.1f} s "
-    f"({report.records_per_second:.0f} images/s) into {len(report.shards)} shards."
-)
-print(
+    f"({report.records_per_second:.0f} images/s) into {len(report.shards)} shards.\n"
     f"Validation: {'valid' if validation_report.ok else 'INVALID'}; "
     f"{validation_report.num_input_images} input images = {validation_report.num_records} "
     f"written + {len(validation_report.skipped)} skipped."
