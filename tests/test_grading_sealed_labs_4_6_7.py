@@ -9,6 +9,7 @@ solution and of a blank lab that rewrites its kernel's replies and fakes `utils.
 
 import copy
 import csv
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -40,8 +41,7 @@ def _variants(lesson):
 def kernel():
     """A kernel's namespace with the grader's start cell run; `keep(todo, name, value)`, and a
     judge's client on its socket."""
-    folder = Path(tempfile.mkdtemp(prefix="k", dir="/tmp" if len(tempfile.gettempdir()) > 60
-                                   else None))  # fmt: skip
+    folder = Path(tempfile.mkdtemp(prefix="k"))  # A socket's path is short: not tmp_path.
     namespace = {}
     exec(sealed.start_code(folder / sealed.SOCKET_NAME, 60.0), namespace)
     client = remote.Client(str(folder / sealed.SOCKET_NAME), 60.0)
@@ -52,6 +52,7 @@ def kernel():
 
     yield namespace, keep
     client.done()
+    shutil.rmtree(folder)
 
 
 def test_a_function_of_the_checks_dataset_runs_in_the_judge_on_its_own_dataset(kernel):

@@ -22,9 +22,10 @@ def _grader_write_files(files):
     """Writes the judge's files at the judge's own paths, in this sandbox's private /tmp."""
     import base64
     import os
+    import tempfile
 
     for path, content in files.items():
-        if not os.path.realpath(path).startswith("/tmp/"):
+        if not os.path.abspath(path).startswith(("/tmp/", tempfile.gettempdir() + os.sep)):
             raise ValueError(f"the judge's file is not a temporary one: {path}")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as file:
