@@ -127,6 +127,17 @@ def test_the_judge_copies_names_of_links_never_what_they_point_to(tmp_path):
     assert found == {"link": b"", "shard": b"records"}
 
 
+def test_a_kernel_that_asks_on_after_the_last_record_is_refused(tmp_path):
+    class Greedy:  # A forged kernel: it wants records for ever.
+        address, seconds = str(tmp_path / "j.sock"), 1
+
+        def ask(self, **request):
+            return {"state": "wants"}
+
+    with pytest.raises(graphs.NotSealable, match="asked for records after the last one"):
+        remote_calls.call_fed(Greedy(), 4, "write_shard", (iter([b"a", b"b"]),), {})
+
+
 def test_only_built_in_errors_are_raised_in_the_judge():
     assert type(remote_calls.error_of("TypeError", "bad")) is TypeError
     for name in ("KeyboardInterrupt", "SystemExit", "CheckFailed", "__import__"):

@@ -72,9 +72,11 @@ def call_fed(client, todo: int, name: str, args: tuple, folders: dict):
         else:
             encoded.append(wire.encode(arg))
     ask = lambda **request: client.ask(todo=todo, name=name, seconds=client.seconds, **request)  # noqa: E731
-    reply, raised = ask(op="start", args=encoded), None
+    reply, raised, feed = ask(op="start", args=encoded), None, {"item": None}
     while reply["state"] == "wants":
         _mirror(folders, work)
+        if "item" not in feed:  # The check's iterator had ended: a kernel asking on is not.
+            raise NotSealable("it asked for records after the last one")
         try:
             feed = {"item": wire.encode(next(items))}
         except StopIteration:

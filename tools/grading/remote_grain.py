@@ -45,6 +45,7 @@ class _Items:
 
 
 _MAX_ELEMENTS = 100_000  # Elements of a MapDataset the judge's workers are given.
+_MAX_WORKERS, _MAX_THREADS = 64, 256  # Processes and threads the judge starts for a pipeline.
 
 
 def _root(step: list, namespace: dict):
@@ -85,11 +86,12 @@ def rebuild(steps: list, namespace: dict):
         elif kind == "map":
             dataset = dataset.map(_function(settings[0], namespace))
         elif kind == "to_iter_dataset":
-            dataset = dataset.to_iter_dataset(grain.ReadOptions(*(int(n) for n in settings)))
+            threads, buffer = (min(int(n), _MAX_THREADS) for n in settings)
+            dataset = dataset.to_iter_dataset(grain.ReadOptions(threads, buffer))
         elif kind == "batch":
             dataset = dataset.batch(int(settings[0]), drop_remainder=bool(settings[1]))
         elif kind == "mp_prefetch":
-            options = grain.MultiprocessingOptions(num_workers=int(settings[0]))
+            options = grain.MultiprocessingOptions(num_workers=min(int(settings[0]), _MAX_WORKERS))
             dataset = dataset.mp_prefetch(options)
         else:
             raise NotSealable(f"it uses a Grain step the grader cannot rebuild: {settings[:1]}")
