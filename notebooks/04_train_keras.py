@@ -16,14 +16,12 @@
 # 3. Build the training pipeline: cache, shuffle, repeat, batch, prefetch (TODO 3).
 # 4. Compile the model under the strategy, with a learning-rate schedule (TODO 4).
 #
-# Then you train for a set number of images (of steps, for a large batch) on any number of
-# devices, look at the predictions, and save and reload the model. Whether the training
-# waits for its input is lesson 5's question (`05_accelerator_waiting`).
+# Then you train for a set number of images on any number of devices, look at the
+# predictions, and save and reload the model. Input waits: lesson 5 (`05_accelerator_waiting`).
 
 # %% tags=["parameters"]
-# The set-up reads BACKEND, so the parameters come first. "auto": JAX on Colab's TPU
-# runtime (Colab ships JAX there, without TensorFlow), TensorFlow elsewhere.
-BACKEND = "auto"  # Keras's backend: "auto", "tensorflow" or "jax".
+# The set-up reads BACKEND ("auto", "tensorflow" or "jax"), so the parameters come first.
+BACKEND = "auto"  # "auto": JAX on Colab's TPU runtime (it has no TensorFlow), else TensorFlow.
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
 NUM_IMAGES = 3670  # Size of the embedded dataset (ignored for other sources).
 TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
@@ -78,7 +76,7 @@ from utils import (
 )
 
 # %% [markdown]
-# ## The device
+# ## The device and the shards
 #
 # `strategy.find_strategy()` follows the set-up's backend. On TensorFlow it tries a TPU
 # VM's TPU (`TPUClusterResolver(tpu="local")`), a TPU by name, all GPUs
@@ -86,24 +84,18 @@ from utils import (
 # `jax.devices()`. A model built under `choice.scope()` runs one copy (replica) per device,
 # each on a share of every batch (on JAX the scope does nothing). Colab's TPU is a v5e-1
 # (one replica), Kaggle's a v5e-8 (eight): the same defaults must train well on both.
+#
+# Shards split by file keep validation images out of training: the last `VALIDATION_SHARDS`
+# are for validation (lab 2 shuffled the images: every shard mixes classes).
 
 # %%
 keras.utils.set_random_seed(SEED)
 choice = strategy.find_strategy(DEVICE)
-
-# %% [markdown]
-# ## The shards, split by file
-#
-# Validation images must never be seen in training: the last `VALIDATION_SHARDS` shards
-# are for validation (lab 2 shuffled the images before sharding: every shard mixes classes).
-
-# %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
-class_names = shard_set.class_names
-shard_paths = shard_set.paths
+class_names, shard_paths = shard_set.class_names, shard_set.paths
 train_paths, validation_paths = shard_paths[:-VALIDATION_SHARDS], shard_paths[-VALIDATION_SHARDS:]
 num_train = sum(shard_set.record_counts[path] for path in train_paths)
 num_validation = sum(shard_set.record_counts[path] for path in validation_paths)
@@ -116,16 +108,15 @@ print(
 # %% [markdown]
 # ## 1. Batch size and learning rate (TODO 1)
 #
-# On a TPU the batch per core should be a multiple of 8 (arrays are laid out in tiles of
-# 8 x 128; lesson 5 says what fills the matrix unit). This dataset is small: a large batch
-# per replica would leave 8 devices few steps to learn in, hence `BATCH_PER_REPLICA`. With
-# more replicas the global batch grows, and the learning rate with it (the "linear scaling
-# rule"), capped at `MAX_LEARNING_RATE`: a much larger rate can make training diverge.
+# On a TPU the batch per core should be a multiple of 8 (arrays are laid out in tiles of 8 x
+# 128; lesson 5 says what fills the matrix unit). A large batch per replica would leave 8
+# devices few steps on this small dataset, hence `BATCH_PER_REPLICA`. With more replicas the
+# global batch grows, and the learning rate with it (the "linear scaling rule"), capped at
+# `MAX_LEARNING_RATE`: a much larger rate can make training diverge.
 #
 # **TODO 1.** Complete `scale_for_replicas(num_replicas)`: `global_batch_size` is
-# `batch_per_replica` times `num_replicas`, and `learning_rate` is `BASE_LEARNING_RATE`
-# times `num_replicas`, but never more than `MAX_LEARNING_RATE`. The check tries it with
-# 1, 2 and 8 replicas, whatever the device here.
+# `batch_per_replica` times `num_replicas`, `learning_rate` is `BASE_LEARNING_RATE` times
+# `num_replicas` but never more than `MAX_LEARNING_RATE`. The check tries 1, 2 and 8 replicas.
 
 # %%
 batch_per_replica = BATCH_PER_REPLICA
@@ -153,14 +144,16 @@ checks.check_scaling(
 global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
 
 # %% [markdown]
-# How long to train? In passes over the data (epochs), 8 replicas would make 8 times fewer
-# optimizer steps than one: too few. So the length is `TRAINING_IMAGES`, images seen;
-# `training.plan_training()` turns it into steps of the global batch (capped to the
-# training set by `batch_sizes.cap_batch_size()`, which says so). A batch larger than the
-# "critical batch size" no longer cuts the steps a model needs (its gradient is barely
-# better), so the steps are `TRAINING_IMAGES / min(global batch, CRITICAL_BATCH_SIZE)`: 8
-# replicas see more images than one. An epoch of `fit()` is one of `EPOCHS` shares of the
-# steps, each followed by validation.
+# How long to train? In epochs, 8 replicas would make 8 times fewer optimizer steps than
+# one: too few. So the length is `TRAINING_IMAGES`, images seen; `training.plan_training()`
+# turns it into steps of the global batch (capped to the training set by
+# `batch_sizes.cap_batch_size()`, which says so). A batch larger than the "critical batch
+# size" no longer cuts the steps a model needs (its gradient is barely better): the steps
+# are `TRAINING_IMAGES / min(global batch, CRITICAL_BATCH_SIZE)`, and 8 replicas see more
+# images than one. An epoch of `fit()` is one of `EPOCHS` shares of the steps, then
+# validation. The learning rate rises from 0 to its peak over the first steps (a new model's
+# first gradients are large and unreliable), then falls along half a cosine to 0, so that
+# the final model is close to the best (Keras's `CosineDecay` with a warm-up).
 
 # %%
 global_batch_size = batch_sizes.cap_batch_size(
@@ -177,13 +170,6 @@ plan = training.plan_training(
 steps_per_epoch, steps_per_execution = plan.steps_per_epoch, plan.steps_per_execution
 print(plan.describe())
 print(f"That is {plan.images_seen / num_train:.1f} passes over the {num_train} training images.")
-
-# %% [markdown]
-# The learning rate rises from 0 to its peak over the first steps (a new model's first
-# gradients are large and unreliable), then falls along half a cosine to 0, so that the
-# final model is close to the best: Keras's `CosineDecay` with a warm-up, saved with it.
-
-# %%
 learning_rate_schedule = training.warmup_cosine(learning_rate, plan)
 for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_steps - 1}):
     print(f"Step {step}: learning rate {float(learning_rate_schedule(step)):.2e}")
@@ -191,31 +177,29 @@ for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_ste
 # %% [markdown]
 # Mixed precision: TPUs compute fast in bfloat16, GPUs in float16, the weights in float32.
 # float16 keeps more digits but a narrow range; bfloat16 float32's range with fewer digits.
-# Below: each one's extremes, and what becomes of a gradient of 1e-8.
+# Below: each one's extremes, what becomes of a gradient of 1e-8, and the policy taken here.
 
 # %%
 print("\n".join(accelerator_wait.describe_float_formats()))
+policy = strategy.PRECISION_POLICY[choice.kind]
+keras.mixed_precision.set_global_policy(policy)
+print(f"Precision policy: {policy}")
 
 # %% [markdown]
 # A float16 gradient that becomes 0 stops learning, so float16 needs *loss scaling*
 # (Keras's `LossScaleOptimizer` does it for `mixed_float16`). bfloat16 keeps
 # such a gradient (the end of each line above): TPUs train in it with no loss scaling.
 # On the CPU mixed precision brings nothing: float32.
-
-# %%
-policy = strategy.PRECISION_POLICY[choice.kind]
-keras.mixed_precision.set_global_policy(policy)
-print(f"Precision policy: {policy}")
-
-
-# %% [markdown]
+#
 # ## Reading the shards: lab 3's pipeline
 #
-# The model reads what lab 3 built (`pipeline.tfrecord_images`): many shards at once, in
-# any order, records parsed and decoded a batch at a time. One thing more: the shards hold
-# `TARGET_SIZE` pixels and the model wants `IMAGE_SIZE`. Rather than decode every pixel,
-# then resize, `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and height
-# directly (`pipeline.decode_ratio()` picks the ratio; a larger result is resized).
+# The model reads what lab 3 built (`pipeline.tfrecord_images`): many shards at once, in any
+# order, records parsed and decoded a batch at a time. But the shards hold `TARGET_SIZE`
+# pixels and the model wants `IMAGE_SIZE`: `tf.io.decode_jpeg(..., ratio=2)` decodes at half
+# the width and height directly, not every pixel then a resize (`pipeline.decode_ratio()`
+# picks the ratio; a larger result is resized). How fast is that, beside lab 3's pipeline on
+# the same shards (at full size)? Timed in turns, five rounds; the ratio is taken within each
+# round, with its range.
 
 
 # %%
@@ -235,12 +219,6 @@ def read_images(paths, deterministic=False):
 
 
 print(f"Decoding with ratio={pipeline.decode_ratio(TARGET_SIZE, IMAGE_SIZE)} for {IMAGE_SIZE} px")
-
-# %% [markdown]
-# How fast is that, beside lab 3's pipeline on the same shards (decoding at full size)?
-# Timed in turns, five rounds; the ratio is taken within each round, with its range.
-
-# %%
 lab3_reading = pipeline.tfrecord_images(
     train_paths, target_size=TARGET_SIZE, num_classes=len(class_names), batch_size=64
 )
@@ -284,11 +262,10 @@ checks.check_augment(augment, todo=2, image_size=IMAGE_SIZE)
 # ## 3. The training pipeline (TODO 3)
 #
 # `cache()` keeps the decoded images in memory, *before* the shuffle (or every epoch would
-# replay the first epoch's order); `shuffle(buffer)` draws each image from the next
-# `buffer`, *before* the batch (or the same images would be batched together every epoch);
-# `repeat()` makes it endless; `batch(..., drop_remainder=True)` gives every batch the
-# static size TPUs need; `map(augment)` flips (TODO 2); `prefetch` prepares the next
-# batches while the accelerator computes.
+# replay the first one's order); `shuffle(buffer)` draws each image from the next `buffer`,
+# *before* the batch (or the same images would be batched together every epoch); `repeat()`
+# makes it endless; `batch(..., drop_remainder=True)` gives the static size TPUs need;
+# `map(augment)` flips (TODO 2); `prefetch` prepares the next batches meanwhile.
 #
 # **TODO 3.** Complete `make_training_dataset(paths)`: start from `read_images(paths)`,
 # then `cache()`, `shuffle(2048, seed=SEED)`, `repeat()`, `batch(global_batch_size,
@@ -326,21 +303,18 @@ checks.check_training_dataset(
 train_dataset = make_training_dataset(train_paths)
 
 # %% [markdown]
-# Validation reads the held-out shards in a fixed order (`deterministic=True`), unshuffled
-# and unaugmented: every evaluation sees the same batches, of one static size split evenly
-# over the replicas (`batch_sizes.even_batch_size()`: at most the global batch, the fewest
-# images left out).
+# Validation reads the held-out shards in a fixed order (`deterministic=True`), unshuffled and
+# unaugmented: every evaluation sees the same batches, of one static size split evenly over the
+# replicas (`batch_sizes.even_batch_size()`: at most the global batch, fewest images left out).
 
 # %%
 validation_batch_size = batch_sizes.even_batch_size(
     num_validation, max_batch_size=global_batch_size, num_replicas=choice.num_replicas
 )
 validation_batches = num_validation // validation_batch_size
-validation_dataset = (
-    read_images(validation_paths, deterministic=True)
-    .batch(validation_batch_size, drop_remainder=True)
-    .prefetch(tf.data.AUTOTUNE)
-)
+validation_dataset = read_images(validation_paths, deterministic=True)
+validation_dataset = validation_dataset.batch(validation_batch_size, drop_remainder=True)
+validation_dataset = validation_dataset.prefetch(tf.data.AUTOTUNE)
 left_out = num_validation - validation_batches * validation_batch_size
 batches = f"{validation_batches} batch(es) of {validation_batch_size} images"
 print(f"Validation: {batches} ({left_out} left out)")
@@ -348,17 +322,16 @@ print(f"Validation: {batches} ({left_out} left out)")
 # %% [markdown]
 # ## 4. The model, under the strategy (TODO 4)
 #
-# On TensorFlow the variables must be made under `choice.scope()`, so that each replica
-# gets its copy. `models.small_convnet()` ends in a float32 softmax (the loss wants 32
-# bits). `steps_per_execution=N` runs N steps per call into the compiled step (on JAX,
-# Keras 3.15 still calls one at a time); the plan set it.
+# On TensorFlow the variables must be made under `choice.scope()`: one copy per replica.
+# `models.small_convnet()` ends in a float32 softmax (the loss wants 32 bits). The plan's
+# `steps_per_execution=N` runs N steps per call (Keras 3.15 on JAX: still one at a time).
 #
 # **TODO 4.** Complete `build_model(choice)`: under `choice.scope()`, make `model` with
 # `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
 # `optimizer=keras.optimizers.Adam(learning_rate_schedule)` (the schedule, not the peak
 # rate), `loss="categorical_crossentropy"`, `metrics=["accuracy"]` and
-# `steps_per_execution=steps_per_execution`. The check also calls it with another
-# strategy, to see the variables land in that strategy's scope.
+# `steps_per_execution=steps_per_execution`. The check also calls it with another strategy,
+# to see the variables land in that strategy's scope.
 
 
 # %%
@@ -393,6 +366,13 @@ model = build_model(choice)
 
 # %% [markdown]
 # ## Train
+#
+# How good is the result? Chance level is what always answering the most common class
+# scores; the final model (saved below) is printed beside the best epoch. On the embedded
+# images (the default) each class is one generated flower shape, which a small convnet
+# learns: a high score says that the pipeline and the training loop work end to end, labels
+# and all. It says nothing about real flowers: set `DATA_SOURCE = "flower_photos"` (online
+# once; the course was built offline).
 
 # %%
 # On JAX, Keras warns "Your input ran out of data" when the finite validation set ends
@@ -410,14 +390,6 @@ history = model.fit(
 )
 figure = charts.plot_history(history, title=f"Training on {choice.kind}")
 
-# %% [markdown]
-# How good is that? Chance level is what always answering the most common class scores;
-# the final model (saved below) is printed beside the best epoch. On the embedded images
-# (the default) each class is one generated flower shape, which a small convnet learns: a
-# high score says that the pipeline and the training loop work end to end, labels and all.
-# It says nothing about real flowers: for that, set `DATA_SOURCE = "flower_photos"` (online
-# once); the course was built offline, without.
-
 # %%
 # Counted from the model's own answers, image by image (`training.ValidationAnswers`): on
 # 8 TensorFlow replicas, Keras's accuracy metric disagreed with the answers and the loss.
@@ -431,8 +403,6 @@ print(
 )
 rates = ", ".join(f"{rate:.1e}" for rate in history.history["learning_rate"])
 print(f"Learning rate at each epoch's end: {rates}")
-
-# %%
 # Sixteen validation images, titled with the model's answer; wrong answers in red.
 images, labels = next(validation_dataset.unbatch().batch(16).as_numpy_iterator())
 figure = display.show_predictions(
@@ -442,11 +412,10 @@ figure = display.show_predictions(
 # %% [markdown]
 # ## Save and reload
 #
-# `model.save()` writes a `.keras` zip: architecture, weights and optimizer state (the
-# schedule too). Reloaded, it predicts the same: on several TensorFlow replicas only because
-# `models.small_convnet` synchronizes its batch normalization (JAX's sharded batch does so
-# already). On today's TPU VMs it writes to the notebook's own disk, as on a CPU (the old
-# TPU Node could not: see the course's docs/lessons.md).
+# `model.save()` writes a `.keras` zip: architecture, weights, optimizer state and schedule.
+# Reloaded, it predicts the same (on several TensorFlow replicas only because
+# `models.small_convnet` synchronizes its batch normalization). On today's TPU VMs it writes
+# to the notebook's own disk, as on a CPU (the old TPU Node could not: docs/lessons.md).
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.
@@ -456,11 +425,9 @@ with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the bloc
     reloaded = keras.models.load_model(saved_path)
 before = model.predict(images, verbose=0)
 after = reloaded.predict(images, verbose=0)
+match = np.allclose(before, after, atol=1e-5)
 print(f"Saved {saved_path.name}: {saved_megabytes:.1f} MB")
-print(
-    f"Reloaded predictions match: {np.allclose(before, after, atol=1e-5)} "
-    f"(largest difference {np.abs(before - after).max():.1e})"
-)
+print(f"Reloaded predictions match: {match} (largest difference {abs(before - after).max():.1e})")
 
 # %% [markdown]
 # ## What you measured
