@@ -67,7 +67,11 @@ def describe_cpu() -> str:
 
 
 def usable_cores() -> int:
-    """Returns the number of cores this process may use (its affinity, where the OS has one)."""
+    """Counts the cores this process may use.
+
+    Returns:
+        Its CPU affinity's size where the OS has one (Linux), else `os.cpu_count()`.
+    """
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 

@@ -28,7 +28,7 @@ import site
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 BACKENDS = ("auto", "tensorflow", "jax")
@@ -132,8 +132,12 @@ def choose_backend(backend: str = "auto") -> Runtime:
 
 
 @contextlib.contextmanager
-def stderr_dropped():
-    """Drops what is written to the process's stderr (file descriptor 2) meanwhile."""
+def stderr_dropped() -> Iterator[None]:
+    """Drops what is written to the process's stderr (file descriptor 2) meanwhile.
+
+    Yields:
+        Nothing: the `with` block runs with file descriptor 2 on /dev/null.
+    """
     sys.stderr.flush()
     saved = os.dup(2)
     try:
