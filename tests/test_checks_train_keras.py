@@ -100,6 +100,7 @@ def _make_training_dataset(
     buffer=100,
     shuffle_after_batch=False,
     prefetch_before_augment=False,
+    batch=16,
 ):
     """A learner's `make_training_dataset`, right by default, with one mistake on request."""
 
@@ -117,14 +118,14 @@ def _make_training_dataset(
         if cache and cache_first:
             dataset = dataset.cache()
         if shuffle_after_batch:  # Whole batches shuffled: the same batches every epoch.
-            dataset = dataset.batch(16, drop_remainder=True).shuffle(buffer, seed=1).repeat()
+            dataset = dataset.batch(batch, drop_remainder=True).shuffle(buffer, seed=1).repeat()
         else:
             dataset = dataset.shuffle(buffer, seed=1)
             if cache and not cache_first:
                 dataset = dataset.cache()
             if not repeat_first:
                 dataset = dataset.repeat()
-            dataset = dataset.batch(16, drop_remainder=drop_remainder)
+            dataset = dataset.batch(batch, drop_remainder=drop_remainder)
         if prefetch_before_augment:
             dataset = dataset.prefetch(tf.data.AUTOTUNE)
         if augment:
@@ -150,6 +151,23 @@ def test_check_training_dataset_passes(flowers_400, capsys, options):
     assert capsys.readouterr().out == (
         "TODO 3 passed: endless batches of 16 images of (48, 48, 3); later epochs from the "
         "cache, each in a new order, flipped anew.\n"
+    )
+
+
+@pytest.mark.parametrize("mistake", [False, True], ids=["right", "shuffle after batch"])
+def test_check_training_dataset_says_when_an_epoch_has_too_few_batches_to_tell(
+    flowers_400, capsys, mistake
+):
+    """A small dataset on 8 devices: the batch capped to the data, 1-3 batches an epoch. With
+    so few, a right shuffle repeats most pairs too: the check says it did not judge them."""
+    make = _make_training_dataset(batch=128, shuffle_after_batch=mistake)
+    checks.check_training_dataset(
+        make, flowers_400, todo=3, batch_size=128, image_size=48, num_classes=5, num_images=400
+    )
+    assert capsys.readouterr().out == (
+        "TODO 3 passed: endless batches of 128 images of (48, 48, 3); later epochs from the "
+        "cache, each in a new order, flipped anew (new batches in each epoch not checked: an "
+        "epoch of 400 images holds 3 batches of 128, and it takes 4 to tell).\n"
     )
 
 
