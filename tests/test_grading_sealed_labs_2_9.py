@@ -7,6 +7,7 @@ submissions of both labs end to end (lab 2's solution scores 4/4 in tests/test_g
 """
 
 import csv
+import inspect
 import json
 import types
 
@@ -15,24 +16,19 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
+from tests.test_checks_write_tfrecords import _write_to_final_name
 from tests.test_grade import KERNEL_FORGER, _cell_index, _notebook, _set_todo
 from tools import grade
 from tools.grading import graphs, remote, remote_calls, wire
 from tools.lesson_parameters import missing_modules
-from utils import checks, shard_files
+from utils import checks
 
 GRADING = REPO_ROOT / "tools" / "grading"
 LAB2, LAB5, LAB9 = "02_write_tfrecords", "05_accelerator_waiting", "09_grain_arrayrecord"
 needs_grain = pytest.mark.skipif(bool(missing_modules(LAB9)), reason="Grain is not installed")
 # Reads every record before it writes: no file exists while the records come.
-UNSAFE = """def write_shard(serialized_examples, output_dir, index):
-    records = list(serialized_examples)
-    path = f"{output_dir}/{shard_files.shard_name(index, len(records))}"
-    with tf.io.TFRecordWriter(path) as writer:
-        for record in records:
-            writer.write(record)
-    return path
-"""
+_unsafe = _write_to_final_name
+UNSAFE = inspect.getsource(_unsafe).replace(_unsafe.__name__, "write_shard")
 # Lab 5, TODO 2 on the medians alone: a slower candidate is never "slower".
 MEDIANS_ONLY = """def verdict(candidate, baseline, *, min_effect=0.1, faster="faster",
             slower="slower"):
@@ -57,7 +53,7 @@ class _Kernel:
         self.namespace: dict = {}
         self.wire = types.ModuleType("grader_wire")
         exec((GRADING / "wire.py").read_text(), self.wire.__dict__)
-        for name in ("export_values.py", "export_calls.py", "export_grain.py"):
+        for name in ("export_values.py", "export_calls.py", "export_grain.py", "export_objects.py"):
             exec((GRADING / name).read_text(), self.namespace)
         self.address, self.seconds = str(work / "j.sock"), 30
 
@@ -85,15 +81,6 @@ def test_a_call_with_keywords_fails_verdict_as_the_lab_does(tmp_path):
         checks.check_verdict(namespace["verdict"], todo=2)
     assert str(in_the_judge.value) == str(in_the_lab.value)
     assert "expected 'slower'; found 'within the noise'" in str(in_the_judge.value)
-
-
-def _unsafe(serialized_examples, output_dir, index):
-    records = list(serialized_examples)
-    path = f"{output_dir}/{shard_files.shard_name(index, len(records))}"
-    with tf.io.TFRecordWriter(path) as writer:
-        for record in records:
-            writer.write(record)
-    return path
 
 
 def _failure(check, function):

@@ -99,6 +99,7 @@ def test_a_replica_that_cannot_be_built_says_so_naming_the_package(tmp_path, mon
     )
     monkeypatch.setenv("UV_NO_INDEX", "1")
     monkeypatch.setenv("UV_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))  # Never the caller's.
     (replica,) = environments.replicas(lists)
     with pytest.raises(environments.ReplicaUnbuildable) as failure:
         environments.build(replica, tmp_path / "cache", python=sys.executable)

@@ -39,20 +39,13 @@ def _grader_trace_datasets(wire, request, function):
     concrete = tf.function(traced).get_concrete_function(*specs)
     if returned:
         return {"value": wire.encode(returned[0])}
-    captures = []
-    for placeholder, value in zip(
-        concrete.inputs[len(specs) :], concrete.captured_inputs, strict=True
-    ):
-        if value.dtype in (tf.resource, tf.variant):
-            raise TypeError("the function uses a variable, a table or a dataset made outside it")
-        captures.append([placeholder.name, wire.encode(value)])
     graph_def = concrete.graph.as_graph_def()
     return {
         "graph": base64.b64encode(graph_def.SerializeToString()).decode(),
         "inputs": [tensor.name for tensor in concrete.inputs[: len(specs)]],
         "output": concrete.outputs[0].name,
         "spec": wire.encode(concrete.structured_outputs.element_spec),
-        "captures": captures,
+        "captures": _grader_captures(wire, concrete, len(specs)),
         "roles": _grader_roles(graph_def, {}),  # noqa: F821 (export_values.py)
     }
 
@@ -96,3 +89,16 @@ def _grader_call_model(wire, request, function):
 
 _grader_more_ops["trace_datasets"] = _grader_trace_datasets  # noqa: F821 (export_calls.py)
 _grader_more_ops["call_model"] = _grader_call_model  # noqa: F821
+
+
+def _grader_captures(wire, concrete, count):
+    """What a function traced for `count` arguments captured, as [placeholder, data]: never
+    a variable, a table or a dataset (state of the kernel's that data cannot carry)."""
+    import tensorflow as tf
+
+    captures = []
+    for placeholder, value in zip(concrete.inputs[count:], concrete.captured_inputs, strict=True):
+        if value.dtype in (tf.resource, tf.variant):
+            raise TypeError("the function uses a variable, a table or a dataset made outside it")
+        captures.append([placeholder.name, wire.encode(value)])
+    return captures

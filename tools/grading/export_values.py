@@ -108,18 +108,11 @@ def _grader_trace(wire, function, specs, namespace):
         concrete.structured_outputs,
         [Ellipsis if stub else leaf for leaf, stub in zip(leaves, stubs, strict=True)],
     )
-    captures = []
-    for placeholder, value in zip(
-        concrete.inputs[len(specs) :], concrete.captured_inputs, strict=True
-    ):
-        if value.dtype in (tf.resource, tf.variant):
-            raise TypeError("the function uses a variable, a table or a dataset made outside it")
-        captures.append([placeholder.name, wire.encode(value)])
     graph_def = concrete.graph.as_graph_def()
     return {
         "graph": base64.b64encode(graph_def.SerializeToString()).decode(),
         "inputs": [tensor.name for tensor in concrete.inputs[: len(specs)]],
-        "captures": captures,
+        "captures": _grader_captures(wire, concrete, len(specs)),  # noqa: F821 (export_objects.py)
         "structure": _grader_structure(wire, outputs),
         "roles": _grader_roles(graph_def, namespace),
     }
