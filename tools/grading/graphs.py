@@ -70,10 +70,16 @@ def bind_callbacks(graph_def, roles: dict, namespace: dict) -> None:
         node.attr["token"].s = tokens[token].encode()
 
 
-def rebuild_dataset(answer: dict, namespace: dict) -> tf.data.Dataset:
-    """The learner's dataset, from its graph, reading through the judge's storage."""
+def learner_graph(answer: dict, namespace: dict) -> tf.compat.v1.GraphDef:
+    """The graph of a kernel's answer, each of its Python callbacks bound to the judge's."""
     graph_def = tf.compat.v1.GraphDef.FromString(base64.b64decode(answer["graph"]))
     bind_callbacks(graph_def, answer["roles"], namespace)
+    return graph_def
+
+
+def rebuild_dataset(answer: dict, namespace: dict) -> tf.data.Dataset:
+    """The learner's dataset, from its graph, reading through the judge's storage."""
+    graph_def = learner_graph(answer, namespace)
     variant = tf.raw_ops.DatasetFromGraph(graph_def=graph_def.SerializeToString())
     return tf.data.experimental.from_variant(variant, structure=wire.decode(answer["spec"]))
 

@@ -10,7 +10,6 @@ learner's runs here, only TensorFlow's operations.
 
 from __future__ import annotations
 
-import base64
 import socket
 import struct
 import time
@@ -19,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from tools.grading import remote_beam, remote_calls, remote_datasets, remote_objects, wire
-from tools.grading.graphs import NotSealable, bind_callbacks, names_of, outputs_of, rebuild_dataset
+from tools.grading.graphs import NotSealable, learner_graph, names_of, outputs_of, rebuild_dataset
 
 
 class Client:
@@ -100,8 +99,7 @@ class RemoteFunction:
     def _import(self, specs):
         answer = self.client.ask(op="trace", todo=self.todo, name=self.name,
                                  specs=[wire.encode(spec) for spec in specs])  # fmt: skip
-        graph_def = tf.compat.v1.GraphDef.FromString(base64.b64decode(answer["graph"]))
-        bind_callbacks(graph_def, answer["roles"], self.namespace)
+        graph_def = learner_graph(answer, self.namespace)
         structure, names = answer["structure"], names_of(answer["structure"])
         captured = {name: wire.decode(value) for name, value in answer["captures"]}
 

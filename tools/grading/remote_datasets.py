@@ -9,13 +9,11 @@ cross as data; a `ShardingPolicy` by its name. Python callbacks are bound as for
 
 from __future__ import annotations
 
-import base64
-
 import tensorflow as tf
 from tensorflow.python.eager import context
 
 from tools.grading import wire
-from tools.grading.graphs import NotSealable, bind_callbacks
+from tools.grading.graphs import NotSealable, learner_graph
 
 
 def _argument(arg) -> dict:
@@ -36,8 +34,7 @@ def call(function, args: tuple):
                                  args=[_argument(arg) for arg in args])  # fmt: skip
     if "value" in answer:  # Not a dataset: `...`, None or other data.
         return wire.decode(answer["value"])
-    graph_def = tf.compat.v1.GraphDef.FromString(base64.b64decode(answer["graph"]))
-    bind_callbacks(graph_def, answer["roles"], function.namespace)
+    graph_def = learner_graph(answer, function.namespace)
     for definition in graph_def.library.function:  # The result's own functions, run eagerly.
         context.context().add_function_def(definition)
     captured = {name: wire.decode(value) for name, value in answer["captures"]}
