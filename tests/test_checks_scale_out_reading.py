@@ -117,3 +117,45 @@ def test_check_dataset_fn_split_by_floor_division_fails_on_hosts_that_leave_a_re
         "TODO 2 passed: 1 host reads all 40 records; 2 hosts read disjoint halves, together "
         "every record once, and so do hosts that share the shards unevenly, in batches of 4.\n"
     )
+
+
+def _copies_for_off(dataset, mode, service):
+    """Right counts without the service: each element twice for OFF, once otherwise."""
+    return dataset.repeat(2) if mode == tf.data.experimental.service.ShardingPolicy.OFF else dataset
+
+
+def _service_then_copies(dataset, mode, service):
+    """Through the service, always in "distributed_epoch", then copied for OFF."""
+    distribute = tf.data.experimental.service.distribute("distributed_epoch", service=service)
+    return dataset.repeat(2 if mode != "distributed_epoch" else 1).apply(distribute)
+
+
+@pytest.mark.parametrize(
+    "through_service, found",
+    [
+        (_copies_for_off, "['RangeDataset', 'RepeatDataset']"),
+        (_service_then_copies, "it sent in another processing mode"),
+    ],
+    ids=["repeat(2), no service", "repeat(2), then distributed_epoch"],
+)
+def test_check_through_service_fails_copies_made_outside_the_service(through_service, found):
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_through_service(through_service, todo=3, num_elements=20)
+    assert str(failure.value) == (
+        "TODO 3 (through_service): expected the dataset run by the service in mode OFF, and "
+        "nothing after it (the steps ['DataServiceDatasetV4', 'ParallelMapDatasetV2']); found "
+        f"{found}. Apply tf.data.experimental.service.distribute(processing_mode="
+        "processing_mode, service=service) to the dataset, and return what it gives."
+    )
+
+
+def test_check_through_service_passes_the_dataset_sent_to_the_service(capsys):
+    def through_service(dataset, processing_mode, service):
+        distribute = tf.data.experimental.service.distribute(processing_mode, service=service)
+        return dataset.apply(distribute).with_options(tf.data.Options())
+
+    checks.check_through_service(through_service, todo=3, num_elements=20)
+    assert capsys.readouterr().out == (
+        "TODO 3 passed: with 2 workers, OFF gave each of 20 elements twice, 'distributed_epoch' "
+        "once.\n"
+    )

@@ -7,7 +7,15 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from utils import multi_host
-from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_result
+from utils.checks._base import (
+    CHECK_ERRORS,
+    OPTIONS_ONLY_OPS,
+    dataset_steps,
+    fail,
+    first_line,
+    passed,
+    require_result,
+)
 
 
 def check_host_cores(host_cores_needed: Callable, *, todo: int) -> None:
@@ -184,6 +192,34 @@ def _stub_probe(through_service: Callable) -> object:
         return _Unsent()
 
 
+def _service_steps(dataset) -> list | None:
+    """The steps of `dataset` (options aside), each op with its service's processing mode."""
+    steps = dataset_steps(dataset)
+    if steps is None:
+        return None
+    kept = [step for step in steps if step.op not in OPTIONS_ONLY_OPS]
+    return [(s.op, s.constants[1] if s.op.startswith("DataService") else None) for s in kept]
+
+
+def _require_through_service(result, numbers, mode, address: str, todo: int, label: str) -> None:
+    """Fails unless `result` is `numbers` sent to the service in `mode`, nothing after it.
+
+    The counts alone pass a dataset copied by `repeat(2)` for OFF: the graph tells, with the
+    processing mode the service was given.
+    """
+    __tracebackhide__ = True
+    distribute = tf.data.experimental.service.distribute(processing_mode=mode, service=address)
+    found, wanted = _service_steps(result), _service_steps(numbers.apply(distribute))
+    if found is None or wanted is None or found == wanted:
+        return
+    ops = [op for op, _ in found]
+    what = "it sent in another processing mode" if ops == [op for op, _ in wanted] else ops
+    fail(todo, "through_service", f"expected the dataset run by the service in mode {label}, "
+         f"and nothing after it (the steps {[op for op, _ in wanted]}); found {what}. Apply "
+         "tf.data.experimental.service.distribute(processing_mode=processing_mode, "
+         "service=service) to the dataset, and return what it gives.")  # fmt: skip
+
+
 def check_through_service(through_service: Callable, *, todo: int, num_elements: int = 100) -> None:
     """Runs `through_service(dataset, processing_mode, service)` on 2 local workers.
 
@@ -235,6 +271,7 @@ def check_through_service(through_service: Callable, *, todo: int, num_elements:
                     f"expected each of {num_elements} elements {copies} time(s) in mode "
                     f"{label} with 2 workers; found {len(elements)} elements. {hint}",
                 )
+            _require_through_service(result, numbers, mode, cluster.address, todo, label)
     passed(
         todo,
         f"with 2 workers, OFF gave each of {num_elements} elements twice, 'distributed_epoch' "
