@@ -179,3 +179,35 @@ def test_check_resumed_names_each_mistake(resumed, state, message):
     check = functools.partial(checks.check_resumed, next_batch=_batch(2), first_batch=_batch(0))
     with pytest.raises(checks.CheckFailed, match=message):
         check(resumed, todo=3, state=state)
+
+
+@pytest.mark.parametrize("restored", [True, False], ids=["restored", "next_batch itself"])
+def test_check_resumed_on_a_real_iterator(shuffled, restored, capsys):
+    """The lab's TODO 3 on a loader of 1 worker: `resumed_batch = next_batch` shows nothing
+    restored, though its values are right."""
+    loader = _loader(shuffled)
+    iterator = iter(loader)
+    first_batch, _ = next(iterator), next(iterator)
+    state = iterator.get_state()
+    next_batch = next(iterator)
+    resumed = iter(loader)
+    resumed.set_state(state)
+    resumed_batch = next(resumed) if restored else next_batch
+    check = functools.partial(
+        checks.check_resumed, todo=3, state=state, next_batch=next_batch, first_batch=first_batch
+    )
+    try:
+        if restored:
+            check(resumed_batch)
+            assert capsys.readouterr().out.startswith("TODO 3 passed: the resumed iterator")
+        else:
+            with pytest.raises(checks.CheckFailed) as failure:
+                check(resumed_batch)
+            assert str(failure.value) == (
+                "TODO 3 (resumed_batch): expected the first batch of `resumed`, a fresh "
+                "iterator after resumed.set_state(state); found next_batch itself (the same "
+                "arrays), which shows nothing restored. Take resumed_batch = next(resumed)."
+            )
+    finally:
+        iterator.close()
+        resumed.close()

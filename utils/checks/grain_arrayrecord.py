@@ -219,6 +219,14 @@ def _same(a, b) -> bool:
     )
 
 
+def _shares_arrays(a, b) -> bool:
+    """True when a batch holds an array of the other batch itself (not an equal copy)."""
+    arrays = lambda batch: [x for x in batch if isinstance(x, np.ndarray)]  # noqa: E731
+    if not isinstance(a, tuple | list) or not isinstance(b, tuple | list):
+        return False
+    return any(np.shares_memory(x, y) for x in arrays(a) for y in arrays(b))
+
+
 def check_resumed(
     resumed_batch: object,
     *,
@@ -238,8 +246,8 @@ def check_resumed(
 
     Raises:
         CheckFailed: naming the TODO, when a result is missing, the state is not
-            `get_state()`'s dict, the state was saved but not restored, or the resumed
-            batch is another one.
+            `get_state()`'s dict, the state was saved but not restored, the resumed batch
+            is `next_batch` itself, or another batch.
 
     Example:
         checks.check_resumed(resumed_batch, todo=3, state=state, next_batch=next_batch,
@@ -252,6 +260,10 @@ def check_resumed(
     if not isinstance(state, dict):
         fail(todo, "state", f"expected the dict iterator.get_state() returns; found a "
              f"{type(state).__name__}.")  # fmt: skip
+    if resumed_batch is next_batch or _shares_arrays(resumed_batch, next_batch):
+        fail(todo, name, "expected the first batch of `resumed`, a fresh iterator after "
+             "resumed.set_state(state); found next_batch itself (the same arrays), which "
+             "shows nothing restored. Take resumed_batch = next(resumed).")  # fmt: skip
     if _same(resumed_batch, next_batch):
         passed(todo, "the resumed iterator gave the batch that followed the saved state.")
         return
