@@ -351,3 +351,17 @@ def test_check_compiled_model_catches(cpu, build, settings, message):
         _check_compiled_model(cpu, build, **settings)
     assert str(failure.value).startswith("TODO 4 (build_model): ")
     assert message in str(failure.value)
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cached", "not cached"])
+def test_check_training_dataset_fails_a_function_that_ignores_its_paths(flowers_400, cache):
+    """The lab's `train_paths` read instead of `paths`: the copies' deletion cannot show it
+    (the shards it reads are still there), with or without the cache."""
+    right = _make_training_dataset(cache=cache)
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_training_dataset(flowers_400, lambda paths: right(flowers_400))
+    assert str(failure.value) == (
+        "TODO 3 (make_training_dataset): expected it to read the shards in `paths`, its "
+        "argument; given paths of shards that do not exist, it still gave a batch: it reads "
+        "other files. Start from read_images(paths)."
+    )

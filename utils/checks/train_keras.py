@@ -1,28 +1,25 @@
 """Checks for lab 4: scaling with replicas, augmentation, the training pipeline, the model.
 
-Each check tests a property the lesson teaches, on data or settings that expose the usual
-mistake: scaling probed at 1, 2 and 8 replicas; the model built with a stand-in strategy;
-the training pipeline read for two epochs with its shards taken away after the first.
+Each probes the usual mistake: scaling at 1, 2 and 8 replicas; the pipeline read for two
+epochs with its shards taken away after one. The model's check is in `train_keras_model`.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 import numbers
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from utils.checks._base import (
     CHECK_ERRORS,
+    OPTIONS_ONLY_OPS,
     call_eagerly,
     dataset_ops,
     fail,
@@ -31,23 +28,19 @@ from utils.checks._base import (
     require_dataset,
     require_result,
 )
+from utils.checks.train_keras_model import check_compiled_model
 
-if TYPE_CHECKING:
-    from utils.strategy import StrategyChoice
+__all__ = ["check_augment", "check_compiled_model", "check_scaling", "check_training_dataset"]
 
 # The replica counts TODO 1 is probed with: one (this laptop), two, and a TPU's eight cores.
 PROBED_REPLICAS = (1, 2, 8)
-# Pairs of images that shared a batch in one epoch and share one again in the next: a few
-# in ten at most with a shuffle before the batch (fewer, the larger the buffer); all of
-# them when whole batches are shuffled, and about half or more when an endless stream is
-# batched, then shuffled (each epoch's batches shifted by the epoch's remainder).
+# Pairs of images batched together in epoch 1 and again in epoch 2: a few in ten at most
+# with a shuffle before the batch; all when whole batches are shuffled, and about half or
+# more when an endless stream is batched, then shuffled.
 MAX_REPEATED_PAIRS = 0.4
-# Fewer batches in an epoch cannot tell: with one, every pair shares a batch again however
-# the images were shuffled (a small dataset on 8 devices, its batch capped to the data).
+# Fewer batches in an epoch cannot tell: with one, every pair shares a batch again.
 MIN_BATCHES_TO_TELL = 4
-# Ops that may follow prefetch() and change nothing in what is prefetched.
-_AFTER_PREFETCH = {"OptionsDataset", "ModelDataset", "PrivateThreadPoolDataset",
-                   "MaxIntraOpParallelismDataset"}  # fmt: skip
+_AFTER_PREFETCH = {*OPTIONS_ONLY_OPS, "ModelDataset"}  # Ops that change nothing prefetched.
 
 
 def check_scaling(
@@ -76,38 +69,21 @@ def check_scaling(
                              base_learning_rate=0.002, max_learning_rate=0.008)
     """
     __tracebackhide__ = True
-    name = "scale_for_replicas"
-    expected = "(global_batch_size, learning_rate)"
-    for replicas in PROBED_REPLICAS:
-        found = call_eagerly(
-            scale_for_replicas, (replicas,), todo=todo, name=name, expected=expected
-        )
+    name, expected = "scale_for_replicas", "(global_batch_size, learning_rate)"
+    for n in PROBED_REPLICAS:
+        found = call_eagerly(scale_for_replicas, (n,), todo=todo, name=name, expected=expected)
         if not isinstance(found, tuple) or len(found) != 2:
             fail(todo, name, f"expected it to return {expected}; found {found!r}.")
-        global_batch_size, learning_rate = found
-        if (
-            not isinstance(global_batch_size, numbers.Integral)
-            or global_batch_size != batch_per_replica * replicas
-        ):
-            fail(
-                todo,
-                name,
-                f"at {replicas} replica(s), expected a global batch of {batch_per_replica} per "
-                f"replica x {replicas} = {batch_per_replica * replicas}; found "
-                f"{global_batch_size}.",
-            )
-        rule = f"min({base_learning_rate:g} x {replicas}, {max_learning_rate:g})"
-        expected_rate = min(base_learning_rate * replicas, max_learning_rate)
-        if not isinstance(learning_rate, numbers.Real) or not math.isclose(
-            learning_rate, expected_rate
-        ):
-            fail(
-                todo,
-                name,
-                f"at {replicas} replica(s), expected a learning rate of {rule} = "
-                f"{expected_rate:g}; found {learning_rate!r}. Scale it with the replicas, but "
-                "never above MAX_LEARNING_RATE.",
-            )
+        batch, rate = found
+        if not isinstance(batch, numbers.Integral) or batch != batch_per_replica * n:
+            fail(todo, name, f"at {n} replica(s), expected a global batch of {batch_per_replica} "
+                 f"per replica x {n} = {batch_per_replica * n}; found {batch}.")  # fmt: skip
+        wanted = min(base_learning_rate * n, max_learning_rate)
+        if not isinstance(rate, numbers.Real) or not math.isclose(rate, wanted):
+            fail(todo, name, f"at {n} replica(s), expected a learning rate of min("
+                 f"{base_learning_rate:g} x {n}, {max_learning_rate:g}) = {wanted:g}; found "
+                 f"{rate!r}. Scale it with the replicas, but never above "
+                 "MAX_LEARNING_RATE.")  # fmt: skip
     probed = ", ".join(str(n) for n in PROBED_REPLICAS)
     passed(todo, f"batch size and learning rate scale with {probed} replicas, capped.")
 
@@ -130,30 +106,21 @@ def check_augment(augment: Callable, *, todo: int, image_size: int) -> None:
     __tracebackhide__ = True
     name = "augment"
     expected = "(images, labels) of the same shapes, the images flipped at random"
-    # Images that any flip changes: a bright top-left corner.
     images = np.zeros((8, image_size, image_size, 3), np.uint8)
-    images[:, : image_size // 2, : image_size // 4] = 255
+    images[:, : image_size // 2, : image_size // 4] = 255  # Any flip changes it.
     labels = np.eye(8, 5, dtype=np.float32)
-    batches = tf.data.Dataset.from_tensors((images, labels)).repeat(6)
     try:
         require_result(augment(tf.constant(images), tf.constant(labels)), todo, name, expected)
+        batches = tf.data.Dataset.from_tensors((images, labels)).repeat(6)
         found = list(batches.map(augment).as_numpy_iterator())
     except CHECK_ERRORS as error:
-        fail(
-            todo,
-            name,
-            f"expected {expected}, with TensorFlow ops (it runs inside Dataset.map); found an "
-            f"error: {first_line(error)}",
-        )
+        fail(todo, name, f"expected {expected}, with TensorFlow ops (it runs inside "
+             f"Dataset.map); found an error: {first_line(error)}")  # fmt: skip
     changed = 0
     for new_images, new_labels in found:
         if new_images.shape != images.shape or new_images.dtype != images.dtype:
-            fail(
-                todo,
-                name,
-                f"expected images of shape {images.shape} and dtype uint8; found "
-                f"{new_images.shape}, {new_images.dtype}.",
-            )
+            fail(todo, name, f"expected images of shape {images.shape} and dtype uint8; "
+                 f"found {new_images.shape}, {new_images.dtype}.")  # fmt: skip
         if not np.array_equal(new_labels, labels):
             fail(todo, name, "expected the labels unchanged; they changed.")
         changed += int(np.sum(np.any(new_images != images, axis=(1, 2, 3))))
@@ -161,64 +128,44 @@ def check_augment(augment: Callable, *, todo: int, image_size: int) -> None:
     if changed == 0:
         fail(todo, name, f"expected some images changed at random; all {total} came back as is.")
     if changed == total:
-        fail(
-            todo,
-            name,
-            f"expected a random choice per image; all {total} were changed. Use the random_* "
-            "functions, which flip each image or not, at random.",
-        )
+        fail(todo, name, f"expected a random choice per image; all {total} were changed. Use "
+             "the random_* functions, which flip each image or not, at random.")  # fmt: skip
     passed(todo, "labels kept, images flipped at random (some changed, some not).")
 
 
-def _flip_free_key(image: np.ndarray) -> tuple[int, int]:
-    """The same key for an image and its flips; and the key of this very orientation."""
-    variants = [image, image[:, ::-1], image[::-1], image[::-1, ::-1]]
-    hashes = [hash(np.ascontiguousarray(variant).tobytes()) for variant in variants]
-    return min(hashes), hashes[0]
+def _read(iterator, count: int, keys: list | None = None, batches: list | None = None) -> None:
+    """Reads `count` (image, label) from batches; appends to `keys` each image's (key the
+    same for its flips, key of this orientation), to `batches` each batch's flip-free keys."""
+    while count > 0:
+        images = np.asarray(next(iterator)[0])
+        count -= len(images)
+        if keys is None:
+            continue
+        hashes = [[hash(np.ascontiguousarray(v).tobytes()) for v in
+                   (im, im[:, ::-1], im[::-1], im[::-1, ::-1])] for im in images]  # fmt: skip
+        keys += [(min(h), h[0]) for h in hashes]
+        batches.append([min(h) for h in hashes])
 
 
-def _read_elements(iterator, count: int, keys: list | None, batches: list | None = None) -> None:
-    """Reads `count` elements (image, label) from batches; appends their keys to `keys`.
-
-    `batches`, if given, gets each batch's flip-free keys, one list per batch.
-    """
-    read = 0
-    while read < count:
-        images, _ = next(iterator)
-        if keys is not None:
-            batch_keys = [_flip_free_key(image) for image in np.asarray(images)]
-            keys.extend(batch_keys)
-            if batches is not None:
-                batches.append([key for key, _ in batch_keys])
-        read += len(images)
-
-
-def _repeated_pairs(batches: list, batches_per_epoch: int) -> float:
+def _repeated_pairs(batches: list, per_epoch: int) -> float:
     """The share of pairs of images together in a batch of epoch 2 that were so in epoch 1."""
-    first, second = batches[:batches_per_epoch], batches[batches_per_epoch : 2 * batches_per_epoch]
-    together = {pair for batch in first for pair in itertools.combinations(sorted(batch), 2)}
-    pairs = [pair for batch in second for pair in itertools.combinations(sorted(batch), 2)]
-    return sum(pair in together for pair in pairs) / len(pairs) if pairs else 0.0
+    pairs = [[p for b in epoch for p in itertools.combinations(sorted(b), 2)]
+             for epoch in (batches[:per_epoch], batches[per_epoch : 2 * per_epoch])]  # fmt: skip
+    together = set(pairs[0])
+    return sum(pair in together for pair in pairs[1]) / len(pairs[1]) if pairs[1] else 0.0
 
 
-def _check_prefetch_last(dataset, todo: int, name: str) -> None:
-    """Fails unless the dataset's graph ends with prefetch() (options aside)."""
+def _require_paths_read(make_training_dataset: Callable, missing: list, todo: int) -> None:
+    """Fails when the dataset made on shards that do not exist still gives a batch: it
+    reads other files than its `paths` (the lab's train_paths), which the rest cannot tell."""
     __tracebackhide__ = True
-    ops = dataset_ops(dataset)
-    if ops is None:  # The graph cannot be read with this TensorFlow: nothing to say.
+    try:
+        next(iter(make_training_dataset(missing)))
+    except Exception:  # noqa: BLE001 (any error or none: it did read `paths`)
         return
-    last = next((op for op in reversed(ops) if op not in _AFTER_PREFETCH), None)
-    if last == "PrefetchDataset":
-        return
-    where = "none" if "PrefetchDataset" not in ops else f"one, but {last} comes after it"
-    fail(
-        todo,
-        name,
-        f"expected prefetch(tf.data.AUTOTUNE) at the end; found {where}. Without it, the "
-        "accelerator waits at every step while the CPU batches and augments the next batch: "
-        "on a TPU each step then takes the input's time plus the compute's, instead of the "
-        "longer of the two.",
-    )
+    fail(todo, "make_training_dataset", "expected it to read the shards in `paths`, its "
+         "argument; given paths of shards that do not exist, it still gave a batch: it reads "
+         "other files. Start from read_images(paths).")  # fmt: skip
 
 
 def check_training_dataset(
@@ -233,11 +180,10 @@ def check_training_dataset(
 ) -> None:
     """Checks `make_training_dataset(paths)` by reading two epochs and more from a copy.
 
-    The shards are copied to a scratch folder; the dataset is built on the copies, read
-    for one epoch, and the copies are deleted: the next epochs must come from `cache()`.
-    Then: each epoch in a new order (shuffled after the cache), in new batches (shuffled
-    before the batch), each image flipped anew in each epoch (augmented after the cache),
-    and prefetch() last. The learner's shards are not touched.
+    Built on copies of the shards, read for one epoch, then the copies are deleted: later
+    epochs must come from `cache()`, each in a new order (shuffled after the cache), in new
+    batches (shuffled before the batch), flipped anew, prefetched last. Built on deleted
+    copies, it must give nothing. The learner's shards are not touched.
 
     Args:
         make_training_dataset: the learner's function, called on the copies' paths.
@@ -250,9 +196,9 @@ def check_training_dataset(
 
     Raises:
         CheckFailed: naming the TODO, when the batches are not of static shape, the
-            dataset ends, later epochs read the shards again, repeat the first epoch's
-            order or its batches (shuffle after batch), are not flipped anew, or the
-            pipeline does not end with prefetch (read from its graph).
+            dataset ends, reads other shards than `paths`, later epochs read the shards
+            again, repeat the first one's order or batches, are not flipped anew, or
+            prefetch is not last (read from its graph).
 
     Example:
         checks.check_training_dataset(make_training_dataset, train_paths, todo=3,
@@ -263,254 +209,89 @@ def check_training_dataset(
     name = "make_training_dataset"
     expected = f"a dataset of batches of exactly {batch_size} (image, label), endless"
     scratch = Path(tempfile.mkdtemp(prefix="check_training_dataset_"))
+    keys, batches = [], []  # See _read.
     try:
-        copies = []
-        for index, path in enumerate(paths):
-            copy = str(scratch / f"{index:05d}_{Path(str(path)).name}")
+        copies = [str(scratch / f"{i:05d}_{Path(str(p)).name}") for i, p in enumerate(paths)]
+        for path, copy in zip(paths, copies, strict=True):
             tf.io.gfile.copy(str(path), copy)
-            copies.append(copy)
-        dataset = call_eagerly(
-            make_training_dataset, (copies,), todo=todo, name=name, expected=expected
-        )
+        dataset = call_eagerly(make_training_dataset, (copies,), todo=todo, name=name,
+                               expected=expected)  # fmt: skip
         require_dataset(dataset, todo, name, expected)
-        _check_batches(dataset, todo, name, batch_size, image_size, num_classes)
+        _check_batches(dataset, todo, name, (batch_size, image_size, num_classes))
         if dataset.cardinality() != tf.data.INFINITE_CARDINALITY:
-            fail(
-                todo,
-                name,
-                "expected an endless dataset (fit() is told how many steps make an epoch); "
-                "this one ends. Add repeat() after shuffle().",
-            )
-        keys = []  # (flip-free key, this orientation's key) of each image read, in order.
-        batches = []  # The flip-free keys of each batch read.
+            fail(todo, name, "expected an endless dataset (fit() is told how many steps make "
+                 "an epoch); this one ends. Add repeat() after shuffle().")  # fmt: skip
         iterator = iter(dataset)
         try:
-            # Past the first epoch.
-            _read_elements(iterator, num_images + batch_size, keys, batches)
+            _read(iterator, num_images + batch_size, keys, batches)  # Past the first epoch.
         except CHECK_ERRORS as error:
             fail(todo, name, f"expected it to read the shards; found an error: {first_line(error)}")
         shutil.rmtree(scratch)  # Later epochs must come from the cache.
-        try:
-            _read_elements(iterator, num_images, keys, batches)
-            # Past what the shuffle buffer and prefetch may have read ahead (a buffer of
-            # up to 4096 images): one more epoch must then be read from somewhere.
-            _read_elements(iterator, 4096 + 8 * batch_size, None)
+        try:  # Then past what the shuffle buffer (up to 4096) and prefetch read ahead.
+            _read(iterator, num_images, keys, batches)
+            _read(iterator, 4096 + 8 * batch_size)
         except CHECK_ERRORS:
-            fail(
-                todo,
-                name,
-                "expected every epoch after the first to come from cache(); it read the "
-                "shards again. Put cache() right after read_images(paths), before repeat(): "
-                "repeat() before cache() caches an endless stream that never replays.",
-            )
+            fail(todo, name, "expected every epoch after the first to come from cache(); it "
+                 "read the shards again. Put cache() right after read_images(paths), before "
+                 "repeat(): repeat() before cache() caches an endless stream that never "
+                 "replays.")  # fmt: skip
+        _require_paths_read(make_training_dataset, copies, todo)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     first, second = keys[:num_images], keys[num_images : 2 * num_images]
     if [key for key, _ in second] == [key for key, _ in first]:
-        fail(
-            todo,
-            name,
-            "expected each epoch in a new order; the second epoch repeats the first one's. "
-            "shuffle() after cache(): a cache after the shuffle replays the first epoch's order.",
-        )
-    batches_per_epoch = num_images // batch_size
-    repeated = _repeated_pairs(batches, batches_per_epoch)
-    if batches_per_epoch >= MIN_BATCHES_TO_TELL and repeated > MAX_REPEATED_PAIRS:
-        fail(
-            todo,
-            name,
-            f"expected new batches in each epoch; {repeated:.0%} of the pairs of images that "
-            "shared a batch in the first epoch share one again in the second. shuffle() "
-            "before batch(): shuffled after it, the same images stay batched together in every "
-            "epoch, in another order. On a TPU as anywhere, the steps then repeat the same "
-            "gradients and the model generalizes less from the same number of steps.",
-        )
+        fail(todo, name, "expected each epoch in a new order; the second epoch repeats the "
+             "first one's. shuffle() after cache(): a cache after the shuffle replays the "
+             "first epoch's order.")  # fmt: skip
+    per_epoch = num_images // batch_size
+    repeated = _repeated_pairs(batches, per_epoch)
+    if per_epoch >= MIN_BATCHES_TO_TELL and repeated > MAX_REPEATED_PAIRS:
+        fail(todo, name, f"expected new batches in each epoch; {repeated:.0%} of the pairs of "
+             "images that shared a batch in the first epoch share one again in the second. "
+             "shuffle() before batch(): shuffled after it, the same images stay batched "
+             "together in every epoch, in another order. On a TPU as anywhere, the steps then "
+             "repeat the same gradients and the model generalizes less from the same number "
+             "of steps.")  # fmt: skip
     orientation = dict(first)
     seen_again = [(key, flipped) for key, flipped in second if key in orientation]
-    changed = sum(orientation[key] != flipped for key, flipped in seen_again)
-    if seen_again and changed == 0:
-        fail(
-            todo,
-            name,
-            f"expected the images flipped anew in each epoch; all {len(seen_again)} images "
-            "seen in both epochs came back exactly as before. Map augment after batch(), "
-            "after cache().",
-        )
+    if seen_again and all(orientation[key] == flipped for key, flipped in seen_again):
+        fail(todo, name, f"expected the images flipped anew in each epoch; all "
+             f"{len(seen_again)} images seen in both epochs came back exactly as before. Map "
+             "augment after batch(), after cache().")  # fmt: skip
     _check_prefetch_last(dataset, todo, name)
-    untold = (
+    untold = "" if per_epoch >= MIN_BATCHES_TO_TELL else (
         f" (new batches in each epoch not checked: an epoch of {num_images} images holds "
-        f"{batches_per_epoch} batch{'es' * (batches_per_epoch != 1)} of {batch_size}, and it "
-        f"takes {MIN_BATCHES_TO_TELL} to tell)"
-        if batches_per_epoch < MIN_BATCHES_TO_TELL
-        else ""
-    )
-    passed(
-        todo,
-        f"endless batches of {batch_size} images of {(image_size, image_size, 3)}; later "
-        f"epochs from the cache, each in a new order, flipped anew{untold}.",
-    )
+        f"{per_epoch} batch{'es' * (per_epoch != 1)} of {batch_size}, and it takes "
+        f"{MIN_BATCHES_TO_TELL} to tell)")  # fmt: skip
+    passed(todo, f"endless batches of {batch_size} images of {(image_size, image_size, 3)}; "
+           f"later epochs from the cache, each in a new order, flipped anew{untold}.")  # fmt: skip
 
 
-def _check_batches(dataset, todo, name, batch_size, image_size, num_classes):
+def _check_batches(dataset, todo: int, name: str, sizes: tuple) -> None:
+    """Fails unless the elements are (uint8 images, labels) of static batch shapes."""
     __tracebackhide__ = True
+    batch_size, image_size, num_classes = sizes
     specs = tf.nest.flatten(dataset.element_spec)
-    wanted = (batch_size, image_size, image_size, 3)
     if len(specs) != 2:
         fail(todo, name, f"expected (image, label) pairs; found {dataset.element_spec}.")
-    image_spec, label_spec = specs
-    if tuple(image_spec.shape) != wanted or tuple(label_spec.shape) != (batch_size, num_classes):
-        fail(
-            todo,
-            name,
-            f"expected images of static shape {wanted} and labels {(batch_size, num_classes)}; "
-            f"found {image_spec.shape} and {label_spec.shape}. Batch with "
-            "drop_remainder=True so that every batch has the same, known size.",
-        )
-    if image_spec.dtype != tf.uint8:
-        fail(todo, name, f"expected uint8 images; found {image_spec.dtype.name}.")
+    wanted = (batch_size, image_size, image_size, 3)
+    if tuple(specs[0].shape) != wanted or tuple(specs[1].shape) != (batch_size, num_classes):
+        fail(todo, name, f"expected images of static shape {wanted} and labels "
+             f"{(batch_size, num_classes)}; found {specs[0].shape} and {specs[1].shape}. Batch "
+             "with drop_remainder=True so that every batch has the same, known size.")  # fmt: skip
+    if specs[0].dtype != tf.uint8:
+        fail(todo, name, f"expected uint8 images; found {specs[0].dtype.name}.")
 
 
-def _stand_in_choice():
-    """A one-device MirroredStrategy on the CPU: a real scope, unlike the default strategy."""
-    from utils import strategy  # Imported here: only this check needs it.
-
-    logger = tf.get_logger()
-    level = logger.level
-    logger.setLevel(logging.WARNING)  # Not "Using MirroredStrategy with devices ...".
-    try:
-        mirrored = tf.distribute.MirroredStrategy(["/cpu:0"])
-    finally:
-        logger.setLevel(level)
-    return strategy.StrategyChoice(mirrored, "CPU", ("/cpu:0",))
-
-
-def _loss_value(loss, labels, probabilities) -> float:
-    function = keras.losses.get(loss) if isinstance(loss, str) else loss
-    return float(np.mean(keras.ops.convert_to_numpy(function(labels, probabilities))))
-
-
-def _describe_rate(rate) -> str:
-    if isinstance(rate, dict):  # A schedule, as the optimizer's config holds it.
-        return f"the schedule {rate.get('class_name')}({rate.get('config')})"
-    return f"a constant {rate:g}" if isinstance(rate, numbers.Real) else repr(rate)
-
-
-def _check_learning_rate(optimizer, learning_rate, todo: int, name: str) -> None:
-    """Fails unless the optimizer's rate is `learning_rate`: the same schedule, or number."""
+def _check_prefetch_last(dataset, todo: int, name: str) -> None:
+    """Fails unless the dataset's graph ends with prefetch() (options aside)."""
     __tracebackhide__ = True
-    found = optimizer.get_config()["learning_rate"]
-    if isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
-        expected = keras.optimizers.schedules.serialize(learning_rate)
-        if found != expected:
-            fail(
-                todo,
-                name,
-                f"expected the learning-rate schedule {expected['class_name']}"
-                f"({expected['config']}); found "
-                f"{_describe_rate(found)}. Give the optimizer the schedule object, "
-                "keras.optimizers.Adam(learning_rate_schedule), not a number.",
-            )
-    elif not isinstance(found, numbers.Real) or not math.isclose(
-        found, learning_rate, rel_tol=1e-5
-    ):
-        fail(
-            todo, name, f"expected learning rate {learning_rate:g}; found {_describe_rate(found)}."
-        )
-
-
-def check_compiled_model(
-    build_model: Callable,
-    *,
-    todo: int,
-    choice: StrategyChoice,
-    learning_rate: float | keras.optimizers.schedules.LearningRateSchedule,
-    steps_per_execution: int,
-    image_size: int,
-    num_classes: int,
-) -> None:
-    """Checks `build_model(choice)`: variables made under `choice.scope()`, compiled as asked.
-
-    On TensorFlow, `build_model` is also called with a stand-in strategy (a one-device
-    `MirroredStrategy`), and every variable of that model must have been made in its scope:
-    the default strategy of one CPU would accept a model built outside any scope.
-
-    Args:
-        build_model: the learner's function, called eagerly.
-        todo: the TODO's number, named in every message.
-        choice: the lab's strategy (`strategy.find_strategy`).
-        learning_rate: the learning rate the optimizer must have: a number, or a
-            schedule object (compared by its configuration).
-        steps_per_execution: the value `compile()` must be given.
-        image_size: the side of the input images, in pixels.
-        num_classes: the number of outputs.
-
-    Raises:
-        CheckFailed: naming the TODO, when the result is not a compiled `keras.Model` of
-            the right shapes, rate, steps and loss, or its variables were made outside
-            the strategy's scope.
-
-    Example:
-        checks.check_compiled_model(build_model, todo=4, choice=choice,
-                                    learning_rate=learning_rate_schedule,
-                                    steps_per_execution=16,
-                                    image_size=96, num_classes=5)
-    """
-    __tracebackhide__ = True
-    name = "build_model"
-    model = call_eagerly(
-        build_model, (choice,), todo=todo, name=name, expected="a compiled keras.Model"
-    )
-    if not isinstance(model, keras.Model):
-        fail(todo, name, f"expected it to return a keras.Model; found a {type(model).__name__}.")
-    if tuple(model.input_shape) != (None, image_size, image_size, 3):
-        fail(todo, name, f"expected input shape (None, {image_size}, {image_size}, 3).")
-    if tuple(model.output_shape) != (None, num_classes) or model.outputs[0].dtype != "float32":
-        fail(todo, name, f"expected float32 outputs of shape (None, {num_classes}).")
-    if not model.compiled or model.optimizer is None:
-        fail(todo, name, "expected the model compiled: call model.compile(...).")
-    _check_learning_rate(model.optimizer, learning_rate, todo, name)
-    if model.steps_per_execution != steps_per_execution:
-        fail(
-            todo,
-            name,
-            f"expected steps_per_execution={steps_per_execution} in compile(); found "
-            f"{model.steps_per_execution}.",
-        )
-    labels = np.eye(num_classes, dtype=np.float32)[np.arange(8) % num_classes]
-    probabilities = np.full((8, num_classes), 0.5 / (num_classes - 1), np.float32)
-    probabilities[np.arange(8), np.arange(8) % num_classes] = 0.5
-    expected_loss = -math.log(0.5)
-    try:
-        found_loss = _loss_value(model.loss, labels, probabilities)
-    except CHECK_ERRORS as error:
-        found_loss = f"an error: {first_line(error)}"
-    if not isinstance(found_loss, float) or not math.isclose(
-        found_loss, expected_loss, rel_tol=1e-3
-    ):
-        found = found_loss if isinstance(found_loss, str) else f"{found_loss:.3f}"
-        fail(
-            todo,
-            name,
-            f"expected the categorical cross-entropy of the softmax outputs (-log 0.5 = "
-            f"{expected_loss:.3f} where the right class has probability 0.5); found {found}. "
-            "Use loss='categorical_crossentropy'.",
-        )
-    if choice.backend == "tensorflow":
-        stand_in = _stand_in_choice()
-        other = call_eagerly(
-            build_model, (stand_in,), todo=todo, name=name, expected="a compiled keras.Model"
-        )
-        outside = [
-            weight
-            for weight in other.weights
-            if not stand_in.strategy.extended.variable_created_in_scope(weight.value)
-        ]
-        if outside:
-            fail(
-                todo,
-                name,
-                f"expected every variable made under choice.scope(); called with another "
-                f"strategy, {len(outside)} of its {len(other.weights)} weights were made "
-                "outside its scope. Build and compile the model inside `with choice.scope():`.",
-            )
-    passed(todo, f"compiled under the strategy, {steps_per_execution} steps per execution.")
+    ops = dataset_ops(dataset)  # None: this TensorFlow's graph cannot be read.
+    last = next((op for op in reversed(ops or []) if op not in _AFTER_PREFETCH), None)
+    if ops is None or last == "PrefetchDataset":
+        return
+    where = "none" if "PrefetchDataset" not in ops else f"one, but {last} comes after it"
+    fail(todo, name, f"expected prefetch(tf.data.AUTOTUNE) at the end; found {where}. Without "
+         "it, the accelerator waits at every step while the CPU batches and augments the next "
+         "batch: on a TPU each step then takes the input's time plus the compute's, instead "
+         "of the longer of the two.")  # fmt: skip
