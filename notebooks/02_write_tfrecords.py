@@ -41,6 +41,7 @@ from utils import (
     readable_images,
     recompression,
     records,
+    sampling,
     shard_cache,
     shard_files,
     sources,
@@ -171,24 +172,24 @@ checks.check_recompress(recompress, todo=2, sample_images=resized_images, qualit
 # `DECODE_TIMED_IMAGES` images: a median and a range.
 
 # %%
-every_class = recompression.paths_from_every_class(image_paths)
+every_class = sampling.paths_from_every_class(image_paths)
 trade_off_paths, _, _ = readable_images.readable_sample(every_class, NUM_SAMPLE)
-print("Sample, images per class:", recompression.count_classes(trade_off_paths))
+print("Sample, images per class:", sampling.count_classes(trade_off_paths))
 original_bytes = [tf.io.read_file(path).numpy() for path in trade_off_paths]
 resized = [resize_and_crop(tf.io.decode_jpeg(b, channels=3), TARGET_SIZE) for b in original_bytes]
 recompressed_bytes = [recompress(image, JPEG_QUALITY).numpy() for image in resized]
 psnr = recompression.mean_psnr(resized, recompressed_bytes)
-before = recompression.mean_bytes(original_bytes)
-after = recompression.mean_bytes(recompressed_bytes)
+before = sampling.mean_bytes(original_bytes)
+after = sampling.mean_bytes(recompressed_bytes)
 print(f"Bytes per image: {before:,.0f} -> {after:,.0f} ({1 - after / before:.0%} saved)")
 print(f"Quality: PSNR {psnr:.1f} dB at JPEG quality {JPEG_QUALITY}.")
 QUALITIES = [50, 70, 80, 90, 95]
 same_size_bytes = [
     recompress(tf.io.decode_jpeg(b, channels=3), JPEG_QUALITY).numpy() for b in original_bytes
 ]
-same_size = recompression.mean_bytes(same_size_bytes)
+same_size = sampling.mean_bytes(same_size_bytes)
 by_quality = recompression.encode_at_qualities(resized, recompress, QUALITIES)
-kilobytes = [recompression.mean_bytes(jpegs) / 1e3 for jpegs in by_quality.values()]
+kilobytes = [sampling.mean_bytes(jpegs) / 1e3 for jpegs in by_quality.values()]
 versions = {
     "originals": original_bytes,
     "original size, recompressed": same_size_bytes,

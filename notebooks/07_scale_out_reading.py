@@ -45,7 +45,7 @@ from utils import (
     multi_host,
     pipeline,
     readable_images,
-    recompression,
+    sampling,
     shard_cache,
     sources,
 )
@@ -85,7 +85,7 @@ print(f"{len(shard_paths)} shards, {num_records} records; this machine has {os.c
 # memory, on all cores; divided by the cores, it is what one core does per second.
 
 # %%
-every_class = recompression.paths_from_every_class(source.paths)
+every_class = sampling.paths_from_every_class(source.paths)
 sample_paths, _, _ = readable_images.readable_sample(every_class, NUM_ORIGINALS, verbose=False)
 originals = [tf.io.read_file(path).numpy() for path in sample_paths]
 originals = [jpeg for jpeg in originals if tf.io.is_jpeg(jpeg)]  # The crop reads JPEG headers.
@@ -104,7 +104,7 @@ per_core = decode.median / cores
 per_core_range = (decode.minimum / cores, decode.maximum / cores)
 work = (
     f"decoding a full-size original ({len(originals)} here, on average "
-    f"{recompression.mean_bytes(originals) / 1e3:,.0f} kB and {mean_height:,.0f} x "
+    f"{sampling.mean_bytes(originals) / 1e3:,.0f} kB and {mean_height:,.0f} x "
     f"{mean_width:,.0f} px), then a random crop resized to {CROP_SIZE} px"
 )
 print(

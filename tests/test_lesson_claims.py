@@ -230,9 +230,9 @@ def test_lesson8_knob_prose_states_no_verdict_of_its_own():
 
 def test_lab2_recompression_sample_draws_from_every_class():
     code = _code("02_write_tfrecords")
-    assert "every_class = recompression.paths_from_every_class(image_paths)" in code
+    assert "every_class = sampling.paths_from_every_class(image_paths)" in code
     assert "readable_images.readable_sample(every_class, NUM_SAMPLE)" in code
-    assert "recompression.count_classes(trade_off_paths)" in code
+    assert "sampling.count_classes(trade_off_paths)" in code
 
 
 def test_lab1_claims_about_colab_and_the_original_are_quoted_or_qualified():

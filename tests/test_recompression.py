@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import recompression
+from utils import recompression, sampling
 
 
 def _images(count=3, size=32):
@@ -20,14 +20,10 @@ def _recompress(image, quality):
     return tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
 
 
-def test_mean_bytes():
-    assert recompression.mean_bytes([b"ab", b"abcd"]) == 3.0
-
-
 def test_encode_at_qualities_gives_fewer_bytes_at_lower_quality():
     encoded = recompression.encode_at_qualities(_images(), _recompress, [50, 95])
     assert list(encoded) == [50, 95] and [len(jpegs) for jpegs in encoded.values()] == [3, 3]
-    assert recompression.mean_bytes(encoded[50]) < recompression.mean_bytes(encoded[95])
+    assert sampling.mean_bytes(encoded[50]) < sampling.mean_bytes(encoded[95])
 
 
 def test_decode_timer_returns_images_per_second_quietly(capsys):
@@ -36,16 +32,6 @@ def test_decode_timer_returns_images_per_second_quietly(capsys):
     assert capsys.readouterr().out == ""
     with pytest.raises(ValueError, match=r"at least one JPEG. Received: \[\]"):
         recompression.decode_timer([], num_images=8)
-
-
-def test_paths_from_every_class_takes_the_classes_in_turn():
-    paths = [f"/d/{name}/{name}_{i}.jpg" for name in ("daisy", "roses", "tulips") for i in range(3)]
-    paths = paths[:-1]  # tulips has 2.
-    ordered = recompression.paths_from_every_class(paths)
-    assert sorted(ordered) == sorted(paths)
-    assert ordered[:4] == ["/d/daisy/daisy_0.jpg", "/d/roses/roses_0.jpg", "/d/tulips/tulips_0.jpg",
-                           "/d/daisy/daisy_1.jpg"]  # fmt: skip
-    assert recompression.count_classes(ordered[:5]) == {"daisy": 2, "roses": 2, "tulips": 1}
 
 
 def test_mean_psnr_is_higher_at_higher_quality_and_checks_lengths():

@@ -1,14 +1,13 @@
 """Measures what recompressing JPEGs buys: fewer bytes, faster decoding, at what quality.
 
-Lab 2 recompresses the resized images with the learner's own `recompress` function; the
-functions here draw a sample from every class, time decoding the results (in turns, with
-`comparison.measure_in_turns`) and encode at several JPEG qualities.
+Lab 2 recompresses the resized images with the learner's own `recompress` function (its
+sample is drawn from every class by `utils.sampling`); the functions here time decoding the
+results (in turns, with `comparison.measure_in_turns`), encode at several JPEG qualities and
+measure the PSNR.
 """
 
 from __future__ import annotations
 
-import collections
-import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -16,18 +15,6 @@ import numpy as np
 import tensorflow as tf
 
 from utils import timing
-
-
-def mean_bytes(encoded_images: list[bytes]) -> float:
-    """Returns the mean size of some encoded images.
-
-    Args:
-        encoded_images: the encoded images' bytes.
-
-    Returns:
-        Their mean length, in bytes.
-    """
-    return float(np.mean([len(encoded) for encoded in encoded_images]))
 
 
 def encode_at_qualities(
@@ -76,43 +63,6 @@ def decode_timer(encoded_images: list[bytes], *, num_images: int) -> Callable[[]
         lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3), num_parallel_calls=tf.data.AUTOTUNE
     )
     return timing.throughput_timer(decoded, num_images=num_images)
-
-
-def paths_from_every_class(paths: Sequence[str]) -> list[str]:
-    """Orders `paths` so that any first N of them draw from every class folder in turn.
-
-    A sample that stands for the data set must hold every class: the first 200 of a
-    sorted listing are all one class's.
-
-    Args:
-        paths: image paths, `<root>/<class>/<name>`.
-
-    Returns:
-        The same paths, round robin over their parent folders (each folder's own order
-        kept): one of each class, then the second of each, and so on.
-
-    Example:
-        sample_paths = recompression.paths_from_every_class(paths)
-        sample, _, _ = readable_images.readable_sample(sample_paths, 200)
-    """
-    by_class: dict[str, list[str]] = {}
-    for path in paths:
-        by_class.setdefault(str(path).replace("\\", "/").rsplit("/", 2)[-2], []).append(path)
-    rounds = itertools.zip_longest(*by_class.values())
-    return [path for round_paths in rounds for path in round_paths if path is not None]
-
-
-def count_classes(paths: Sequence[str]) -> dict[str, int]:
-    """Counts `paths` by their parent folder (the class).
-
-    Args:
-        paths: image paths, `<root>/<class>/<name>`.
-
-    Returns:
-        {class folder: paths in it}, sorted by folder name.
-    """
-    counts = collections.Counter(str(path).replace("\\", "/").rsplit("/", 2)[-2] for path in paths)
-    return dict(sorted(counts.items()))
 
 
 def mean_psnr(images: Sequence[tf.Tensor | np.ndarray], encoded_images: list[bytes]) -> float:
