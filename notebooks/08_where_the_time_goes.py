@@ -216,7 +216,7 @@ for run in traced:
         f"{run.label}: {TIMELINE_BATCHES} steps in {run.seconds:.2f} s, "
         f"{run.waiting_seconds:.2f} s of it waiting for data."
     )
-figure = charts.plot_timelines(traced)
+figure = pipeline_trace.plot_timelines(traced)
 
 # %% [markdown]
 # ## What each knob buys

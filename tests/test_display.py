@@ -204,17 +204,6 @@ def test_plot_throughput_draws_a_repeated_ceiling_at_its_median_with_its_range()
     plt.close("all")
 
 
-def test_plot_timelines_two_panels_fit_the_notebook_width(tmp_path):
-    from utils import pipeline_trace
-
-    spans = [(0.1 * i, 0.1 * i + 0.05) for i in range(12)]
-    slow = pipeline_trace.Timeline("slow", spans, spans, spans)
-    figure = charts.plot_timelines([slow, slow])
-    assert [axis.get_title() for axis in figure.axes] == ["slow: 1.15 s", "slow: 1.15 s"]
-    assert _saved_width(figure, tmp_path) <= 1000
-    plt.close("all")
-
-
 def test_plot_quality_trade_off_each_panel_scaled_to_its_own_values(tmp_path):
     figure = charts.plot_quality_trade_off(
         [50, 90], [6.0, 14.0], [2900, 2100], reference=("originals", 38.7, 1630)

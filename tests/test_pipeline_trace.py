@@ -1,7 +1,10 @@
-"""Tests of utils/pipeline_trace.py: the measured timeline of a pipeline."""
+"""Tests of utils/pipeline_trace.py: the measured timeline of a pipeline, and its chart."""
 
 import functools
 
+import matplotlib
+import matplotlib.image
+import matplotlib.pyplot as plt
 import pytest
 
 from utils import pipeline, pipeline_trace, storage
@@ -64,3 +67,21 @@ def test_trace_pipeline_bad_counts():
         pipeline_trace.trace_pipeline(
             None, None, batch_size=8, num_batches=0, step_ms=1, parallel=True, label=""
         )
+
+
+def test_plot_timelines_two_panels_fit_the_notebook_width(tmp_path):
+    matplotlib.use("Agg")  # No screen here.
+    spans = [(0.1 * i, 0.1 * i + 0.05) for i in range(12)]
+    slow = pipeline_trace.Timeline("slow", spans, spans, spans)
+    figure = pipeline_trace.plot_timelines([slow, slow])
+    assert [axis.get_title() for axis in figure.axes] == ["slow: 1.15 s", "slow: 1.15 s"]
+    figure.savefig(tmp_path / "figure.png", bbox_inches="tight", dpi=100)  # As a notebook saves.
+    assert matplotlib.image.imread(tmp_path / "figure.png").shape[1] <= 1000
+    plt.close("all")
+
+
+def test_plot_timelines_without_timelines_says_so():
+    with pytest.raises(
+        ValueError, match=r"`timelines` must hold at least one Timeline\. Received: \[\]"
+    ):
+        pipeline_trace.plot_timelines([])
