@@ -64,6 +64,7 @@ from utils import (
     machine_load,
     models,
     pipeline,
+    random_crops,
     records,
     shard_cache,
     sources,
@@ -392,7 +393,7 @@ serialized_records = tf.data.TFRecordDataset(shard_set.paths).take(NUM_DECODE_IM
 encoded_images = [records.parse_record(r)["image"].numpy() for r in serialized_records]
 average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
 print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
-area, aspect = decode_less.AREA_RANGE, decode_less.ASPECT_RATIO_RANGE
+area, aspect = random_crops.AREA_RANGE, random_crops.ASPECT_RATIO_RANGE
 print(
     f"Random windows: {area[0]:.0%} to {area[1]:.0%} of the image's area, "
     f"width/height {aspect[0]:.2f} to {aspect[1]:.2f}"

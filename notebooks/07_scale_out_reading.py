@@ -39,11 +39,11 @@ from utils import (
     checks,
     comparison,
     data_service,
-    decode_less,
     host_processes,
     machine_load,
     multi_host,
     pipeline,
+    random_crops,
     readable_images,
     sampling,
     shard_cache,
@@ -79,7 +79,7 @@ print(f"{len(shard_paths)} shards, {num_records} records; this machine has {os.c
 # ## 1. How much CPU does the accelerator need? (TODO 1)
 #
 # What a training step asks of the host, per image: decode the full-size original, take a
-# random crop and resize it to the model's input, `CROP_SIZE` px (`decode_less.
+# random crop and resize it to the model's input, `CROP_SIZE` px (`random_crops.
 # decode_then_crop`: tensorflow/tpu's ResNet training preprocessing decodes the whole
 # JPEG, then crops). Timed on up to `NUM_ORIGINALS` originals of `DATA_SOURCE`, from
 # memory, on all cores; divided by the cores, it is what one core does per second.
@@ -91,8 +91,8 @@ originals = [tf.io.read_file(path).numpy() for path in sample_paths]
 originals = [jpeg for jpeg in originals if tf.io.is_jpeg(jpeg)]  # The crop reads JPEG headers.
 sides = tf.stack([tf.io.extract_jpeg_shape(jpeg)[:2] for jpeg in originals])
 mean_height, mean_width = tf.reduce_mean(tf.cast(sides, tf.float32), axis=0).numpy()
-crops = decode_less.random_crop_batches(
-    originals, decode_less.decode_then_crop, image_size=CROP_SIZE, batch_size=BATCH_SIZE
+crops = random_crops.random_crop_batches(
+    originals, random_crops.decode_then_crop, image_size=CROP_SIZE, batch_size=BATCH_SIZE
 )
 cores = machine_load.usable_cores()
 with machine_load.LoadWatch() as load:

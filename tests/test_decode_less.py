@@ -1,4 +1,7 @@
-"""Tests of utils/decode_less.py: three ways to decode a random crop (structure, not timings)."""
+"""Tests of utils/random_crops.py and utils/decode_less.py: three ways to decode a random crop.
+
+Structure, not timings.
+"""
 
 import re
 
@@ -9,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import decode_less, display
+from utils import decode_less, display, random_crops
 
 matplotlib.use("Agg")  # No screen here.
 
@@ -40,7 +43,7 @@ def test_random_crop_window_stays_inside_the_image_and_keeps_8_percent():
     for jpeg in JPEGS:
         height, width, _ = tf.io.extract_jpeg_shape(jpeg).numpy()
         for _ in range(50):
-            top, left, crop_height, crop_width = decode_less.random_crop_window(jpeg).numpy()
+            top, left, crop_height, crop_width = random_crops.random_crop_window(jpeg).numpy()
             assert 0 <= top and top + crop_height <= height
             assert 0 <= left and left + crop_width <= width
             assert crop_height * crop_width >= 0.08 * height * width - 1
@@ -51,7 +54,7 @@ def test_every_variant_gives_lesson5_image_size_uint8_for_any_window(label):
     image_size = _lesson5_image_size()
     decode = decode_less.VARIANTS[label]
     for jpeg in JPEGS:
-        for window in ([0, 0, 1, 1], decode_less.random_crop_window(jpeg)):
+        for window in ([0, 0, 1, 1], random_crops.random_crop_window(jpeg)):
             image = decode(jpeg, tf.constant(window, tf.int32), image_size=image_size)
             assert image.shape == (image_size, image_size, 3)
             assert image.dtype == tf.uint8
@@ -64,10 +67,10 @@ def test_variants_show_the_same_part_of_the_image():
     gradient = np.stack([x * 255 // 192, y * 255 // 192, (x + y) * 255 // 384], axis=-1)
     jpeg = tf.io.encode_jpeg(gradient.astype(np.uint8), quality=90).numpy()
     windows = [tf.constant([40, 60, 100, 80])] + [
-        decode_less.random_crop_window(jpeg) for _ in range(20)
+        random_crops.random_crop_window(jpeg) for _ in range(20)
     ]
     for window in windows:
-        baseline = decode_less.decode_then_crop(jpeg, window, image_size=96).numpy()
+        baseline = random_crops.decode_then_crop(jpeg, window, image_size=96).numpy()
         for label, decode in decode_less.VARIANTS.items():
             image = decode(jpeg, window, image_size=96).numpy()
             assert np.abs(image.astype(float) - baseline).mean() < 4, (label, window)
@@ -89,14 +92,14 @@ def test_decode_and_crop_is_pixel_exact_without_fancy_upscaling():
     # once chroma upsampling does not reach past the crop's edges.
     full = tf.io.decode_jpeg(JPEGS[0], channels=3, fancy_upscaling=False).numpy()
     for _ in range(20):
-        window = decode_less.random_crop_window(JPEGS[0])
+        window = random_crops.random_crop_window(JPEGS[0])
         top, left, height, width = window.numpy()
         crop = tf.io.decode_and_crop_jpeg(JPEGS[0], window, channels=3, fancy_upscaling=False)
         np.testing.assert_array_equal(crop.numpy(), full[top : top + height, left : left + width])
 
 
 def test_random_crop_batches_are_static_and_endless():
-    dataset = decode_less.random_crop_batches(
+    dataset = random_crops.random_crop_batches(
         JPEGS, decode_less.decode_only_the_crop, image_size=24, batch_size=4
     )
     assert dataset.element_spec == tf.TensorSpec((4, 24, 24, 3), tf.uint8)
@@ -107,20 +110,22 @@ def test_bad_input_names_the_argument():
     with pytest.raises(
         ValueError, match=r"`image_size` must be a positive integer. Received: image_size=0"
     ):
-        decode_less.decode_then_crop(JPEGS[0], [0, 0, 8, 8], image_size=0)
+        random_crops.decode_then_crop(JPEGS[0], [0, 0, 8, 8], image_size=0)
+    with pytest.raises(ValueError, match=r"Received: image_size=-1"):
+        decode_less.decode_only_the_crop(JPEGS[0], [0, 0, 8, 8], image_size=-1)
     with pytest.raises(
         ValueError, match=r"`ratio` must be one of \(1, 2, 4, 8\). Received: ratio=3"
     ):
         decode_less.decode_scaled_then_crop(JPEGS[0], [0, 0, 8, 8], image_size=8, ratio=3)
     with pytest.raises(ValueError, match=r"`encoded_images` must hold at least one JPEG"):
-        decode_less.random_crop_batches(
-            [], decode_less.decode_then_crop, image_size=8, batch_size=2
+        random_crops.random_crop_batches(
+            [], random_crops.decode_then_crop, image_size=8, batch_size=2
         )
     with pytest.raises(
         ValueError, match=r"`batch_size` must be a positive integer. Received: batch_size=0"
     ):
-        decode_less.random_crop_batches(
-            JPEGS, decode_less.decode_then_crop, image_size=8, batch_size=0
+        random_crops.random_crop_batches(
+            JPEGS, random_crops.decode_then_crop, image_size=8, batch_size=0
         )
 
 

@@ -271,7 +271,7 @@ def test_lesson7_prints_its_caveats_beside_its_numbers():
     assert "decode on the GPU (DALI)" in table
     assert "{load.summary()}" in table and table.rstrip().endswith("print(caveat)")
     measured = code[: code.index("PUBLISHED_RATES = [")]
-    assert "decode_less.decode_then_crop, image_size=CROP_SIZE" in measured
+    assert "random_crops.decode_then_crop, image_size=CROP_SIZE" in measured
     assert "per_core = decode.median / cores" in measured
     assert "stored_jpegs" not in code and "decode ceiling" not in code
     summary = code[code.index('print(f"Decoding, {decode.summary()}') :]

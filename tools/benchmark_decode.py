@@ -97,7 +97,7 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
 def main(argv=None) -> int:
     arguments = parse_arguments(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from utils import comparison, decode_less, machine_load
+    from utils import comparison, decode_less, machine_load, random_crops
 
     if arguments.jpeg_source:
         encoded_images = read_jpeg_files(arguments.jpeg_source, arguments.num_images)
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
           f"median {sides[len(sides) // 2]}); random crops at {arguments.image_size} px, "
           f"batches of {arguments.batch_size}; {machine.describe_machine()}")  # fmt: skip
     datasets = {
-        label: decode_less.random_crop_batches(
+        label: random_crops.random_crop_batches(
             encoded_images,
             decode,
             image_size=arguments.image_size,

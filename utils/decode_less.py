@@ -1,13 +1,11 @@
 """Random-crop augmentation that decodes less: only the crop, or at a reduced scale.
 
-The crop window is chosen from the JPEG's header alone (`tf.image.extract_jpeg_shape`,
-`tf.image.sample_distorted_bounding_box`, then `tf.image.decode_and_crop_jpeg`), with the
-ranges of `tensorflow/tpu`'s ResNet preprocessing
-(`models/official/resnet/resnet_preprocessing.py`). That preprocessing cropped its
-training images so until its commit 9a3c65a (2023-11-08); since then its training crop
-decodes the whole image (`decode_image`, then crop), and only its evaluation centre crop
-uses `decode_and_crop_jpeg`. Each `decode_*` function below turns the same JPEG and
-the same window into the same kind of output: a uint8 image `(image_size, image_size, 3)`.
+The window comes from the JPEG's header alone (`random_crops.random_crop_window`), then
+`tf.image.decode_and_crop_jpeg` decodes only it. `tensorflow/tpu`'s ResNet preprocessing
+cropped its training images so until its commit 9a3c65a (2023-11-08); since then its
+training crop decodes the whole image (`random_crops.decode_then_crop`), and only its
+evaluation centre crop uses `decode_and_crop_jpeg`. Each of `VARIANTS` turns the same JPEG
+and window into a uint8 image `(image_size, image_size, 3)`.
 """
 
 from __future__ import annotations
@@ -16,84 +14,9 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import arguments
+from utils import arguments, random_crops
 
-# The reference preprocessing's random crop: 8% to 100% of the image's area, aspect
-# ratio 3/4 to 4/3, at least 10% of the image, 10 attempts (then the whole image).
-AREA_RANGE = (0.08, 1.0)
-ASPECT_RATIO_RANGE = (3 / 4, 4 / 3)
-MIN_OBJECT_COVERED = 0.1
-MAX_ATTEMPTS = 10
 RATIOS = (1, 2, 4, 8)  # The downscaling factors libjpeg decodes at (DCT scaling).
-
-
-def _check_image_size(image_size) -> None:
-    arguments.check_integer("image_size", image_size, 1)
-
-
-def _resize(image: tf.Tensor, image_size: int) -> tf.Tensor:
-    """Resizes a crop to `image_size` square, bilinear, and rounds it back to uint8.
-
-    No antialiasing, as in the reference preprocessing (bicubic there): it is cheaper,
-    and near enough when a crop is at most about twice the output's side (lesson 5: crops
-    of 192 px shards, output 96 px).
-    """
-    image = tf.image.resize(image, [image_size, image_size], antialias=False)
-    return tf.saturate_cast(tf.round(image), tf.uint8)
-
-
-def random_crop_window(image_bytes: tf.Tensor) -> tf.Tensor:
-    """Picks a random crop window of a JPEG from its header, without decoding it.
-
-    Args:
-        image_bytes: a scalar string tensor, one encoded JPEG.
-
-    Returns:
-        An int32 tensor `[offset_y, offset_x, height, width]`, inside the image: 8% to
-        100% of its area, aspect ratio 3/4 to 4/3 (the whole image when no such window
-        is found in 10 attempts).
-
-    Example:
-        window = decode_less.random_crop_window(image_bytes)
-    """
-    shape = tf.io.extract_jpeg_shape(image_bytes)
-    whole_image = tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4])
-    begin, size, _ = tf.image.sample_distorted_bounding_box(
-        shape,
-        bounding_boxes=whole_image,
-        min_object_covered=MIN_OBJECT_COVERED,
-        aspect_ratio_range=ASPECT_RATIO_RANGE,
-        area_range=AREA_RANGE,
-        max_attempts=MAX_ATTEMPTS,
-        use_image_if_no_bounding_boxes=True,
-    )
-    return tf.stack([begin[0], begin[1], size[0], size[1]])
-
-
-def decode_then_crop(
-    image_bytes: tf.Tensor, crop_window: tf.Tensor, *, image_size: int
-) -> tf.Tensor:
-    """Decodes the whole JPEG, then crops the window and resizes it: the usual way.
-
-    Args:
-        image_bytes: a scalar string tensor, one encoded JPEG.
-        crop_window: `[offset_y, offset_x, height, width]` inside the image.
-        image_size: side of the output, in pixels.
-
-    Returns:
-        A uint8 tensor `(image_size, image_size, 3)`.
-
-    Raises:
-        ValueError: if `image_size` is not a positive integer.
-
-    Example:
-        image = decode_less.decode_then_crop(image_bytes, window, image_size=96)
-    """
-    _check_image_size(image_size)
-    image = tf.io.decode_jpeg(image_bytes, channels=3)
-    offset_y, offset_x, height, width = tf.unstack(crop_window)
-    image = tf.image.crop_to_bounding_box(image, offset_y, offset_x, height, width)
-    return _resize(image, image_size)
 
 
 def decode_only_the_crop(
@@ -101,7 +24,8 @@ def decode_only_the_crop(
 ) -> tf.Tensor:
     """Decodes only the window's part of the JPEG (`decode_and_crop_jpeg`), then resizes it.
 
-    The same pixels as `decode_then_crop` on the same window, without decoding the rest.
+    The pixels of `random_crops.decode_then_crop` on the same window, without decoding the
+    rest.
 
     Args:
         image_bytes: a scalar string tensor, one encoded JPEG.
@@ -117,9 +41,8 @@ def decode_only_the_crop(
     Example:
         image = decode_less.decode_only_the_crop(image_bytes, window, image_size=96)
     """
-    _check_image_size(image_size)
     image = tf.io.decode_and_crop_jpeg(image_bytes, crop_window, channels=3)
-    return _resize(image, image_size)
+    return random_crops.resize(image, image_size)
 
 
 def decode_scaled_then_crop(
@@ -146,7 +69,7 @@ def decode_scaled_then_crop(
     Example:
         image = decode_less.decode_scaled_then_crop(image_bytes, window, image_size=96)
     """
-    _check_image_size(image_size)
+    arguments.check_integer("image_size", image_size, 1)
     if isinstance(ratio, bool) or ratio not in RATIOS:
         raise ValueError(f"`ratio` must be one of {RATIOS}. Received: ratio={ratio!r}")
     image = tf.io.decode_jpeg(image_bytes, channels=3, ratio=ratio)
@@ -154,53 +77,16 @@ def decode_scaled_then_crop(
     image = tf.image.crop_to_bounding_box(
         image, offset_y, offset_x, tf.maximum(height, 1), tf.maximum(width, 1)
     )
-    return _resize(image, image_size)
+    return random_crops.resize(image, image_size)
 
 
 # The three ways, by the name the lesson and the benchmark print.
 VARIANTS: dict[str, Callable] = {
-    "decode, then crop": decode_then_crop,
+    "decode, then crop": random_crops.decode_then_crop,
     "decode only the crop": decode_only_the_crop,
     "decode at 1/2, then crop": decode_scaled_then_crop,
 }
 BASELINE = "decode, then crop"
-
-
-def random_crop_batches(
-    encoded_images: Sequence[bytes], decode: Callable, *, image_size: int, batch_size: int
-) -> tf.data.Dataset:
-    """Endless batches of random crops of in-memory JPEGs, each decoded by `decode`.
-
-    Each image gets a new random window (`random_crop_window`) every time it comes round.
-    Nothing is read from storage: only decoding, cropping and resizing are left to time.
-
-    Args:
-        encoded_images: JPEG bytes, e.g. the `image` feature of records read into memory.
-        decode: one of `VARIANTS`' functions.
-        image_size: side of the output images, in pixels.
-        batch_size: images per batch.
-
-    Returns:
-        A dataset of uint8 batches `(batch_size, image_size, image_size, 3)`.
-
-    Raises:
-        ValueError: if `encoded_images` is empty or a size is not a positive integer.
-
-    Example:
-        dataset = decode_less.random_crop_batches(jpegs, decode_less.decode_only_the_crop,
-                                                  image_size=96, batch_size=64)
-    """
-    _check_image_size(image_size)
-    arguments.check_integer("batch_size", batch_size, 1)
-    if len(encoded_images) == 0:
-        raise ValueError("`encoded_images` must hold at least one JPEG. Received: none.")
-
-    def crop(image_bytes):
-        return decode(image_bytes, random_crop_window(image_bytes), image_size=image_size)
-
-    dataset = tf.data.Dataset.from_tensor_slices(list(encoded_images)).repeat()
-    dataset = dataset.map(crop, num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
 
 def sample_crops(encoded_images: Sequence[bytes], *, image_size: int) -> dict[str, list]:
@@ -217,10 +103,10 @@ def sample_crops(encoded_images: Sequence[bytes], *, image_size: int) -> dict[st
     Example:
         figure = display.show_image_rows(decode_less.sample_crops(jpegs[:4], image_size=96))
     """
-    _check_image_size(image_size)
+    arguments.check_integer("image_size", image_size, 1)
     rows = {"whole image, window in red": []} | {label: [] for label in VARIANTS}
     for image_bytes in encoded_images:
-        window = random_crop_window(image_bytes)
+        window = random_crops.random_crop_window(image_bytes)
         image = tf.io.decode_jpeg(image_bytes, channels=3)
         height, width = tf.unstack(tf.cast(tf.shape(image)[:2], tf.float32))
         top, left, crop_height, crop_width = tf.unstack(tf.cast(window, tf.float32))
@@ -260,7 +146,7 @@ def crop_differences(encoded_images: Sequence[bytes], *, num_windows: int = 4) -
     for image_bytes in encoded_images:
         image = tf.io.decode_jpeg(image_bytes, channels=3)
         for _ in range(num_windows):
-            window = random_crop_window(image_bytes)
+            window = random_crops.random_crop_window(image_bytes)
             top, left, height, width = window.numpy().tolist()
             cropped = tf.io.decode_and_crop_jpeg(image_bytes, window, channels=3)
             expected = image[top : top + height, left : left + width]
@@ -283,9 +169,9 @@ def time_variants(
 ) -> dict:
     """Times each of `VARIANTS` in turns on the same JPEGs; returns each one's images/s.
 
-    Each variant makes endless batches of 64 random crops (`random_crop_batches`); the
-    variants are timed `repeats` times each, in turns (`comparison.measure_in_turns`), so that a
-    change in the machine's load touches all of them alike.
+    Each variant makes endless batches of 64 random crops (`random_crops.random_crop_batches`),
+    timed `repeats` times, in turns (`comparison.measure_in_turns`): a change in the
+    machine's load touches all of them alike.
 
     Args:
         encoded_images: JPEG bytes, in memory.
@@ -300,7 +186,9 @@ def time_variants(
     from utils import comparison  # Imported here: the decoding functions do not need it.
 
     crop_datasets = {
-        label: random_crop_batches(encoded_images, decode, image_size=image_size, batch_size=64)
+        label: random_crops.random_crop_batches(
+            encoded_images, decode, image_size=image_size, batch_size=64
+        )
         for label, decode in VARIANTS.items()
     }
     return comparison.measure_in_turns(crop_datasets, num_images=num_images, repeats=repeats)
