@@ -16,7 +16,7 @@ versions (these are requirements-dev.txt's), and pip resolving TensorFlow's depe
   index (`PIP_NO_INDEX`, `PIP_FIND_LINKS`, which pip reads as the set-up's own options);
   its `tensorflow-cpu 2.21.0` wheel holds the dist-info and a `.pth` naming a folder of
   links to this environment's TensorFlow, so what pip installs is the real TensorFlow,
-  imported in the running kernel (`utils.runtime.pip_install` puts a new `.pth` in force).
+  imported in the running kernel (`utils.packages.pip_install` puts a new `.pth` in force).
 - TensorFlow unobtainable: the Colab-TPU-like environment, no wheel folder: pip meets the
   cut network.
 """

@@ -1,4 +1,4 @@
-"""Tests of the generated set-up cell (tools/setup_cell.py) and of utils/runtime.py."""
+"""Tests of the generated set-up cell (tools/setup_cell.py), utils/runtime.py, utils/packages.py."""
 
 import ast
 import hashlib
@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import DOCUMENTS, REPO_ROOT
 from tools import build_notebooks as build
 from tools import lesson_modules, setup_cell
-from utils import checks, runtime
+from utils import checks, packages, runtime
 
 LESSONS = [path.stem for path in build.lesson_sources(REPO_ROOT)]
 
@@ -59,7 +59,8 @@ def test_each_lab_embeds_the_modules_its_lesson_reaches_as_in_the_checkout(lesso
     (cell,) = _setup_cells(lab)
     embedded = setup_cell.embedded_files(cell.source)
     assert sorted(embedded) == lesson_modules.lesson_files(lesson)
-    assert {"utils/runtime.py", lesson_modules.check_module(lesson)} <= set(embedded)
+    set_up = {"utils/runtime.py", "utils/packages.py"}  # The set-up's own, and what it installs by.
+    assert {*set_up, lesson_modules.check_module(lesson)} <= set(embedded)
     assert all(embedded[name] == (REPO_ROOT / name).read_text() for name in embedded)
     sha256, text = setup_cell.payload(lesson)
     data = json.dumps(setup_cell.course_files(lesson), sort_keys=True).encode()
@@ -370,14 +371,14 @@ def test_pip_install_is_quiet_never_waits_and_keeps_what_is_installed(capsys):
         calls.append((command, options, Path(command[-1]).read_text()))
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    runtime.pip_install(["tensorflow-cpu>=2.20.0,<=2.21.0"], install=install)
+    packages.pip_install(["tensorflow-cpu>=2.20.0,<=2.21.0"], install=install)
     ((command, options, constraints),) = calls
     assert command[1:-2] == [*PIP_COMMAND_TAIL, "tensorflow-cpu>=2.20.0,<=2.21.0"]
     assert command[-2] == "-c"  # Every installed package pinned where it is.
     pins = constraints.splitlines()
     assert f"numpy=={importlib.metadata.version('numpy')}" in pins
     assert f"pytest=={importlib.metadata.version('pytest')}" in pins
-    assert len(pins) == len(runtime.installed_versions())
+    assert len(pins) == len(packages.installed_versions())
     assert options["stdin"] is subprocess.DEVNULL and options["timeout"] == 600
     assert options["env"]["GIT_TERMINAL_PROMPT"] == "0" and options["env"]["PIP_NO_INPUT"] == "1"
     printed = capsys.readouterr().out
@@ -390,7 +391,7 @@ def test_pip_install_names_each_package_it_had_to_move(monkeypatch, capsys):
     before = {"h5py": "3.16.0", "numpy": "2.1.3", "six": "1.17.0"}
     after = {"h5py": "3.14.0", "numpy": "2.1.3", "tensorflow-cpu": "2.21.0"}
     snapshots = iter([before, after])
-    monkeypatch.setattr(runtime, "installed_versions", lambda: next(snapshots))
+    monkeypatch.setattr(packages, "installed_versions", lambda: next(snapshots))
 
     def install(command, **options):
         calls.append(command)
@@ -402,7 +403,7 @@ def test_pip_install_names_each_package_it_had_to_move(monkeypatch, capsys):
             return subprocess.CompletedProcess(command, 1, "", stderr)
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    runtime.pip_install(["tensorflow-cpu==2.21.0"], install=install)
+    packages.pip_install(["tensorflow-cpu==2.21.0"], install=install)
     assert [command[1:] for command in calls[1:]] == [[*PIP_COMMAND_TAIL, "tensorflow-cpu==2.21.0"]]
     assert capsys.readouterr().out.splitlines() == [
         "Installing tensorflow-cpu==2.21.0 with pip (at most 10 min) ...",
@@ -442,8 +443,8 @@ def _slow_pip(command, **options):
     ids=["pip fails", "pip is offline", "pip times out"],
 )
 def test_pip_install_failure_is_one_line_saying_how_to_go_on(install, why):
-    with pytest.raises(runtime.SetupFailed) as failure:
-        runtime.pip_install(["tensorflow-cpu==2.21.0", "pandas<3"], install=install)
+    with pytest.raises(packages.SetupFailed) as failure:
+        packages.pip_install(["tensorflow-cpu==2.21.0", "pandas<3"], install=install)
     assert str(failure.value) == (
         f"pip could not install tensorflow-cpu==2.21.0, pandas<3 ({why}). Run by hand in a "
         "cell: %pip install tensorflow-cpu==2.21.0 'pandas<3' (or pick a runtime that has "
@@ -456,16 +457,16 @@ def test_pip_install_puts_a_new_pth_file_in_force(tmp_path, monkeypatch):
     site_packages, added = tmp_path / "site-packages", tmp_path / "added"
     site_packages.mkdir()
     added.mkdir()
-    monkeypatch.setattr(runtime.site, "getsitepackages", lambda: [str(site_packages)])
-    monkeypatch.setattr(runtime.site, "getusersitepackages", lambda: str(site_packages))
-    monkeypatch.setattr(runtime.sys, "path", list(runtime.sys.path))
+    monkeypatch.setattr(packages.site, "getsitepackages", lambda: [str(site_packages)])
+    monkeypatch.setattr(packages.site, "getusersitepackages", lambda: str(site_packages))
+    monkeypatch.setattr(packages.sys, "path", list(packages.sys.path))
 
     def install(command, **options):
         (site_packages / "new.pth").write_text(f"# comment\nimport os\n{added}\n/no/such\n")
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    runtime.pip_install(["x"], install=install)
-    assert runtime.sys.path[-1] == str(added) and "/no/such" not in runtime.sys.path
+    packages.pip_install(["x"], install=install)
+    assert packages.sys.path[-1] == str(added) and "/no/such" not in packages.sys.path
 
 
 def test_prepare_installs_what_is_missing_in_one_pip_command(monkeypatch, capsys):
