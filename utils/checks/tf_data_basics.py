@@ -55,31 +55,19 @@ def check_filenames(
         fail(todo, "filenames", f"expected elements that are string scalars; found {spec}.")
     paths = list(filenames.as_numpy_iterator())
     if len(paths) != expected_count:
-        fail(
-            todo,
-            "filenames",
-            f"expected {expected_count} paths; found {len(paths)}. "
-            "Use every path of `source.paths`, once.",
-        )
+        fail(todo, "filenames", f"expected {expected_count} paths; found {len(paths)}. "
+             "Use every path of `source.paths`, once.")  # fmt: skip
     folders = {_folder_of(path) for path in paths}
     if not folders <= set(class_names):
         fail(todo, "filenames", f"expected paths in {list(class_names)}; found {sorted(folders)}.")
     if paths[: min(len(paths), 50)] == sorted(paths)[:50] and len(paths) > 1:
-        fail(
-            todo,
-            "filenames",
-            "expected the files in shuffled order; found them sorted. "
-            "Shuffle them: .shuffle(len(source.paths), seed=SEED).",
-        )
+        fail(todo, "filenames", "expected the files in shuffled order; found them sorted. "
+             "Shuffle them: .shuffle(len(source.paths), seed=SEED).")  # fmt: skip
     if _shuffled_without_seed(filenames):
-        fail(
-            todo,
-            "filenames",
-            "expected the order drawn from a seed; found shuffle() without one. Each run of "
-            "the notebook then reads the files in another order, so a number or a mistake "
-            "you saw once cannot be seen again. Pass the seed: "
-            ".shuffle(len(source.paths), seed=SEED).",
-        )
+        fail(todo, "filenames", "expected the order drawn from a seed; found shuffle() "
+             "without one. Each run of the notebook then reads the files in another order, so "
+             "a number or a mistake you saw once cannot be seen again. Pass the seed: "
+             ".shuffle(len(source.paths), seed=SEED).")  # fmt: skip
     passed(todo, f"{len(paths)} files in {len(folders)} class folders.")
 
 
@@ -89,12 +77,9 @@ def _shuffled_without_seed(dataset: tf.data.Dataset) -> bool:
     `shuffle(seed=None)` with no global seed stores the seeds (0, 0), which TensorFlow
     replaces with random ones; a seed (or `tf.random.set_seed`) stores others.
     """
-    shuffles = [
-        step
-        for step in dataset_steps(dataset) or []
-        if step.op.startswith("ShuffleDataset") and len(step.constants) >= 4
-    ]
-    return bool(shuffles) and all(step.constants[2:4] == (0, 0) for step in shuffles)
+    seeds = [step.constants[2:4] for step in dataset_steps(dataset) or []
+             if step.op.startswith("ShuffleDataset") and len(step.constants) >= 4]  # fmt: skip
+    return bool(seeds) and all(seed == (0, 0) for seed in seeds)
 
 
 def _paths_of_every_class(sample_paths: Sequence[str], class_names: Sequence[str]) -> list[str]:
@@ -104,11 +89,7 @@ def _paths_of_every_class(sample_paths: Sequence[str], class_names: Sequence[str
 
 
 def check_label_from_path(
-    label_from_path: Callable,
-    *,
-    todo: int,
-    sample_paths: Sequence[str],
-    class_names: Sequence[str],
+    label_from_path: Callable, *, todo: int, sample_paths: Sequence[str], class_names: Sequence[str]
 ) -> None:
     """Checks that `label_from_path(path)` gives the index of the parent folder's name.
 
@@ -138,63 +119,42 @@ def check_label_from_path(
         labels = tf.data.Dataset.from_tensor_slices(paths).map(label_from_path)
         found = list(labels.as_numpy_iterator())
     except CHECK_ERRORS as error:
-        fail(
-            todo,
-            name,
-            f"expected {expected}, computed with TensorFlow ops (it runs inside "
-            f"Dataset.map); found an error: {first_line(error)}",
-        )
+        fail(todo, name, f"expected {expected}, computed with TensorFlow ops (it runs inside "
+             f"Dataset.map); found an error: {first_line(error)}")  # fmt: skip
     spec = labels.element_spec
     if not isinstance(spec, tf.TensorSpec) or not (spec.dtype.is_integer or spec.dtype.is_bool):
         found_kind = f"a {spec.dtype.name} tensor" if isinstance(spec, tf.TensorSpec) else spec
-        hint = (
-            "the folder's name itself. Compare it with class_names and take tf.argmax() of that"
-            if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
-            else "tf.argmax() gives an integer; cast with tf.cast(..., tf.int32)"
-        )
+        hint = ("the folder's name itself. Compare it with class_names and take tf.argmax() "
+                "of that" if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
+                else "tf.argmax() gives an integer; cast with tf.cast(..., tf.int32)")  # fmt: skip
         fail(todo, name, f"expected {expected}; found {found_kind}: {hint}.")
     shapes = sorted({np.shape(label) for label in found})
     if shapes != [()]:
-        fail(
-            todo,
-            name,
-            f"expected one number per path (shape ()); found shape {shapes[-1]}. "
-            "tf.argmax() of the comparison `class_names == folder` gives one number.",
-        )
+        fail(todo, name, f"expected one number per path (shape ()); found shape {shapes[-1]}. "
+             "tf.argmax() of the comparison `class_names == folder` gives one number.")  # fmt: skip
     wanted = [list(class_names).index(_folder_of(path)) for path in paths]
     found = [int(label) for label in found]
     if all(label == right + 1 for label, right in zip(found, wanted, strict=True)):
-        fail(
-            todo,
-            name,
-            f"expected labels {wanted[-len(class_names) :]} for the classes in order; found "
-            f"{found[-len(class_names) :]}, each one too high. Indices start at 0.",
-        )
+        fail(todo, name,
+             f"expected labels {wanted[-len(class_names) :]} for the classes in order; found "
+             f"{found[-len(class_names) :]}, each one too high. Indices start at 0.")  # fmt: skip
     for path, label, right in zip(paths, found, wanted, strict=True):
         if label != right:
-            fail(
-                todo,
-                name,
-                f"expected label {right} ({class_names[right]}) for {path}; found {label}. "
-                "The label is the index of the parent folder's name in `source.class_names`.",
-            )
+            fail(todo, name,
+                 f"expected label {right} ({class_names[right]}) for {path}; found {label}. "
+                 "The label is the index of the parent folder's name in "
+                 "`source.class_names`.")  # fmt: skip
     passed(todo, f"{len(sample_paths)} labels match their folders.")
 
 
-def _map_one(
-    function: Callable, path: str, what: str, hint: str, *, todo: int, name: str, expected: str
-):
+def _map_one(function: Callable, path: str, what: str, hint: str, *, todo, name, expected):
     """`function` mapped over a dataset of one path; an error names the file, `what`."""
     __tracebackhide__ = True
     try:
         return next(tf.data.Dataset.from_tensors(path).map(function).as_numpy_iterator())
     except CHECK_ERRORS as error:
-        fail(
-            todo,
-            name,
-            f"expected {expected}, computed with TensorFlow ops; found an error for {what}: "
-            f"{first_line(error)}{hint}",
-        )
+        fail(todo, name, f"expected {expected}, computed with TensorFlow ops; found an error "
+             f"for {what}: {first_line(error)}{hint}")  # fmt: skip
 
 
 def check_read_and_decode(
@@ -207,16 +167,14 @@ def check_read_and_decode(
 ) -> None:
     """Checks `read_and_decode(path) -> (image, label)`: uint8 RGB images read from `storage`.
 
-    Besides `sample_paths`, it decodes files it writes itself: a grayscale and a CMYK JPEG
-    and two PNGs (one with transparency), which decode to 1 or 4 channels without
-    `channels=3`, whatever the learner's own images are.
+    Besides `sample_paths`, it decodes files it writes: grayscale and CMYK JPEGs and PNGs
+    (one transparent), of 1 or 4 channels without `channels=3`, whatever the learner's are.
 
     Args:
         read_and_decode: the learner's function, run eagerly once, then in `Dataset.map`.
         todo: the TODO's number, named in every message.
         sample_paths: image files to decode, in class folders.
-        storage: the storage the lab reads through; its request count shows whether
-            the function read through it.
+        storage: the storage the lab reads through (its requests are counted).
         class_names: the class names, in label order.
 
     Raises:
@@ -230,101 +188,70 @@ def check_read_and_decode(
     __tracebackhide__ = True
     name = "read_and_decode"
     expected = "(image, label): a uint8 image of shape (height, width, 3) and its label"
-    channels_hint = (
-        "Images may have 1 or 4 channels: decode with tf.io.decode_jpeg(image_bytes, channels=3)."
-    )
+    channels_hint = "Images may have 1 or 4 channels: decode with tf.io.decode_jpeg(image_bytes, "
+    channels_hint += "channels=3)."
     with tempfile.TemporaryDirectory() as folder:
         traps = _samples.write_channel_traps(folder, class_names)
-        described = {path: (path, "") for path in sample_paths}
-        described.update(
-            {
-                path: (f"{what} the check wrote ({path})", " " + channels_hint)
-                for path, what in traps
-            }
-        )
+        described = {path: (path, "") for path in sample_paths}  # (what, hint) of each file.
+        described |= {path: (f"{what} the check wrote ({path})", " " + channels_hint)
+                      for path, what in traps}  # fmt: skip
         paths = list(described)
         storage.reset_counters()
-        call_eagerly(
-            read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected
-        )
+        call_eagerly(read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name,
+                     expected=expected)  # fmt: skip
         found = []
         for path, (what, hint) in described.items():
-            pair = _map_one(
-                read_and_decode, path, what, hint, todo=todo, name=name, expected=expected
-            )
+            pair = _map_one(read_and_decode, path, what, hint, todo=todo, name=name,
+                            expected=expected)  # fmt: skip
             if not isinstance(pair, tuple) or len(pair) != 2:
                 fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {what}.")
             image, label = pair
             if image.dtype != "uint8" or image.ndim != 3 or image.shape[-1] != 3:
-                fail(
-                    todo,
-                    name,
-                    f"expected a uint8 image of shape (height, width, 3); found {image.dtype} "
-                    f"of shape {tuple(image.shape)} for {what}. {channels_hint}",
-                )
+                fail(todo, name,
+                     f"expected a uint8 image of shape (height, width, 3); found {image.dtype} "
+                     f"of shape {tuple(image.shape)} for {what}. {channels_hint}")  # fmt: skip
             right = list(class_names).index(_folder_of(path))
             if np.shape(label) != () or int(label) != right:
                 fail(todo, name, f"expected label {right} for {path}; found {label}. Use TODO 2.")
             found.append(image)
         num_requests = storage.num_requests
     if storage.simulated and num_requests < len(paths):
-        fail(
-            todo,
-            name,
-            f"expected {len(paths)} reads from the simulated storage; found "
-            f"{num_requests}. Read with storage.read_file(path), not tf.io.read_file, "
-            "so that each image pays the storage latency.",
-        )
+        fail(todo, name, f"expected {len(paths)} reads from the simulated storage; found "
+             f"{num_requests}. Read with storage.read_file(path), not tf.io.read_file, "
+             "so that each image pays the storage latency.")  # fmt: skip
     sizes = {tuple(image.shape) for image in found[: len(sample_paths)]}
-    passed(
-        todo,
-        f"{len(sample_paths)} images decoded to uint8 (height, width, 3); {len(sizes)} sizes. "
-        "Grayscale, CMYK and PNG files too.",
-    )
+    passed(todo, f"{len(sample_paths)} images decoded to uint8 (height, width, 3); "
+           f"{len(sizes)} sizes. Grayscale, CMYK and PNG files too.")  # fmt: skip
 
 
 def _check_parallel_settings(dataset: Any, todo: int, name: str, num_parallel_reads: int):
     """Fails unless the map asks for the reads itself and has the threads to run them.
 
-    Read from the graph and the options, not measured: `AUTOTUNE` and the default thread
-    pool size themselves from this machine's cores, so a measurement alone would pass them
-    on a grader with 16 cores and fail them on a laptop with 2.
+    Read from the graph and options, not measured: `AUTOTUNE` and the default pool size
+    themselves from the cores, so a measurement would pass them on 16 cores, fail them on 2.
     """
     __tracebackhide__ = True
     wanted = max(2, num_parallel_reads // 2)
     steps = dataset_steps(dataset)
-    calls = [  # The last input of a parallel map or interleave is its num_parallel_calls.
-        step.constants[-1]
-        for step in steps or []
-        if step.op.startswith(("ParallelMapDataset", "ParallelInterleaveDataset"))
-    ]
+    # The last input of a parallel map or interleave is its num_parallel_calls.
+    parallel = ("ParallelMapDataset", "ParallelInterleaveDataset")
+    calls = [step.constants[-1] for step in steps or [] if step.op.startswith(parallel)]
     if steps is not None and not calls:
-        fail(
-            todo,
-            name,
-            f"expected a map with num_parallel_calls={num_parallel_reads}; found none: the "
-            "images are read one at a time. Pass num_parallel_calls=NUM_PARALLEL_READS.",
-        )
+        fail(todo, name, f"expected a map with num_parallel_calls={num_parallel_reads}; found "
+             "none: the images are read one at a time. Pass "
+             "num_parallel_calls=NUM_PARALLEL_READS.")  # fmt: skip
     if calls and max(calls) == tf.data.AUTOTUNE:
-        fail(
-            todo,
-            name,
-            f"expected num_parallel_calls={num_parallel_reads} (NUM_PARALLEL_READS); found "
-            "tf.data.AUTOTUNE, which sizes itself from this machine's cores, so the reads in "
-            "flight would change from one machine to the next. Pass "
-            "num_parallel_calls=NUM_PARALLEL_READS.",
-        )
+        fail(todo, name, f"expected num_parallel_calls={num_parallel_reads} "
+             "(NUM_PARALLEL_READS); found tf.data.AUTOTUNE, which sizes itself from this "
+             "machine's cores, so the reads in flight would change from one machine to the "
+             "next. Pass num_parallel_calls=NUM_PARALLEL_READS.")  # fmt: skip
     threads = dataset.options().threading.private_threadpool_size
     if calls and max(calls) >= wanted and (threads or 0) < wanted:
-        fail(
-            todo,
-            name,
-            f"expected a thread pool of {num_parallel_reads} threads "
-            f"(options.threading.private_threadpool_size); found {threads or 'the default'}, "
-            "one thread per core, and a read that waits holds its thread. Apply "
-            "tf.data.Options() with threading.private_threadpool_size = NUM_PARALLEL_READS "
-            "using with_options().",
-        )
+        fail(todo, name, f"expected a thread pool of {num_parallel_reads} threads "
+             f"(options.threading.private_threadpool_size); found {threads or 'the default'}, "
+             "one thread per core, and a read that waits holds its thread. Apply "
+             "tf.data.Options() with threading.private_threadpool_size = NUM_PARALLEL_READS "
+             "using with_options().")  # fmt: skip
 
 
 def check_parallel_reading(
@@ -364,12 +291,8 @@ def check_parallel_reading(
     wanted = max(2, num_parallel_reads // 2)
     if storage.max_in_flight < wanted:
         threads = dataset.options().threading.private_threadpool_size
-        fail(
-            todo,
-            name,
-            f"expected about {num_parallel_reads} reads in flight; found at most "
-            f"{storage.max_in_flight} (thread pool size: {threads or 'default, one per core'}). "
-            "Pass num_parallel_calls=NUM_PARALLEL_READS to map(), and give the pipeline as "
-            "many threads with options.threading.private_threadpool_size.",
-        )
+        fail(todo, name, f"expected about {num_parallel_reads} reads in flight; found at most "
+             f"{storage.max_in_flight} (thread pool size: {threads or 'default, one per core'}). "
+             "Pass num_parallel_calls=NUM_PARALLEL_READS to map(), and give the pipeline as "
+             "many threads with options.threading.private_threadpool_size.")  # fmt: skip
     passed(todo, f"reads overlap (at least {wanted} in flight).")

@@ -1,0 +1,219 @@
+"""Checks for lab 3's TODOs 2 and 4: shards read in parallel, in any order; the fast pipeline.
+
+The lesson's module, `read_tfrecords`, names them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import tensorflow as tf
+
+from utils.checks._base import (
+    CHECK_ERRORS,
+    OPTIONS_ONLY_OPS,
+    dataset_ops,
+    dataset_steps,
+    fail,
+    first_line,
+    passed,
+    raise_if_data_problem,
+    require_dataset,
+)
+
+if TYPE_CHECKING:
+    from utils.storage import SimulatedStorage
+
+
+def _fail_if_reads_keep_order(dataset: tf.data.Dataset, todo: int, name: str) -> None:
+    """Fails when a read in `dataset`'s graph keeps its order whatever the options say.
+
+    `tf.data.TFRecordDataset(paths, num_parallel_reads=16)` builds an interleave marked
+    `deterministic: "true"`: `options.deterministic = False` does not reach it.
+    """
+    __tracebackhide__ = True
+    steps = dataset_steps(dataset) or []
+    ordered = [s.op for s in steps if "Interleave" in s.op and s.deterministic == "true"]
+    if ordered:
+        fail(
+            todo,
+            name,
+            "expected the shards read in any order, as options.deterministic = False asks; "
+            f'found {ordered[0]} marked deterministic: "true": it keeps the files\' order '
+            "whatever the options say, as tf.data.TFRecordDataset(paths, num_parallel_reads="
+            "<an integer>) always does. Read with simulated_storage.tfrecord_dataset("
+            "shard_paths, num_parallel_reads=NUM_PARALLEL_READS), or interleave the files: "
+            "files.interleave(tf.data.TFRecordDataset, cycle_length=16, num_parallel_calls=16).",
+        )
+
+
+def check_parallel_records(
+    dataset: Any,
+    *,
+    todo: int,
+    storage: SimulatedStorage,
+    num_parallel_reads: int,
+    num_shards: int,
+    num_records: int,
+    shard_paths: Sequence[str] = (),
+) -> None:
+    """Checks the dataset of TODO 2: every record, read from many shards at once, any order.
+
+    A damaged shard (TensorFlow's `DataLossError`) raises `DataProblem` naming it (found
+    among `shard_paths`), not a failure of the TODO.
+
+    Args:
+        dataset: what the TODO built; expected a `tf.data.Dataset` of (image, label).
+        todo: the TODO's number, named in every message.
+        storage: the storage the shards are read through.
+        num_parallel_reads: the shards the lab asks to read at once.
+        num_shards: how many shards there are.
+        num_records: how many records they hold together.
+        shard_paths: the shards, to name a damaged one.
+
+    Raises:
+        CheckFailed: naming the TODO, when the dataset is ordered (by its options, or by
+            a reader that ignores them, such as `TFRecordDataset(paths,
+            num_parallel_reads=16)`), batched, mapped sequentially, holds another count, or
+            bypasses or does not overlap the storage.
+        DataProblem: naming the damaged shards, when reading meets one.
+
+    Example:
+        checks.check_parallel_records(dataset, todo=2, storage=storage, num_parallel_reads=16,
+                                      num_shards=16, num_records=3670)
+    """
+    __tracebackhide__ = True
+    name = "dataset"
+    expected = "a tf.data.Dataset of (image, label) read from the shards in parallel"
+    require_dataset(dataset, todo, name, expected)
+    if dataset.options().deterministic is not False:
+        fail(
+            todo,
+            name,
+            "expected options.deterministic = False on the dataset itself; found "
+            f"{dataset.options().deterministic}. Apply the options with "
+            "`records = records.with_options(options)` and build on `records`: "
+            "`with_options()` returns a new dataset, and options set on one you then "
+            "throw away never apply.",
+        )
+    _fail_if_reads_keep_order(dataset, todo, name)
+    image_spec = tf.nest.flatten(dataset.element_spec)[0]
+    if image_spec.shape.rank != 3:
+        fail(
+            todo,
+            name,
+            f"expected one (image, label) per element, images of rank 3; found {image_spec}. "
+            "Map read_tfrecord over the records; batching comes in TODO 4.",
+        )
+    ops = dataset_ops(dataset)
+    if ops is not None and not any("ParallelMap" in op for op in ops):
+        fail(todo, name, "expected a parallel map: pass num_parallel_calls=tf.data.AUTOTUNE.")
+    storage.reset_counters()
+    try:  # One more than expected at most: a dataset that repeats forever ends too.
+        count = sum(1 for _ in dataset.take(num_records + 1))
+    except CHECK_ERRORS as error:
+        raise_if_data_problem(error, todo, shard_paths)
+        fail(todo, name, f"reading it fails: {first_line(error)}")
+    if count != num_records:
+        more = "more than that (does it repeat?)" if count > num_records else count
+        fail(todo, name, f"expected all {num_records} records, once each; found {more}.")
+    wanted = max(2, min(num_parallel_reads, num_shards) // 2)
+    if storage.simulated and storage.latency_ms and storage.num_requests == 0:
+        fail(
+            todo,
+            name,
+            "expected the shards read from the simulated storage; it saw no request. Read "
+            "them with simulated_storage.tfrecord_dataset(shard_paths, num_parallel_reads="
+            "NUM_PARALLEL_READS), not tf.data.TFRecordDataset, so that each shard pays the "
+            "storage's wait.",
+        )
+    if storage.simulated and storage.latency_ms and storage.max_in_flight < wanted:
+        fail(
+            todo,
+            name,
+            f"expected about {min(num_parallel_reads, num_shards)} shards read at once; found "
+            f"at most {storage.max_in_flight}. Pass num_parallel_reads=NUM_PARALLEL_READS.",
+        )
+    passed(todo, f"all {count} records, read in parallel, in any order.")
+
+
+def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
+    """Checks the training pipeline: records batched, parsed a batch at a time, prefetched.
+
+    The order of the steps is read from the dataset's graph (`dataset_ops`); where the
+    graph cannot be read, only the elements and options are checked.
+
+    Args:
+        dataset: what the TODO built; expected a `tf.data.Dataset` of batches.
+        todo: the TODO's number, named in every message.
+        batch_size: the batch size the lab asks for.
+
+    Raises:
+        CheckFailed: naming the TODO, when the batches are not rank 4 or of `batch_size`,
+            prefetch is not last, the parse is not a parallel map after batch, or the
+            records are read in order (by the options, or by a reader that ignores them).
+
+    Example:
+        checks.check_fast_dataset(fast, todo=4, batch_size=64)
+    """
+    __tracebackhide__ = True
+    name = "fast"
+    expected = f"a tf.data.Dataset of batches of {batch_size} (image, label), prefetched"
+    require_dataset(dataset, todo, name, expected)
+    image_spec = tf.nest.flatten(dataset.element_spec)[0]
+    if image_spec.shape.rank != 4 or image_spec.shape[0] not in (None, batch_size):
+        fail(todo, name, f"expected batches of images (rank 4); found {image_spec}.")
+    steps = dataset_steps(dataset) or []
+    # `with_options()` after `prefetch()` adds steps that change no element: skip them.
+    while len(steps) > 1 and steps[-1].op in OPTIONS_ONLY_OPS:
+        steps.pop()
+    ops = [step.op for step in steps]
+    if ops and ops[-1] != "PrefetchDataset":
+        fail(
+            todo,
+            name,
+            f"expected prefetch(tf.data.AUTOTUNE) as the last step; the last is {ops[-1]}.",
+        )
+    buffer = steps[-1].constants[1] if ops and len(steps[-1].constants) > 1 else None
+    if ops and buffer is not None and 0 <= buffer < 2:
+        fail(
+            todo,
+            name,
+            f"expected prefetch(tf.data.AUTOTUNE); found prefetch({buffer}). A buffer of "
+            f"{buffer} batch{'es' if buffer != 1 else ''} absorbs no slow batch: when one "
+            "shard answers late (this lab's storage has a long tail), the accelerator waits "
+            "for it, step after step. AUTOTUNE grows the buffer while the consumer waits.",
+        )
+    batch = max((i for i, op in enumerate(ops) if op.startswith("BatchDataset")), default=-1)
+    maps = [i for i, op in enumerate(ops) if "MapDataset" in op and i > batch >= 0]
+    if ops and maps and not any("ParallelMap" in ops[i] for i in maps):
+        fail(
+            todo,
+            name,
+            "expected parse_batch in a parallel map; found a map that parses one batch at a "
+            "time. Pass num_parallel_calls=tf.data.AUTOTUNE to map().",
+        )
+    if ops and not maps:
+        fail(
+            todo,
+            name,
+            "expected the records batched first, then parsed with parse_batch in a parallel "
+            "map: records.batch(BATCH_SIZE).map(parse_batch, num_parallel_calls=AUTOTUNE).",
+        )
+    if dataset.options().deterministic is not False:
+        fail(
+            todo,
+            name,
+            "expected records read in any order (options.deterministic = False); found "
+            f"{dataset.options().deterministic}. Build on TODO 2's `records`, with the options "
+            "applied to `records` itself, or apply them here with with_options().",
+        )
+    _fail_if_reads_keep_order(dataset, todo, name)
+    images, _ = next(iter(dataset))
+    if images.shape[0] != batch_size:
+        fail(todo, name, f"expected batches of {batch_size}; found {images.shape[0]}.")
+    fixed = ""
+    if buffer is not None and buffer > 1:
+        fixed = f" (a fixed buffer of {buffer}: AUTOTUNE would size it)"
+    passed(todo, f"batches of {batch_size} images of {tuple(images.shape[1:])}, prefetched{fixed}.")

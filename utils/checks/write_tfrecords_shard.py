@@ -1,0 +1,204 @@
+"""Checks for lab 2's TODOs 3 and 4: the record's features, a shard written safely.
+
+The lesson's module, `write_tfrecords`, names them.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from utils import records, shard_files
+from utils.checks._base import CHECK_ERRORS, call_eagerly, fail, first_line, passed, require_result
+
+_FEATURE_KINDS = {
+    "image": "bytes_list",
+    "class": "int64_list",
+    "label": "bytes_list",
+    "size": "int64_list",
+    "one_hot_class": "float_list",
+}
+
+
+def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[str]) -> None:
+    """Checks `to_example(image_jpeg, class_index, original_size, class_names)` against `SCHEMA`.
+
+    Args:
+        to_example: the learner's function, called eagerly on a small JPEG.
+        todo: the TODO's number, named in every message.
+        class_names: the class names, in label order.
+
+    Raises:
+        CheckFailed: naming the TODO and the feature, when the result is not a
+            `tf.train.Example`, a feature is missing or of another kind, or a value is wrong.
+
+    Example:
+        checks.check_to_example(to_example, todo=3, class_names=source.class_names)
+    """
+    __tracebackhide__ = True
+    name = "to_example"
+    expected = "a tf.train.Example with the features " + ", ".join(_FEATURE_KINDS)
+    image_jpeg = tf.io.encode_jpeg(tf.zeros((8, 8, 3), tf.uint8)).numpy()
+    class_index = len(class_names) // 2
+    example = call_eagerly(
+        to_example,
+        (image_jpeg, class_index, [300, 400], list(class_names)),
+        todo=todo,
+        name=name,
+        expected=expected,
+    )
+    if not isinstance(example, tf.train.Example):
+        fail(todo, name, f"expected {expected}; found a {type(example).__name__}.")
+    features = example.features.feature
+    for feature, kind in _FEATURE_KINDS.items():
+        if feature not in features:
+            fail(todo, name, f"expected a feature {feature!r}; found {sorted(features)}.")
+        if features[feature].WhichOneof("kind") != kind:
+            found = features[feature].WhichOneof("kind")
+            fail(todo, name, f"expected {feature!r} to be a {kind}; found a {found}.")
+    record = records.parse_record(tf.constant(example.SerializeToString()))
+    one_hot = [0.0] * len(class_names)
+    one_hot[class_index] = 1.0
+    wanted = {
+        "image": image_jpeg,
+        "class": class_index,
+        "label": class_names[class_index].encode(),
+        "size": [300, 400],
+        "one_hot_class": one_hot,
+    }
+    for feature, value in wanted.items():
+        found = record[feature].numpy()
+        found = found.tolist() if isinstance(found, np.ndarray) else found
+        if found != value:
+            fail(todo, name, f"expected {feature}={value!r:.60}; found {found!r:.60}.")
+    passed(todo, "the record parses with the schema and holds the right values.")
+
+
+def _write_and_read(write_shard: Callable, records, folder: str, wanted: str, *, todo, name):
+    """Writes `records` with `write_shard` as shard 3 of `folder`; checks the shard and folder.
+
+    An error of `write_shard` on a folder that already holds the shard is raised as it is.
+    """
+    __tracebackhide__ = True
+    already_there = (Path(folder) / wanted).exists()
+    if already_there:
+        path = write_shard(iter(records), folder, 3)
+    else:
+        try:
+            path = write_shard(iter(records), folder, 3)
+        except TypeError as error:
+            fail(
+                todo,
+                name,
+                f"expected the path of the shard written; found an error: {first_line(error)}. "
+                "`serialized_examples` can be any iterable, read once and without len() (a "
+                "generator): count the records as you write them.",
+            )
+        except CHECK_ERRORS as error:
+            fail(
+                todo,
+                name,
+                f"expected the path of the shard written; found an error: {first_line(error)}",
+            )
+    require_result(path, todo, name, "the path of the shard written")
+    if Path(str(path)).name != wanted:
+        fail(
+            todo,
+            name,
+            f"expected a shard named {wanted}; found {Path(str(path)).name}. Its "
+            "name holds the number of records written.",
+        )
+    if not Path(path).exists():
+        fail(todo, name, f"it returned {path}, but there is no such file.")
+    written = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
+    if written != records:
+        if already_there:
+            fail(
+                todo,
+                name,
+                f"expected the {len(records)} new records of a second run of the "
+                f"lab; found {written}. Replace the old shard: tf.io.gfile.rename("
+                "temporary, final_path, overwrite=True).",
+            )
+        fail(todo, name, f"expected the {len(records)} records in order; found {written}.")
+    left = sorted(p.name for p in Path(folder).iterdir() if p.name != wanted)
+    if left:
+        fail(todo, name, f"expected only {wanted} in the folder; also found {left}.")
+
+
+def check_write_shard(write_shard: Callable, *, todo: int) -> None:
+    """Checks `write_shard(serialized_examples, output_dir, index)`: a shard written safely.
+
+    The shard is named with its count and holds every record; written again into the same
+    folder it is replaced; a write interrupted part-way leaves nothing that looks finished.
+    It writes into temporary folders of its own.
+
+    Args:
+        write_shard: the learner's function.
+        todo: the TODO's number, named in every message.
+
+    Raises:
+        CheckFailed: naming the TODO, when the shard's name, records or folder are wrong,
+            a second write fails, or an interrupted write leaves a finished-looking shard.
+
+    Example:
+        checks.check_write_shard(write_shard, todo=4)
+    """
+    __tracebackhide__ = True
+    name = "write_shard"
+    records = [f"record {i}".encode() for i in range(5)]
+    wanted = shard_files.shard_name(3, len(records))
+    with tempfile.TemporaryDirectory() as folder:
+        _write_and_read(write_shard, records, folder, wanted, todo=todo, name=name)
+        # The lab run a second time: the same shard, new records, into the same folder.
+        again = [f"second run, record {i}".encode() for i in range(5)]
+        try:
+            _write_and_read(write_shard, again, folder, wanted, todo=todo, name=name)
+        except (*CHECK_ERRORS, OSError) as error:
+            fail(
+                todo,
+                name,
+                f"expected the shard written again when the lab runs a second time; writing "
+                f"{wanted} into a folder that already holds it fails: {first_line(error)}. "
+                "Replace the old shard: tf.io.gfile.rename(temporary, final_path, "
+                "overwrite=True).",
+            )
+
+    with tempfile.TemporaryDirectory() as folder:
+        files_while_writing = []
+
+        def interrupted():
+            yield from records[:3]
+            files_while_writing.extend(p.name for p in Path(folder).iterdir())
+            raise KeyboardInterrupt("interrupted")
+
+        try:
+            write_shard(interrupted(), folder, 0)
+        except KeyboardInterrupt:
+            pass
+        finished = [Path(p).name for p in shard_files.find_shards(folder)]
+        if not files_while_writing:
+            fail(
+                todo,
+                name,
+                "expected the records to go into a file as they come (a shard can be larger "
+                "than memory); no file existed while they came. Open a tf.io.TFRecordWriter "
+                "on shard_files.temporary_path(output_dir, index) and write each record.",
+            )
+        if finished:
+            fail(
+                todo,
+                name,
+                f"a write interrupted after 3 records left {finished}, which looks finished. "
+                "Write to shard_files.temporary_path(output_dir, index) first, and rename the "
+                "file to its final name only when every record is written.",
+            )
+    passed(
+        todo,
+        f"{wanted} holds its {len(records)} records, written twice over; an "
+        "interrupted write leaves no finished-looking shard.",
+    )
