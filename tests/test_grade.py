@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 from tools import grade, grade_kernel, sandbox, setup_cell
+from tools.grading import sealed
 from tools.lesson_parameters import missing_modules
 
 KEY = build.METADATA_KEY
@@ -548,18 +549,19 @@ def test_restore_finds_todos_of_every_lesson_by_their_stable_ids():
 def test_scores_map_by_cell_marks_not_by_position():
     lab, solution = _notebook("labs", LAB1), _notebook("solutions", LAB1)
     restored, _ = grade.restore_protected_cells(solution, lab)
-    prepared = grade.prepare_cells(restored, {"NUM_IMAGES": 7})
+    prepared, _ = grade.judged_cells(restored, lab, {"NUM_IMAGES": 7}, 60)
     shifted = [(nbformat.v4.new_code_cell(id="extra"), "print(1)")] + prepared
+    verdicts = {n: sealed.Verdict(n != 2, f"TODO {n}: judged") for n in (1, 2, 3, 4)}
     for cells in (prepared, shifted):
         results = [
-            grade_kernel.CellResult(
-                "ok", output=f"TODO {cell.metadata[KEY]['check']} passed: yes"
-                if "check" in cell.metadata.get(KEY, {}) else "")
+            grade_kernel.CellResult("error", error="ValueError: mine")
+            if cell.get("id") == "todo-2" else grade_kernel.CellResult("ok")
             for cell, _ in cells
         ]  # fmt: skip
         mark = grade.Grade("a.ipynb", points={1: 1, 2: 2, 3: 1, 4: 1})
-        grade.score(mark, cells, results)
-        assert mark.passed == {1: True, 2: True, 3: True, 4: True} and mark.total == 5
+        grade.score(mark, cells, results, verdicts)
+        assert mark.passed == {1: True, 2: False, 3: True, 4: True} and mark.total == 3
+        assert mark.messages[2] == "your TODO 2 cell failed: ValueError: mine"
 
 
 def test_points_come_from_the_lesson_source(tmp_path):
@@ -750,16 +752,19 @@ def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
     assert grade.find_flags(code, lab) == []
 
 
-def test_each_check_cell_starts_with_the_parameters_and_the_guard():
+def test_the_kernel_gets_the_graders_parameters_after_the_labs():
     lab = _notebook("labs", LAB1)
     restored, _ = grade.restore_protected_cells(lab, lab)
-    prepared = grade.prepare_cells(restored, grade.lab_parameters(lab, {"NUM_IMAGES": 7}))
+    parameters = grade.lab_parameters(lab, {"NUM_IMAGES": 7})
+    prepared, plan = grade.judged_cells(restored, lab, parameters, 60)
     ids = [cell.get("id") for cell, _ in prepared]
-    assert ids.index("injected-parameters") < ids.index("grader-snapshot") < ids.index("todo-1")
-    check = dict((cell.get("id"), code) for cell, code in prepared)["check-4"]
-    assert check.startswith("# Grader: the lab's parameters, as the grader set them.\n")
-    assert "\nNUM_IMAGES = 7\n" in check and "\nNUM_PARALLEL_READS = 16\n" in check
-    assert check.endswith(next(c.source for c in lab.cells if c.id == "check-4"))
+    tagged = next(
+        i for i, (c, _) in enumerate(prepared) if "parameters" in c.metadata.get("tags", [])
+    )
+    assert tagged + 1 == ids.index("injected-parameters") < ids.index("todo-1")
+    injected = dict((cell.get("id"), code) for cell, code in prepared)["injected-parameters"]
+    assert "NUM_IMAGES = 7\n" in injected and "\nNUM_PARALLEL_READS = 16" in injected
+    assert {"kind": "code", "source": injected, "needed": True} in plan  # The judge's too.
 
 
 def test_each_lab_header_lists_the_points():

@@ -1,14 +1,11 @@
 """Tests of tools/grading/: one class per grading step, in the order `grade.STEPS` runs them.
 
-Small and in-process (no kernel, except the guard's own subprocess); the outside-in run
+Small and in-process (no kernel); the outside-in run
 over hostile submissions is tests/test_grade.py.
 """
 
 import copy
 import csv
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -20,7 +17,6 @@ from tools.grade_kernel import CellResult
 from tools.grading import (
     flags,
     identify,
-    kernel_guard,
     prepare,
     reports,
     score,
@@ -140,52 +136,20 @@ class TestFlags:
         assert flags.find_flags(code) == found
 
 
-class TestKernelGuard:
-    def test_top_level_names_all_start_with_grader(self):
-        import ast
-
-        tree = ast.parse(Path(kernel_guard.__file__).read_text())
-        names = [
-            getattr(node, "name", None) or node.targets[0].id
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef | ast.Assign)
-        ]
-        assert names == ["_grader_libraries", "_grader_snapshot", "_grader_restore"]
-        assert all(not isinstance(node, ast.Import | ast.ImportFrom) for node in tree.body)
-
-    def test_restore_undoes_patches_hooks_and_sys_path(self, tmp_path):
-        program = """
-import math, sys, types
-exec(open(sys.argv[1]).read())
-shell = types.SimpleNamespace(input_transformers_post=[], input_transformers_cleanup=[],
-                              ast_transformers=[])
-floor = math.floor
-state = _grader_snapshot(globals(), [], shell)
-math.floor = lambda x: 0
-sys.path.insert(0, "decoy")
-shell.ast_transformers.append("hook")
-_grader_restore(state, "/course", "/course/utils")
-print(math.floor is floor, sys.path[0], "decoy" in sys.path, shell.ast_transformers)
-"""
-        result = subprocess.run([sys.executable, "-c", program, kernel_guard.__file__],
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
-        assert result.stdout == "True /course False []\n", result.stderr
-
-
 class TestPrepare:
-    def test_grader_cells_run_the_guard_file(self, lab1):
+    def test_the_kernel_runs_no_check_and_the_judge_plans_every_one(self, lab1):
         lab = lab1[0]
         restored, _ = grade.restore_protected_cells(lab, lab)
-        cells = dict((c.get("id"), code) for c, code in prepare.prepare_cells(restored, {}))
-        guard = prepare.GUARD_FILE.read_text()
-        assert guard in cells["grader-snapshot"] and guard in cells["check-1"]
-        assert cells["grader-snapshot"].endswith(
-            f"_grader_state = _grader_snapshot(globals(), {prepare.lab_names(lab)!r}, "
-            "get_ipython())\n"
-        )
-        assert f"_grader_restore(_grader_state, {str(REPO_ROOT)!r}, " in cells["check-1"]
-        for code in cells.values():
+        prepared, plan = prepare.judged_cells(restored, lab, {"NUM_IMAGES": 7}, 60)
+        checks = [c.source for c in lab.cells if "check" in marks(c)]
+        for _, code in prepared:
             compile(code, "cell", "exec")  # Without magics, every cell is plain Python.
+            assert "checks.check_" not in code
+        assert [s["todo"] for s in plan if s["kind"] == "check"] == list(range(1, len(checks) + 1))
+        assert (
+            "NUM_IMAGES = 7"
+            in dict((c.get("id"), code) for c, code in prepared)["injected-parameters"]
+        )
 
 
 class TestScore:
@@ -194,7 +158,7 @@ class TestScore:
         results = [CellResult("timeout", error="timed out after 30 s"), CellResult("not run"),
                    CellResult("not run")]  # fmt: skip
         mark = Grade("a.ipynb", points={1: 1, 2: 1})
-        score.score(mark, [(c, "") for c in cells], results)
+        score.score(mark, [(c, "") for c in cells], results, {})
         stop = "the cell of TODO 1 timed out after 30 s; the cells after it were not run"
         assert mark.notes == [f"Stopped: {stop}"]
         assert mark.messages == {
@@ -205,15 +169,21 @@ class TestScore:
 
 class TestScoreMessages:
     def test_a_check_failure_is_not_repeated_as_the_first_error(self):
-        cells = [nbformat.v4.new_code_cell(id=i) for i in ("check-1", "cell-13", "mine")]
-        cells[2].source = "print(y)"
-        cells[2].metadata[KEY] = {"added": True}
-        results = [CellResult("error", error="TODO 1 (x): not done yet"),
-                   CellResult("error", error="AttributeError: 'ellipsis' object"),
+        cells = [nbformat.v4.new_code_cell(id=i) for i in ("cell-13", "mine")]
+        cells[1].source = "print(y)"
+        cells[1].metadata[KEY] = {"added": True}
+        results = [CellResult("error", error="AttributeError: 'ellipsis' object"),
                    CellResult("error", error="NameError: name 'y' is not defined")]  # fmt: skip
-        mark = Grade("a.ipynb", points={1: 1})
-        score.score(mark, [(c, "") for c in cells], results)
-        assert mark.messages == {1: "TODO 1 (x): not done yet"}
+        mark = Grade("a.ipynb", points={1: 1, 2: 1})
+        verdicts = {1: sealed.Verdict(False, "TODO 1 (x): not done yet"),
+                    2: sealed.Verdict(False, "NameError: name 'x' is not defined")}  # fmt: skip
+        score.score(mark, [(c, "") for c in cells], results, verdicts)
+        assert mark.messages == {
+            1: "TODO 1 (x): not done yet",
+            2: "NameError: name 'x' is not defined (a name the lab makes from TODO 1's result: "
+            "fix TODO 1 first)",
+        }
+        assert mark.passed == {1: False, 2: False}
         assert mark.first_error == (
             "a cell you added (print(y)): NameError: name 'y' is not defined"
         )
@@ -348,7 +318,7 @@ class TestThreads:
         assert result.passed == {} and result.total == 0
 
 
-@pytest.mark.parametrize("lesson", ["01_tf_data_basics", "02_write_tfrecords"])  # Sealed, not.
+@pytest.mark.parametrize("lesson", ["01_tf_data_basics", "02_write_tfrecords"])
 def test_the_grader_runs_nothing_after_the_last_check(lesson):
     """Nothing after the last check cell decides a verdict (lab 1's speed tests, plots)."""
     lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
@@ -357,9 +327,8 @@ def test_the_grader_runs_nothing_after_the_last_check(lesson):
     last_check = max(i for i, cell_id in enumerate(code) if cell_id.startswith("check-"))
     after = set(code[last_check + 1 :])
     assert after, f"{lesson} has no cell after its last check: nothing to test"
-    prepared = [cell.get("id") for cell, _ in grade.prepare_cells(restored, {})]
-    kept = sealed.kernel_cells(prepare.graded_part(restored), lab, "", 60)
+    kept, plan = grade.judged_cells(restored, lab, {}, 60)
     kept = [cell.get("id") for cell, _ in kept]
     last = max(marks(c)["todo"] for c in lab.cells if "todo" in marks(c))
-    assert prepared[-1] == f"check-{last}" and not after & set(prepared)
+    assert plan[-1] == {"kind": "check", "todo": last, "source": plan[-1]["source"]}
     assert kept[-2:] == [f"grader-keep-{last}", "grader-finish"] and not after & set(kept)

@@ -19,9 +19,8 @@ from tests.conftest import REPO_ROOT
 from tests.test_build_notebooks import EXECUTABLE_LESSON, _lesson_root
 from tools import build_notebooks as build
 from tools import hand_in_code
-from tools.grading import judge_plan, sealed
 from tools.grading.identify import learner_id
-from tools.grading.prepare import graded_part, prepare_cells
+from tools.grading.prepare import judged_cells
 from tools.grading.restore import restore_protected_cells
 from utils.checks import check_filenames
 
@@ -264,7 +263,7 @@ def test_the_generated_cells_hand_in_from_a_jupyterlab_kernel(tmp_path, monkeypa
     assert sorted(os.listdir(path.parent)) == [path.name, target.name]
 
 
-@pytest.mark.parametrize("lesson", [LAB, "02_write_tfrecords"])  # Sealed, and not yet.
+@pytest.mark.parametrize("lesson", [LAB, "02_write_tfrecords"])
 def test_the_grader_runs_and_plans_no_hand_in_cell(lesson):
     lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     solution = _filled(lab, solution)
@@ -272,17 +271,11 @@ def test_the_grader_runs_and_plans_no_hand_in_cell(lesson):
     assert notes == []
     hand_in_ids = {"hand-in-code", "hand-in"}
     assert hand_in_ids <= {c.id for c in restored.cells}
-    prepared = prepare_cells(restored, {})
-    assert not hand_in_ids & {c.get("id") for c, _ in prepared}
-    graded = [c for c in graded_part(lab).cells
-              if c.cell_type == "code" and c.id not in hand_in_ids]  # fmt: skip
-    assert len(prepared) == len(graded) + 2  # With the snapshot and the parameters.
-    kernel = sealed.kernel_cells(restored, lab, "", 60)
+    kernel, plan = judged_cells(restored, lab, {}, 60)
     assert not hand_in_ids & {c.get("id") for c, _ in kernel}
-    plan = judge_plan.plan(lab, "")
     assert not any("hand_in(" in step.get("source", "") for step in plan)
     # A learner's hand-in cell that lost its id (kept as an added cell) is skipped too.
     edited = copy.deepcopy(solution)
     edited.cells[-1].id, edited.cells[-1].source = "x1", 'LEARNER_ID = "kim42"\nhand_in({})'
     restored, _ = restore_protected_cells(edited, lab)
-    assert not any("kim42" in code for _, code in prepare_cells(restored, {}))
+    assert not any("kim42" in code for _, code in judged_cells(restored, lab, {}, 60)[0])

@@ -12,16 +12,16 @@
    Rebuild it on that lab, as nbgrader does: every protected cell (set-up, parameters,
    text, checks) comes from the lab; the learner's TODO cells (found by metadata, stable
    id `todo-n`, or `# TODO n:` line; of two copies the last) and added cells stay in place.
-   Each check cell starts with the lab's parameters as literals and a guard that restores
-   the course's modules, `sys.path`, patched functions of numpy/TF/Keras and IPython hooks.
-4. Run the cells one by one in a kernel sandboxed with bubblewrap (`tools/grade_kernel.py`):
-   only the virtual environment, Python, `utils/` and the data cache are there (no
-   solutions, lesson sources or git history), no network, its own PID namespace, a memory
-   limit. The grader reads each cell's result from the kernel's replies, in its own memory.
-   A cell past its limit stops the run; the TODOs passed before it are kept.
-5. Score each TODO from its check cell (passed only if the check printed "TODO n passed");
-   a TODO cell's own error is reported for that TODO. Flag what cannot be prevented
-   (`FLAG_NAMES`) for the instructor, who reads `review.md` (`--review` prints it).
+4. Run the learner's cells, without the lab's check calls, one by one in a kernel
+   sandboxed with bubblewrap (`tools/grade_kernel.py`): only the virtual environment,
+   Python, `utils/` and the data cache are there (no solutions, lesson sources or git
+   history), no network, its own PID namespace, a memory limit. After each TODO the kernel
+   keeps what the TODO made; the judge, a second sandboxed process that never runs learner
+   code, runs the lab's checks on those values and signs its verdicts (`grading/sealed.py`).
+   A cell past its limit stops the run; the TODOs judged before it are kept.
+5. Score each TODO from the judge's verdict; a TODO cell's own error is reported for that
+   TODO. Flag what the learner's code does that the instructor should read (`FLAG_NAMES`),
+   in `review.md` (`--review` prints it).
 
 Writes to the output folder (which must not be or contain the submissions folder):
 `grades.csv` (one row per submission: learner, lab, version, points per TODO, total,
@@ -40,9 +40,7 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
-import os
 import sys
 import tempfile
 import time
@@ -51,7 +49,17 @@ from pathlib import Path
 import nbformat
 
 from tools import sandbox
-from tools.grading import class_files, flags, gradebook, identify, prepare, restore, run, versions
+from tools.grading import (
+    arguments,
+    class_files,
+    flags,
+    gradebook,
+    identify,
+    prepare,
+    restore,
+    run,
+    versions,
+)
 from tools.grading import score as scoring
 from tools.grading.feedback import feedback, junit_xml
 from tools.grading.flags import COURSE_MODULES, FLAG_NAMES, FLAGS, find_flags, review_diff
@@ -59,11 +67,11 @@ from tools.grading.identify import identify_lab, learner_id
 from tools.grading.limits import measure_limits
 from tools.grading.lms_files import write_canvas_csv, write_moodle_csv
 from tools.grading.model import KEY, REPO_ROOT, Grade, Limits, Options, Submission
-from tools.grading.prepare import lab_names, lab_parameters, prepare_cells
+from tools.grading.prepare import judged_cells, lab_parameters
 from tools.grading.reports import GRADER_FILES, remove_old_reports, write_reports
 from tools.grading.restore import learner_cells, restore_protected_cells
 from tools.grading.score import score
-from tools.grading.versions import choose_lab, lab_points, load_labs
+from tools.grading.versions import choose_lab, load_labs
 from tools.lesson_parameters import SMALL_PARAMETERS
 from utils import data
 
@@ -81,8 +89,8 @@ STEPS = (
 __all__ = [
     "COURSE_MODULES", "FLAGS", "FLAG_NAMES", "GRADER_FILES", "KEY", "REPO_ROOT", "STEPS",
     "Grade", "Limits", "Options", "choose_lab", "feedback", "find_flags", "grade_submission",
-    "identify_lab", "junit_xml", "lab_names", "lab_parameters", "learner_cells", "learner_id",
-    "load_labs", "main", "prepare_cells", "restore_protected_cells", "review_diff", "score",
+    "identify_lab", "judged_cells", "junit_xml", "lab_parameters", "learner_cells", "learner_id",
+    "load_labs", "main", "restore_protected_cells", "review_diff", "score",
     "write_reports",
 ]  # fmt: skip
 
@@ -147,90 +155,8 @@ def choose_sandbox(mode: str) -> tuple[str | None, str]:
     return None, "NOT ISOLATED (no working bwrap here)"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("submissions", type=Path, help="folder of submitted .ipynb files")
-    parser.add_argument("--output-dir", type=Path, default=REPO_ROOT / "build" / "grades")
-    parser.add_argument(
-        "--cell-timeout",
-        type=float,
-        default=None,
-        help="seconds per cell (default: from each lesson's solution run)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
-        help="seconds per submission (default: from the solution run)",
-    )
-    parser.add_argument(
-        "-j",
-        "--jobs",
-        type=int,
-        default=os.cpu_count() or 1,
-        help="submissions graded at once (default: the core count)",
-    )
-    parser.add_argument(
-        "--memory-gb",
-        type=float,
-        default=4.0,
-        help="memory limit per process of a submission (RLIMIT_DATA)",
-    )
-    parser.add_argument(
-        "--sandbox",
-        choices=("auto", "bwrap", "none"),
-        default="auto",
-        help="auto: bwrap where it works, else none (loudly)",
-    )
-    parser.add_argument(
-        "--id-pattern",
-        help="regular expression on the file name; its group "
-        "'id' (or 1) is the learner's id, e.g. '^(?P<id>[^_]+)_'",
-    )
-    parser.add_argument(
-        "--releases",
-        type=Path,
-        default=REPO_ROOT / "releases",
-        help="folder of released labs, releases/<version>/NN_*.ipynb",
-    )
-    parser.add_argument("--review", action="store_true",
-                        help="print the flagged submissions' code against the lab")  # fmt: skip
-    class_book = parser.add_argument_group("the class's gradebook (docs/grading.md)")
-    class_book.add_argument(
-        "--roster", type=Path,
-        help="CSV of the class (Canvas's gradebook export, or any CSV with an ID column): "
-        "every learner gets a row per lab, 'missing' where nothing came; also writes "
-        "canvas.csv and moodle.csv",
-    )  # fmt: skip
-    class_book.add_argument(
-        "--due", action="append", default=[], metavar="LAB=WHEN",
-        help="a lab's due date, e.g. 01=2026-12-01T23:59 (repeatable)",
-    )  # fmt: skip
-    class_book.add_argument(
-        "--late-penalty", type=float, default=10.0, metavar="PERCENT",
-        help="points off per day late, a started day counts (default 10)",
-    )  # fmt: skip
-    class_book.add_argument("--late-cap", type=float, default=50.0, metavar="PERCENT",
-                            help="most points off for lateness (default 50)")  # fmt: skip
-    class_book.add_argument(
-        "--overrides", type=Path, help="CSV of manual scores: learner, lab, todo, points, reason"
-    )
-    return parser
-
-
-def class_inputs(args, labs: dict) -> dict:
-    """The gradebook's inputs from the command line; raises ValueError naming a bad one."""
-    return {
-        "roster": class_files.read_roster(args.roster) if args.roster else None,
-        "due": class_files.due_dates(args.due, labs),
-        "rule": gradebook.LateRule(percent_per_day=args.late_penalty, cap_percent=args.late_cap),
-        "overrides": class_files.read_overrides(args.overrides) if args.overrides else [],
-        "points": {name: lab_points(lab) for name, lab in labs.items()},
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = arguments.parser(__doc__.splitlines()[0]).parse_args(argv)
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of notebooks", file=sys.stderr)
         return 2
@@ -259,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     remove_old_reports(output_dir)  # Only what an earlier grading wrote; nothing else.
     labs = load_labs(REPO_ROOT, args.releases)
     try:
-        book = class_inputs(args, labs["current"])
+        book = arguments.class_inputs(args, labs["current"])
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

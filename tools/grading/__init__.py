@@ -8,10 +8,11 @@
 4. `restore`: the lab's protected cells around the learner's own (`restore.py`).
 5. `flag`: what the learner's code does that the instructor should read (`flags.py`,
    `syntax_flags.py`).
-6. `prepare`: the code each cell runs, with the grader's snapshot and guard
-   (`prepare.py`, `kernel_guard.py`).
-7. `run`: the cells in a sandboxed kernel (`run.py`, with `tools/grade_kernel.py`).
-8. `score`: each TODO's verdict and message (`score.py`).
+6. `prepare`: the code the learner's kernel runs (its cells without their checks, what
+   each TODO made kept) and the judge's plan (`prepare.py`, `sealed.py`, `judge_plan.py`).
+7. `run`: the cells in a sandboxed kernel, the judge beside it in a sandbox of its own
+   (`run.py`, `judge.py`, with `tools/grade_kernel.py`).
+8. `score`: each TODO's verdict (the judge's) and message (`score.py`).
 
 Around them: time limits per lesson (`limits.py`) and the reports (`reports.py`,
 `feedback.py`). What the steps share is in `model.py`.

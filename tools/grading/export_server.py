@@ -1,6 +1,6 @@
 """The learner's side of a sealed verdict, run inside the submission's kernel.
 
-The grader sends this file's text into the kernel (as `kernel_guard.py` is sent), after
+The grader sends this file's text into the kernel (`sealed.start_code`), after
 `export_values.py`'s. Before the first TODO cell, `_grader_start(...)` starts a thread
 that answers the judge's questions over a Unix socket in the work folder; right after
 each TODO cell, `_grader_keep(n, names, globals())` keeps what the TODO bound; after the

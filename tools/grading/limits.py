@@ -16,7 +16,7 @@ import nbformat
 
 from tools import build_notebooks as build
 from tools.grading.model import REPO_ROOT, Limits, Options
-from tools.grading.prepare import lab_parameters, prepare_cells
+from tools.grading.prepare import judged_cells, lab_parameters
 from tools.grading.restore import restore_protected_cells
 from tools.grading.run import run_prepared
 from tools.lesson_parameters import SMALL_PARAMETERS
@@ -52,12 +52,13 @@ def _solution_seconds(lesson, solution, lab, parameters, options: Options) -> di
         return seconds
     print(f"Timing {lesson}'s solution in the sandbox, for its time limits ...", flush=True)
     restored, _ = restore_protected_cells(solution, lab)
-    prepared = prepare_cells(restored, parameters)
     generous = Limits(cells={}, added=900, total=3600)
-    results, _ = run_prepared(prepared, generous, options, f"time-{lesson}")
-    bad = [r for r in results if r.status != "ok"]
+    prepared, plan = judged_cells(restored, lab, parameters, generous.total)
+    results, verdicts = run_prepared(prepared, generous, options, f"time-{lesson}", plan)
+    bad = [r.error for r in results if r.status != "ok"]
+    bad += [f"TODO {n}: {v.message}" for n, v in sorted(verdicts.items()) if not v.passed]
     if bad:
-        print(f"WARNING: {lesson}'s solution did not run cleanly ({bad[0].error}); "
+        print(f"WARNING: {lesson}'s solution did not run cleanly ({bad[0]}); "
               "limits from what did run", flush=True)  # fmt: skip
     seconds = {
         cell.get("id", ""): r.seconds for (cell, _), r in zip(prepared, results, strict=True)

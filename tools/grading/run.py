@@ -21,12 +21,9 @@ from tools.grading.model import REPO_ROOT, Limits, Options, Submission
 from tools.grading.workfolder import prepare_work
 
 
-def run_prepared(prepared: list, limits: Limits, options: Options, label: str, judge_plan=None):
-    """Runs prepared cells in a fresh sandboxed kernel; returns (results, verdicts).
-
-    With `judge_plan` (a sealed lab), the judge runs beside the kernel and its verdicts
-    are returned; else verdicts is None.
-    """
+def run_prepared(prepared: list, limits: Limits, options: Options, label: str, judge_plan: list):
+    """Runs prepared cells in a fresh sandboxed kernel, the judge beside it on `judge_plan`;
+    returns (the cells' results, the judge's verdicts)."""
     work = Path(tempfile.mkdtemp(prefix=f"{label[:40]}-", dir=options.work_root))
     env = prepare_work(work, options.cache)
     data_folders = [options.cache] if options.cache is not None else []
@@ -42,32 +39,29 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
         else limits.of(cell.get("id", ""))
         for cell, _ in prepared
     ]
+    job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
+           "read_only": data_folders}  # fmt: skip
+    judge, key = sealed.start_judge(job, work, options)
     judged: dict = {}
-    if judge_plan is not None:
-        job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
-               "read_only": data_folders}  # fmt: skip
-        judged["process"], judged["key"] = sealed.start_judge(job, work, options)
 
     def wait_for_judge(results):
         if results and results[-1].status != "ok":  # The run stopped: nothing more will come.
             return
         try:
-            judged["output"] = judged["process"].communicate(timeout=limits.total)
+            judged["output"] = judge.communicate(timeout=limits.total)
         except subprocess.TimeoutExpired:
             pass
 
     try:
         results = grade_kernel.run_cells(
             [code for _, code in prepared], cell_limits, kernel, total_limit=limits.total,
-            before_stop=wait_for_judge if judged else None,
+            before_stop=wait_for_judge,
         )  # fmt: skip
     finally:
-        if judged:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(judged["process"].pid, signal.SIGKILL)
-            output, errors = judged.get("output") or judged["process"].communicate()
-    verdicts = sealed.read_verdicts(output, judged["key"], errors) if judged else None
-    return results, verdicts
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(judge.pid, signal.SIGKILL)
+        output, errors = judged.get("output") or judge.communicate()
+    return results, sealed.read_verdicts(output, key, errors)
 
 
 def step(submission: Submission) -> bool:

@@ -1,8 +1,9 @@
-"""Step `score`: each TODO's verdict and message, from the cells' results, by cell marks.
+"""Step `score`: each TODO's verdict, from the judge; its message, in the learner's words.
 
-Takes `Submission.prepared` and `.results`; gives `Grade.passed`, `.messages`,
-`.first_error` and a note where a cell stopped the run. A TODO passes only if its check
-cell ran and printed `TODO n passed`; a TODO cell's own error is reported for that TODO.
+Takes `Submission.prepared`, `.results` (the learner's kernel) and `.verdicts` (the
+judge's, `sealed.py`); gives `Grade.passed`, `.messages`, `.first_error` and a note where
+a cell stopped the run. A TODO passes only if the judge says so; the kernel's results say
+only what stopped the run and a TODO cell's own error, reported for that TODO.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import re
 
 import nbformat
 
-from tools import grade_kernel
 from tools.grading.model import KEY, Grade, Submission, marks
 
 _FAILED = ("error", "timeout", "died")
@@ -30,17 +30,6 @@ def describe(cell: nbformat.NotebookNode) -> str:
     return f"the lab's cell {cell.get('id')}"
 
 
-def _check_message(grade: Grade, todo: int, result, todo_errors: dict, stop: str) -> str:
-    """Why the check of `todo` did not pass."""
-    if todo in todo_errors:
-        return f"your TODO {todo} cell failed: {todo_errors[todo]}"
-    if result.status == "not run":
-        return f"not run: {stop or result.error or 'an earlier cell stopped the run'}"
-    if result.status == "ok":
-        return "the check printed no 'passed' line"
-    return with_name_hint(grade, todo, result.error or result.status)
-
-
 def with_name_hint(grade: Grade, todo: int, message: str) -> str:
     """A NameError after an earlier TODO failed: say which TODO to fix first."""
     failed = [n for n, ok in grade.passed.items() if n < todo and not ok]
@@ -51,8 +40,10 @@ def with_name_hint(grade: Grade, todo: int, message: str) -> str:
     return message
 
 
-def score(grade: Grade, prepared: list, results: list[grade_kernel.CellResult]) -> None:
-    """Sets each TODO's verdict and message from the cells' results, by cell marks."""
+def score(grade: Grade, prepared: list, results: list, verdicts: dict) -> None:
+    """Sets each TODO's verdict from the judge's `verdicts` (TODO 0: where the judge itself
+    stopped); the kernel's `results` give the notes, the first error of a cell the learner
+    added, and a TODO cell's own error, said for its TODO."""
     todo_errors: dict[int, str] = {}
     stop = ""
     for (cell, _), result in zip(prepared, results, strict=True):
@@ -60,35 +51,11 @@ def score(grade: Grade, prepared: list, results: list[grade_kernel.CellResult]) 
         if result.status in ("timeout", "died") and not stop:
             stop = f"{describe(cell)} {result.error}; the cells after it were not run"
             grade.notes.append(f"Stopped: {stop}")
-        # A TODO's or a check's failure is in its TODO's row, and a lab cell's follows from a
-        # TODO's: the first error of a cell the learner added is said once.
         if result.status in _FAILED and not grade.first_error and "added" in cell_marks:
             grade.first_error = f"{describe(cell)}: {result.error}"
         if "todo" in cell_marks and result.status in _FAILED:
             todo_errors[cell_marks["todo"]] = result.error
-        if "check" in cell_marks:
-            todo = cell_marks["check"]
-            passed = result.status == "ok" and f"TODO {todo} passed" in result.output
-            grade.passed[todo] = passed
-            if passed:
-                grade.messages[todo] = _passed_line(result.output, todo)
-            else:
-                grade.messages[todo] = _check_message(grade, todo, result, todo_errors, stop)
-    for todo in grade.points:
-        grade.passed.setdefault(todo, False)
-        grade.messages.setdefault(todo, "not run")
-
-
-def score_sealed(grade: Grade, prepared: list, results: list, verdicts: dict) -> None:
-    """Sets each TODO's verdict from the judge's (`sealed.py`); the kernel's results give
-    only what stopped the run and a TODO cell's own error, said for its TODO."""
-    score(grade, prepared, results)  # The notes and the first error.
-    todo_errors = {
-        marks(cell)["todo"]: result.error
-        for (cell, _), result in zip(prepared, results, strict=True)
-        if "todo" in marks(cell) and result.status in _FAILED
-    }
-    stopped = next((note for note in grade.notes if note.startswith("Stopped: ")), "")
+    judge = verdicts.get(0)
     for todo in grade.points:
         verdict = verdicts.get(todo)
         grade.passed[todo] = bool(verdict and verdict.passed)
@@ -97,17 +64,11 @@ def score_sealed(grade: Grade, prepared: list, results: list, verdicts: dict) ->
         elif todo in todo_errors:
             grade.messages[todo] = f"your TODO {todo} cell failed: {todo_errors[todo]}"
         else:
-            judge = verdicts.get(0)  # Where the judge itself stopped: its last error.
             grade.messages[todo] = (
-                f"not run: {stopped[9:]}" if stopped
+                f"not run: {stop}" if stop
                 else f"no verdict (the judge stopped: {judge.message})" if judge
                 else "no verdict"
             )  # fmt: skip
-
-
-def _passed_line(output: str, todo: int) -> str:
-    line = next(line for line in output.splitlines() if f"TODO {todo} passed" in line)
-    return line.strip()[:400]
 
 
 def without_grader_paths(text: str, options) -> str:
@@ -123,10 +84,7 @@ def without_grader_paths(text: str, options) -> str:
 def step(submission: Submission) -> bool:
     """Scores the submission from its results; the messages name no folder of the grader's."""
     grade = submission.grade
-    if submission.verdicts is None:
-        score(grade, submission.prepared, submission.results)
-    else:
-        score_sealed(grade, submission.prepared, submission.results, submission.verdicts)
+    score(grade, submission.prepared, submission.results, submission.verdicts)
     grade.messages = {
         n: without_grader_paths(m, submission.options) for n, m in grade.messages.items()
     }

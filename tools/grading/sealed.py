@@ -1,12 +1,11 @@
 """Sealed verdicts: each TODO decided by the judge, a process that runs no learner code.
 
 Takes the lab (for its plan) and the running kernel of a submission; gives one verdict
-per TODO, or None for a lab not yet sealed (`SEALED_LABS`; its verdicts still come from
-the kernel, and the report says so). The kernel keeps what each TODO made
-(`keep_code`, after the TODO's cell); after the last cell it serves those values
-(`serve_code`) while the judge (`judge.py`) runs the lab's check cells on them, in a
-sandbox of its own. The judge's verdicts are signed with a key only the grader and the
-judge know; a line without the signature is ignored.
+per TODO. The kernel keeps what each TODO made (`keep_code`, after the TODO's cell);
+after the last cell it serves those values (`export_server.py`) while the judge
+(`judge.py`) runs the lab's check cells on them, in a sandbox of its own. The judge's
+verdicts are signed with a key only the grader and the judge know; a line without the
+signature is ignored.
 """
 
 from __future__ import annotations
@@ -28,9 +27,6 @@ from tools.grading.judge_plan import bound_names, kernel_source
 from tools.grading.model import KEY, REPO_ROOT, marks
 from tools.grading.workfolder import prepare_work
 
-SEALED_LABS = frozenset("01_tf_data_basics 02_write_tfrecords 03_read_tfrecords 04_train_keras "
-                        "05_accelerator_waiting 06_convert_with_beam 07_scale_out_reading "
-                        "08_where_the_time_goes 09_grain_arrayrecord".split())  # fmt: skip
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
 _HERE = Path(__file__).parent
 
