@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import shutil
 import sys
 import tempfile
@@ -20,6 +19,7 @@ import time
 from pathlib import Path
 
 from tools import grade
+from utils.machine_load import usable_cores
 
 LAB1 = "01_tf_data_basics"
 
@@ -27,7 +27,7 @@ LAB1 = "01_tf_data_basics"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=100, help="submissions to grade")
-    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("-j", "--jobs", type=int, default=usable_cores() + 1)
     parser.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto")
     args = parser.parse_args(argv)
     solution = grade.REPO_ROOT / "solutions" / f"{LAB1}.ipynb"
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(output_dir / "grades.csv") as file:
             full = sum(row["total"] == "4" for row in csv.DictReader(file))
     print(
-        f"\n{args.count} lab-1 submissions, -j {args.jobs}, {os.cpu_count()} cores: "
+        f"\n{args.count} lab-1 submissions, -j {args.jobs}, {usable_cores()} usable cores: "
         f"{elapsed:.0f} s in all, {elapsed / args.count:.1f} s per submission; "
         f"{full} of {args.count} got full marks (target: 100 in <= 600 s on 2 cores)"
     )
