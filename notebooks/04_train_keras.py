@@ -61,12 +61,12 @@ import numpy as np
 import tensorflow as tf
 
 from utils import (
-    accelerator_wait,
     batch_sizes,
     charts,
     checks,
     comparison,
     display,
+    float_formats,
     models,
     pipeline,
     shard_cache,
@@ -180,7 +180,7 @@ for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_ste
 # Below: each one's extremes, what becomes of a gradient of 1e-8, and the policy taken here.
 
 # %%
-print("\n".join(accelerator_wait.describe_float_formats()))
+print("\n".join(float_formats.describe_float_formats()))
 policy = strategy.PRECISION_POLICY[choice.kind]
 keras.mixed_precision.set_global_policy(policy)
 print(f"Precision policy: {policy}")

@@ -68,6 +68,7 @@ from utils import (
     records,
     shard_cache,
     sources,
+    step_costs,
     storage,
     strategy,
 )
@@ -242,7 +243,7 @@ verdict_lines = []  # Every comparison's line, printed again in "What you measur
 def judge(candidate, baseline, faster, slower):
     """Prints both medians and ranges and your verdict, and keeps the line."""
     said = verdict(candidate, baseline, faster=faster, slower=slower)
-    verdict_lines.append(accelerator_wait.describe_comparison(candidate, baseline, said))
+    verdict_lines.append(step_costs.describe_comparison(candidate, baseline, said))
     print(verdict_lines[-1])
 
 
@@ -277,7 +278,7 @@ for feed in ["a naive pipeline", "the course pipeline"]:
 timed_model = compiled_model(steps_per_execution)  # Trained by the timing; not kept.
 runs = comparison.measure_in_turns(
     {
-        f"training fed {feed}": accelerator_wait.training_rate(
+        f"training fed {feed}": step_costs.training_rate(
             timed_model, dataset, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
         )
         for feed, dataset in [("from memory", in_memory), ("by the pipeline", uncached)]
@@ -310,9 +311,7 @@ judge(
 # The model's matrix multiplies, per replica:
 
 # %%
-matrix_shapes = accelerator_wait.describe_matrix_shapes(
-    timed_model, batch_per_replica=BATCH_PER_REPLICA
-)
+matrix_shapes = step_costs.describe_matrix_shapes(timed_model, batch_per_replica=BATCH_PER_REPLICA)
 print("\n".join(matrix_shapes))
 
 # %% [markdown]
@@ -323,7 +322,7 @@ print("\n".join(matrix_shapes))
 
 # %%
 batch_runs = comparison.measure_in_turns(
-    accelerator_wait.batch_size_rates(
+    step_costs.batch_size_rates(
         lambda: compiled_model(1),
         one_batch,
         batches_per_replica=TIMED_BATCHES_PER_REPLICA,
@@ -346,16 +345,16 @@ judge(largest, smallest, "the larger batch trains faster", "the larger batch tra
 # %%
 call_candidates = {}
 for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
-    tiny, tiny_batches = accelerator_wait.tiny_model_and_batches(
+    tiny, tiny_batches = step_costs.tiny_model_and_batches(
         batch_size=8 * choice.num_replicas,
         num_outputs=5,
         steps_per_execution=n,
         scope=choice.scope(),
     )
-    call_candidates[f"lesson's model, {n} per call"] = accelerator_wait.training_rate(
+    call_candidates[f"lesson's model, {n} per call"] = step_costs.training_rate(
         compiled_model(n), in_memory, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
     )
-    call_candidates[f"tiny model, {n} per call"] = accelerator_wait.training_rate(
+    call_candidates[f"tiny model, {n} per call"] = step_costs.training_rate(
         tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS, batch_size=8 * choice.num_replicas
     )
 call_runs = comparison.measure_in_turns(call_candidates, repeats=NUM_ROUNDS)

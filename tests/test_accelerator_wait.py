@@ -1,136 +1,24 @@
-"""Tests of utils/accelerator_wait.py: tiny models, a few steps each."""
+"""Tests of utils/accelerator_wait.py: the stand-in accelerator and the naive pipeline."""
 
 import re
 import time
 
 import jupytext
-import keras
 import matplotlib
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import accelerator_wait, comparison, records, timing
+from utils import accelerator_wait, comparison, records
 
 matplotlib.use("Agg")  # No screen here.
-
-
-def _compiled_model():
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
-    model.compile(
-        optimizer=keras.optimizers.Adam(0.004),
-        loss="categorical_crossentropy",
-        metrics=["accuracy"],
-        steps_per_execution=4,
-    )
-    return model
 
 
 def _batches(size=8):
     return tf.data.Dataset.from_tensors(
         (tf.ones([size, 4]), tf.one_hot(tf.zeros([size], tf.int32), 3))
     ).repeat()
-
-
-def test_describe_float_formats_shows_that_float16_loses_a_small_gradient():
-    lines = accelerator_wait.describe_float_formats()
-    assert lines == [
-        " float32: largest 3.4e+38, smallest normal 1.2e-38, 24 significant bits; "
-        "a gradient of 1e-8 becomes 1.0e-08",
-        " float16: largest 6.6e+04, smallest normal 6.1e-05, 11 significant bits; "
-        "a gradient of 1e-8 becomes 0.0e+00",
-        "bfloat16: largest 3.4e+38, smallest normal 1.2e-38, 8 significant bits; "
-        "a gradient of 1e-8 becomes 1.0e-08",
-    ]
-
-
-def test_compiled_copy_reuses_the_compile_arguments_but_steps_per_execution():
-    model = _compiled_model()
-    copy = accelerator_wait.compiled_copy(model, steps_per_execution=1)
-    assert copy is not model and copy.optimizer is not model.optimizer
-    assert copy.steps_per_execution == 1
-    assert copy.loss == "categorical_crossentropy"
-    assert float(copy.optimizer.learning_rate) == pytest.approx(0.004)
-    for kept, copied in zip(model.get_weights(), copy.get_weights(), strict=True):
-        np.testing.assert_array_equal(kept, copied)
-    before = [weights.copy() for weights in model.get_weights()]
-    copy.fit(_batches(), steps_per_epoch=2, shuffle=False, verbose=0)
-    for kept, now in zip(before, model.get_weights(), strict=True):
-        np.testing.assert_array_equal(kept, now)  # Training the copy leaves the original.
-
-
-def test_compiled_copy_of_an_uncompiled_model_says_so():
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)], name="bare")
-    with pytest.raises(ValueError, match="must be compiled before it is copied. Received: bare"):
-        accelerator_wait.compiled_copy(model, steps_per_execution=1)
-
-
-def test_training_rate_times_steps_and_returns_images_per_second():
-    rate = accelerator_wait.training_rate(_compiled_model(), _batches(8), num_steps=4, batch_size=8)
-    images_per_second = rate()
-    assert isinstance(images_per_second, float) and images_per_second > 0
-
-
-def test_describe_comparison_gives_both_medians_and_ranges_and_the_verdict():
-    fed = comparison.RepeatedResult("fed", (700.0, 800.0, 750.0))
-    in_memory = comparison.RepeatedResult("in memory", (1000.0, 1100.0, 1050.0))
-    line = accelerator_wait.describe_comparison(fed, in_memory, "input-bound")
-    assert line == (
-        "fed against in memory: 0.71x (medians 750 and 1,050 images/s; ranges 700-800 and "
-        "1,000-1,100 over 3 rounds in turns): input-bound."
-    )
-
-
-def test_batch_size_rates_make_one_candidate_per_size():
-    example = next(iter(_batches(2)))
-    rates = accelerator_wait.batch_size_rates(
-        lambda: accelerator_wait.compiled_copy(_compiled_model(), steps_per_execution=1),
-        example,
-        batches_per_replica=[2, 8],
-        num_replicas=2,
-        num_timed_steps=2,
-    )
-    assert list(rates) == ["2 per replica", "8 per replica"]
-    runs = comparison.measure_in_turns(rates, repeats=2)
-    assert [run.num_runs for run in runs.values()] == [2, 2]
-
-
-def _conv_and_dense_model():
-    inputs = keras.Input((96, 96, 3))
-    features = keras.layers.Conv2D(32, 3, padding="same", name="conv")(inputs)
-    pooled = keras.layers.GlobalAveragePooling2D()(features)
-    return keras.Model(inputs, keras.layers.Dense(200, name="dense")(pooled))
-
-
-def test_describe_matrix_shapes_counts_a_convolutions_rows_as_batch_height_width():
-    model = _conv_and_dense_model()
-    assert accelerator_wait.describe_matrix_shapes(model, batch_per_replica=8) == [
-        "    conv: rows 8 x 96 x 96 = 73,728 (100% of 73,728); depth 27 (21% of 128) x "
-        "width 32 (25% of 128): 5% of the MXU",
-        "   dense: rows 8 = 8 (100% of 8); depth 32 (25% of 128) x width 200 (78% of 256): "
-        "20% of the MXU",
-    ]
-
-
-def test_describe_matrix_shapes_pads_rows_to_8_and_both_mxu_sides():
-    lines = accelerator_wait.describe_matrix_shapes(
-        _conv_and_dense_model(), batch_per_replica=3, mxu_size=256
-    )
-    assert lines[1] == (
-        "   dense: rows 3 = 3 (38% of 8); depth 32 (12% of 256) x width 200 (78% of 256): "
-        "10% of the MXU"
-    )
-
-
-def test_tiny_model_and_batches_fit_each_other():
-    tiny, batches = accelerator_wait.tiny_model_and_batches(
-        batch_size=4, num_outputs=5, steps_per_execution=2
-    )
-    assert tiny.steps_per_execution == 2
-    assert tiny.output_shape == (None, 5)
-    assert [tuple(part.shape) for part in next(iter(batches))] == [(4, 8), (4, 5)]
-    assert timing.time_training_steps(tiny, batches, num_steps=2) > 0
 
 
 def _batches_made_in(milliseconds, *, ahead):

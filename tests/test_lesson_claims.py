@@ -62,7 +62,7 @@ def _code_above(cells, phrase):
         (
             "04_train_keras",
             "bfloat16 keeps\n# such a gradient (the end of each",
-            "accelerator_wait.describe_float_formats()",
+            "float_formats.describe_float_formats()",
         ),
         ("05_accelerator_waiting", "The timeline draws each feed's", "plot_step_timelines("),
         ("05_accelerator_waiting", "only by the idle time", "stand_in.describe_idle()"),
@@ -321,7 +321,7 @@ def test_lesson5_per_core_batch_section_claims_no_tpu_shape_from_this_device():
         assert fact in text, fact
     assert "measure the shape of it" not in text and "images are its rows" not in text
     code = "\n".join(source for kind, source in _cells("05_accelerator_waiting") if kind == "code")
-    assert "accelerator_wait.describe_matrix_shapes(timed_model" in re.sub(r"\(\s+", "(", code)
+    assert "step_costs.describe_matrix_shapes(timed_model" in re.sub(r"\(\s+", "(", code)
 
 
 def test_lesson5_dates_tensorflow_tpus_crop_while_decoding():
