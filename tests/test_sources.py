@@ -1,4 +1,4 @@
-"""Tests of utils/sources.py: every kind of data source, and bad ones."""
+"""Tests of utils/sources.py and utils/remote_sources.py: every data source, and bad ones."""
 
 import contextlib
 import functools
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from utils import data, sources
+from utils import data, remote_sources, sources
 
 
 def test_resolve_source_embedded(tmp_path):
@@ -141,7 +141,7 @@ def test_download_flower_photos_archive_without_images_is_an_error(tmp_path):
     (tmp_path / "empty" / "LICENSE.txt").write_text("nothing here")
     with _serve_archive(tmp_path, {"flower_photos": tmp_path / "empty"}) as (_, url):
         with pytest.raises(ValueError, match=r"holds no <class>/\*\.jpg folders") as error:
-            sources.download_flower_photos(url, tmp_path / "cache")
+            remote_sources.download_flower_photos(url, tmp_path / "cache")
     assert str(error.value).endswith(
         f"delete what was downloaded under {tmp_path / 'cache' / 'datasets'} and run this again."
     )

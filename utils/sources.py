@@ -1,4 +1,7 @@
-"""Data sources: the embedded dataset, a local folder, flower_photos, or a `gs://` glob."""
+"""Data sources: the embedded dataset, a local folder, flower_photos, or a `gs://` glob.
+
+The two on the network are downloaded or listed by `remote_sources`.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +9,9 @@ import dataclasses
 import glob
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from utils import data, errors, readable_images
+from utils import data, readable_images, remote_sources
 
-if TYPE_CHECKING:
-    pass
-
-FLOWER_PHOTOS_URL = (
-    "https://storage.googleapis.com/download.tensorflow.org/example_images/flower_photos.tgz"
-)
 _EXPECTED = (
     'Expected "embedded", "flower_photos", a local folder laid out as <folder>/<class>/*.jpg '
     '(or .jpeg, .png), or a glob such as "gs://my-bucket/flowers/*/*.jpg".'
@@ -107,7 +103,7 @@ def resolve_source(
     num_images: int = data.DEFAULT_NUM_IMAGES,
     seed: int = data.DEFAULT_SEED,
     cache_dir: str | os.PathLike | None = None,
-    flower_photos_url: str = FLOWER_PHOTOS_URL,
+    flower_photos_url: str = remote_sources.FLOWER_PHOTOS_URL,
 ) -> ImageSource:
     """Turns a `DATA_SOURCE` parameter into an `ImageSource`.
 
@@ -138,7 +134,8 @@ def resolve_source(
         root = data.make_flowers_dataset(num_images, seed=seed, cache_dir=cache_dir)
         return _from_local_folder(source, root)
     if source == "flower_photos":
-        return _from_local_folder(source, download_flower_photos(flower_photos_url, cache_dir))
+        root = remote_sources.download_flower_photos(flower_photos_url, cache_dir)
+        return _from_local_folder(source, root)
     if source.startswith("gs://"):
         return _from_gcs_glob(source)
     if "://" in source:
@@ -197,16 +194,9 @@ def _subfolder(folder: Path) -> str:
 
 
 def _from_gcs_glob(pattern: str) -> ImageSource:
-    import tensorflow as tf  # Imported here: the other sources do not need TensorFlow.
-
-    os.environ.setdefault("NO_GCE_CHECK", "true")  # Off Google Cloud, skip the metadata probe.
-    try:
-        paths = tf.io.gfile.glob(pattern)
-    except tf.errors.OpError as error:
-        raise ValueError(gcs_failure_message(pattern, errors.error_message(error))) from None
+    paths = remote_sources.list_gcs_glob(pattern)
     if not paths:
         raise ValueError(f"Data source {pattern!r} matched no files. {_EXPECTED}")
-    paths = sorted(paths)
     class_names = tuple(sorted({p.rsplit("/", 2)[-2] for p in paths}))
     if len(class_names) < 2:
         raise ValueError(
@@ -214,109 +204,3 @@ def _from_gcs_glob(pattern: str) -> ImageSource:
             "classifier needs at least 2 classes to learn anything."
         )
     return ImageSource(pattern, pattern, class_names, len(paths), True, paths=tuple(paths))
-
-
-# What to do when a source on the network cannot be reached.
-_OFFLINE_NEXT_STEP = (
-    'Without the network, set DATA_SOURCE = "embedded" (generated here, no download) or '
-    "a local folder of your photos (<folder>/<class>/*.jpg)."
-)
-_NETWORK_ERRORS = (
-    "Could not resolve host",
-    "Name or service not known",
-    "Temporary failure in name resolution",
-    "Connection refused",
-    "Network is unreachable",
-    "timed out",
-    "Timeout was reached",
-    "Couldn't connect",
-)
-
-
-def gcs_failure_message(pattern: str, error: str) -> str:
-    """Says, in one line, why a `gs://` source could not be listed and what to do.
-
-    Args:
-        pattern: the `gs://` glob given.
-        error: the first line of TensorFlow's error.
-
-    Returns:
-        The message: offline, not signed in or not allowed, or the error as it came.
-    """
-    sign_in = (
-        "sign in with `gcloud auth application-default login` (on Colab: "
-        "`from google.colab import auth; auth.authenticate_user()`)"
-    )
-    if any(sign in error for sign in _NETWORK_ERRORS):
-        return (
-            f"Cannot reach {pattern}: this machine is offline ({_network_reason(error)}). "
-            f"{_OFFLINE_NEXT_STEP} For your own bucket, go online and {sign_in}."
-        )
-    if any(code in error for code in ("401", "403", "Permission", "credentials", "Unauth")):
-        return (
-            f"Cannot list {pattern}: not allowed ({error[:120]}). To read your own bucket, "
-            f"{sign_in}; a public bucket may be closed (gs://flowers-public is). "
-            f"{_OFFLINE_NEXT_STEP}"
-        )
-    return f"Cannot list {pattern}: {error[:200]}. {_OFFLINE_NEXT_STEP}"
-
-
-def _network_reason(error: str) -> str:
-    """The known network error named in `error`."""
-    return next(sign for sign in _NETWORK_ERRORS if sign in error)
-
-
-def download_flower_photos(
-    url: str = FLOWER_PHOTOS_URL, cache_dir: str | os.PathLike | None = None
-) -> Path:
-    """Downloads and unpacks the flower_photos archive once; returns its image root.
-
-    Args:
-        url: the archive's address.
-        cache_dir: the cache folder; `data.default_cache_dir()` if None.
-
-    Returns:
-        The folder that holds the class folders (daisy, dandelion, ...).
-
-    Raises:
-        ValueError: if the download fails (offline: one line with what to do instead), or
-            the archive holds no class folders of images.
-
-    Example:
-        root = sources.download_flower_photos()
-    """
-    import keras  # Imported here: only this source needs it.
-
-    cache = Path(cache_dir) if cache_dir is not None else data.default_cache_dir()
-    extracted = cache / "datasets" / "flower_photos"
-    root = _find_image_root(extracted)
-    if root is None:
-        cache.mkdir(parents=True, exist_ok=True)  # Else Keras falls back to /tmp/.keras.
-        try:
-            keras.utils.get_file("flower_photos", origin=url, extract=True, cache_dir=str(cache))
-        except Exception as error:  # Keras wraps every download error in a bare Exception.
-            text = errors.first_line(error)
-            reason = _network_reason(text) if any(s in text for s in _NETWORK_ERRORS) else text
-            raise ValueError(
-                f"Cannot download flower_photos from {url}: {reason[:200]}. "
-                f"{_OFFLINE_NEXT_STEP} Online, it is downloaded once and then read from "
-                f"{cache / 'datasets'}."
-            ) from None
-        root = _find_image_root(extracted)
-    if root is None:
-        raise ValueError(
-            f"The archive from {url} holds no <class>/*.jpg folders in {extracted}. Check "
-            f"that the URL is the flower_photos archive; if it is, the download may have been "
-            f"cut short: delete what was downloaded under {cache / 'datasets'} and run this again."
-        )
-    return root
-
-
-def _find_image_root(folder: Path) -> Path | None:
-    """Returns `folder` or the first folder below it whose subfolders hold JPEGs."""
-    if not folder.is_dir():
-        return None
-    for candidate in [folder, *sorted(p for p in folder.rglob("*") if p.is_dir())]:
-        if any(readable_images.is_image_file(p) for p in candidate.glob("*/*")):
-            return candidate
-    return None
