@@ -1,4 +1,4 @@
-"""Tests of utils/data_service.py: the local tf.data service cluster and its modes."""
+"""Tests of utils/data_service.py and utils/metered_runs.py: the local tf.data service cluster."""
 
 import os
 import time
@@ -6,7 +6,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from utils import data_service, machine_load
+from utils import data_service, machine_load, metered_runs
 
 OFF = tf.data.experimental.service.ShardingPolicy.OFF
 
@@ -115,7 +115,7 @@ def test_cpu_meter_stays_within_the_cores_available(capsys):
     cores = machine_load.usable_cores()
     assert 1 <= cores <= os.cpu_count()
     num_timed, sleep_s = 20, 0.01  # About 0.2 s timed, next to no CPU.
-    runs = data_service.MeteredRuns("constructed")
+    runs = metered_runs.MeteredRuns("constructed")
     for _ in range(2):
         dataset = _busy_warm_up_then_sleeps((cores + 1) * num_timed * sleep_s, num_timed, sleep_s)
         rate = runs.run(dataset, num_images=num_timed, pids_by_role={"test": os.getpid()})
