@@ -25,19 +25,12 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import (
-    conversion,
-    data,
-    errors,
-    output_folder,
-    readable_images,
-    records,
-    shard_files,
-    sources,
-)
+from utils import conversion, data, errors, output_folder, readable_images, records, shard_files
 
 if TYPE_CHECKING:
     import apache_beam
+
+    from utils import sources
 
 # Beam turns a glob into a regular expression; an escaped `[` (`[[]`, see
 # `ImageSource.match_pattern`) makes Python's `re` warn of a "possible nested set", which is
@@ -108,12 +101,7 @@ def convert_image(
 def make_convert_dofn(
     class_names: Sequence[str], target_size: int, quality: int
 ) -> apache_beam.DoFn:
-    """Makes the conversion's Beam DoFn.
-
-    Args:
-        class_names: the class names, in label order.
-        target_size: side of the stored images, in pixels.
-        quality: the JPEG quality the images are recompressed at.
+    """Makes the conversion's Beam DoFn; its arguments are `convert_image`'s.
 
     Returns:
         A `ConvertImage` DoFn: a path in, a record out, or a JSON entry (path, error) on
