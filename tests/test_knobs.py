@@ -1,11 +1,11 @@
-"""Tests of utils/knobs.py: lab 3's one-knob-at-a-time measurements, on 60 tiny images."""
+"""Tests of utils/knobs.py and utils/knob_settings.py: lesson 8's one knob at a time."""
 
 import time
 
 import pytest
 import tensorflow as tf
 
-from utils import comparison, knobs, pipeline, storage
+from utils import comparison, knob_settings, knobs, pipeline, storage
 
 
 def _runs(label, *values):
@@ -133,12 +133,40 @@ def test_describe_storage_demand_counts_the_streams_needed():
 
 def test_cache_sample_bounds_the_decoded_bytes_the_cache_rows_hold():
     paths = [f"/s/flowers{i:02d}-1250.tfrec" for i in range(16)]  # 20,000 records.
-    sample, num_records = knobs.cache_sample(paths, num_records=20000, target_size=192)
+    sample, num_records = knob_settings.cache_sample(paths, num_records=20000, target_size=192)
     # 512 MB holds 4,854 decoded 192 x 192 images: 3 shards of 1,250.
     assert (sample, num_records) == (paths[:3], 3750)
-    assert knobs.cache_sample(paths[:2], num_records=2500, target_size=192) == (paths[:2], 2500)
+    assert knob_settings.cache_sample(paths[:2], num_records=2500, target_size=192) == (
+        paths[:2],
+        2500,
+    )
     big = ["/s/flowers00-9000.tfrec", "/s/flowers01-9000.tfrec"]
-    assert knobs.cache_sample(big, num_records=18000, target_size=192) == (big[:1], 9000)
+    assert knob_settings.cache_sample(big, num_records=18000, target_size=192) == (big[:1], 9000)
+
+
+def test_settings_by_knob_puts_the_course_setting_first_and_the_cache_on_its_sample():
+    paths = [f"/s/flowers{i:02d}-1250.tfrec" for i in range(16)]  # 20,000 records.
+    settings = knob_settings.settings_by_knob(
+        paths,
+        paths_by_count={1: paths[:1], 16: paths},
+        parallel_reads=[1, tf.data.AUTOTUNE],
+        num_records=20000,
+        target_size=192,
+    )
+    assert {knob: list(rows) for knob, rows in settings.items()} == {
+        "num_parallel_reads": ["1", "AUTOTUNE"],
+        "shards": ["1", "16"],
+        "repeat": ["before the reads", "after the pipeline"],
+        "deterministic": ["false", "true"],
+        "prefetch": ["true", "false"],
+        "cache": ["false (3 of 16 shards)", "true (3 of 16 shards)"],
+    }
+    assert settings["num_parallel_reads"]["AUTOTUNE"] == {"num_parallel_reads": tf.data.AUTOTUNE}
+    assert settings["cache"]["true (3 of 16 shards)"] == {
+        "cache": True,
+        "paths": paths[:3],
+        "records_per_pass": 3750,
+    }
 
 
 class _StreamLog(storage.SimulatedStorage):

@@ -1,13 +1,11 @@
 """Measures what each setting of the course pipeline buys: one knob changed at a time.
 
 Lesson 8 times `pipeline.tfrecord_images` on simulated storage with one setting changed
-(parallel reads, shard count, where the epochs repeat, order, prefetch, cache). The
-shard counts are read one pass at a time (`shard_count_dataset`), so that each shard is
-one stream whatever the parallel reads. The settings of one knob are timed in turns
-(`comparison.measure_in_turns`), several rounds, and a knob's verdict follows the
-course's one rule (`comparison.verdict`): "beyond the noise" only when its fastest and
-slowest settings' medians differ by at least 10% and their ranges do not overlap. The
-functions here run those measurements and word their results.
+(`knob_settings`: parallel reads, shard count, where the epochs repeat, order, prefetch,
+cache), the shard counts a pass at a time (`shard_count_dataset`: one stream per shard),
+each knob's settings in turns (`comparison.measure_in_turns`, several rounds). A knob's
+verdict follows the course's one rule (`comparison.verdict`): "beyond the noise" only when
+its fastest and slowest medians differ by 10% or more and their ranges do not overlap.
 """
 
 from __future__ import annotations
@@ -19,13 +17,10 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import arguments, comparison, pipeline, shard_files, timing
+from utils import arguments, comparison, knob_settings, pipeline, timing
 
 if TYPE_CHECKING:
     from utils.storage import SimulatedStorage
-
-# The knobs switched both ways, each with the course pipeline's own setting first.
-SWITCHES = [("deterministic", False), ("prefetch", True), ("cache", False)]
 
 # tf.data's parallel interleave with both `cycle_length` and `num_parallel_calls` AUTOTUNE
 # (`num_parallel_reads=tf.data.AUTOTUNE` here) reads ceil(cores / 3) inputs at once and opens
@@ -33,38 +28,6 @@ SWITCHES = [("deterministic", False), ("prefetch", True), ("cache", False)]
 # (tensorflow/core/kernels/data/parallel_interleave_dataset_op.cc, `ComputeCycleLength`,
 # `kDefaultCyclePrefetchFactor = 2`).
 AUTOTUNE_CORES_PER_READ = 3
-
-# The cache keeps every decoded image it has seen in memory: a 20,000-photo folder at
-# 192 px would hold 2.2 GB. Above this many bytes, both cache rows read only the first
-# shards that fit, and their labels say so.
-CACHE_MAX_BYTES = 512 * 1024**2
-
-
-def cache_sample(
-    shard_paths: list[str], *, num_records: int, target_size: int
-) -> tuple[list[str], int]:
-    """Returns the shards the cache rows read, and their records: all that fit in `CACHE_MAX_BYTES`.
-
-    Args:
-        shard_paths: the course's shards, named with their record counts.
-        num_records: records in all of them.
-        target_size: side of the stored images.
-
-    Returns:
-        (paths, records): every shard when the decoded set fits, else the first shards
-        that fit (at least one).
-    """
-    per_record = target_size * target_size * 3
-    if num_records * per_record <= CACHE_MAX_BYTES:
-        return list(shard_paths), num_records
-    paths, total = [], 0
-    for path in shard_paths:
-        count = shard_files.shard_record_count(path) or 0
-        if paths and (total + count) * per_record > CACHE_MAX_BYTES:
-            break
-        paths.append(path)
-        total += count
-    return paths, total
 
 
 def shard_count_dataset(
@@ -171,29 +134,19 @@ def measure_knobs(
     first_bytes_ms: list[float] = []
 
     def timed(knob, label, paths=shard_paths, records_per_pass=num_records, **settings):
+        course = {"num_parallel_reads": num_parallel_reads, "batch_size": batch_size}
         if knob == "shards":
             variant = shard_count_dataset(
-                paths,
-                storage=storage,
-                target_size=target_size,
-                num_classes=num_classes,
-                num_parallel_reads=num_parallel_reads,
-                batch_size=batch_size,
+                paths, storage=storage, target_size=target_size, num_classes=num_classes, **course
             )
         else:
-            course_settings = {
-                "num_parallel_reads": num_parallel_reads,
-                "batch_size": batch_size,
-                "epochs": 1 if settings.get("cache") else None,
-            }
-            settings = {**course_settings, **settings}
+            settings = {**course, "epochs": 1 if settings.get("cache") else None, **settings}
             variant = pipeline.tfrecord_images(
                 paths, target_size=target_size, num_classes=num_classes, storage=storage, **settings
             )
             if settings["epochs"] == 1:
                 variant = variant.repeat()  # After the pipeline: it starts again at each pass.
         warmup = math.ceil(records_per_pass / batch_size) if settings.get("cache") else 1
-
         timer = timing.throughput_timer(
             variant, num_images=num_timed_images, num_warmup_elements=warmup
         )
@@ -208,25 +161,13 @@ def measure_knobs(
 
         return run
 
-    settings_by_knob = {
-        "num_parallel_reads": {
-            "AUTOTUNE" if reads == tf.data.AUTOTUNE else str(reads): {"num_parallel_reads": reads}
-            for reads in parallel_reads
-        },
-        "shards": {str(len(paths)): {"paths": paths} for paths in paths_by_count.values()},
-        "repeat": {"before the reads": {"epochs": None}, "after the pipeline": {"epochs": 1}},
-    }
-    cache_paths, cache_records = cache_sample(
-        shard_paths, num_records=num_records, target_size=target_size
+    settings_by_knob = knob_settings.settings_by_knob(
+        shard_paths,
+        paths_by_count=paths_by_count,
+        parallel_reads=parallel_reads,
+        num_records=num_records,
+        target_size=target_size,
     )
-    for knob, course_value in SWITCHES:
-        settings_by_knob[knob] = {}
-        for value in (course_value, not course_value):
-            label, values = str(value).lower(), {knob: value}
-            if knob == "cache" and len(cache_paths) < len(shard_paths):
-                label += f" ({len(cache_paths)} of {len(shard_paths)} shards)"
-                values.update(paths=cache_paths, records_per_pass=cache_records)
-            settings_by_knob[knob][label] = values
     results = {}
     for knob, settings in settings_by_knob.items():
         print(f"{knob}:")
@@ -301,15 +242,11 @@ def describe_ranges(results: dict[str, list[comparison.RepeatedResult]]) -> list
     """
     lines = []
     for knob, knob_results in results.items():
-        settings = sorted(knob_results, key=lambda result: result.median)
-        lines.append(
-            f"{knob}: "
-            + "; ".join(
-                f"{result.label} {result.median:,.0f} ({result.minimum:,.0f}-{result.maximum:,.0f})"
-                for result in settings
-            )
-            + " images/s"
-        )
+        ranges = [
+            f"{result.label} {result.median:,.0f} ({result.minimum:,.0f}-{result.maximum:,.0f})"
+            for result in sorted(knob_results, key=lambda result: result.median)
+        ]
+        lines.append(f"{knob}: {'; '.join(ranges)} images/s")
     return lines
 
 
