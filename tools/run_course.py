@@ -35,20 +35,17 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import json
 import os
-import signal
 import sys
-import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 
 from tools import course_summary
 from tools.course_summary import Row
+from tools.heartbeat import HEARTBEAT_SECONDS, Heartbeat
+from tools.kernel_environment import environment, kernels_temporary_folder
 from tools.lesson_parameters import KERNEL_OPTIONS, install_command, missing_modules
 from utils import data, host_processes, progress
 
@@ -58,7 +55,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PATH_PARAMETERS = ("DATA_SOURCE", "OUTPUT_DIR", "SHARDS_DIR")
 # Sources that are names, not folders.
 NAMED_SOURCES = ("embedded", "flower_photos")
-HEARTBEAT_SECONDS = 30
 # Parts of a lesson that skip themselves where a module is missing: the part, and the
 # function that says why it will be skipped (None when it will run).
 PARTS_THAT_SKIP = {"07_scale_out_reading": ("its JAX part", host_processes.jax_missing)}
@@ -109,60 +105,6 @@ def absolute_paths(parameters: dict, working_dir: Path | None = None) -> dict:
     return resolved
 
 
-class Heartbeat:
-    """Prints a line every `every_seconds` while a lesson runs, naming the section it is in.
-
-    Papermill saves the notebook it executes as cells run; the line reads the cell that
-    is running from that copy, when it can.
-    """
-
-    def __init__(self, name: str, running: Path, every_seconds: float | None = None):
-        self.name, self.running = name, running
-        self.every_seconds = HEARTBEAT_SECONDS if every_seconds is None else every_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-        self._start = time.monotonic()
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self.every_seconds):
-            elapsed = int(time.monotonic() - self._start)
-            print(f"  {self.name}: still running, {elapsed // 60} m {elapsed % 60:02d} s"
-                  f"{self._where()}", flush=True)  # fmt: skip
-
-    def _where(self) -> str:
-        """', in "HEADING" (cell N of M)' from papermill's copy, or "" if it cannot be read.
-
-        HEADING is the last markdown heading above the running cell ("the set-up" for
-        the set-up cell).
-        """
-        try:
-            cells = json.loads(self.running.read_text())["cells"]
-        except (OSError, ValueError, KeyError):
-            return ""
-        code = [c for c in cells if c.get("cell_type") == "code"]
-        heading = None
-        for cell in cells:
-            source = "".join(cell.get("source", ""))
-            if cell.get("cell_type") == "markdown":
-                titles = [line for line in source.splitlines() if line.startswith("#")]
-                heading = titles[-1].lstrip("#").strip() if titles else heading
-            elif cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
-                if "setup" in cell.get("metadata", {}).get("tags", []):
-                    heading = "the set-up"
-                number = code.index(cell) + 1
-                named = f' in "{heading}"' if heading else ""
-                return f",{named} (cell {number} of {len(code)})"
-        return ""
-
-
 def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.NotebookNode:
     """Executes one solution notebook into `output_dir` and returns the executed notebook.
 
@@ -177,7 +119,7 @@ def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.N
     output = output_dir / solution.name
     running = output.with_suffix(".running.ipynb")
     try:
-        with Heartbeat(solution.stem, running):
+        with Heartbeat(solution.stem, running, HEARTBEAT_SECONDS):
             papermill.execute_notebook(
                 str(solution),
                 str(running),
@@ -195,36 +137,6 @@ def run_lesson(solution: Path, output_dir: Path, parameters: dict) -> nbformat.N
             short=f"failed in cell {error.exec_count}: {error.ename}",
         ) from None
     return nbformat.read(running.replace(output), as_version=4)
-
-
-@contextlib.contextmanager
-def kernels_temporary_folder() -> Iterator[Path]:
-    """Points TMPDIR (the kernels' and this process's) at a new folder; removes it at the end.
-
-    A SIGTERM (`timeout`, a CI job cancelled) ends the run like Ctrl-C does, so that the
-    kernel is shut down and the folder removed then too.
-    """
-    previous, previous_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
-    try:
-        previous_handler = signal.signal(signal.SIGTERM, _interrupt)
-    except ValueError:  # Not the main thread: leave SIGTERM alone.
-        previous_handler = None
-    with tempfile.TemporaryDirectory(prefix="tpu_speed_pipelines_course-") as folder:
-        os.environ["TMPDIR"] = tempfile.tempdir = folder  # Kernels' connection files too.
-        try:
-            yield Path(folder)
-        finally:
-            tempfile.tempdir = previous_tempdir
-            if previous_handler is not None:
-                signal.signal(signal.SIGTERM, previous_handler)
-            if previous is None:
-                del os.environ["TMPDIR"]
-            else:
-                os.environ["TMPDIR"] = previous
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 class LessonFailed(Exception):
@@ -301,28 +213,16 @@ def build_datasets(wanted: list[tuple[int, int]], *, bars: bool) -> list[Row]:
         before = set(cache.iterdir()) if cache.is_dir() else set()
         print(f"Preparing the {name}: built once, then read from {cache} ...", flush=True)
         started = CLOCK()
-        with contextlib.ExitStack() as stack:
-            if bars:
-                stack.enter_context(_environment(progress.DISABLE_ENV_VAR, "0"))
-            else:
-                stack.enter_context(Heartbeat("embedded dataset", Path(os.devnull)))
+        bar_or_beat = (
+            environment(progress.DISABLE_ENV_VAR, "0")
+            if bars
+            else Heartbeat("embedded dataset", Path(os.devnull), HEARTBEAT_SECONDS)
+        )
+        with bar_or_beat:
             root = data.make_flowers_dataset(num_images, seed=seed)
         built = root in set(cache.iterdir()) - before
         rows.append(Row(name, "built" if built else "in the cache", CLOCK() - started))
     return rows
-
-
-@contextlib.contextmanager
-def _environment(name: str, value: str) -> Iterator[None]:
-    previous = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = previous
 
 
 def run_lessons(solutions: list[Path], output_dir: Path, parameters: dict) -> list[Row]:
