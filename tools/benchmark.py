@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         *latency_and_grain_lines(results),
         *(grain_best.grain_best_lines(results, grain_choice) if grain_choice else []),
         *([grain_skipped] if grain_skipped else []),
-        *cores_busy_lines(results, len(os.sched_getaffinity(0))),
+        *cores_busy_lines(results, machine_load.usable_cores()),
         "",
         f"Cores: {cores_load.summary()}",
         *cores.cores_lines(results),

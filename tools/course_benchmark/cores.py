@@ -24,6 +24,7 @@ from tools.course_benchmark.settings import (
     Row,
     counts_up_to,
 )
+from utils import machine_load
 
 
 def pin(num_cores: int) -> int:
@@ -35,7 +36,7 @@ def pin(num_cores: int) -> int:
             f"Received: num_cores={num_cores}"
         )
     os.sched_setaffinity(0, allowed[:num_cores])
-    return len(os.sched_getaffinity(0))
+    return machine_load.usable_cores()
 
 
 def measure_on_cores(num_cores: int, settings: dict, *, reverse: bool = False) -> dict:
@@ -88,7 +89,7 @@ def by_cores(settings: dict, *, quick: bool) -> dict:
     """
     from utils import comparison
 
-    counts = counts_up_to(len(os.sched_getaffinity(0)))
+    counts = counts_up_to(machine_load.usable_cores())
     if quick:
         counts = counts[:1]
     runs: dict[Row, list] = {}

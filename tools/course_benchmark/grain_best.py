@@ -11,8 +11,6 @@ the threads-only row (`grain_loader.NUM_THREADS` threads, `PREFETCH_BUFFER_SIZE`
 
 from __future__ import annotations
 
-import os
-
 from tools.course_benchmark.measure import figures_of, quietly, rate
 from tools.course_benchmark.report import in_turns, ratio_text
 from tools.course_benchmark.settings import (
@@ -23,6 +21,7 @@ from tools.course_benchmark.settings import (
     Row,
     counts_up_to,
 )
+from utils import machine_load
 
 
 def describe(num_workers: int, decoder: str) -> str:
@@ -49,7 +48,7 @@ def choose(array_records: list[str], num_classes: int, settings: dict) -> dict:
     settings_by_label = {
         describe(workers, decoder): {"num_workers": workers, "decoder": decoder}
         for decoder in settings["grain_decoders"]
-        for workers in counts_up_to(len(os.sched_getaffinity(0)))
+        for workers in counts_up_to(machine_load.usable_cores())
     }
 
     def grain(num_workers: int, decoder: str):

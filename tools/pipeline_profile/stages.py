@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
@@ -33,7 +32,7 @@ def stages(repeats: int, output_dir: Path) -> dict:
     }
     with machine_load.LoadWatch() as load:
         measured = comparison.measure_in_turns(rates, repeats=repeats)
-    cores = len(os.sched_getaffinity(0))
+    cores = machine_load.usable_cores()
     report = {"load": load.summary(), "machine": machine.describe_machine(), "stages": {}}
     for name, result in measured.items():
         cpu_us = statistics.median(cpu[name]) * 1e6
