@@ -105,7 +105,7 @@ print(f"Sizes of {len(sample_images)} images (height, width):", sizes)
 # `tf.minimum` and `//` work on.
 
 
-# %%
+# %% tags=["save"]
 def resize_and_crop(image, target_size):
     """Crops the centre square of `image`, then resizes it to `target_size` x `target_size`."""
     # TODO 1: crop the centre square, resize it, return uint8.
@@ -146,7 +146,7 @@ figure = display.show_images(
 # `tf.io.encode_jpeg` at the given `quality`, with `optimize_size=True`.
 
 
-# %%
+# %% tags=["save"]
 def recompress(image, quality):
     """Encodes a uint8 image as JPEG at `quality`; returns a scalar string tensor."""
     # TODO 2: encode as JPEG at this quality.
@@ -249,7 +249,7 @@ for name, meaning in records.SCHEMA.items():
 # `original_size`, `one_hot_class` a list of floats with 1.0 at the class index.
 
 
-# %%
+# %% tags=["save"]
 def to_example(image_jpeg, class_index, original_size, class_names):
     """Returns the tf.train.Example of one image (fields as in records.SCHEMA)."""
     # TODO 3: build the five features and the Example.
@@ -299,7 +299,7 @@ print(f"Serialized: {len(example.SerializeToString()):,} bytes")
 # num_records)}"`, and return that path (`tf.io` works alike on local disk and `gs://`).
 
 
-# %%
+# %% tags=["save"]
 def write_shard(serialized_examples, output_dir, index):
     """Writes the records to shard `index` in `output_dir`; returns the shard's path."""
     # TODO 4: write under the temporary name, then rename to the final name.

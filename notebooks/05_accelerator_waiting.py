@@ -164,7 +164,7 @@ one_batch = next(iter(in_memory))
 # `slower` when the same holds the other way round; otherwise `comparison.WITHIN_NOISE`.
 
 
-# %%
+# %% tags=["save"]
 def verdict(
     candidate,
     baseline,

@@ -1,16 +1,22 @@
-"""One copy of each reference solution: a lesson's solved function and its `utils` namesake agree.
+"""One copy of each reference solution: a lesson's solved function is the `utils` helper.
 
-A lesson teaches a function in a solution region (`notebooks/NN_*.py`); later lessons, the
-conversion and the benchmark call the `utils` function of the same name. Each such pair is
-listed here, and a test fails when the two drift:
-- `SAME`: the helper's body is the lesson's, statement for statement (the syntax trees are
-  compared, with docstrings, type annotations and the helper's own module prefix left out);
-- `GENERALIZED`: the helper does more (more knobs); run with the lesson's settings on the
-  same records, it returns the lesson's values;
-- `NOT_COPIES`: namesakes that do another job, with the reason.
-A last test checks that every function holding a solution region whose name is also a `def` in
-`utils/` is in one of the three tables. Lesson 8's ceiling, a solved assignment rather than a
-function, is run beside `pipeline.decode_ceiling_dataset` in a test of its own.
+A lesson's cell tagged `save` holds a TODO's function that is also a helper; the build
+writes it into the `utils` module that hands it out, below a `# Generated from` line
+(tools/build_saved.py, d2l's `#@save`). Here:
+- the modules hold what the lessons give (the build's own comparison), and each saved
+  function, read with `ast`, is its lesson's, statement for statement and docstring
+  included (the module's own prefix aside: `comparison.WITHIN_NOISE` is `WITHIN_NOISE` in
+  `comparison.py`);
+- each is defined once in `utils`, in its module (`HANDED_OUT`); `NOT_COPIES` lists
+  namesakes that do another job, with the reason;
+- `GENERALIZED`: lab 3's `parse_batch` reads its notebook's `features`, `decode`,
+  `TARGET_SIZE` and `class_names`, so it cannot be saved (the build refuses it:
+  tests/test_build_saved.py); `pipeline.parse_batch` takes those as arguments and adds a
+  smaller decode. Run with the lesson's settings on the same records, it returns the
+  lesson's values. Lesson 8's ceiling, a solved assignment, is run beside
+  `pipeline.decode_ceiling_dataset` the same way.
+A last test checks that every function holding a solution region whose name is also a `def`
+in `utils/` is saved, generalized or listed in `NOT_COPIES`.
 """
 
 from __future__ import annotations
@@ -24,15 +30,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tools import build_notebooks
+from tools import build_notebooks, build_saved
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB_2 = "notebooks/02_write_tfrecords.py"
 LAB_3 = "notebooks/03_read_tfrecords.py"
 LESSON_8 = "notebooks/08_where_the_time_goes.py"
 
-# (lesson source, function, helper module): the helper's body is the lesson's solution.
-SAME = [
+# (lesson source, function, helper module): the lesson's cell is tagged `save`, and the
+# build writes the function into the module.
+HANDED_OUT = [
     (LAB_2, "resize_and_crop", "utils.records"),
     (LAB_2, "recompress", "utils.records"),
     (LAB_2, "to_example", "utils.records"),
@@ -57,51 +64,69 @@ def _functions(path: Path) -> dict[str, ast.FunctionDef]:
     return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
-class _Normalize(ast.NodeTransformer):
-    """Drops what may differ between the two copies: docstrings, annotations, `module.` prefix."""
+class _WithoutPrefix(ast.NodeTransformer):
+    """`shard_files.shard_name` in the lesson is `shard_name` inside utils/shard_files.py."""
 
     def __init__(self, module_name: str):
         self.module_name = module_name
 
-    def visit_FunctionDef(self, node):
-        node = self.generic_visit(node)
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            body = body[1:]
-        node.body, node.returns = body, None
-        return node
-
-    def visit_arg(self, node):
-        node.annotation = None
-        return node
-
     def visit_Attribute(self, node):
-        # `shard_files.shard_name` in the lesson is `shard_name` inside utils/shard_files.py.
         if isinstance(node.value, ast.Name) and node.value.id == self.module_name:
             return ast.copy_location(ast.Name(id=node.attr, ctx=node.ctx), node)
         return self.generic_visit(node)
-
-
-def _normalized(function: ast.FunctionDef, module_name: str) -> str:
-    return ast.unparse(_Normalize(module_name).visit(function))
 
 
 def _helper_path(module: str) -> Path:
     return ROOT / (module.replace(".", "/") + ".py")
 
 
+def test_the_modules_hold_what_the_lessons_give():
+    problems = build_saved.problems(ROOT, build_notebooks.lesson_sources(ROOT))
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_saved_functions_are_the_ones_handed_out():
+    saved = build_saved.saved_functions(ROOT, build_notebooks.lesson_sources(ROOT))
+    assert sorted(saved) == sorted(name for _, name, _ in HANDED_OUT)
+
+
 @pytest.mark.parametrize(
-    "lesson, name, module", SAME, ids=[f"{name} ({module})" for _, name, module in SAME]
+    "lesson, name, module", HANDED_OUT, ids=[f"{m}.{n}" for _, n, m in HANDED_OUT]
 )
-def test_lesson_solution_and_helper_are_one_copy(lesson, name, module):
-    solved = _normalized(_functions(ROOT / lesson)[name], module.rsplit(".", 1)[1])
-    helper = _normalized(_functions(_helper_path(module))[name], module.rsplit(".", 1)[1])
+def test_each_saved_function_is_its_lessons_solution(lesson, name, module):
+    path, module_name = _helper_path(module), module.rsplit(".", 1)[1]
+    helper = _functions(path)[name]
+    lines, taught_node = path.read_text().splitlines(), _functions(ROOT / lesson)[name]
+    lesson_lines = (ROOT / lesson).read_text().splitlines()
+    function_lines = lesson_lines[taught_node.lineno - 1 : taught_node.end_lineno]
+    todo = next(m.group(1) for m in map(build_notebooks.TODO_LINE.match, function_lines) if m)
+    marker = f"# Generated from {lesson} (TODO {todo}) by tools/build_saved.py."
+    assert lines[helper.lineno - 2] == marker
+    taught = ast.unparse(_WithoutPrefix(module_name).visit(taught_node))
+    solved = ast.unparse(helper)
     diff = "\n".join(
-        difflib.unified_diff(
-            solved.splitlines(), helper.splitlines(), lesson, f"{module}.{name}", lineterm=""
-        )
+        difflib.unified_diff(taught.splitlines(), solved.splitlines(), lesson, module, lineterm="")
     )
-    assert solved == helper, f"{name} has drifted; make the two copies one again:\n{diff}"
+    assert solved == taught, f"{module}.{name} differs from {lesson}'s:\n{diff}"
+
+
+def test_no_utils_module_defines_a_saved_function_again():
+    saved = {name: module for _, name, module in HANDED_OUT}
+    allowed = {name for _, name in NOT_COPIES}
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+        for path in sorted((ROOT / "utils").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef)
+        and node.name in set(saved) - allowed
+        and not (path == _helper_path(saved[node.name]) and node.col_offset == 0)
+    ]
+    assert found == [], "a second copy: call the saved function in its module instead"
+
+
+@pytest.mark.parametrize("lesson, name, module", HANDED_OUT, ids=[n for _, n, _ in HANDED_OUT])
+def test_the_saved_function_runs_from_its_module(lesson, name, module):
+    assert callable(getattr(importlib.import_module(module), name))
 
 
 def _lesson_namespace(lesson: str, names: list[str], **given) -> dict:
@@ -211,14 +236,14 @@ def _solved_functions() -> set[tuple[str, str]]:
     return found
 
 
-def test_every_solved_function_with_a_utils_namesake_is_in_a_table():
+def test_every_solved_function_with_a_utils_namesake_is_saved_or_listed():
     with_namesake = {key for key in _solved_functions() if key[1] in _utils_defs()}
-    listed = {(lesson, name) for lesson, name, _ in SAME + GENERALIZED} | set(NOT_COPIES)
-    assert with_namesake - listed == set(), "add these to SAME, GENERALIZED or NOT_COPIES"
+    listed = {(lesson, name) for lesson, name, _ in HANDED_OUT + GENERALIZED} | set(NOT_COPIES)
+    assert with_namesake - listed == set(), "tag its cell `save`, or list it in NOT_COPIES"
     assert listed - with_namesake == set(), "these are listed but no longer pairs"
 
 
-@pytest.mark.parametrize("lesson, name, module", SAME + GENERALIZED)
+@pytest.mark.parametrize("lesson, name, module", GENERALIZED)
 def test_table_names_functions_that_exist(lesson, name, module):
     assert name in _functions(ROOT / lesson)
     assert callable(getattr(importlib.import_module(module), name))

@@ -17,6 +17,9 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
    region assigns), strip outputs, and write `labs/NN_*.ipynb`.
 3. Solution: drop the marker lines, execute it with papermill on the embedded dataset
    (default parameters), keep the outputs, and write `solutions/NN_*.ipynb`.
+Before them, the lessons' cells tagged `save` are written into the `utils` modules that
+hand their functions out (`tools/build_saved.py`): one copy of each solved function that is
+also a helper. The set-up cells embed `utils`, so this comes first (`--embed-only` too).
 
 Steps 1-2 and the solution's preparation are `tools/build_variants.py`'s (named in `STEPS`,
 one function each, run in order by `split_variants`); the regions and stubs are
@@ -24,8 +27,8 @@ one function each, run in order by `split_variants`); the regions and stubs are
 `tools/build_outputs.py`'s. This module runs them, and `--check` and `--embed-only`.
 
 `--check` builds in memory, writes nothing, and fails naming each generated file that
-differs from what its source gives (outputs aside), each stale file, and each solution
-that was never executed.
+differs from what its source gives (outputs aside), each `utils` module whose saved
+functions differ from the lessons', each stale file, and each solution never executed.
 
 Usage:
     python -m tools.build_notebooks            # rebuild everything (executes solutions)
@@ -43,7 +46,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools import setup_cell
+from tools import build_saved, setup_cell
 from tools.build_outputs import (  # noqa: F401  (re-exported: the build's names)
     EXECUTION_SECONDS,
     METADATA_KEY,
@@ -92,8 +95,8 @@ def check(root: Path) -> list[str]:
     embedded text itself is compared by what it decodes to, as compressors may differ
     between machines.
     """
-    problems = []
     sources = lesson_sources(root)
+    problems = build_saved.problems(root, sources)
     expected = {f"{folder}/{p.stem}.ipynb" for p in sources for folder in ("labs", "solutions")}
     for folder in ("labs", "solutions"):
         for path in sorted((root / folder).glob("*.ipynb")):
@@ -172,8 +175,8 @@ def _with_payload_of(
 
 
 def build(root: Path, *, only: str | None = None, execute: bool = True) -> list[Path]:
-    """Writes labs/ and solutions/ from notebooks/; returns the files written."""
-    written = []
+    """Writes the saved functions, labs/ and solutions/ from notebooks/; returns what it wrote."""
+    written = build_saved.write(root, lesson_sources(root))
     for source in lesson_sources(root, only):
         lab, solution = split_variants(source, root)
         if execute:
@@ -190,7 +193,7 @@ def build(root: Path, *, only: str | None = None, execute: bool = True) -> list[
 
 
 def embed_only(root: Path, *, only: str | None = None) -> list[Path]:
-    """Re-embeds the course in the committed notebooks' set-up cells; returns those written.
+    """Writes the saved functions, re-embeds the course in set-up cells; returns what it wrote.
 
     Every change to `utils/` leaves every lab and solution embedding a stale course, and a
     full build executes every solution again. This rewrites only the source of each
@@ -201,7 +204,7 @@ def embed_only(root: Path, *, only: str | None = None) -> list[Path]:
     Raises:
         BuildError: if a notebook is missing, or its set-up cells are not the built ones.
     """
-    written = []
+    written = build_saved.write(root, lesson_sources(root))
     for source in lesson_sources(root, only):
         for folder, built in zip(("labs", "solutions"), split_variants(source, root), strict=True):
             path = root / folder / f"{source.stem}.ipynb"
@@ -250,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if problems else 0
         if args.embed_only:
             written = embed_only(REPO_ROOT, only=args.only)
-            print(f"Re-embedded the course in {len(written)} notebook(s).")
+            count = sum(path.suffix == ".ipynb" for path in written)
+            print(f"Re-embedded the course in {count} notebook(s).")
             return 0
         build(REPO_ROOT, only=args.only, execute=not args.no_execute)
     except BuildError as error:

@@ -52,8 +52,10 @@ def parse_batch(
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Parses a batch of records at once and decodes each image.
 
-    Lab 3's TODO 3 (notebooks/03_read_tfrecords.py) with a smaller-decode knob added; at
-    `image_size=None` tests/test_one_copy.py checks it returns what the lesson's solution does.
+    Lab 3's TODO 3 (notebooks/03_read_tfrecords.py) with the notebook's `features`,
+    `decode`, `TARGET_SIZE` and `class_names` as arguments (so it is not saved from the
+    lesson: tools/build_saved.py) and a smaller decode added; at `image_size=None`
+    tests/test_one_copy.py checks it returns the lesson's values.
 
     Args:
         serialized_batch: a string tensor of shape (batch,): serialized `tf.train.Example`s

@@ -1,17 +1,15 @@
 """One image as a TFRecord: the record's schema, the image transforms, and building and parsing it.
 
-These are the course's reference versions of lab 2's first three TODOs; `conversion.convert`
-and `beam_conversion` run them, and lab 3 parses what they wrote with `parse_record`.
-`resize_and_crop`, `recompress` and `to_example` are those solutions of
-notebooks/02_write_tfrecords.py, statement for statement: edit both, or
-tests/test_one_copy.py fails.
+`resize_and_crop`, `recompress` and `to_example` are lab 2's first three TODOs, written here
+by the build from the lesson's solution (notebooks/02_write_tfrecords.py, tools/build_saved.py):
+one copy. `conversion.convert` and `beam_conversion` run them, and lab 3 parses what they
+wrote with `parse_record`.
 """
 
 from __future__ import annotations
 
 import functools
 import io
-from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -35,20 +33,11 @@ SCHEMA = {
 }
 
 
-def resize_and_crop(image: tf.Tensor, target_size: int) -> tf.Tensor:
-    """Crops the centre square of `image`, then resizes it to `target_size` x `target_size`.
-
-    Cropping first gives the same picture as resizing the shorter side to `target_size`
-    and cropping after, but the resize then costs what its output costs: a 60000 x 10
-    panorama is cut to 10 x 10 before anything is resized, never resized whole.
-
-    Args:
-        image: a uint8 image tensor of shape (height, width, 3).
-        target_size: side of the square result, in pixels.
-
-    Returns:
-        A uint8 tensor of shape (target_size, target_size, 3).
-    """
+# Cropping first gives the picture that resizing the shorter side first would, but the resize
+# costs what its output costs: a 60000 x 10 panorama is cut to 10 x 10 before any resize.
+# Generated from notebooks/02_write_tfrecords.py (TODO 1) by tools/build_saved.py.
+def resize_and_crop(image, target_size):
+    """Crops the centre square of `image`, then resizes it to `target_size` x `target_size`."""
     height, width = tf.shape(image)[0], tf.shape(image)[1]
     side = tf.minimum(height, width)
     cropped = tf.image.crop_to_bounding_box(
@@ -260,34 +249,16 @@ def _decode_jpeg(image_bytes: tf.Tensor, ratio: int) -> tf.Tensor:
     return tf.io.decode_jpeg(image_bytes, channels=3, ratio=ratio)
 
 
-def recompress(image: tf.Tensor, quality: int) -> tf.Tensor:
-    """Encodes an image as JPEG.
-
-    Args:
-        image: a uint8 image tensor of shape (height, width, 3).
-        quality: JPEG quality, 0-100.
-
-    Returns:
-        A scalar string tensor: the JPEG bytes.
-    """
+# Generated from notebooks/02_write_tfrecords.py (TODO 2) by tools/build_saved.py.
+def recompress(image, quality):
+    """Encodes a uint8 image as JPEG at `quality`; returns a scalar string tensor."""
     jpeg = tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
     return jpeg
 
 
-def to_example(
-    image_jpeg: bytes, class_index: int, original_size: Sequence[int], class_names: Sequence[str]
-) -> tf.train.Example:
-    """Builds the record of one image, with the fields of `SCHEMA`.
-
-    Args:
-        image_jpeg: the recompressed JPEG bytes.
-        class_index: the index of the image's class in `class_names`.
-        original_size: the image's (height, width) before resizing.
-        class_names: all class names, in label order.
-
-    Returns:
-        A `tf.train.Example`; call `.SerializeToString()` to write it.
-    """
+# Generated from notebooks/02_write_tfrecords.py (TODO 3) by tools/build_saved.py.
+def to_example(image_jpeg, class_index, original_size, class_names):
+    """Returns the tf.train.Example of one image (fields as in records.SCHEMA)."""
     one_hot = [0.0] * len(class_names)
     one_hot[class_index] = 1.0
     label = class_names[class_index].encode()
