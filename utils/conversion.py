@@ -8,10 +8,12 @@ replace or delete is `output_folder`'s job; finding a set already written is `sh
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import hashlib
 import itertools
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -19,16 +21,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import arguments, data, errors, progress, records, shard_files, sources
+from utils import arguments, data, errors, output_folder, progress, records, shard_files, sources
 from utils.conversion_report import ConversionReport, SkippedImage, SmallImage
-from utils.output_folder import (
-    Manifest,
-    OutputFolderError,
-    check_output_dir,
-    clean_up_after,
-    output_folder_problem,
-    start_new_set,
-)
 
 # Names other modules reach through `conversion` (its report and its one error).
 __all__ = [
@@ -38,6 +32,7 @@ __all__ = [
     "OutputFolderError",
     "SkippedImage",
     "SmallImage",
+    "check_output_dir",
     "check_parameters",
     "convert",
     "input_fingerprint",
@@ -45,6 +40,26 @@ __all__ = [
 ]
 
 DEFAULT_NUM_SHARDS = 16
+_ELSEWHERE = (
+    "Set OUTPUT_DIR to a folder you can write to (None: the course cache), then run it again."
+)
+# A write error in the output folder, by its errno values, TensorFlow error or words: what
+# happened, and what to do. Whatever the run wrote there is deleted by then.
+_FOLDER_PROBLEMS = [
+    ((errno.ENOSPC, errno.EDQUOT), tf.errors.ResourceExhaustedError, "No space left on device",
+     "the disk is full (No space left on device); the files this run wrote there are deleted, "
+     "so the next run starts clean. Free some space there, or set OUTPUT_DIR to a folder on a "
+     "disk with room, then run it again."),
+    ((errno.EROFS,), (), "Read-only file system", "the folder is read-only (Read-only file "
+     f"system); nothing of this run is left there. {_ELSEWHERE}"),
+    ((errno.EACCES, errno.EPERM), tf.errors.PermissionDeniedError, "Permission denied",
+     f"you are not allowed to write there (Permission denied); nothing of this run is left "
+     f"there. {_ELSEWHERE}"),
+]  # fmt: skip
+
+
+class OutputFolderError(OSError):
+    """The output folder cannot take the shards (disk full, read-only); one line says what to do."""
 
 
 @dataclasses.dataclass
@@ -76,10 +91,11 @@ def convert(
     shard after another. An image that cannot be read or decoded is skipped,
     counted and listed with its error. The same input and parameters give the same bytes.
 
-    Every parameter is checked before any file is touched. Only files the course wrote
-    are ever replaced or deleted: the previous set's, as its sidecar (or an unfinished
-    run's manifest) lists them. A file of yours with a name the conversion would write
-    is an error, not overwritten. The sidecar JSON is written last.
+    Every parameter is checked before any file is touched. The set is written in a folder
+    of its own inside `output_dir`; once complete, the previous set's files (as its sidecar
+    lists them) make way and it is moved in, its sidecar JSON last. A run that stops before
+    leaves the previous set whole. A file of yours with a name the set could take is an
+    error, not overwritten.
 
     Args:
         source: a `sources.ImageSource`.
@@ -96,8 +112,8 @@ def convert(
     Raises:
         ValueError: if a parameter is out of range, `output_dir` is inside the source's
             images or holds a file the conversion would overwrite, or no image could be read.
-        OutputFolderError: in one line, if `output_dir` is full, read-only or not yours
-            to write; what the run wrote there is deleted first (by its manifest).
+        OutputFolderError: in one line, if `output_dir` is full, read-only or not yours to
+            write; what the run wrote there is deleted first.
 
     Example:
         report = conversion.convert(source, "/tmp/flowers-tfrec", num_shards=16)
@@ -111,32 +127,31 @@ def convert(
         seed=seed,
     )
     output_dir = check_output_dir(source, output_dir)
-    manifest = None
     try:
-        manifest = Manifest(output_dir, start_new_set(output_dir))
-        report = _write_set(
-            source,
-            output_dir,
-            manifest,
-            steps,
-            target_size=target_size,
-            num_shards=num_shards,
-            jpeg_quality=jpeg_quality,
-            seed=seed,
-        )
+        with output_folder.incomplete_dir(output_dir) as folder:
+            report = _write_set(
+                source,
+                folder,
+                steps,
+                target_size=target_size,
+                num_shards=num_shards,
+                jpeg_quality=jpeg_quality,
+                seed=seed,
+            )
     except (tf.errors.OpError, OSError) as error:
-        problem = output_folder_problem(error)
+        problem = _folder_problem(error)
         if problem is None:
             raise
-        raise OutputFolderError(clean_up_after(output_dir, manifest, problem)) from None
+        raise OutputFolderError(f"Cannot write the shards in {output_dir}: {problem}") from None
+    shards = [f"{output_dir}/{Path(shard).name}" for shard in report.shards]
+    report = dataclasses.replace(report, output_dir=output_dir, shards=shards)
     print(report.summary() + source.subfolders_not_read())  # Nested photos: named, not read.
     return report
 
 
 def _write_set(
     source: sources.ImageSource,
-    output_dir: str,
-    manifest: Manifest,
+    folder: str,
     steps: ConversionSteps,
     *,
     target_size: int,
@@ -144,30 +159,27 @@ def _write_set(
     jpeg_quality: int,
     seed: int,
 ) -> ConversionReport:
-    """Writes the shards and the sidecar of `convert`, listing each file in `manifest` first."""
+    """Writes the shards of `convert` in `folder`, then their sidecar; returns the report."""
     start = time.perf_counter()
     paths = source_paths(source)
     np.random.default_rng(seed).shuffle(paths)
     chunks = np.array_split(paths, min(num_shards, len(paths)))
-    manifest.add([Path(shard_files.temporary_path(output_dir, i)).name for i in range(len(chunks))])
     images = _load_images(paths, source.class_names, steps, target_size, jpeg_quality)
     shard_of = {path: index for index, chunk in enumerate(chunks) for path in chunk}
     written = _WrittenShards(target_size=target_size)
     # A bad file's decoder log line is said once, in its skipped line (`_why_unreadable`).
     with errors.decoder_messages():
-        _write_shards(images, shard_of, len(chunks), output_dir, steps, source, manifest, written)
+        _write_shards(images, shard_of, len(chunks), folder, steps, source, written)
     unwritten = sorted(set(paths) - set(written.paths))
     skipped = [SkippedImage(path, _why_unreadable(path)) for path in unwritten]
     if not written.paths:
-        manifest.delete_all()
         raise ValueError(
             f"No image of {source.name!r} could be read: all {len(paths)} were skipped, so "
-            f"there is nothing to learn from; no shard was kept in {output_dir}. First: "
+            "there is nothing to learn from; no shard was kept. First: "
             f"{skipped[0].path}: {skipped[0].error}"
         )
-    manifest.delete_previous(keep=[Path(shard).name for shard in written.shards])
     report = ConversionReport(
-        output_dir=output_dir,
+        output_dir=folder,
         shards=written.shards,
         shard_counts=written.shard_counts,
         num_input_images=len(paths),
@@ -187,10 +199,50 @@ def _write_set(
         seed=seed,
     )
     shard_files.write_metadata(
-        output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint
+        folder, source, report, target_size, jpeg_quality, fingerprint=fingerprint
     )
-    manifest.finish()
     return report
+
+
+def _folder_problem(error: BaseException) -> str | None:
+    """Says what a write error means in the output folder, and what to do; None if not that."""
+    message = str(getattr(error, "message", "") or error)
+    for errnos, kind, words, problem in _FOLDER_PROBLEMS:
+        if getattr(error, "errno", None) in errnos or isinstance(error, kind) or words in message:
+            return problem
+    return None
+
+
+def check_output_dir(source: sources.ImageSource, output_dir: str | Path) -> str:
+    """Checks a conversion's output folder, before any file is touched.
+
+    Args:
+        source: the images to convert.
+        output_dir: the folder the shards would go to (`~` is the home folder).
+
+    Returns:
+        `output_dir` as a shell reads it: a string, `~` expanded, without a final "/".
+
+    Raises:
+        ValueError: if `output_dir` is not a folder path, is a file, or is inside the
+            source's images.
+    """
+    if not isinstance(output_dir, (str, Path)) or not str(output_dir).strip():
+        raise ValueError(f"`output_dir` must be a folder path. Received: {output_dir!r}")
+    typed = str(output_dir) if "://" in str(output_dir) else os.path.expanduser(str(output_dir))
+    typed = typed.rstrip("/") or typed
+    if "://" not in typed and Path(typed).is_file():
+        raise ValueError(
+            f"`output_dir` {Path(typed).absolute()} is a file, not a folder: give a "
+            "folder for the shards (it is created if needed)."
+        )
+    image_root = source.pattern.rsplit("/", 2)[0]
+    if f"{typed}/".startswith(f"{image_root}/"):
+        raise ValueError(
+            f"`output_dir` {typed} is inside the source's image folder {image_root}: "
+            "write the shards somewhere else."
+        )
+    return typed
 
 
 def check_parameters(
@@ -352,25 +404,19 @@ def _write_shards(
     images: Iterator[_LoadedImage],
     shard_of: dict[str, int],
     num_shards: int,
-    output_dir: str,
+    folder: str,
     steps: ConversionSteps,
     source: sources.ImageSource,
-    manifest: Manifest,
     written: _WrittenShards,
 ) -> None:
-    """Writes each shard's images with `steps.write_shard`, and lists each shard in the manifest.
-
-    What is written is noted in `written` as it goes.
-    """
+    """Writes each shard's images in `folder` with `steps.write_shard`, noting them in `written`."""
     images_per_shard = _images_per_shard(images, shard_of, num_shards)
     for index in progress.track(range(num_shards), desc="Writing shards"):
         records_before = len(written.paths)
         examples = _serialized_examples(
             next(images_per_shard), written, steps.to_example, source.class_names
         )
-        shard = steps.write_shard(examples, output_dir, index)
-        manifest.add([Path(shard).name])
-        written.shards.append(shard)
+        written.shards.append(steps.write_shard(examples, folder, index))
         written.shard_counts.append(len(written.paths) - records_before)
 
 

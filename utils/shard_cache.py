@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import arguments, conversion, data, output_folder, records, shard_files, sources
+from utils import arguments, conversion, data, records, shard_files, sources
 from utils.shard_files import METADATA_FILE
 
 
@@ -105,7 +105,7 @@ def ensure_shards(
     )
     if output_dir is None:
         output_dir = default_output_dir(source, target_size=target_size, num_shards=num_shards)
-    output_dir = output_folder.as_typed(output_dir)
+    output_dir = conversion.check_output_dir(source, output_dir)
     fingerprint = conversion.input_fingerprint(
         source,
         target_size=target_size,

@@ -3,7 +3,8 @@
 A shard is named with its index and its record count, `flowers00-230.tfrec` (Beam's
 `-00000-of-00016` names are found too). It is written under a temporary name and renamed
 when complete. A sidecar JSON file (`METADATA_FILE`) is written last, next to the shards:
-while it is missing, the set is not finished.
+while it is missing, the set is not finished. A conversion writes its set in
+`INCOMPLETE_FOLDER` first, then moves it in (`output_folder`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ SHARD_PREFIX = "flowers"
 SHARD_SUFFIX = ".tfrec"
 TEMPORARY_SUFFIX = ".tmp"
 METADATA_FILE = "flowers_tfrecords.json"
-MANIFEST_FILE = "flowers_tfrecords.writing.json"
+INCOMPLETE_FOLDER = "flowers_tfrecords.incomplete"
+MANIFEST_FILE = INCOMPLETE_FOLDER  # The name validation and beam_conversion still use for it.
 
 _COURSE_SHARD = re.compile(rf"^{SHARD_PREFIX}(\d+)-(\d+){re.escape(SHARD_SUFFIX)}$")
 _BEAM_SHARD = re.compile(r"^.+-(\d{5})-of-(\d{5})(\.tfrec|\.tfrecord)?$")
@@ -130,7 +132,7 @@ def list_folder(folder: str) -> list[str]:
 
 
 def read_json(path: str) -> dict | None:
-    """Reads a course JSON file (a sidecar or a manifest), tolerating anything else there.
+    """Reads a course JSON file (a sidecar), tolerating anything else there.
 
     Args:
         path: the file's path.
