@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from utils import conversion, shard_files, validation
@@ -167,3 +168,22 @@ def test_a_file_of_the_user_named_like_a_shard_is_refused_before_anything_is_wri
         "Move it, or choose another output_dir."
     )
     assert _hashes(tmp_path) == {**user, "flowers01-20.tfrec": hashlib.sha256(b"mine").hexdigest()}
+
+
+def test_a_set_in_a_tensorflow_file_system_is_moved_in_as_on_disk(small_source):
+    output_dir = "ram://output-folder-test"  # TensorFlow's in-memory file system, as gs://.
+    tf.io.gfile.makedirs(output_dir)
+    with tf.io.gfile.GFile(f"{output_dir}/notes.txt", "w") as file:
+        file.write("mine")
+    try:
+        conversion.convert(small_source, output_dir, target_size=16, num_shards=4)
+        report = conversion.convert(small_source, f"{output_dir}/", target_size=16, num_shards=3)
+        names = ["flowers00-20.tfrec", "flowers01-20.tfrec", "flowers02-20.tfrec"]
+        assert report.shards == [f"{output_dir}/{name}" for name in names]
+        listed = sorted(tf.io.gfile.listdir(output_dir))
+        assert listed == sorted([*names, shard_files.METADATA_FILE, "notes.txt"])
+        with tf.io.gfile.GFile(f"{output_dir}/notes.txt") as file:
+            assert file.read() == "mine"
+        assert validation.validate(output_dir, verbose=False).ok
+    finally:
+        tf.io.gfile.rmtree(output_dir)
