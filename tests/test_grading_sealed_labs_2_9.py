@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from tests.test_checks_write_tfrecords import _write_to_final_name
-from tests.test_grade import KERNEL_FORGER, _cell_index, _notebook, _set_todo
+from tests.test_grade import KERNEL_FORGER, _cell_index, _notebook, _set_todo, _with_todo
 from tools import grade
 from tools.grading import graphs, remote, remote_calls, wire
 from tools.lesson_parameters import missing_modules
@@ -177,6 +177,11 @@ def graded(tmp_path_factory):
     if not missing_modules(LAB9):
         forged["x-9-solution.ipynb"] = _notebook("solutions", LAB9)
         forged["x-9-blank.ipynb"] = _notebook("labs", LAB9)
+        unrestored = _with_todo(_notebook("solutions", LAB9), 3, lambda source: source.replace(
+            "resumed_batch = next(resumed)", "resumed_batch = next_batch"))  # fmt: skip
+        todo3 = unrestored.cells[_cell_index(unrestored, todo=3)].source
+        assert "resumed_batch = next_batch" in todo3
+        forged["x-9-unrestored.ipynb"] = unrestored
     for name, notebook in forged.items():  # Each rewrites its kernel's replies, hooks, modules.
         cell = nbformat.v4.new_code_cell(KERNEL_FORGER)
         notebook.cells.insert(_cell_index(notebook, todo=1), cell)
@@ -200,7 +205,13 @@ def test_labs_2_and_9_score_what_their_answers_earn(graded):
         "x-5-medians.ipynb": ["1", "0", "", ""],
     }
     if not missing_modules(LAB9):
-        expected |= {"x-9-solution.ipynb": ["1", "1", "1", ""], "x-9-blank.ipynb": ["0"] * 3 + [""]}
+        expected |= {"x-9-solution.ipynb": ["1", "1", "1", ""], "x-9-blank.ipynb": ["0"] * 3 + [""],
+                     "x-9-unrestored.ipynb": ["1", "1", "0", ""]}  # fmt: skip
+        assert (  # One object in the kernel is one in the judge: its check sees it.
+            "- x-9-unrestored.ipynb, TODO 3: TODO 3 (resumed_batch): expected the first batch of "
+            "`resumed`, a fresh iterator after resumed.set_state(state); found next_batch itself"
+            in report
+        )
     assert found == expected
     assert (
         "- x-2-unsafe.ipynb, TODO 4: TODO 4 (write_shard): expected the records to go into a "

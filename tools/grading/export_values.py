@@ -135,7 +135,8 @@ def _grader_answer(wire, request, namespace):
     if request["op"] in _grader_more_ops:  # noqa: F821 (export_calls.py)
         return _grader_more_ops[request["op"]](wire, request, value)  # noqa: F821
     if request["op"] == "describe":
-        return _grader_describe(wire, value, namespace)
+        same = _grader_same_as(_grader_kept, request, value)  # noqa: F821 (export_grain.py)
+        return {"kind": "same", "as": same} if same else _grader_describe(wire, value, namespace)
     if request["op"] == "call":  # Python values in, the result described (data or a graph).
         result = value(*[wire.decode(arg) for arg in request["args"]])
         return _grader_describe(wire, result, namespace)
