@@ -118,8 +118,10 @@ def test_a_run_killed_while_writing_leaves_the_previous_set_whole_and_the_next_r
         shard_files.METADATA_FILE
     ]
     problems = validation.validate(str(tmp_path), verbose=False).problems
-    assert problems == [f"{incomplete}: a conversion into this folder did not finish. "
-                        "Run it again: it deletes the files it had written."]  # fmt: skip
+    assert problems == [
+        f"{incomplete}: a conversion into this folder did not finish. Run it again: it "
+        "finishes that set, or deletes it if it was not whole."
+    ]
     conversion.convert(small_source, tmp_path, target_size=16, num_shards=4)
     after = _hashes(tmp_path)
     assert {name: after[name] for name in user} == user

@@ -101,7 +101,12 @@ def convert_image(
 def make_convert_dofn(
     class_names: Sequence[str], target_size: int, quality: int
 ) -> apache_beam.DoFn:
-    """Makes the conversion's Beam DoFn; its arguments are `convert_image`'s.
+    """Makes the conversion's Beam DoFn.
+
+    Args:
+        class_names: all class names, in label order (`convert_image`'s).
+        target_size: the side of the square each image becomes.
+        quality: the JPEG quality of the recompressed images.
 
     Returns:
         A `ConvertImage` DoFn: a path in, a record out, or a JSON entry (path, error) on
@@ -288,7 +293,4 @@ def finish(
     shard_files.write_metadata(
         output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint
     )
-    manifest = f"{output_dir}/{shard_files.MANIFEST_FILE}"
-    if tf.io.gfile.exists(manifest):  # The set is finished.
-        tf.io.gfile.remove(manifest)
     return report

@@ -28,6 +28,13 @@ def resize(image: tf.Tensor, image_size: int) -> tf.Tensor:
     and near enough when a crop is at most about twice the output's side (lesson 5: crops
     of 192 px shards, output 96 px).
 
+    Args:
+        image: a crop, uint8, (height, width, 3).
+        image_size: the output's side, in pixels.
+
+    Returns:
+        The resized crop, uint8, (image_size, image_size, 3).
+
     Raises:
         ValueError: if `image_size` is not a positive integer.
     """

@@ -38,10 +38,24 @@ def paths_from_every_class(paths: Sequence[str]) -> list[str]:
 
 
 def count_classes(paths: Sequence[str]) -> dict[str, int]:
-    """Counts `paths` by their parent folder (the class): {class folder: paths}, sorted by name."""
+    """Counts `paths` by their parent folder (the class).
+
+    Args:
+        paths: image paths, `.../<class>/<file>`.
+
+    Returns:
+        {class folder: number of paths}, sorted by name.
+    """
     return dict(sorted(collections.Counter(_class_of(path) for path in paths).items()))
 
 
 def mean_bytes(encoded_images: list[bytes]) -> float:
-    """Returns the mean length, in bytes, of some encoded images."""
+    """The mean length, in bytes, of some encoded images.
+
+    Args:
+        encoded_images: the images' encoded bytes (JPEG, PNG ...).
+
+    Returns:
+        The mean length in bytes.
+    """
     return float(np.mean([len(encoded) for encoded in encoded_images]))

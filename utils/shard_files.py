@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,6 @@ SHARD_SUFFIX = ".tfrec"
 TEMPORARY_SUFFIX = ".tmp"
 METADATA_FILE = "flowers_tfrecords.json"
 INCOMPLETE_FOLDER = "flowers_tfrecords.incomplete"
-MANIFEST_FILE = INCOMPLETE_FOLDER  # The name validation and beam_conversion still use for it.
 
 _COURSE_SHARD = re.compile(rf"^{SHARD_PREFIX}(\d+)-(\d+){re.escape(SHARD_SUFFIX)}$")
 _BEAM_SHARD = re.compile(r"^.+-(\d{5})-of-(\d{5})(\.tfrec|\.tfrecord)?$")
@@ -61,20 +60,9 @@ def temporary_path(output_dir: str, index: int) -> str:
     return f"{output_dir}/{SHARD_PREFIX}{index:02d}{SHARD_SUFFIX}{TEMPORARY_SUFFIX}"
 
 
-def write_shard(serialized_examples: Iterable[bytes], output_dir: str, index: int) -> str:
-    """Writes one shard safely: under a temporary name, renamed when complete.
-
-    Lab 2's TODO 4 solution (notebooks/02_write_tfrecords.py), statement for statement:
-    edit both, or tests/test_one_copy.py fails.
-
-    Args:
-        serialized_examples: the records, each a serialized `tf.train.Example`.
-        output_dir: the shards' folder (local or `gs://`).
-        index: the shard's index, in its name.
-
-    Returns:
-        The shard's final path, named with its record count.
-    """
+# Generated from notebooks/02_write_tfrecords.py (TODO 4) by tools/build_saved.py.
+def write_shard(serialized_examples, output_dir, index):
+    """Writes the records to shard `index` in `output_dir`; returns the shard's path."""
     temporary = temporary_path(output_dir, index)
     num_records = 0
     with tf.io.TFRecordWriter(temporary) as writer:

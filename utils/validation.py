@@ -122,11 +122,10 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     except FileNotFoundError as error:
         metadata = {}
         problems.append(str(error))
-    manifest = f"{output_dir}/{shard_files.MANIFEST_FILE}"
-    if tf.io.gfile.exists(manifest):
+    if tf.io.gfile.exists(f"{output_dir}/{shard_files.INCOMPLETE_FOLDER}"):
         problems.append(
-            f"{shard_files.MANIFEST_FILE}: a conversion into this folder did not finish. "
-            "Run it again: it deletes the files it had written."
+            f"{shard_files.INCOMPLETE_FOLDER}: a conversion into this folder did not finish. "
+            "Run it again: it finishes that set, or deletes it if it was not whole."
         )
     shards = []
     if not metadata:
