@@ -24,7 +24,8 @@
 # %%
 import tensorflow as tf
 
-from utils import charts, checks, comparison, display, readable_images, sources, storage, timing
+from utils import charts, checks, comparison, display, timing
+from utils.lab import readable_images, sources, storage
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"

@@ -31,22 +31,17 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import (
-    charts,
-    checks,
-    comparison,
+from utils import charts, checks, comparison, display, records, sampling
+from utils.lab import (
     conversion,
     data,
-    display,
     readable_images,
-    recompression,
-    records,
-    sampling,
     shard_cache,
     shard_files,
     sources,
     validation,
 )
+from utils.lessons.write_tfrecords import recompression
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"

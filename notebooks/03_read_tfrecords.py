@@ -29,18 +29,8 @@ import hashlib
 
 import tensorflow as tf
 
-from utils import (
-    charts,
-    checks,
-    comparison,
-    conversion,
-    display,
-    pipeline,
-    shard_cache,
-    sources,
-    storage,
-    timing,
-)
+from utils import charts, checks, comparison, display, pipeline, timing
+from utils.lab import conversion, shard_cache, sources, storage
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"

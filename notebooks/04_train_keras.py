@@ -62,18 +62,16 @@ import tensorflow as tf
 
 from utils import (
     batch_sizes,
-    charts,
     checks,
     comparison,
     display,
     float_formats,
     models,
     pipeline,
-    shard_cache,
-    sources,
     strategy,
     training,
 )
+from utils.lab import shard_cache, sources
 
 # %% [markdown]
 # ## The device and the shards
@@ -388,7 +386,7 @@ history = model.fit(
     callbacks=[training.LearningRateLog(), answers],  # "learning_rate", "val_answers_right"
     verbose=2,
 )
-figure = charts.plot_history(history, title=f"Training on {choice.kind}")
+figure = training.plot_history(history, title=f"Training on {choice.kind}")
 
 # %%
 # Counted from the model's own answers, image by image (`training.ValidationAnswers`): on

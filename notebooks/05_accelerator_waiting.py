@@ -55,23 +55,18 @@ import keras
 import tensorflow as tf
 
 from utils import (
-    accelerator_wait,
     batch_sizes,
     checks,
     comparison,
-    decode_less,
     display,
-    machine_load,
     models,
     pipeline,
     random_crops,
     records,
-    shard_cache,
-    sources,
-    step_costs,
-    storage,
     strategy,
 )
+from utils.lab import machine_load, shard_cache, sources, storage
+from utils.lessons.accelerator_waiting import accelerator_wait, decode_less, step_costs
 
 # %% [markdown]
 # ## The device, the shards and a model

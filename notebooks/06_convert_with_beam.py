@@ -37,19 +37,9 @@ import apache_beam as beam
 import tensorflow as tf
 from apache_beam.io import fileio
 
-from utils import (
-    beam_conversion,
-    charts,
-    checks,
-    conversion,
-    data,
-    readable_images,
-    records,
-    shard_files,
-    sources,
-    timing,
-    validation,
-)
+from utils import charts, checks, records, timing
+from utils.lab import conversion, data, readable_images, shard_files, sources, validation
+from utils.lessons.convert_with_beam import beam_conversion
 
 print(f"Apache Beam {beam.__version__}")
 

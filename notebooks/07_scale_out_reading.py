@@ -34,21 +34,9 @@ import os
 
 import tensorflow as tf
 
-from utils import (
-    charts,
-    checks,
-    comparison,
-    data_service,
-    host_processes,
-    machine_load,
-    multi_host,
-    pipeline,
-    random_crops,
-    readable_images,
-    sampling,
-    shard_cache,
-    sources,
-)
+from utils import charts, checks, comparison, pipeline, random_crops, sampling
+from utils.lab import machine_load, readable_images, shard_cache, sources
+from utils.lessons.scale_out_reading import data_service, host_processes, multi_host
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -404,9 +392,9 @@ print(
 # each worker machine, with the course installed (`pip install -e .` in a checkout):
 #
 # ```bash
-# python -m utils.data_service dispatcher --port 5050
-# python -m utils.data_service worker --dispatcher DISPATCHER_HOST:5050 --port 5051 \
-#     --worker-host THIS_WORKER_HOST
+# python -m utils.lessons.scale_out_reading.data_service dispatcher --port 5050
+# python -m utils.lessons.scale_out_reading.data_service worker \
+#     --dispatcher DISPATCHER_HOST:5050 --port 5051 --worker-host THIS_WORKER_HOST
 # ```
 #
 # and in the training program, `service="grpc://DISPATCHER_HOST:5050"`. The servers

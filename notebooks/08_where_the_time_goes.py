@@ -29,19 +29,9 @@ import os
 
 import tensorflow as tf
 
-from utils import (
-    charts,
-    checks,
-    comparison,
-    knobs,
-    machine_load,
-    pipeline,
-    pipeline_trace,
-    records,
-    shard_cache,
-    sources,
-    storage,
-)
+from utils import charts, checks, comparison, pipeline, records
+from utils.lab import machine_load, shard_cache, sources, storage
+from utils.lessons.where_the_time_goes import knobs, pipeline_trace
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"

@@ -59,18 +59,9 @@ import grain
 import keras
 import tensorflow as tf
 
-from utils import (
-    charts,
-    checks,
-    comparison,
-    grain_arrayrecord,
-    machine_load,
-    models,
-    pipeline,
-    shard_cache,
-    sources,
-    storage,
-)
+from utils import charts, checks, comparison, models, pipeline, training
+from utils.lab import machine_load, shard_cache, sources, storage
+from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
 grain_arrayrecord.use_flag_defaults()  # Grain's workers read absl flags; take the defaults.
 
@@ -284,7 +275,7 @@ history = model.fit(
 )
 training_batches.close()
 print(f"Keras on {keras.backend.backend()}: {TRAINING_STEPS // 2 * 2} steps from Grain.")
-figure = charts.plot_history(history, title="Lab 4's model on JAX, fed by Grain")
+figure = training.plot_history(history, title="Lab 4's model on JAX, fed by Grain")
 
 # %% [markdown]
 # ## Grain beside `tf.data`, on the same storage

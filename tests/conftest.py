@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests import session_state
-from utils import data, progress  # Neither imports TensorFlow.
+from utils.lab import data, progress  # Neither imports TensorFlow.
 
 os.environ[progress.DISABLE_ENV_VAR] = "1"
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -81,7 +81,7 @@ def pytest_unconfigure(config):
 @pytest.fixture(scope="session")
 def small_flowers():
     """A 60-image embedded dataset, generated once per cache."""
-    from utils import data
+    from utils.lab import data
 
     return data.make_flowers_dataset(60)
 
@@ -89,7 +89,7 @@ def small_flowers():
 @pytest.fixture(scope="session")
 def write_small_shards(small_flowers, tmp_path_factory):
     """Returns `write(num_shards, target_size=32)`: shard paths of the 60 images, made once."""
-    from utils import conversion, shard_files, sources
+    from utils.lab import conversion, shard_files, sources
 
     made = {}
 
@@ -107,7 +107,7 @@ def write_small_shards(small_flowers, tmp_path_factory):
 @pytest.fixture(scope="session")
 def small_source(small_flowers):
     """The 60-image embedded dataset as an image source."""
-    from utils import sources
+    from utils.lab import sources
 
     return sources.resolve_source(str(small_flowers))
 
@@ -115,7 +115,7 @@ def small_source(small_flowers):
 @pytest.fixture(scope="session")
 def converted(small_source, tmp_path_factory):
     """`(output_dir, report)`: the 60 images converted once into 4 shards of 64 px (seed 3)."""
-    from utils import conversion
+    from utils.lab import conversion
 
     output_dir = tmp_path_factory.mktemp("shards")
     report = conversion.convert(small_source, output_dir, target_size=64, num_shards=4, seed=3)
@@ -125,7 +125,7 @@ def converted(small_source, tmp_path_factory):
 @pytest.fixture(scope="session")
 def flowers_400(tmp_path_factory):
     """Shard paths of a 400-image embedded dataset at 48 px, in 5 shards; made once."""
-    from utils import shard_cache, sources
+    from utils.lab import shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=400)
     folder = tmp_path_factory.mktemp("flowers_400")

@@ -1,4 +1,7 @@
-"""Tests of utils/accelerator_wait.py: the stand-in accelerator and the naive pipeline."""
+"""Tests of utils/lessons/accelerator_waiting/accelerator_wait.py.
+
+The stand-in accelerator and the naive pipeline.
+"""
 
 import re
 import time
@@ -10,7 +13,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import accelerator_wait, comparison, records
+from utils import comparison, records
+from utils.lessons.accelerator_waiting import accelerator_wait
 
 matplotlib.use("Agg")  # No screen here.
 

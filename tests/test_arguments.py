@@ -1,8 +1,8 @@
-"""utils.arguments: one message for each kind of wrong integer argument."""
+"""utils.lab.arguments: one message for each kind of wrong integer argument."""
 
 import pytest
 
-from utils import arguments
+from utils.lab import arguments
 
 
 @pytest.mark.parametrize(

@@ -5,13 +5,14 @@ import hashlib
 import pytest
 import tensorflow as tf
 
-from utils import conversion, data, records, shard_cache, shard_files, sources, validation
+from utils import records
+from utils.lab import conversion, data, shard_cache, shard_files, sources, validation
 
 pytest.importorskip(
     "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"
 )
 from tools import convert_beam  # noqa: E402
-from utils import beam_conversion  # noqa: E402
+from utils.lessons.convert_with_beam import beam_conversion  # noqa: E402
 
 
 def _image_set(folder):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tools import benchmark_decode
-from utils import decode_less
+from utils.lessons.accelerator_waiting import decode_less
 
 
 def test_benchmark_decode_runs_on_a_tiny_input(write_small_shards, capsys):

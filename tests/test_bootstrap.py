@@ -16,7 +16,7 @@ versions (these are requirements-dev.txt's), and pip resolving TensorFlow's depe
   index (`PIP_NO_INDEX`, `PIP_FIND_LINKS`, which pip reads as the set-up's own options);
   its `tensorflow-cpu 2.21.0` wheel holds the dist-info and a `.pth` naming a folder of
   links to this environment's TensorFlow, so what pip installs is the real TensorFlow,
-  imported in the running kernel (`utils.packages.pip_install` puts a new `.pth` in force).
+  imported in the running kernel (`utils.lab.packages.pip_install` puts a new `.pth` in force).
 - TensorFlow unobtainable: the Colab-TPU-like environment, no wheel folder: pip meets the
   cut network.
 """
@@ -44,7 +44,7 @@ from tools.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
 
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 VERSION = setup_cell.course_version()
-# What the set-up prints where TensorFlow is missing (utils.runtime.tensorflow_requirement).
+# What the set-up prints where TensorFlow is missing (utils.lab.runtime.tensorflow_requirement).
 INSTALLING = "Installing tensorflow-cpu>=2.20.0,<=2.21.0 with pip (at most 10 min) ..."
 DECOY = 'raise_me = "a learner\'s own utils.py"\n'
 # Lab 4 on lab 1's 100 embedded images, not SMALL_PARAMETERS' 160: in a sandbox with lab 1

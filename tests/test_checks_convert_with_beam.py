@@ -7,12 +7,13 @@ import json
 
 import pytest
 
-from utils import data, readable_images, records
+from utils import records
+from utils.lab import data, readable_images
 
 pytest.importorskip(
     "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"
 )
-from utils import beam_conversion  # noqa: E402
+from utils.lessons.convert_with_beam import beam_conversion  # noqa: E402
 
 
 # The checks of lesson 6, TODO 1: right answers pass, usual mistakes say what is wrong.

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def array_records(write_small_shards, tmp_path_factory):
     """The 60 small images in 4 shards, copied to 4 ArrayRecord files."""
-    from utils import grain_arrayrecord
+    from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
     folder = tmp_path_factory.mktemp("arrayrecord")
     return grain_arrayrecord.write_array_records(write_small_shards(4), str(folder))
@@ -30,7 +30,7 @@ def data_source(array_records):
 
 
 def _records_per_file(array_records):
-    from utils import grain_arrayrecord
+    from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
     return [grain_arrayrecord.count_records(path) for path in array_records]
 
@@ -85,7 +85,7 @@ def test_check_shuffled_names_each_mistake(data_source, array_records):
 
 
 def _parse(record):
-    from utils import grain_arrayrecord
+    from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
     return grain_arrayrecord.parse_record(record, num_classes=5)
 
@@ -101,7 +101,7 @@ def _loader(shuffled, num_workers=1, batch_size=8):
 def shuffled(data_source):
     import grain
 
-    from utils import grain_arrayrecord
+    from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
     grain_arrayrecord.use_flag_defaults()
     return grain.MapDataset.source(data_source).shuffle(seed=42).repeat(2)

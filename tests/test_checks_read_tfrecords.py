@@ -3,7 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from utils import checks, storage
+from utils import checks
+from utils.lab import storage
 
 
 @pytest.fixture(scope="module")

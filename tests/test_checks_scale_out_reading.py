@@ -73,7 +73,7 @@ def test_check_through_service_stub_and_wrong_answers(capsys):
 
 def _shard_split_dataset_fn(num_shards, records_per_shard, *, drop_remainder_split):
     """Hosts split `num_shards` shards of records: by `multi_host` or by `len // hosts`."""
-    from utils import multi_host
+    from utils.lessons.scale_out_reading import multi_host
 
     shards = [
         tf.reshape(

@@ -3,7 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from utils import checks, data, storage
+from utils import checks
+from utils.lab import data, storage
 
 
 @pytest.fixture

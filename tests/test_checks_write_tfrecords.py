@@ -3,7 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from utils import checks, data, records, shard_files
+from utils import checks, records
+from utils.lab import data, shard_files
 
 
 @pytest.fixture

@@ -97,7 +97,12 @@ def _problems(qualified: str, node: ast.FunctionDef | ast.ClassDef) -> list[str]
 def test_the_package_is_found():
     names = [name for name, _ in MODULES]
     assert "utils.checks.tf_data_basics" in names and "utils.timing" in names
-    assert {"utils.records", "utils.shard_files", "utils.conversion", "utils.storage"} <= set(names)
+    assert {
+        "utils.records",
+        "utils.lab.shard_files",
+        "utils.lab.conversion",
+        "utils.lab.storage",
+    } <= set(names)
 
 
 @pytest.mark.parametrize("name, path", MODULES, ids=[name for name, _ in MODULES])

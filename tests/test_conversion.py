@@ -1,4 +1,4 @@
-"""Tests of utils/conversion.py: the round trip, safe writing, bad input, find-or-build."""
+"""Tests of utils/lab/conversion.py: the round trip, safe writing, bad input, find-or-build."""
 
 import hashlib
 from pathlib import Path
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import conversion, data, records, shard_cache, shard_files, sources, validation
+from utils import records
+from utils.lab import conversion, data, shard_cache, shard_files, sources, validation
 
 
 def _records(output_dir):
@@ -191,7 +192,7 @@ def test_reshard_copies_the_records_once_without_converting_again(
     ids=["smaller", "grew"],
 )
 def test_conversion_summary_says_grew_for_images_that_grew(input_bytes, output_bytes, words):
-    from utils.conversion_report import ConversionReport
+    from utils.lab.conversion_report import ConversionReport
 
     report = ConversionReport(
         output_dir="out", shards=["out/a.tfrec"], shard_counts=[1], num_input_images=1,

@@ -1,4 +1,4 @@
-"""Tests of utils/data.py: the embedded flowers dataset."""
+"""Tests of utils/lab/data.py: the embedded flowers dataset."""
 
 import hashlib
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from utils import data
+from utils.lab import data
 
 
 def _digest(root):

@@ -1,4 +1,4 @@
-"""Tests of utils/data_service.py and utils/metered_runs.py: the local tf.data service cluster."""
+"""Tests of lesson 7's data_service.py and metered_runs.py: the local tf.data service cluster."""
 
 import os
 import time
@@ -6,7 +6,8 @@ import time
 import pytest
 import tensorflow as tf
 
-from utils import data_service, machine_load, metered_runs
+from utils.lab import machine_load
+from utils.lessons.scale_out_reading import data_service, metered_runs
 
 OFF = tf.data.experimental.service.ShardingPolicy.OFF
 

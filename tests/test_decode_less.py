@@ -1,4 +1,4 @@
-"""Tests of utils/random_crops.py and utils/decode_less.py: three ways to decode a random crop.
+"""Tests of utils/random_crops.py and lesson 5's decode_less.py: three ways to decode a random crop.
 
 Structure, not timings.
 """
@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import decode_less, display, random_crops
+from utils import display, random_crops
+from utils.lessons.accelerator_waiting import decode_less
 
 matplotlib.use("Agg")  # No screen here.
 

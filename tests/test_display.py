@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import charts, comparison, display, timing, training
+from utils import charts, comparison, display, timing
 
 matplotlib.use("Agg")  # No screen here.
 CLASSES = ("a", "b", "c")
@@ -105,46 +105,6 @@ def test_plot_ablation_one_panel_per_knob_on_one_y_axis():
 def test_plot_ablation_rejects_nothing_to_plot():
     with pytest.raises(ValueError, match="at least one knob"):
         charts.plot_ablation({})
-
-
-def test_plot_history_draws_training_and_validation_curves():
-    history = type("History", (), {})()
-    history.history = {
-        "loss": [1.5, 1.0, 0.7],
-        "val_loss": [1.6, 1.2, 0.9],
-        "accuracy": [0.3, 0.5, 0.7],
-        "val_accuracy": [0.3, 0.45, 0.6],
-    }
-    figure = charts.plot_history(history, title="t")
-    loss, accuracy = figure.axes
-    assert [line.get_label() for line in loss.get_lines()] == ["training", "validation"]
-    assert list(accuracy.get_lines()[1].get_ydata()) == [0.3, 0.45, 0.6]
-
-
-def test_plot_history_draws_the_answers_counted_where_the_history_has_them():
-    history = type("History", (), {})()
-    history.history = {
-        "loss": [1.5, 1.0],
-        "accuracy": [0.3, 0.5],
-        "val_accuracy": [0.2, 0.4],
-        training.ANSWERS_KEY: [0.35, 0.8],
-    }
-    _, accuracy = charts.plot_history(history).axes
-    assert [line.get_label() for line in accuracy.get_lines()] == [
-        "training",
-        "validation (answers)",
-    ]
-    assert list(accuracy.get_lines()[1].get_ydata()) == [0.35, 0.8]
-
-
-def test_plot_history_without_accuracy_names_the_keys_it_has():
-    history = type("History", (), {"history": {"loss": [1.0], "val_loss": [1.1]}})()
-    with pytest.raises(ValueError) as error:
-        charts.plot_history(history)
-    assert str(error.value) == (
-        "The history holds no 'accuracy': it holds ['loss', 'val_loss']. Compile with "
-        "metrics=['accuracy'] and pass what fit() returns."
-    )
 
 
 def test_show_predictions_marks_wrong_answers_in_red():

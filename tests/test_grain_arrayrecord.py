@@ -1,4 +1,4 @@
-"""utils/grain_arrayrecord.py: ArrayRecord copies, records parsed without TF, storage, timing."""
+"""Lesson 9's grain_arrayrecord.py: ArrayRecord copies, records parsed without TF, timing."""
 
 import itertools
 import os
@@ -11,7 +11,9 @@ import pytest
 import tensorflow as tf
 
 from tools.lesson_parameters import missing_modules
-from utils import grain_arrayrecord, records, storage
+from utils import records
+from utils.lab import storage
+from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
 pytestmark = pytest.mark.skipif(
     bool(missing_modules("09_grain_arrayrecord")), reason="lesson 9 needs grain and array_record"

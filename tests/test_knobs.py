@@ -1,11 +1,13 @@
-"""Tests of utils/knobs.py and utils/knob_settings.py: lesson 8's one knob at a time."""
+"""Tests of lesson 8's knobs.py and knob_settings.py: one knob at a time."""
 
 import time
 
 import pytest
 import tensorflow as tf
 
-from utils import comparison, knob_settings, knobs, pipeline, storage
+from utils import comparison, pipeline
+from utils.lab import storage
+from utils.lessons.where_the_time_goes import knob_settings, knobs
 
 
 def _runs(label, *values):

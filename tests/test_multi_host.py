@@ -1,9 +1,9 @@
-"""Tests of utils/multi_host.py and utils/host_processes.py: each host reads its own shards."""
+"""Tests of lesson 7's multi_host.py and host_processes.py: each host reads its own shards."""
 
 import pytest
 
 from tests.conftest import REPO_ROOT
-from utils import host_processes, multi_host
+from utils.lessons.scale_out_reading import host_processes, multi_host
 
 
 @pytest.mark.parametrize("num_hosts", [1, 2, 3, 16])

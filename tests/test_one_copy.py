@@ -43,7 +43,7 @@ HANDED_OUT = [
     (LAB_2, "resize_and_crop", "utils.records"),
     (LAB_2, "recompress", "utils.records"),
     (LAB_2, "to_example", "utils.records"),
-    (LAB_2, "write_shard", "utils.shard_files"),
+    (LAB_2, "write_shard", "utils.lab.shard_files"),
     ("notebooks/05_accelerator_waiting.py", "verdict", "utils.comparison"),
 ]
 # (lesson source, function, helper module): the helper adds knobs; checked by running both.
@@ -65,7 +65,7 @@ def _functions(path: Path) -> dict[str, ast.FunctionDef]:
 
 
 class _WithoutPrefix(ast.NodeTransformer):
-    """`shard_files.shard_name` in the lesson is `shard_name` inside utils/shard_files.py."""
+    """`shard_files.shard_name` in the lesson is `shard_name` inside utils/lab/shard_files.py."""
 
     def __init__(self, module_name: str):
         self.module_name = module_name
@@ -151,7 +151,8 @@ def test_parse_batch_of_lab_3_equals_pipeline_parse_batch_at_the_lesson_settings
 ):
     import tensorflow as tf
 
-    from utils import data, pipeline
+    from utils import pipeline
+    from utils.lab import data
 
     class_names = list(data.CLASSES)
     lesson = _lesson_namespace(

@@ -1,4 +1,4 @@
-"""Tests of utils/output_folder.py from outside: the user's files, a previous set, a killed run.
+"""Tests of utils/lab/output_folder.py from outside: the user's files, a previous set, a killed run.
 
 A run is killed for real (SIGKILL, in a subprocess: no `finally` runs) while it writes its
 shards, and while it moves its finished set in; the user's own files are checked by hash.
@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import conversion, shard_files, validation
+from utils.lab import conversion, shard_files, validation
 
 USER_FILES = {
     "notes.txt": b"my notes",

@@ -19,7 +19,8 @@ import tensorflow as tf
 from PIL import Image, ImageCms
 
 from tests.conftest import REPO_ROOT
-from utils import conversion, records, shard_files, sources
+from utils import records
+from utils.lab import conversion, shard_files, sources
 
 USER_FILES = {"notes.txt": b"my notes, not the course's", "flowers00-9.tfrec.bak": b"mine"}
 

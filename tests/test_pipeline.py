@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import pipeline, records, sources, storage
+from utils import pipeline, records
 from utils.checks._base import dataset_ops, dataset_steps
+from utils.lab import sources, storage
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Tests of utils/pipeline_trace.py: the measured timeline of a pipeline, and its chart."""
+"""Tests of lesson 8's pipeline_trace.py: the measured timeline of a pipeline, and its chart."""
 
 import functools
 
@@ -7,7 +7,9 @@ import matplotlib.image
 import matplotlib.pyplot as plt
 import pytest
 
-from utils import pipeline, pipeline_trace, storage
+from utils import pipeline
+from utils.lab import storage
+from utils.lessons.where_the_time_goes import pipeline_trace
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Tests of utils/processes.py: the CPU time of a group of processes."""
+"""Tests of utils/lessons/scale_out_reading/processes.py: the CPU time of a group of processes."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from utils import processes
+from utils.lessons.scale_out_reading import processes
 
 
 def test_cpu_use_counts_this_process_busy_and_names_every_process():

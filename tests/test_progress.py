@@ -1,6 +1,6 @@
-"""Tests of utils/progress.py."""
+"""Tests of utils/lab/progress.py."""
 
-from utils import progress
+from utils.lab import progress
 
 
 def test_track_yields_every_item_when_disabled(monkeypatch, capsys):

@@ -74,7 +74,7 @@ def hundred_image_folder(tmp_path_factory, real_photo_folder):
     covers both cases of the issue: a folder with trouble, and a 100-image folder (lab 4's
     validation shard is then smaller than one batch, which used to crash it).
     """
-    from utils import data
+    from utils.lab import data
 
     folder = tmp_path_factory.mktemp("hundred") / "photos [2024]"
     shutil.copytree(real_photo_folder["root"], folder)

@@ -1,10 +1,11 @@
-"""Tests of utils/recompression.py, on a few tiny images."""
+"""Tests of utils/lessons/write_tfrecords/recompression.py, on a few tiny images."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import recompression, sampling
+from utils import sampling
+from utils.lessons.write_tfrecords import recompression
 
 
 def _images(count=3, size=32):

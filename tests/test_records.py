@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import data, records
+from utils import records
+from utils.lab import data
 
 
 def test_resize_and_crop_keeps_proportions_and_takes_the_centre():

@@ -1,4 +1,4 @@
-"""Tests of utils/sources.py and utils/remote_sources.py: every data source, and bad ones."""
+"""Tests of utils/lab/sources.py and remote_sources.py: every data source, and bad ones."""
 
 import contextlib
 import functools
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from utils import data, remote_sources, sources
+from utils.lab import data, remote_sources, sources
 
 
 def test_resolve_source_embedded(tmp_path):

@@ -1,9 +1,10 @@
-"""Tests of utils/step_costs.py: tiny models, a few steps each."""
+"""Tests of utils/lessons/accelerator_waiting/step_costs.py: tiny models, a few steps each."""
 
 import keras
 import tensorflow as tf
 
-from utils import comparison, step_costs, timing
+from utils import comparison, timing
+from utils.lessons.accelerator_waiting import step_costs
 
 
 def _compiled_model():

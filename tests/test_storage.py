@@ -1,4 +1,4 @@
-"""Tests of utils/storage.py: the simulated remote storage."""
+"""Tests of utils/lab/storage.py: the simulated remote storage."""
 
 import os
 import subprocess
@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import storage
 from utils.checks._base import dataset_steps
+from utils.lab import storage
 
 
 @pytest.fixture
@@ -296,7 +296,7 @@ def test_describe_names_the_long_tailed_model_and_both_caps():
 def test_storage_waits_need_no_tensorflow_and_count_what_they_charge():
     """Grain's reader charges its reads to the waits alone: they must not import TensorFlow."""
     code = (
-        "import sys; from utils.storage_waits import StorageWaits\n"
+        "import sys; from utils.lab.storage_waits import StorageWaits\n"
         "waits = StorageWaits(0, megabytes_per_second=100)\n"
         "stream = waits.open_object(2000); waits.wait_for_bytes(stream, 2000)\n"
         "print(waits.num_requests, waits.num_bytes_read, 'tensorflow' in sys.modules)"

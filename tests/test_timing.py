@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 from tools import machine
-from utils import comparison, machine_load, models, storage, timing
+from utils import comparison, models, timing
+from utils.lab import machine_load, storage
 
 
 def _slow_first_element(seconds):

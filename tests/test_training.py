@@ -125,3 +125,43 @@ def test_validation_answers_counts_the_models_answers_at_each_epochs_end():
     assert history.history[training.ANSWERS_KEY] == [0.75, 0.75]
     assert list(answers.labels) == [0, 2, 1, 2]
     assert answers.share_right(model) == 0.75
+
+
+def test_plot_history_draws_training_and_validation_curves():
+    history = type("History", (), {})()
+    history.history = {
+        "loss": [1.5, 1.0, 0.7],
+        "val_loss": [1.6, 1.2, 0.9],
+        "accuracy": [0.3, 0.5, 0.7],
+        "val_accuracy": [0.3, 0.45, 0.6],
+    }
+    figure = training.plot_history(history, title="t")
+    loss, accuracy = figure.axes
+    assert [line.get_label() for line in loss.get_lines()] == ["training", "validation"]
+    assert list(accuracy.get_lines()[1].get_ydata()) == [0.3, 0.45, 0.6]
+
+
+def test_plot_history_draws_the_answers_counted_where_the_history_has_them():
+    history = type("History", (), {})()
+    history.history = {
+        "loss": [1.5, 1.0],
+        "accuracy": [0.3, 0.5],
+        "val_accuracy": [0.2, 0.4],
+        training.ANSWERS_KEY: [0.35, 0.8],
+    }
+    _, accuracy = training.plot_history(history).axes
+    assert [line.get_label() for line in accuracy.get_lines()] == [
+        "training",
+        "validation (answers)",
+    ]
+    assert list(accuracy.get_lines()[1].get_ydata()) == [0.35, 0.8]
+
+
+def test_plot_history_without_accuracy_names_the_keys_it_has():
+    history = type("History", (), {"history": {"loss": [1.0], "val_loss": [1.1]}})()
+    with pytest.raises(ValueError) as error:
+        training.plot_history(history)
+    assert str(error.value) == (
+        "The history holds no 'accuracy': it holds ['loss', 'val_loss']. Compile with "
+        "metrics=['accuracy'] and pass what fit() returns."
+    )

@@ -1,11 +1,11 @@
-"""Tests of utils/validation.py: a finished set of shards is checked record by record."""
+"""Tests of utils/lab/validation.py: a finished set of shards is checked record by record."""
 
 import json
 from pathlib import Path
 
 import tensorflow as tf
 
-from utils import shard_files, validation
+from utils.lab import shard_files, validation
 
 
 def test_shards_mix_the_classes(converted):

@@ -1,6 +1,6 @@
 """Lesson 2's validation (81 s on the full course) shows its progress (issue 43, item 7)."""
 
-from utils import progress, validation
+from utils.lab import progress, validation
 
 
 def test_validate_shows_a_bar_over_the_shards(converted, capsys, monkeypatch):

@@ -77,7 +77,7 @@ from tools.course_benchmark.settings import (
     REPO_ROOT,
     TARGET_SIZE,
 )
-from utils import progress
+from utils.lab import progress
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(read_one_epoch(args.read_one_epoch)))
         return 0
     from tools import grain_loader
-    from utils import machine_load
+    from utils.lab import machine_load
 
     grain_skipped = grain_loader.missing_reason()
     start = time.perf_counter()

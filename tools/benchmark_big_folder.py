@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from tools.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
-from utils import data, progress
+from utils.lab import data, progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LABS = ("02_write_tfrecords", "03_read_tfrecords")

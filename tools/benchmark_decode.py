@@ -7,7 +7,7 @@ Steps:
    source instead (`"embedded"`: the originals lab 2 shrank to 192 px; or a folder), to
    see what the crop saves on larger images, as on ImageNet.
 2. Makes lesson 5's random crops at `--image-size` from them, three ways
-   (`utils.decode_less.VARIANTS`): decode the whole JPEG then crop; decode only the crop
+   (`decode_less.VARIANTS`, lesson 5's): decode the whole JPEG then crop; decode only the crop
    (`tf.io.decode_and_crop_jpeg`); decode at half size (`decode_jpeg(ratio=2)`) then crop.
 3. Times each `--repeats` times, in turns (`comparison.measure_in_turns`), and prints the
    median images/s with its min-max, whether the machine was idle, and each way's
@@ -67,7 +67,7 @@ def parse_arguments(argv=None) -> argparse.Namespace:
 
 def read_jpeg_files(data_source: str, num_images: int) -> list[bytes]:
     """Returns the bytes of the first `num_images` JPEG files of a source (not PNGs)."""
-    from utils import sources
+    from utils.lab import sources
 
     source = sources.resolve_source(data_source, num_images=DATASET_SIZE, seed=42)
     paths = [path for path in source.paths if path.lower().endswith((".jpg", ".jpeg"))]
@@ -80,7 +80,8 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
     """Returns the JPEG bytes of the first `num_images` records of the shards."""
     import tensorflow as tf
 
-    from utils import records, shard_cache, shard_files, sources
+    from utils import records
+    from utils.lab import shard_cache, shard_files, sources
 
     if shards_dir is None:
         source = sources.resolve_source("embedded", num_images=DATASET_SIZE, seed=42)
@@ -97,7 +98,9 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
 def main(argv=None) -> int:
     arguments = parse_arguments(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from utils import comparison, decode_less, machine_load, random_crops
+    from utils import comparison, random_crops
+    from utils.lab import machine_load
+    from utils.lessons.accelerator_waiting import decode_less
 
     if arguments.jpeg_source:
         encoded_images = read_jpeg_files(arguments.jpeg_source, arguments.num_images)

@@ -25,7 +25,7 @@ import os
 import sys
 
 from tools import machine
-from utils import progress
+from utils.lab import progress
 
 BASELINE = "simulation @ 0 ms"
 TARGET_SIZE = 192
@@ -36,7 +36,8 @@ NUM_SHARDS = 16
 def variants(shard_paths: list[str], num_classes: int) -> dict:
     """Returns the course pipeline's variants, by name: functions that make the dataset."""
 
-    from utils import pipeline, storage
+    from utils import pipeline
+    from utils.lab import storage
 
     def course(simulated=None, *, repeat_after=False, **settings):
         def make():
@@ -79,7 +80,8 @@ def variants(shard_paths: list[str], num_classes: int) -> dict:
 def measure(num_images: int, num_timed: int, rounds: int) -> dict:
     """Measures every variant in turns; returns name -> lists of images/s, CPU µs, cores."""
     from tools.course_benchmark import measure
-    from utils import comparison, shard_cache, sources
+    from utils import comparison
+    from utils.lab import shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
     shard_set = measure.quietly(
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
-    from utils import machine_load
+    from utils.lab import machine_load
 
     num_images, num_timed, rounds = (300, 600, 2) if args.quick else (3670, 8000, 7)
     rounds = args.rounds or rounds

@@ -2,7 +2,7 @@
 
 Steps:
 1. Finds (or writes) the shards of the embedded dataset, as lesson 7 does.
-2. Starts two local clusters on loopback ports (`utils.data_service.LocalCluster`): a
+2. Starts two local clusters on loopback ports (lesson 7's `data_service.LocalCluster`): a
    dispatcher with 1 worker, and a dispatcher with 2 workers. Both are stopped at the end,
    also after an error.
 3. Times the same pipeline (each shard opened after a SIMULATED first-byte latency, one
@@ -36,7 +36,8 @@ def service_pipeline(shard_paths, *, latency_ms, batch_size, target_size, num_cl
     """Lesson 7's pipeline: shards read after a simulated latency, batched, parsed, decoded."""
     import tensorflow as tf
 
-    from utils import data_service, pipeline
+    from utils import pipeline
+    from utils.lessons.scale_out_reading import data_service
 
     records = data_service.shards_with_latency(
         shard_paths, latency_ms=latency_ms, num_epochs=epochs
@@ -52,7 +53,8 @@ def _measure_once(make_dataset, service, pids_by_role, num_images, batch_size):
     `service` or locally. The CPU time per image counts the warm-up batch too."""
     import tensorflow as tf
 
-    from utils import processes, timing
+    from utils import timing
+    from utils.lessons.scale_out_reading import processes
 
     dataset = make_dataset()
     if service is not None:
@@ -95,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.timed < 1:
         parser.error(f"--repeats and --timed must be >= 1 (got {args.repeats}, {args.timed})")
 
-    from utils import data_service, shard_cache, sources
+    from utils.lab import shard_cache, sources
+    from utils.lessons.scale_out_reading import data_service
 
     source = sources.resolve_source("embedded", num_images=args.num_images, seed=42)
     with contextlib.redirect_stdout(io.StringIO()):

@@ -19,7 +19,7 @@ import nbformat
 from tools import machine
 from tools.build_regions import BuildError
 from tools.lesson_parameters import KERNEL_OPTIONS
-from utils import progress
+from utils.lab import progress
 
 METADATA_KEY = "tpu_speed_pipelines"
 # In a solution's metadata: how long its execution took, in seconds (the lesson times in README.md).

@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from utils import beam_conversion, conversion, records, sources, validation
+from utils import records
+from utils.lab import conversion, sources, validation
+from utils.lessons.convert_with_beam import beam_conversion
 
 
 def main(argv: list[str] | None = None) -> int:

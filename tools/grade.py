@@ -73,7 +73,7 @@ from tools.grading.restore import learner_cells, restore_protected_cells
 from tools.grading.score import score
 from tools.grading.versions import choose_lab, load_labs
 from tools.lesson_parameters import SMALL_PARAMETERS
-from utils import data
+from utils.lab import data
 
 # The steps of one submission, in order; a step that returns False ends its grading.
 STEPS = (

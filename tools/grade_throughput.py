@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from tools import grade
-from utils.machine_load import usable_cores
+from utils.lab.machine_load import usable_cores
 
 LAB1 = "01_tf_data_basics"
 

@@ -28,7 +28,7 @@ import numpy as np
 from tools.grain_reads import StorageReads
 
 if TYPE_CHECKING:
-    from utils.storage import SimulatedStorage
+    from utils.lab.storage import SimulatedStorage
 
 # Grain's reading threads. The reads block on the simulated first-byte wait, and Pillow
 # releases the GIL while it decodes: as many threads as the course pipeline has reads in
@@ -83,7 +83,9 @@ def ensure_array_records(shard_paths: Sequence[str], output_dir: str | None = No
     Example:
         paths = grain_loader.ensure_array_records(shard_set.paths)
     """
-    from utils import grain_arrayrecord  # Lesson 9's copy: one writer for both.
+    from utils.lessons.grain_arrayrecord import (
+        grain_arrayrecord,  # Lesson 9's copy: one writer for both.
+    )
 
     if not shard_paths:
         raise ValueError("`shard_paths` must name at least one shard. Received: []")

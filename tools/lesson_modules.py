@@ -1,6 +1,6 @@
 """The course modules a lesson reaches: what its lab's set-up cell embeds.
 
-Starts from the lesson source's imports, the set-up cell's own (`utils.runtime`) and the
+Starts from the lesson source's imports, the set-up cell's own (`utils.lab.runtime`) and the
 lesson's check module (named after the lesson: `utils/checks/tf_data_basics.py` for
 `01_tf_data_basics`), then follows every `utils` import found in those files, at any depth
 (a function's own imports too), until nothing new is found. Static imports only: the course
@@ -16,7 +16,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # What every lab imports before its own code: the package, the set-up's runtime, the checks.
-ALWAYS = ("utils/__init__.py", "utils/runtime.py", "utils/checks/__init__.py",
+ALWAYS = ("utils/__init__.py", "utils/lab/runtime.py", "utils/checks/__init__.py",
           "utils/checks/_base.py")  # fmt: skip
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from tools import machine
 from tools.pipeline_profile import shard_counts, stages, sweep
 from tools.pipeline_profile.variants import NUM_IMAGES
-from utils import progress
+from utils.lab import progress
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

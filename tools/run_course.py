@@ -47,7 +47,8 @@ from tools.course_summary import Row
 from tools.heartbeat import HEARTBEAT_SECONDS, Heartbeat
 from tools.kernel_environment import environment, kernels_temporary_folder
 from tools.lesson_parameters import KERNEL_OPTIONS, install_command, missing_modules
-from utils import data, host_processes, progress
+from utils.lab import data, progress
+from utils.lessons.scale_out_reading import host_processes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Parameters that may name a local folder; the notebooks run in solutions/, so a relative

@@ -13,7 +13,7 @@ cell uses, in this order and saying which: a clone beside the notebook (`utils/`
 notebook's folder or the one above), an installed course (pip, or `utils/` on sys.path),
 `$TPU_SPEED_PIPELINES_SOURCE` (a local folder, used as it is; anything else is given to
 pip), else the embedded copy, unpacked into `<cache>/course/<version>-<sha12>/` (the data
-cache of `utils.data`) and put first on sys.path: no pip, no network.
+cache of `utils.lab.data`) and put first on sys.path: no pip, no network.
 
 Why the payload is in the cell's source, not in the notebook's metadata: a kernel is not
 told which notebook it serves ("ipykernel is not aware it is attached to a notebook",
@@ -24,7 +24,7 @@ is the one part of the notebook every kernel is sent. The cell is a Colab form (
 and `cellView: "form"`) and hidden in JupyterLab (`jupyter.source_hidden`), so a learner
 sees its title and at most 3 printed lines: where the course came from, an install
 line if TensorFlow (or Beam, lesson 6) is missing, and the backend with why
-(`utils.runtime.prepare`).
+(`utils.lab.runtime.prepare`).
 
 The repository's address is a setting (`[tool.tpu-speed-pipelines] repository` in
 pyproject.toml, "owner/name" on GitHub), empty until a maintainer publishes the course;
@@ -46,7 +46,7 @@ from tools.setup_cell_template import TEMPLATE
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ENV_VAR = "TPU_SPEED_PIPELINES_SOURCE"
-CACHE_ENV_VAR = "TPU_SPEED_PIPELINES_CACHE"  # As utils.data.CACHE_ENV_VAR.
+CACHE_ENV_VAR = "TPU_SPEED_PIPELINES_CACHE"  # As utils.lab.data.CACHE_ENV_VAR.
 SETUP_TAG = "setup"
 # The address the course was drafted with; no such repository exists.
 PLACEHOLDER_REPOSITORY = "tpu-speed-pipelines/tpu-speed-pipelines"

@@ -1,20 +1,15 @@
-"""Charts for the labs: throughput bars, the ablation, training curves, quality trade-offs."""
+"""Charts for the labs: throughput bars, the ablation, quality trade-offs."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
-from utils import comparison, timing, training
+from utils import comparison, timing
 from utils.display import MAX_WIDTH_INCHES
-
-if TYPE_CHECKING:
-    import keras
 
 
 def plot_throughput(
@@ -186,49 +181,6 @@ def plot_ablation(
     for row in axes:
         row[0].set_ylabel("images/s (log scale)" if log_scale else "images/s", fontsize=9)
     figure.suptitle(f"{title}\nmedian of the rounds; the line spans their range", fontsize=11)
-    figure.tight_layout()
-    return figure
-
-
-def plot_history(history: keras.callbacks.History, *, title: str = "Training") -> Figure:
-    """Draws loss and accuracy per epoch, training and validation, from a Keras History.
-
-    Args:
-        history: what `model.fit` returned; its `history` dict must hold "loss" and
-            "accuracy" (compile with `metrics=["accuracy"]`), and "val_loss" and
-            "val_accuracy" when there was validation data; the validation accuracy drawn
-            is `training.ValidationAnswers`'s share answered right where the history has it.
-        title: the figure's title.
-
-    Returns:
-        The matplotlib Figure: loss on the left, accuracy on the right.
-
-    Raises:
-        ValueError: if the history holds no "loss" or no "accuracy", naming the keys it has.
-
-    Example:
-        charts.plot_history(model.fit(train, validation_data=val, epochs=10))
-    """
-    metrics = history.history
-    missing = [name for name in ("loss", "accuracy") if name not in metrics]
-    if missing:
-        raise ValueError(
-            f"The history holds no {' or '.join(repr(m) for m in missing)}: it holds "
-            f"{sorted(metrics)}. Compile with metrics=['accuracy'] and pass what fit() returns."
-        )
-    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for axis, name in zip(axes, ("loss", "accuracy"), strict=True):
-        epochs = range(1, len(metrics[name]) + 1)
-        axis.plot(epochs, metrics[name], "o-", label="training")
-        if name == "accuracy" and training.ANSWERS_KEY in metrics:
-            axis.plot(epochs, metrics[training.ANSWERS_KEY], "o-", label="validation (answers)")
-        elif f"val_{name}" in metrics:
-            axis.plot(epochs, metrics[f"val_{name}"], "o-", label="validation")
-        axis.set_xlabel("epoch")
-        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axis.set_title(name)
-        axis.legend()
-    figure.suptitle(title)
     figure.tight_layout()
     return figure
 

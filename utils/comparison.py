@@ -10,7 +10,8 @@ from collections.abc import Iterable
 
 import tensorflow as tf
 
-from utils import arguments, timing
+from utils import timing
+from utils.lab import arguments
 
 
 def spread(values: Iterable[float], number_format: str = ",.0f", *, note: str = "") -> str:

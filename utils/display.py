@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 from matplotlib.figure import Figure
 
-from utils import arguments
+from utils.lab import arguments
 
 if TYPE_CHECKING:
     pass

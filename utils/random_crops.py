@@ -2,7 +2,7 @@
 
 The window's ranges are those of `tensorflow/tpu`'s ResNet preprocessing
 (`models/official/resnet/resnet_preprocessing.py`); `decode_then_crop` decodes the whole
-image, then crops, as its training crop does. Lesson 5's `utils.decode_less` decodes less.
+image, then crops, as its training crop does. Lesson 5's `decode_less` decodes less.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import arguments
+from utils.lab import arguments
 
 # The reference preprocessing's random crop: 8% to 100% of the image's area, aspect
 # ratio 3/4 to 4/3, at least 10% of the image, 10 attempts (then the whole image).

@@ -1,6 +1,6 @@
 """One helper that finds the best accelerator: a TPU, GPUs, or the CPU, and says which it took.
 
-It follows the Keras backend (`utils.runtime` chooses it). On TensorFlow it returns a
+It follows the Keras backend (`utils.lab.runtime` chooses it). On TensorFlow it returns a
 `tf.distribute` strategy; on JAX it sets `keras.distribution.DataParallel` over
 `jax.devices()` (each batch split over the devices, the weights copied on each). Either
 way, build the model under `choice.scope()`.
@@ -161,7 +161,7 @@ def find_strategy(
     device = (device or os.environ.get(DEVICE_ENV_VAR) or "auto").lower()
     if device not in DEVICES:
         raise ValueError(f"`device` must be one of {DEVICES}. Received: device={device!r}")
-    import keras  # Imported here: which backend it runs on is chosen before (utils.runtime).
+    import keras  # Imported here: which backend it runs on is chosen before (utils.lab.runtime).
 
     if keras.backend.backend() == "jax":
         return find_jax_strategy(device)

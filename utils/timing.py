@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import arguments
+from utils.lab import arguments
 
 if TYPE_CHECKING:
     import keras
 
-    from utils.storage import SimulatedStorage
+    from utils.lab.storage import SimulatedStorage
 
 
 @dataclasses.dataclass(frozen=True)

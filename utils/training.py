@@ -1,4 +1,4 @@
-"""How long to train, in optimizer steps, and the learning rate at each step: warm-up, then cosine.
+"""How long to train, in optimizer steps, the learning rate at each step, and the curves drawn.
 
 The length is set in images seen, not in epochs: at one batch size an epoch is many steps,
 at eight replicas' global batch it can be two. Planned in images, 1, 2 and 8 replicas all
@@ -13,9 +13,12 @@ import math
 from typing import TYPE_CHECKING
 
 import keras
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-from utils import arguments
+from utils.lab import arguments
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -225,3 +228,46 @@ class ValidationAnswers(keras.callbacks.Callback):
         """
         if logs is not None:
             logs[ANSWERS_KEY] = self.share_right(self.model)
+
+
+def plot_history(history: keras.callbacks.History, *, title: str = "Training") -> Figure:
+    """Draws loss and accuracy per epoch, training and validation, from a Keras History.
+
+    Args:
+        history: what `model.fit` returned; its `history` dict must hold "loss" and
+            "accuracy" (compile with `metrics=["accuracy"]`), and "val_loss" and
+            "val_accuracy" when there was validation data; the validation accuracy drawn
+            is `ValidationAnswers`'s share answered right where the history has it.
+        title: the figure's title.
+
+    Returns:
+        The matplotlib Figure: loss on the left, accuracy on the right.
+
+    Raises:
+        ValueError: if the history holds no "loss" or no "accuracy", naming the keys it has.
+
+    Example:
+        training.plot_history(model.fit(train, validation_data=val, epochs=10))
+    """
+    metrics = history.history
+    missing = [name for name in ("loss", "accuracy") if name not in metrics]
+    if missing:
+        raise ValueError(
+            f"The history holds no {' or '.join(repr(m) for m in missing)}: it holds "
+            f"{sorted(metrics)}. Compile with metrics=['accuracy'] and pass what fit() returns."
+        )
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for axis, name in zip(axes, ("loss", "accuracy"), strict=True):
+        epochs = range(1, len(metrics[name]) + 1)
+        axis.plot(epochs, metrics[name], "o-", label="training")
+        if name == "accuracy" and ANSWERS_KEY in metrics:
+            axis.plot(epochs, metrics[ANSWERS_KEY], "o-", label="validation (answers)")
+        elif f"val_{name}" in metrics:
+            axis.plot(epochs, metrics[f"val_{name}"], "o-", label="validation")
+        axis.set_xlabel("epoch")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.set_title(name)
+        axis.legend()
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure

@@ -24,7 +24,7 @@ from tools.course_benchmark.settings import (
     Row,
     counts_up_to,
 )
-from utils import machine_load
+from utils.lab import machine_load
 
 
 def pin(num_cores: int) -> int:
@@ -56,7 +56,8 @@ def measure_on_cores(num_cores: int, settings: dict, *, reverse: bool = False) -
     cores = pin(num_cores)
     from tools.course_benchmark.measure import quietly, rate
     from tools.course_benchmark.pipelines import benchmark_data, course_dataset
-    from utils import comparison, pipeline, storage
+    from utils import comparison, pipeline
+    from utils.lab import storage
 
     _, shard_set, jpegs = benchmark_data(settings)
     local = storage.SimulatedStorage(latency_ms=LATENCIES_MS[0])

@@ -21,7 +21,7 @@ from tools.course_benchmark.settings import (
     Row,
     counts_up_to,
 )
-from utils import machine_load
+from utils.lab import machine_load
 
 
 def describe(num_workers: int, decoder: str) -> str:
@@ -42,7 +42,8 @@ def choose(array_records: list[str], num_classes: int, settings: dict) -> dict:
         each candidate's figures with its `num_workers` and `decoder`, in the order measured.
     """
     from tools import grain_loader
-    from utils import comparison, storage
+    from utils import comparison
+    from utils.lab import storage
 
     local = storage.SimulatedStorage(latency_ms=0)
     settings_by_label = {

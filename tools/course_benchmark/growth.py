@@ -38,7 +38,8 @@ def read_one_epoch(shards_dir: str) -> dict:
         the timed seconds; the peak memory is the whole process's.
     """
 
-    from utils import pipeline, shard_files
+    from utils import pipeline
+    from utils.lab import shard_files
 
     paths = shard_files.find_shards(shards_dir)
     dataset = pipeline.tfrecord_images(
@@ -76,7 +77,8 @@ def read_in_own_process(shards_dir: str) -> dict:
 
 def scaling(settings: dict) -> dict:
     """Measures reading and writing as the dataset grows, and reading as shards change."""
-    from utils import comparison, conversion, shard_cache, sources
+    from utils import comparison
+    from utils.lab import conversion, shard_cache, sources
 
     by_size = {}
     for size in settings["sizes"]:

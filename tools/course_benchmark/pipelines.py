@@ -50,7 +50,7 @@ def pipelines(
     import tensorflow as tf
 
     from tools import read_routing
-    from utils import conversion
+    from utils.lab import conversion
 
     slow = storage.latency_ms > 0
     image_root = source.pattern.rsplit("/", 2)[0]
@@ -147,7 +147,8 @@ def benchmark_data(settings: dict):
     """Returns the benchmark's source, its shards (`ShardSet`) and 1000 of their JPEGs' bytes."""
     import tensorflow as tf
 
-    from utils import records, shard_cache, sources
+    from utils import records
+    from utils.lab import shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=settings["num_images"])
     shard_set = quietly(
@@ -174,7 +175,8 @@ def compare_pipelines(settings: dict) -> tuple[dict, dict | None]:
     """
     from tools import grain_loader
     from tools.course_benchmark import grain_best
-    from utils import pipeline, storage
+    from utils import pipeline
+    from utils.lab import storage
 
     source, shard_set, stored_jpegs = benchmark_data(settings)
     shard_paths = shard_set.paths

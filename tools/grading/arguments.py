@@ -12,7 +12,7 @@ from pathlib import Path
 from tools.grading import class_files, gradebook
 from tools.grading.model import REPO_ROOT
 from tools.grading.versions import lab_points
-from utils.machine_load import usable_cores
+from utils.lab.machine_load import usable_cores
 
 
 def parser(description: str) -> argparse.ArgumentParser:

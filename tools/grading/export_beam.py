@@ -64,7 +64,7 @@ def _grader_beam_build(wire, request, build):
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from utils import sources
+    from utils.lab import sources
 
     _grader_write_files(request["files"])
     source, output_dir = sources.resolve_source(request["root"]), request["output_dir"]

@@ -20,7 +20,7 @@ from tools.grading.prepare import judged_cells, lab_parameters
 from tools.grading.restore import restore_protected_cells
 from tools.grading.run import run_prepared
 from tools.lesson_parameters import SMALL_PARAMETERS
-from utils import data
+from utils.lab import data
 
 CELL_FLOOR, CELL_MULTIPLE = 30, 10
 SUBMISSION_FLOOR, SUBMISSION_MULTIPLE = 120, 5

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from tools.grading.model import REPO_ROOT
-from utils import data, progress
+from utils.lab import data, progress
 
 
 def prepare_work(work: Path, cache: Path | None) -> dict[str, str]:

@@ -26,7 +26,8 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
     import statistics
     import tempfile
 
-    from utils import comparison, conversion, machine_load, sources
+    from utils import comparison
+    from utils.lab import conversion, machine_load, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
 

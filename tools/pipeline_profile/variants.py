@@ -20,7 +20,8 @@ def load_shards(num_images: int = NUM_IMAGES, num_shards: int = 16):
     """Returns the benchmark's shard paths, the number of classes and 1000 stored JPEGs."""
     import tensorflow as tf
 
-    from utils import records, shard_cache, sources
+    from utils import records
+    from utils.lab import shard_cache, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
     shard_set = quietly(

@@ -26,7 +26,7 @@ from tools.setup_cell import SETUP_TAG
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("driver.py")
-# As utils.runtime.installed_versions, whose names the set-up's line uses.
+# As utils.lab.runtime.installed_versions, whose names the set-up's line uses.
 VERSIONS = (
     "import importlib.metadata as m, json\n"
     "found = {}\n"

@@ -30,33 +30,6 @@ class DataProblem(ValueError):
     """The data or a parameter is wrong, not the learner's TODO; the message names it."""
 
 
-def raise_if_data_problem(error: Exception, todo: int, shard_paths: Sequence[str] = ()) -> None:
-    """Raises `DataProblem` naming the damaged shards when `error` comes from the data.
-
-    TensorFlow reports a truncated or corrupted shard as `DataLossError` (or, read through
-    `pipeline.checked_records`, as "Damaged shard"): that is not the learner's TODO failing.
-
-    Args:
-        error: the error the learner's code raised.
-        todo: the TODO's number.
-        shard_paths: the shards read, searched for the damaged ones.
-
-    Raises:
-        DataProblem: when `error` comes from a damaged shard; otherwise nothing happens.
-    """
-    __tracebackhide__ = True
-    if not (isinstance(error, tf.errors.DataLossError) or "Damaged shard" in str(error)):
-        return
-    from utils import shard_files  # Imported here: only the reading checks need it.
-
-    damaged = shard_files.find_damaged_shards(list(shard_paths)) if shard_paths else []
-    where = "; ".join(damaged) if damaged else first_line(error)
-    raise DataProblem(
-        f"Not a problem of TODO {todo}: a shard is damaged (truncated or corrupted): {where}. "
-        "Write the shards again (lab 2, or conversion.convert()), then run this cell again."
-    ) from None
-
-
 def fail(todo: int, name: str, message: str) -> None:
     """Fails a check: "TODO <todo> (<name>): <message>".
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from utils import data, readable_images, records, shard_files, sources, validation
+from utils import records
 from utils.checks import _samples
 from utils.checks._base import CHECK_ERRORS, fail, first_line, passed
+from utils.lab import data, readable_images, shard_files, sources, validation
 
 
 def _write_dofn_samples(folder: Path, class_names: Sequence[str]) -> dict[str, str]:
@@ -189,7 +190,7 @@ def check_build_conversion(
         checks.check_build_conversion(build_conversion, todo=2)
     """
     __tracebackhide__ = True
-    from utils import beam_conversion
+    from utils.lessons.convert_with_beam import beam_conversion
 
     name = "build_conversion"
     with tempfile.TemporaryDirectory() as folder:

@@ -163,7 +163,7 @@ def check_loader(
     __tracebackhide__ = True
     import grain
 
-    from utils import grain_arrayrecord
+    from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
     name = "loader"
     expected = f"a grain.IterDataset of batches of {batch_size}, in {num_workers} worker processes"

@@ -17,10 +17,13 @@ from utils.checks._base import (
     fail,
     first_line,
     passed,
-    raise_if_data_problem,
     require_result,
 )
-from utils.checks.read_tfrecords_parallel import check_fast_dataset, check_parallel_records
+from utils.checks.read_tfrecords_parallel import (
+    check_fast_dataset,
+    check_parallel_records,
+    raise_if_data_problem,
+)
 
 __all__ = [
     "check_fast_dataset",

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from utils import multi_host
 from utils.checks._base import (
     CHECK_ERRORS,
     OPTIONS_ONLY_OPS,
@@ -16,6 +15,7 @@ from utils.checks._base import (
     passed,
     require_result,
 )
+from utils.lessons.scale_out_reading import multi_host
 
 
 def check_host_cores(host_cores_needed: Callable, *, todo: int) -> None:
@@ -238,7 +238,7 @@ def check_through_service(through_service: Callable, *, todo: int, num_elements:
         checks.check_through_service(through_service, todo=3)
     """
     __tracebackhide__ = True
-    from utils import data_service
+    from utils.lessons.scale_out_reading import data_service
 
     name = "through_service"
     off = tf.data.experimental.service.ShardingPolicy.OFF

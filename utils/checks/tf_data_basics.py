@@ -21,7 +21,7 @@ from utils.checks._base import (
 )
 
 if TYPE_CHECKING:
-    from utils.storage import SimulatedStorage
+    from utils.lab.storage import SimulatedStorage
 
 
 def _folder_of(path: bytes | str) -> str:

@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from utils import arguments, records
+from utils import records
 from utils.checks._base import CHECK_ERRORS, call_eagerly, fail, first_line, passed
 from utils.checks.write_tfrecords_shard import check_to_example, check_write_shard
+from utils.lab import arguments
 
 __all__ = ["check_recompress", "check_resize_and_crop", "check_to_example", "check_write_shard"]
 

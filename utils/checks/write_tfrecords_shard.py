@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import records, shard_files
+from utils import records
 from utils.checks._base import CHECK_ERRORS, call_eagerly, fail, first_line, passed, require_result
+from utils.lab import shard_files
 
 _FEATURE_KINDS = {
     "image": "bytes_list",

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from utils import progress
+from utils.lab import progress
 
 CLASSES = ("daisy", "dandelion", "roses", "sunflowers", "tulips")
 # Images per class in the public flower_photos archive (3,670 in all).

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import conversion, data, errors, output_folder, readable_images, records, shard_files
+from utils import errors, records
+from utils.lab import conversion, data, output_folder, readable_images, shard_files
 
 if TYPE_CHECKING:
     import apache_beam
 
-    from utils import sources
+    from utils.lab import sources
 
 # Beam turns a glob into a regular expression; an escaped `[` (`[[]`, see
 # `ImageSource.match_pattern`) makes Python's `re` warn of a "possible nested set", which is

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
-from utils import shard_files
-from utils.shard_files import INCOMPLETE_FOLDER, METADATA_FILE, shard_record_count
+from utils.lab import shard_files
+from utils.lab.shard_files import INCOMPLETE_FOLDER, METADATA_FILE, shard_record_count
 
 _REPLACED = "flowers_tfrecords.replaced.json"  # The previous sidecar, while its set is replaced.
 

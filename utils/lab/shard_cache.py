@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import arguments, conversion, data, records, shard_files, sources
-from utils.shard_files import METADATA_FILE
+from utils import records
+from utils.lab import arguments, conversion, data, shard_files, sources
+from utils.lab.shard_files import METADATA_FILE
 
 
 def default_output_dir(source: sources.ImageSource, *, target_size: int, num_shards: int) -> str:

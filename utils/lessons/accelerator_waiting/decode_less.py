@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import arguments, random_crops
+from utils import random_crops
+from utils.lab import arguments
 
 RATIOS = (1, 2, 4, 8)  # The downscaling factors libjpeg decodes at (DCT scaling).
 

@@ -1,6 +1,6 @@
 """Processes that play the hosts of a cluster on this machine: TF workers or JAX processes.
 
-`run_hosts()` starts one process per "host" (`python -m utils.host_processes ...`) with a
+`run_hosts()` starts one process per "host" (`python -m MODULE ...`, this module) with a
 `TF_CONFIG` on loopback ports, as on a cluster; each builds a `MultiWorkerMirroredStrategy`,
 reads its part through `distribute_datasets_from_function`, and reports what it read.
 `run_jax_processes()` does the same with JAX processes joined by `jax.distributed`.
@@ -17,9 +17,15 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from utils import processes
-from utils.multi_host import HostReport, collect_reports, record_id, shards_for_host
+from utils.lessons.scale_out_reading import processes
+from utils.lessons.scale_out_reading.multi_host import (
+    HostReport,
+    collect_reports,
+    record_id,
+    shards_for_host,
+)
 
+MODULE = "utils.lessons.scale_out_reading.host_processes"  # Run by `python -m` as each host.
 HOSTS_TIMEOUT_S = 180.0
 JAX_REQUIREMENT = "jax[cpu]==0.10.2"  # As pinned in requirements-dev.txt.
 
@@ -73,7 +79,7 @@ def run_hosts(
     def start_host(index):
         tf_config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
         env = {"TF_CONFIG": json.dumps(tf_config)}
-        return processes.start_module("utils.host_processes", settings, env=env)
+        return processes.start_module(MODULE, settings, env=env)
 
     return collect_reports(start_host, num_hosts, what="Host", timeout_s=timeout_s)
 
@@ -199,7 +205,7 @@ def run_jax_processes(
 
     def start_process(index):
         arguments = json.dumps({**settings, "process_id": index})
-        return processes.start_module("utils.host_processes", "--jax", arguments, env=env)
+        return processes.start_module(MODULE, "--jax", arguments, env=env)
 
     return collect_reports(start_process, num_processes, what="JAX process", timeout_s=timeout_s)
 
@@ -247,7 +253,7 @@ def _read_jax_part(settings: dict) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m utils.host_processes")
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}")
     parser.add_argument("--jax", action="store_true", help="a JAX process, not a TF worker")
     parser.add_argument("settings", help="JSON: shard_paths, target_size, num_classes, ...")
     processes.exit_with_owner()

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import tensorflow as tf
 
 from utils import errors, records
-from utils.conversion_report import ConversionReport
+from utils.lab.conversion_report import ConversionReport
 
 if TYPE_CHECKING:
-    from utils.sources import ImageSource
+    from utils.lab.sources import ImageSource
 
 SHARD_PREFIX = "flowers"
 SHARD_SUFFIX = ".tfrec"

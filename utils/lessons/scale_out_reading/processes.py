@@ -36,7 +36,7 @@ def start_module(module: str, *arguments: str, env: dict | None = None) -> subpr
     """Starts `python -m module arguments...` with TF's logs quiet; its stdout is a pipe.
 
     Args:
-        module: the module to run, such as "utils.host_processes".
+        module: the module to run, such as "utils.lessons.scale_out_reading.host_processes".
         *arguments: its command-line arguments.
         env: environment variables set for it, on top of this process's.
 

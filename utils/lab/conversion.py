@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import arguments, data, errors, output_folder, progress, records, shard_files, sources
-from utils.conversion_report import ConversionReport, SkippedImage, SmallImage
+from utils import errors, records
+from utils.lab import arguments, data, output_folder, progress, shard_files, sources
+from utils.lab.conversion_report import ConversionReport, SkippedImage, SmallImage
 
 # Names other modules reach through `conversion` (its report and its one error).
 __all__ = [

@@ -1,7 +1,7 @@
 """What a training step costs: fed from memory or a pipeline, by batch size, by steps per call.
 
 Lesson 5 asks three questions of a training step: does the pipeline keep up with it
-(`utils.accelerator_wait`), how does its cost change with the batch size, and what does
+(`accelerator_wait`), how does its cost change with the batch size, and what does
 `steps_per_execution` save. The functions here make what `comparison.measure_in_turns`
 times, and the lines the lesson prints.
 """

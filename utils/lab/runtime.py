@@ -25,7 +25,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 
-from utils import packages
+from utils.lab import packages
 
 BACKENDS = ("auto", "tensorflow", "jax")
 # The TensorFlow installed for tf.data where it is missing: 2.21.0 (as in requirements.txt),

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import tensorflow as tf
 
-from utils.storage_waits import StorageWaits
+from utils.lab.storage_waits import StorageWaits
 
 if TYPE_CHECKING:
-    from utils.sources import ImageSource
+    from utils.lab.sources import ImageSource
 
 MEDIAN_LATENCY_MS = 50.0
 TAIL_RATIO = 10.0

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import arguments, comparison, records
+from utils import comparison, records
+from utils.lab import arguments
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from utils.storage import SimulatedStorage
+    from utils.lab.storage import SimulatedStorage
 
 # The stand-in accelerator's rate: what one TPU v5e chip would take training ResNet-50 on
 # this course's 192 px images. We found no per-chip v5e images/s for ResNet-50 training

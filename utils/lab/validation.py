@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import errors, progress, records, shard_files
+from utils import errors, records
+from utils.lab import progress, shard_files
 
 _MAX_RECORD_PROBLEMS = 5  # Problems listed per shard; one bad schema would repeat per record.
 

@@ -1,7 +1,8 @@
 """A tf.data service cluster of local processes on loopback, and a pipeline it can run.
 
 `LocalCluster` starts a dispatcher and workers as separate processes (`python -m
-utils.data_service dispatcher|worker ...`), the same commands that run them on separate
+utils.lessons.scale_out_reading.data_service dispatcher|worker ...`), the same commands
+that run them on separate
 machines, and stops every one of them when its `with` block ends.
 """
 
@@ -12,7 +13,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from utils import arguments, metered_runs, processes
+from utils.lab import arguments
+from utils.lessons.scale_out_reading import metered_runs, processes
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -44,7 +46,7 @@ class LocalCluster:
         try:
             port = processes.free_loopback_port()
             self._dispatcher = processes.start_module(
-                "utils.data_service", "dispatcher", "--port", str(port)
+                "utils.lessons.scale_out_reading.data_service", "dispatcher", "--port", str(port)
             )
             processes.read_json_line(
                 self._dispatcher, timeout_s=self.start_timeout_s, what="The dispatcher"
@@ -97,7 +99,7 @@ class LocalCluster:
         dispatcher = self.address.removeprefix("grpc://")
         self._workers.append(
             processes.start_module(
-                "utils.data_service",
+                "utils.lessons.scale_out_reading.data_service",
                 "worker",
                 "--dispatcher",
                 dispatcher,
@@ -146,7 +148,7 @@ def shards_with_latency(
     """
     import tensorflow as tf
 
-    from utils import storage
+    from utils.lab import storage
 
     if latency_ms < 0:
         raise ValueError(f"`latency_ms` must be >= 0. Received: latency_ms={latency_ms}")
@@ -222,7 +224,7 @@ def measure_one_cluster_at_a_time(
 
 def _serve(arguments: list[str] | None = None) -> None:
     """Runs a dispatcher or a worker until it is stopped (the command line of this module)."""
-    parser = argparse.ArgumentParser(prog="python -m utils.data_service")
+    parser = argparse.ArgumentParser(prog="python -m utils.lessons.scale_out_reading.data_service")
     parser.add_argument("role", choices=["dispatcher", "worker"])
     parser.add_argument("--port", type=int, default=5050, help="the port to listen on")
     parser.add_argument("--dispatcher", help="the dispatcher's host:port (workers only)")

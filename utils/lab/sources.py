@@ -10,7 +10,7 @@ import glob
 import os
 from pathlib import Path
 
-from utils import data, readable_images, remote_sources
+from utils.lab import data, readable_images, remote_sources
 
 _EXPECTED = (
     'Expected "embedded", "flower_photos", a local folder laid out as <folder>/<class>/*.jpg '

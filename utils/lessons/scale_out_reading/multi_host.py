@@ -1,6 +1,6 @@
 """Per-host input sharding: which shards each host reads, and what the hosts read together.
 
-The processes that play the hosts are started by `utils.host_processes`.
+The processes that play the hosts are started by `utils.lessons.scale_out_reading.host_processes`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from utils import processes
+from utils.lessons.scale_out_reading import processes
 
 if TYPE_CHECKING:
     import numpy as np
