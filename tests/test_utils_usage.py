@@ -69,6 +69,8 @@ def test_report_follows_lessons_through_utils_and_names_the_rest(tmp_path):
         "    Watch.probe (2 lines): (a method: grep its name)",
         "total (checks apart)                   24         6",
         "utils.checks (all)                      0",
+        "by place: top 24, lab 0, lessons 0, checks 0",
+        "01_lesson reaches 24 lines in 3 files (its lab's)",  # With timing's helpers.
     ]
 
 

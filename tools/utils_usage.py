@@ -21,6 +21,7 @@ import argparse
 import ast
 from pathlib import Path
 
+from tools import lesson_modules
 from tools.utils_references import (
     PACKAGE,
     REPO_ROOT,
@@ -158,7 +159,22 @@ def report(root: Path = REPO_ROOT, *, show_names: bool = False) -> tuple[int, in
     lines.append(f"{'total (checks apart)':34} {total:6} {unreached_total:9}")
     checks = sum(m.num_lines for m in mods.values() if m.name.startswith(f"{PACKAGE}.checks"))
     lines.append(f"{'utils.checks (all)':34} {checks:6}")
+    lines += reach_lines(mods, root)
     return total, total - unreached_total, lines
+
+
+def reach_lines(mods: dict[str, Module], root: Path = REPO_ROOT) -> list[str]:
+    """Lines by place (the top, lab/, lessons/, checks/), then what each lesson's lab embeds."""
+    places = {"top": 0, "lab": 0, "lessons": 0, "checks": 0}
+    for mod in mods.values():
+        parts = mod.name.split(".")
+        places[parts[1] if len(parts) > 1 and parts[1] in places else "top"] += mod.num_lines
+    lines = ["by place: " + ", ".join(f"{place} {count}" for place, count in places.items())]
+    for source in sorted((root / "notebooks").glob("[0-9][0-9]_*.py")):
+        files = lesson_modules.lesson_files(source.stem, root)
+        count = sum(len((root / name).read_text().splitlines()) for name in files)
+        lines.append(f"{source.stem} reaches {count} lines in {len(files)} files (its lab's)")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
