@@ -246,7 +246,7 @@ def test_setup_cell_in_a_clone_says_so(tmp_path):
 @needs_bwrap
 def test_setup_cell_with_an_unusable_source_fails_in_one_line(tmp_path):
     python = _fresh_environment(tmp_path, "kaggle", COURSE_ENTRIES)
-    code = _setup_code().replace("from utils import runtime", "raise SystemExit(0)  #")
+    code = _setup_code().replace("from utils.lab import runtime", "raise SystemExit(0)  #")
     script = tmp_path / "setup.py"
     script.write_text(code)
     missing = tmp_path / "no-such-course"

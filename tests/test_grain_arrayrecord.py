@@ -85,7 +85,7 @@ def test_parse_record_refuses_other_records_and_label_lengths(shards):
 def test_parse_record_runs_without_tensorflow(shards):
     record = next(iter(tf.data.TFRecordDataset(shards[0]))).numpy()
     code = (
-        "import sys; from utils import grain_arrayrecord as g; "
+        "import sys; from utils.lessons.grain_arrayrecord import grain_arrayrecord as g; "
         f"image, _ = g.parse_record({record!r}, num_classes=5); "
         "print(image.shape, 'tensorflow' in sys.modules)"
     )

@@ -32,7 +32,7 @@ import utils
 print(json.dumps({"utils": utils.__file__}), flush=True)
 """
 START_ONE = """import json, sys
-from utils import processes
+from utils.lessons.scale_out_reading import processes
 
 child = processes.start_module("utils.where")
 print(json.dumps(processes.read_json_line(child, timeout_s=60, what="the child")))
@@ -44,7 +44,7 @@ def test_a_child_imports_the_course_its_parent_did_not_an_installed_one(tmp_path
     """Lab 7 uploaded alone: the set-up put its unpacked course on the kernel's sys.path
     only; the processes it starts must import that course (not another, or none)."""
     unpacked = tmp_path / "unpacked"
-    shutil.copytree(Path(processes.__file__).parent, unpacked / "utils")
+    shutil.copytree(Path(processes.__file__).parents[2], unpacked / "utils")  # utils/ whole.
     (unpacked / "utils" / "where.py").write_text(WHERE)
     code = f"import sys; sys.path.insert(0, {str(unpacked)!r})\n" + START_ONE
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,

@@ -157,7 +157,7 @@ COURSE_PAYLOAD = """
 __PAYLOAD__
 """
 set_up_course()
-from utils import runtime  # noqa: E402
+from utils.lab import runtime  # noqa: E402
 
 # What the course imports besides TensorFlow, installed with pip where it is missing.
 COURSE_REQUIREMENTS = __REQUIREMENTS__

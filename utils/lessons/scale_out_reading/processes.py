@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+import utils
+
 LOOPBACK = "127.0.0.1"
 OWNER_ENV_VAR = "TPU_SPEED_PIPELINES_OWNER_PID"
 
@@ -45,7 +47,7 @@ def start_module(module: str, *arguments: str, env: dict | None = None) -> subpr
     """
     # The course this process imported, first on the child's path: in a lab uploaded alone
     # it is only on the kernel's `sys.path` (unpacked by the set-up), not installed.
-    course = str(Path(__file__).resolve().parents[1])
+    course = str(Path(utils.__file__).resolve().parents[1])
     path = os.pathsep.join(filter(None, [course, os.environ.get("PYTHONPATH")]))
     child_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", OWNER_ENV_VAR: str(os.getpid()),
                  "PYTHONPATH": path}  # fmt: skip
