@@ -17,7 +17,15 @@ import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from utils import checks, pipeline, records
-from utils.lab import conversion, readable_images, shard_cache, shard_files, sources, validation
+from utils.lab import (
+    conversion,
+    readable_images,
+    shard_cache,
+    shard_files,
+    shard_metadata,
+    sources,
+    validation,
+)
 
 LOOK_ALIKES = {
     "name-00000-of-00010": b"a user's file named like a Beam shard",
@@ -73,7 +81,7 @@ def test_convert_real_folder_writes_readable_and_lists_unreadable(real_photo_fol
     errors = {Path(image.path).name: image.error for image in report.skipped}
     assert errors["empty.jpg"] == "Input is empty."
     assert "Unknown image file format" in errors["not_an_image.jpg"]
-    metadata = shard_files.read_metadata(output_dir)
+    metadata = shard_metadata.read_metadata(output_dir)
     assert metadata["not_images"] == folder["not_images"]
     assert metadata["empty_class_folders"] == ["drafts", "lilies"]
     result = validation.validate(output_dir, verbose=False)
@@ -91,7 +99,7 @@ def test_convert_keeps_look_alike_user_files_byte_for_byte(real_source, tmp_path
     after = _digests(tmp_path)
     assert {name: after[name] for name in before} == before
     shards = [Path(p).name for p in report.shards]
-    assert sorted(set(after) - set(before)) == sorted([*shards, shard_files.METADATA_FILE])
+    assert sorted(set(after) - set(before)) == sorted([*shards, shard_metadata.METADATA_FILE])
     result = validation.validate(str(tmp_path), verbose=False)
     assert result.ok, result.problems
 
@@ -119,7 +127,7 @@ def test_interrupted_conversion_is_cleaned_up_leaving_the_users_files(real_sourc
     report = conversion.convert(real_source, tmp_path, target_size=32, num_shards=2)
     shards = [Path(p).name for p in report.shards]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [*shards, shard_files.METADATA_FILE, "notes.tmp"]
+        [*shards, shard_metadata.METADATA_FILE, "notes.tmp"]
     )
 
 
@@ -179,7 +187,7 @@ def test_convert_folder_of_only_corrupt_images_is_refused(tmp_path):
 def test_convert_same_input_gives_byte_identical_files(real_source, real_shards, tmp_path):
     output_dir, _ = real_shards
     script = (
-        "import sys; from utils import conversion, sources; "
+        "import sys; from utils.lab import conversion, sources; "
         "source = sources.resolve_source(sys.argv[1]); "
         "conversion.convert(source, sys.argv[2], target_size=48, num_shards=4)"
     )
@@ -197,7 +205,7 @@ def test_ensure_shards_rebuilds_when_an_image_changes(real_photo_folder, tmp_pat
     first = shard_cache.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
     again = shard_cache.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
     assert again == first
-    shard_bytes = shard_files.read_metadata(first.output_dir)["shard_bytes"]
+    shard_bytes = shard_metadata.read_metadata(first.output_dir)["shard_bytes"]
     cat = folder / "cats" / "cats_00.jpg"
     cat.write_bytes((folder / "coffee" / "coffee_00.jpg").read_bytes())  # Same count.
     capsys.readouterr()
@@ -206,7 +214,7 @@ def test_ensure_shards_rebuilds_when_an_image_changes(real_photo_folder, tmp_pat
     out = capsys.readouterr().out
     assert "(the images or the parameters changed)" in out
     assert changed.fingerprint != first.fingerprint
-    assert shard_files.read_metadata(changed.output_dir)["shard_bytes"] != shard_bytes
+    assert shard_metadata.read_metadata(changed.output_dir)["shard_bytes"] != shard_bytes
 
 
 # Item 8: missing, extra, truncated and corrupted shards are errors that name the shard.
@@ -292,7 +300,7 @@ def test_check_parallel_records_on_a_damaged_shard_blames_the_shard_not_the_todo
 # Item 9: validation without the sidecar says so in a few lines, not one per record.
 def test_validate_without_sidecar_prints_the_problem_not_every_record(copied_shards, capsys):
     folder, _ = copied_shards
-    (folder / shard_files.METADATA_FILE).unlink()
+    (folder / shard_metadata.METADATA_FILE).unlink()
     result = validation.validate(str(folder))
     assert len(result.problems) == 2
     assert result.problems[1] == (

@@ -1,19 +1,17 @@
 """Converting an image source into a set of TFRecord shards.
 
 The course's reference for lab 2: lab 2 plugs the learner's own functions into `convert`.
-What a conversion did is a `ConversionReport` (`conversion_report`); which files it may
-replace or delete is `output_folder`'s job; finding a set already written is `shard_cache`'s.
+Its parts: the report (`conversion_report`), the images loaded (`image_loading`), the output
+folder checked (`output_checks`) and the set moved in (`output_folder`), its sidecar
+(`shard_metadata`); finding a set already written is `shard_cache`'s job.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import errno
-import functools
 import hashlib
 import itertools
 import json
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -22,45 +20,12 @@ import numpy as np
 import tensorflow as tf
 
 from utils import errors, records
-from utils.lab import arguments, data, output_folder, progress, shard_files, sources
+from utils.lab import arguments, data, output_checks, output_folder, progress, shard_files, sources
 from utils.lab.conversion_report import ConversionReport, SkippedImage, SmallImage
-
-# Names other modules reach through `conversion` (its report and its one error).
-__all__ = [
-    "DEFAULT_NUM_SHARDS",
-    "ConversionReport",
-    "ConversionSteps",
-    "OutputFolderError",
-    "SkippedImage",
-    "SmallImage",
-    "check_output_dir",
-    "check_parameters",
-    "convert",
-    "input_fingerprint",
-    "source_paths",
-]
+from utils.lab.image_loading import LoadedImage, load_images, why_unreadable
+from utils.lab.shard_metadata import write_metadata
 
 DEFAULT_NUM_SHARDS = 16
-_ELSEWHERE = (
-    "Set OUTPUT_DIR to a folder you can write to (None: the course cache), then run it again."
-)
-# A write error in the output folder, by its errno values, TensorFlow error or words: what
-# happened, and what to do. Whatever the run wrote there is deleted by then.
-_FOLDER_PROBLEMS = [
-    ((errno.ENOSPC, errno.EDQUOT), tf.errors.ResourceExhaustedError, "No space left on device",
-     "the disk is full (No space left on device); the files this run wrote there are deleted, "
-     "so the next run starts clean. Free some space there, or set OUTPUT_DIR to a folder on a "
-     "disk with room, then run it again."),
-    ((errno.EROFS,), (), "Read-only file system", "the folder is read-only (Read-only file "
-     f"system); nothing of this run is left there. {_ELSEWHERE}"),
-    ((errno.EACCES, errno.EPERM), tf.errors.PermissionDeniedError, "Permission denied",
-     f"you are not allowed to write there (Permission denied); nothing of this run is left "
-     f"there. {_ELSEWHERE}"),
-]  # fmt: skip
-
-
-class OutputFolderError(OSError):
-    """The output folder cannot take the shards (disk full, read-only); one line says what to do."""
 
 
 @dataclasses.dataclass
@@ -113,37 +78,21 @@ def convert(
     Raises:
         ValueError: if a parameter is out of range, `output_dir` is inside the source's
             images or holds a file the conversion would overwrite, or no image could be read.
-        OutputFolderError: in one line, if `output_dir` is full, read-only or not yours to
-            write; what the run wrote there is deleted first.
+        output_checks.OutputFolderError: in one line, if `output_dir` is full, read-only or
+            not yours to write; what the run wrote there is deleted first.
 
     Example:
         report = conversion.convert(source, "/tmp/flowers-tfrec", num_shards=16)
     """
     steps = steps or ConversionSteps()
-    check_parameters(
-        source,
-        target_size=target_size,
-        num_shards=num_shards,
-        jpeg_quality=jpeg_quality,
-        seed=seed,
-    )
-    output_dir = check_output_dir(source, output_dir)
-    try:
+    parameters = {"target_size": target_size, "num_shards": num_shards,
+                  "jpeg_quality": jpeg_quality, "seed": seed}  # fmt: skip
+    check_parameters(source, **parameters)
+    output_dir = output_checks.check_output_dir(source, output_dir)
+    fingerprint = input_fingerprint(source, **parameters)
+    with output_checks.write_errors_said(output_dir):  # Outermost: said once the folder is gone.
         with output_folder.incomplete_dir(output_dir) as folder:
-            report = _write_set(
-                source,
-                folder,
-                steps,
-                target_size=target_size,
-                num_shards=num_shards,
-                jpeg_quality=jpeg_quality,
-                seed=seed,
-            )
-    except (tf.errors.OpError, OSError) as error:
-        problem = _folder_problem(error)
-        if problem is None:
-            raise
-        raise OutputFolderError(f"Cannot write the shards in {output_dir}: {problem}") from None
+            report = _write_set(source, folder, steps, fingerprint=fingerprint, **parameters)
     shards = [f"{output_dir}/{Path(shard).name}" for shard in report.shards]
     report = dataclasses.replace(report, output_dir=output_dir, shards=shards)
     print(report.summary() + source.subfolders_not_read())  # Nested photos: named, not read.
@@ -155,6 +104,7 @@ def _write_set(
     folder: str,
     steps: ConversionSteps,
     *,
+    fingerprint: str,
     target_size: int,
     num_shards: int,
     jpeg_quality: int,
@@ -165,14 +115,21 @@ def _write_set(
     paths = source_paths(source)
     np.random.default_rng(seed).shuffle(paths)
     chunks = np.array_split(paths, min(num_shards, len(paths)))
-    images = _load_images(paths, source.class_names, steps, target_size, jpeg_quality)
+    images = load_images(
+        paths,
+        source.class_names,
+        resize_and_crop=steps.resize_and_crop,
+        recompress=steps.recompress,
+        target_size=target_size,
+        jpeg_quality=jpeg_quality,
+    )
     shard_of = {path: index for index, chunk in enumerate(chunks) for path in chunk}
     written = _WrittenShards(target_size=target_size)
-    # A bad file's decoder log line is said once, in its skipped line (`_why_unreadable`).
+    # A bad file's decoder log line is said once, in its skipped line (`why_unreadable`).
     with errors.decoder_messages():
         _write_shards(images, shard_of, len(chunks), folder, steps, source, written)
     unwritten = sorted(set(paths) - set(written.paths))
-    skipped = [SkippedImage(path, _why_unreadable(path)) for path in unwritten]
+    skipped = [SkippedImage(path, why_unreadable(path)) for path in unwritten]
     if not written.paths:
         raise ValueError(
             f"No image of {source.name!r} could be read: all {len(paths)} were skipped, so "
@@ -192,58 +149,8 @@ def _write_set(
         small_images=written.small_images,
         target_size=target_size,
     )
-    fingerprint = input_fingerprint(
-        source,
-        target_size=target_size,
-        num_shards=num_shards,
-        jpeg_quality=jpeg_quality,
-        seed=seed,
-    )
-    shard_files.write_metadata(
-        folder, source, report, target_size, jpeg_quality, fingerprint=fingerprint
-    )
+    write_metadata(folder, source, report, target_size, jpeg_quality, fingerprint=fingerprint)
     return report
-
-
-def _folder_problem(error: BaseException) -> str | None:
-    """Says what a write error means in the output folder, and what to do; None if not that."""
-    message = str(getattr(error, "message", "") or error)
-    for errnos, kind, words, problem in _FOLDER_PROBLEMS:
-        if getattr(error, "errno", None) in errnos or isinstance(error, kind) or words in message:
-            return problem
-    return None
-
-
-def check_output_dir(source: sources.ImageSource, output_dir: str | Path) -> str:
-    """Checks a conversion's output folder, before any file is touched.
-
-    Args:
-        source: the images to convert.
-        output_dir: the folder the shards would go to (`~` is the home folder).
-
-    Returns:
-        `output_dir` as a shell reads it: a string, `~` expanded, without a final "/".
-
-    Raises:
-        ValueError: if `output_dir` is not a folder path, is a file, or is inside the
-            source's images.
-    """
-    if not isinstance(output_dir, (str, Path)) or not str(output_dir).strip():
-        raise ValueError(f"`output_dir` must be a folder path. Received: {output_dir!r}")
-    typed = str(output_dir) if "://" in str(output_dir) else os.path.expanduser(str(output_dir))
-    typed = typed.rstrip("/") or typed
-    if "://" not in typed and Path(typed).is_file():
-        raise ValueError(
-            f"`output_dir` {Path(typed).absolute()} is a file, not a folder: give a "
-            "folder for the shards (it is created if needed)."
-        )
-    image_root = source.pattern.rsplit("/", 2)[0]
-    if f"{typed}/".startswith(f"{image_root}/"):
-        raise ValueError(
-            f"`output_dir` {typed} is inside the source's image folder {image_root}: "
-            "write the shards somewhere else."
-        )
-    return typed
 
 
 def check_parameters(
@@ -321,58 +228,9 @@ def input_fingerprint(
     return digest.hexdigest()
 
 
-@dataclasses.dataclass(frozen=True)
-class _LoadedImage:
-    """One image read, decoded, resized and recompressed, ready to become a record."""
-
-    path: str
-    num_bytes: int
-    jpeg: bytes
-    class_index: int
-    original_size: list[int]
-
-
-def _load_image(path, *, class_table, steps: ConversionSteps, target_size: int, jpeg_quality: int):
-    """Reads and transforms one image in the graph; returns its fields as tensors."""
-    image_bytes = tf.io.read_file(path)
-    # Upright as a photo viewer shows it (EXIF Orientation), and a large JPEG decoded at
-    # 1/2, 1/4 or 1/8 of its size where its shorter side keeps `target_size` pixels.
-    image, original_size = records.decode_upright(image_bytes, min_side=target_size)
-    image = records.to_srgb(image, image_bytes)  # An Adobe RGB photo's colours as shown.
-    jpeg = steps.recompress(steps.resize_and_crop(image, target_size), jpeg_quality)
-    class_index = class_table.lookup(tf.strings.split(path, "/")[-2])
-    return path, tf.strings.length(image_bytes), jpeg, class_index, original_size
-
-
-def _load_images(
-    paths: Sequence[str],
-    class_names: Sequence[str],
-    steps: ConversionSteps,
-    target_size: int,
-    jpeg_quality: int,
-) -> Iterator[_LoadedImage]:
-    """Yields each image of `paths` that loads, in order; one that fails is left out.
-
-    One pipeline over every image decodes them in parallel on all cores; the images left
-    out are accounted for by `convert`, from the paths written.
-    """
-    load = functools.partial(
-        _load_image,
-        class_table=_class_table(class_names),
-        steps=steps,
-        target_size=target_size,
-        jpeg_quality=jpeg_quality,
-    )
-    images = tf.data.Dataset.from_tensor_slices(paths).map(
-        load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
-    )
-    for path, num_bytes, jpeg, class_index, size in images.ignore_errors().as_numpy_iterator():
-        yield _LoadedImage(path.decode(), int(num_bytes), jpeg, int(class_index), size.tolist())
-
-
 def _images_per_shard(
-    images: Iterator[_LoadedImage], shard_of: dict[str, int], num_shards: int
-) -> Iterator[Iterator[_LoadedImage]]:
+    images: Iterator[LoadedImage], shard_of: dict[str, int], num_shards: int
+) -> Iterator[Iterator[LoadedImage]]:
     """Yields, for shard 0, 1, ..., the images that belong to it (none if none loaded).
 
     The images come in shard order, so each shard's are a run of consecutive ones; each
@@ -402,7 +260,7 @@ class _WrittenShards:
 
 
 def _write_shards(
-    images: Iterator[_LoadedImage],
+    images: Iterator[LoadedImage],
     shard_of: dict[str, int],
     num_shards: int,
     folder: str,
@@ -422,7 +280,7 @@ def _write_shards(
 
 
 def _serialized_examples(
-    images: Iterator[_LoadedImage],
+    images: Iterator[LoadedImage],
     written: _WrittenShards,
     to_example: Callable,
     class_names: Sequence[str],
@@ -438,26 +296,3 @@ def _serialized_examples(
         # Deterministic: the features map is serialized in key order, so that the same
         # input gives the same bytes in every run (else the order varies per process).
         yield example.SerializeToString(deterministic=True)
-
-
-def _class_table(class_names: Sequence[str]) -> tf.lookup.StaticHashTable:
-    """A lookup from class name to class index, run in the graph (-1 for an unknown name)."""
-    initializer = tf.lookup.KeyValueTensorInitializer(
-        tf.constant(list(class_names)), tf.range(len(class_names), dtype=tf.int64)
-    )
-    return tf.lookup.StaticHashTable(initializer, default_value=-1)
-
-
-def _why_unreadable(path: str) -> str:
-    """Returns the first line of the error that reading and decoding `path` raises.
-
-    What TensorFlow's decoder logged meanwhile (`Premature end of JPEG data`) is added in
-    parentheses, rather than left on stderr as a raw log line.
-    """
-    with errors.decoder_messages() as logged:
-        try:
-            records.decode_upright(tf.io.read_file(path))
-            why = "it decodes on its own, but failed in the pipeline (resize or recompress)"
-        except tf.errors.OpError as error:
-            why = errors.error_message(error)
-    return why + (f" (the decoder logged: {'; '.join(logged)})" if logged else "")

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
-from utils.lab import shard_files
-from utils.lab.shard_files import INCOMPLETE_FOLDER, METADATA_FILE, shard_record_count
+from utils.lab.shard_files import INCOMPLETE_FOLDER, shard_record_count
+from utils.lab.shard_metadata import METADATA_FILE, read_json
 
 _REPLACED = "flowers_tfrecords.replaced.json"  # The previous sidecar, while its set is replaced.
 
@@ -72,7 +72,7 @@ def _listed(folder: str, *sidecars: str) -> set[str]:
     """The files that course sidecars in `folder` list, and the sidecars (`METADATA_FILE` too)."""
     names = set()
     for sidecar in (METADATA_FILE, *sidecars):
-        shards = (shard_files.read_json(f"{folder}/{sidecar}") or {}).get("shards")
+        shards = (read_json(f"{folder}/{sidecar}") or {}).get("shards")
         names |= set(shards) | {sidecar} if isinstance(shards, dict) else set()
     return {name for name in names if "/" not in name and name not in ("", ".", "..")}
 

@@ -16,8 +16,8 @@ import numpy as np
 import tensorflow as tf
 
 from utils import records
-from utils.lab import arguments, conversion, data, shard_files, sources
-from utils.lab.shard_files import METADATA_FILE
+from utils.lab import arguments, conversion, data, output_checks, shard_files, sources
+from utils.lab.shard_metadata import METADATA_FILE, read_json, read_metadata, write_json
 
 
 def default_output_dir(source: sources.ImageSource, *, target_size: int, num_shards: int) -> str:
@@ -106,7 +106,7 @@ def ensure_shards(
     )
     if output_dir is None:
         output_dir = default_output_dir(source, target_size=target_size, num_shards=num_shards)
-    output_dir = conversion.check_output_dir(source, output_dir)
+    output_dir = output_checks.check_output_dir(source, output_dir)
     fingerprint = conversion.input_fingerprint(
         source,
         target_size=target_size,
@@ -114,7 +114,7 @@ def ensure_shards(
         jpeg_quality=jpeg_quality,
         seed=seed,
     )
-    metadata = shard_files.read_json(f"{output_dir}/{METADATA_FILE}") or {}
+    metadata = read_json(f"{output_dir}/{METADATA_FILE}") or {}
     if metadata.get("fingerprint") != fingerprint:
         reason = "none there" if not metadata else "the images or the parameters changed"
     else:
@@ -132,7 +132,7 @@ def ensure_shards(
             jpeg_quality=jpeg_quality,
             seed=seed,
         )
-        metadata = shard_files.read_metadata(output_dir)
+        metadata = read_metadata(output_dir)
     paths = shard_files.list_shards(output_dir, metadata)
     return ShardSet(
         output_dir=output_dir,
@@ -176,7 +176,7 @@ def reshard(shard_set: ShardSet, num_shards: int) -> list[str]:
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     folder = str(data.default_cache_dir() / "tfrecords" / f"resharded-{key[:10]}-{num_shards}")
     sidecar = f"{folder}/{RESHARDED_FILE}"
-    found = shard_files.read_json(sidecar) or {}
+    found = read_json(sidecar) or {}
     names = found.get("shards", {})
     if (
         found.get("fingerprint") == key
@@ -194,7 +194,7 @@ def reshard(shard_set: ShardSet, num_shards: int) -> list[str]:
         shard_files.write_shard(itertools.islice(serialized, count), folder, index)
         for index, count in enumerate(counts)
     ]
-    shard_files.write_json(
+    write_json(
         sidecar,
         {
             "fingerprint": key,

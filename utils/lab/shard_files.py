@@ -1,33 +1,25 @@
-"""Shard files on disk: their names, writing and finding them, and the sidecar that lists them.
+"""Shard files on disk: their names, writing and finding them, checked against their sidecar.
 
 A shard is named with its index and its record count, `flowers00-230.tfrec` (Beam's
 `-00000-of-00016` names are found too). It is written under a temporary name and renamed
-when complete. A sidecar JSON file (`METADATA_FILE`) is written last, next to the shards:
-while it is missing, the set is not finished. A conversion writes its set in
-`INCOMPLETE_FOLDER` first, then moves it in (`output_folder`).
+when complete. The sidecar (`shard_metadata`) lists a finished set. A conversion writes its
+set in `INCOMPLETE_FOLDER` first, then moves it in (`output_folder`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import errors, records
-from utils.lab.conversion_report import ConversionReport
-
-if TYPE_CHECKING:
-    from utils.lab.sources import ImageSource
+from utils import errors
+from utils.lab import shard_metadata
 
 SHARD_PREFIX = "flowers"
 SHARD_SUFFIX = ".tfrec"
 TEMPORARY_SUFFIX = ".tmp"
-METADATA_FILE = "flowers_tfrecords.json"
 INCOMPLETE_FOLDER = "flowers_tfrecords.incomplete"
 
 _COURSE_SHARD = re.compile(rf"^{SHARD_PREFIX}(\d+)-(\d+){re.escape(SHARD_SUFFIX)}$")
@@ -119,102 +111,6 @@ def list_folder(folder: str) -> list[str]:
     return tf.io.gfile.listdir(folder) if tf.io.gfile.isdir(folder) else []
 
 
-def read_json(path: str) -> dict | None:
-    """Reads a course JSON file (a sidecar), tolerating anything else there.
-
-    Args:
-        path: the file's path.
-
-    Returns:
-        The file's JSON object; None when the file is missing, not JSON, or not an object.
-    """
-    if not tf.io.gfile.exists(path):
-        return None
-    try:
-        with tf.io.gfile.GFile(path) as file:
-            content = json.load(file)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    return content if isinstance(content, dict) else None
-
-
-def write_json(path: str, content: dict) -> None:
-    """Writes a JSON file safely: under a temporary name, renamed when complete.
-
-    Args:
-        path: the file's final path.
-        content: the JSON object to write.
-    """
-    temporary = f"{path}{TEMPORARY_SUFFIX}"
-    with tf.io.gfile.GFile(temporary, "w") as file:
-        json.dump(content, file, indent=2)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
-
-
-def write_metadata(
-    output_dir: str,
-    source: ImageSource,
-    report: ConversionReport,
-    target_size: int,
-    jpeg_quality: int,
-    *,
-    fingerprint: str | None = None,
-) -> None:
-    """Writes the sidecar JSON of a finished set of shards (temporary name, then rename).
-
-    It holds no time stamp: the same input and parameters give the same bytes.
-
-    Args:
-        output_dir: the shards' folder; the sidecar is `<output_dir>/METADATA_FILE`.
-        source: the images converted (its name, pattern, class names, files not images).
-        report: what the conversion wrote (shards, counts, skipped images).
-        target_size: side of the square images, in pixels.
-        jpeg_quality: JPEG quality of the recompressed images, 0-100.
-        fingerprint: the hash of the input and parameters (`conversion.input_fingerprint`).
-    """
-    metadata = {
-        "source": source.name,
-        "source_pattern": source.pattern,
-        "fingerprint": fingerprint,
-        "class_names": list(source.class_names),
-        "target_size": target_size,
-        "jpeg_quality": jpeg_quality,
-        "num_input_images": report.num_input_images,
-        "num_records": report.num_written,
-        "shards": {
-            Path(p).name: n for p, n in zip(report.shards, report.shard_counts, strict=True)
-        },
-        "shard_bytes": {Path(p).name: tf.io.gfile.stat(p).length for p in report.shards},
-        "skipped": [dataclasses.asdict(image) for image in report.skipped],
-        "empty_class_folders": report.empty_class_folders,
-        "not_images": list(getattr(source, "not_images", ())),
-        "schema": records.SCHEMA,
-    }
-    write_json(f"{output_dir}/{METADATA_FILE}", metadata)
-
-
-def read_metadata(output_dir: str) -> dict:
-    """Returns the sidecar JSON of a finished set of shards.
-
-    Args:
-        output_dir: the shards' folder.
-
-    Returns:
-        The sidecar's object, as `write_metadata` wrote it.
-
-    Raises:
-        FileNotFoundError: if `output_dir` has no sidecar (the set was never finished).
-    """
-    path = f"{str(output_dir).rstrip('/')}/{METADATA_FILE}"
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(
-            f"No {METADATA_FILE} in {output_dir}: the shards there are missing or unfinished. "
-            "Run lab 2, or shard_cache.ensure_shards(), to write them."
-        )
-    with tf.io.gfile.GFile(path) as file:
-        return json.load(file)
-
-
 def list_shards(output_dir: str, metadata: dict | None = None) -> list[str]:
     """Returns the paths of the shards the sidecar lists, after checking they are all there.
 
@@ -234,11 +130,12 @@ def list_shards(output_dir: str, metadata: dict | None = None) -> list[str]:
         shard_paths = shard_files.list_shards("/tmp/flowers-tfrec")
     """
     output_dir = str(output_dir).rstrip("/")
-    metadata = metadata or read_metadata(output_dir)
+    metadata = metadata or shard_metadata.read_metadata(output_dir)
     problems = shard_set_problems(output_dir, metadata)
     if problems:
         raise ValueError(
-            f"The shards in {output_dir} do not match their sidecar {METADATA_FILE}: "
+            f"The shards in {output_dir} do not match their sidecar "
+            f"{shard_metadata.METADATA_FILE}: "
             + "; ".join(problems)
             + ". Write them again: run lab 2, or conversion.convert()."
         )
@@ -292,7 +189,8 @@ def expected_record_counts(paths: Sequence[str]) -> list[int | None]:
         if count is None:
             folder, name = str(path).rsplit("/", 1) if "/" in str(path) else (".", str(path))
             if folder not in sidecars:
-                sidecars[folder] = read_json(f"{folder}/{METADATA_FILE}") or {}
+                sidecar = shard_metadata.read_json(f"{folder}/{shard_metadata.METADATA_FILE}")
+                sidecars[folder] = sidecar or {}
             count = sidecars[folder].get("shards", {}).get(name)
         counts.append(count)
     return counts

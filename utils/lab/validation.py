@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from utils import errors, records
-from utils.lab import progress, shard_files
+from utils.lab import progress, shard_files, shard_metadata
 
 _MAX_RECORD_PROBLEMS = 5  # Problems listed per shard; one bad schema would repeat per record.
 
@@ -119,7 +119,7 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     output_dir = str(output_dir).rstrip("/")
     problems = []
     try:
-        metadata = shard_files.read_metadata(output_dir)
+        metadata = shard_metadata.read_metadata(output_dir)
     except FileNotFoundError as error:
         metadata = {}
         problems.append(str(error))

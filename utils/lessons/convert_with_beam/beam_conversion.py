@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import tensorflow as tf
 
 from utils import errors, records
-from utils.lab import conversion, data, output_folder, readable_images, shard_files
+from utils.lab import conversion, data, output_folder, readable_images, shard_files, shard_metadata
 
 if TYPE_CHECKING:
     import apache_beam
@@ -291,7 +291,7 @@ def finish(
         source, target_size=target_size, num_shards=len(shards), jpeg_quality=jpeg_quality,
         seed=data.DEFAULT_SEED,
     )  # fmt: skip
-    shard_files.write_metadata(
+    shard_metadata.write_metadata(
         output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint
     )
     return report
