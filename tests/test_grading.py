@@ -332,3 +332,15 @@ def test_the_grader_runs_nothing_after_the_last_check(lesson):
     last = max(marks(c)["todo"] for c in lab.cells if "todo" in marks(c))
     assert plan[-1] == {"kind": "check", "todo": last, "source": plan[-1]["source"]}
     assert kept[-2:] == [f"grader-keep-{last}", "grader-finish"] and not after & set(kept)
+
+
+@pytest.mark.parametrize("cores, free_gib, jobs", [(2, 23, 4), (16, 10, 5), (1, 1, 1)])
+def test_default_jobs_are_two_a_core_within_free_memory(monkeypatch, cores, free_gib, jobs):
+    from types import SimpleNamespace
+
+    from tools.grading import arguments
+
+    monkeypatch.setattr(arguments, "usable_cores", lambda: cores)
+    memory = SimpleNamespace(available=free_gib * 2**30)
+    monkeypatch.setattr(arguments.psutil, "virtual_memory", lambda: memory)
+    assert arguments.default_jobs() == jobs

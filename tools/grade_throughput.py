@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from tools import grade
+from tools.grading import arguments
 from utils.lab.machine_load import usable_cores
 
 LAB1 = "01_tf_data_basics"
@@ -27,7 +28,7 @@ LAB1 = "01_tf_data_basics"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=100, help="submissions to grade")
-    parser.add_argument("-j", "--jobs", type=int, default=usable_cores() + 1)
+    parser.add_argument("-j", "--jobs", type=int, default=arguments.default_jobs())
     parser.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto")
     args = parser.parse_args(argv)
     solution = grade.REPO_ROOT / "solutions" / f"{LAB1}.ipynb"
