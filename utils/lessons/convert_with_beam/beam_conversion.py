@@ -225,6 +225,7 @@ def convert_with_beam(
     from apache_beam.options.pipeline_options import PipelineOptions
 
     output_dir = str(output_dir).rstrip("/")
+    tf.io.gfile.makedirs(output_dir)  # The sidecar goes there, even if Beam wrote nothing.
     # Only the previous set's own files (as its sidecar lists them) are deleted.
     for name in output_folder.start_new_set(output_dir):
         tf.io.gfile.remove(f"{output_dir}/{name}")
