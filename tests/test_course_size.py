@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_contracts import _lesson_of as lesson_of_check_module
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MAX_LESSON_LINES = 450
 LESSONS = sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
@@ -69,12 +71,10 @@ def _lesson_of(module: str) -> str | None:
 
 def _checks_lesson(module: str) -> str | None:
     """The lesson a check module checks ("utils.checks.write_tfrecords_shard"): it may use
-    that lesson's equipment."""
+    that lesson's equipment (test_contracts names a check module's lesson)."""
     if not module.startswith("utils.checks."):
         return None
-    stem = module.rsplit(".", 1)[1]
-    lessons = [p.name for p in (REPO_ROOT / "utils" / "lessons").iterdir() if p.is_dir()]
-    return next((name for name in lessons if stem == name or stem.startswith(f"{name}_")), None)
+    return lesson_of_check_module(module.rsplit(".", 1)[1])
 
 
 UTILS_FILES = sorted((REPO_ROOT / "utils").rglob("*.py"))
