@@ -1,0 +1,89 @@
+"""tools.lesson_load: what a lab asks of a learner, counted and turned into minutes."""
+
+import nbformat
+import pytest
+
+from tools import lesson_load
+from tools.build_outputs import METADATA_KEY
+
+
+def _notebook(cells, **metadata):
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata[METADATA_KEY] = metadata
+    return notebook
+
+
+def _lab_and_solution():
+    title = nbformat.v4.new_markdown_cell("<!-- Generated from x.py -->\n# Lab 9 · Five words here")
+    header = nbformat.v4.new_markdown_cell("**What is graded:** many words " * 20)
+    header.id = "cell-links"
+    setup = nbformat.v4.new_code_cell("import os\n" * 40, metadata={"tags": ["setup"]})
+    todo = nbformat.v4.new_code_cell(
+        "# TODO 1: two words.\nx = ...\n\ny = x  # three more words\n",
+        metadata={METADATA_KEY: {"todo": 1, "points": 1}},
+    )
+    check = nbformat.v4.new_code_cell("check(x, todo=1)")
+    hand_in = nbformat.v4.new_markdown_cell("## Hand in " * 30, metadata={"tags": ["hand_in"]})
+    lab = _notebook([title, header, setup, todo, check, hand_in], source="x.py")
+    solved = nbformat.v4.new_code_cell("print('one two three')")
+    solved.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="one two three\n"),
+        nbformat.v4.new_output("display_data", data={"image/png": "", "text/plain": "<Figure>"}),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "'four five'"}),
+    ]
+    setup_outputs = nbformat.v4.new_code_cell("", metadata={"tags": ["setup"]})
+    setup_outputs.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x " * 500)]
+    solution = _notebook([title, setup_outputs, solved], execution_seconds=90)
+    return lab, solution
+
+
+def test_counts_what_the_learner_reads_and_not_the_generated_cells():
+    lab, solution = _lab_and_solution()
+    load = lesson_load.lesson_load(lab, solution)
+    # Title: "# Lab 9 · Five words here": 5 words (not "#", "·", nor the banner comment).
+    assert load.prose_words == 5
+    # "x = ...", "y = x  # ...", "check(x, todo=1)": 3 lines; comments "TODO 1: two words."
+    # (4 words) and "three more words" (3).
+    assert (load.code_lines, load.comment_words) == (3, 7)
+    assert load.todos == 1
+    # The stream's 3 words and the result's 2; the figure counted apart, its text not read.
+    assert (load.output_words, load.figures) == (5, 1)
+    assert load.execution_minutes == 1.5
+    expected = (5 + 7) / 150 + 3 / 10 + 5 / 200 + 6 + 1.5
+    assert load.minutes == pytest.approx(expected)
+
+
+def test_count_code_splits_code_from_comments():
+    assert lesson_load.count_code("x = 1  # one\n\n# two words\n") == (1, 3)
+    assert lesson_load.count_code("") == (0, 0)
+
+
+def test_over_targets_names_each_lab_and_the_core():
+    lab, solution = _lab_and_solution()
+    load = lesson_load.lesson_load(lab, solution)
+    wordy = lesson_load.dataclasses.replace(load, lesson="01_wordy", prose_words=801)
+    slow = lesson_load.dataclasses.replace(load, lesson="02_slow", execution_minutes=200)
+    assert lesson_load.over_targets({"01": load}) == []
+    assert lesson_load.over_targets({"01": wordy, "02": slow}) == [
+        "01_wordy: 801 words of prose (target 800)",
+        f"labs 1-5 take about {wordy.minutes + slow.minutes:.0f} minutes (target 150)",
+    ]
+
+
+def test_the_course_report_covers_every_lesson(capsys):
+    assert lesson_load.main([]) == 0
+    printed = capsys.readouterr().out
+    loads = lesson_load.every_lesson()
+    assert sorted(loads) == [f"0{n}" for n in range(1, 10)]
+    for load in loads.values():
+        assert load.lesson in printed
+        assert load.todos >= 1 and load.prose_words > 0 and load.code_lines > 0
+    assert "Core (labs 1-5): about" in printed
+
+
+def test_a_lab_without_its_solution_is_named(tmp_path):
+    (tmp_path / "labs").mkdir()
+    (tmp_path / "solutions").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "labs" / "01_x.ipynb")
+    with pytest.raises(FileNotFoundError, match="01_x.ipynb has no solution"):
+        lesson_load.every_lesson(tmp_path)
