@@ -10,7 +10,8 @@ the tests' folders; set `TPU_SPEED_PIPELINES_CACHE` to keep the data cache betwe
 `HOME` is `<root>/home` too (Jupyter, IPython, Keras, matplotlib, Chromium write there).
 `tests/test_temp_folder.py` runs last and checks that the session left the checkout and the
 real HOME as they were, and nothing of the course in the system temporary folder outside
-the root (`tests/session_state.py` takes their state at start-up).
+the root (`tests/session_state.py` takes their state at start-up, and notes which other
+processes write there meanwhile, so that a learner's JupyterLab is never taken for a test).
 
 Notebooks run by the tests inherit this environment; MPLBACKEND is left alone so that they
 show their figures inline, as they do for a learner.
@@ -44,13 +45,15 @@ TEMP_ROOT: Path | None = None  # The session's temporary root, once pytest is co
 TEMP_WATCHER: session_state.TempWatcher | None = None
 CHECKOUT_BEFORE: dict | None = None  # `session_state.checkout_state` at start-up.
 HOME_BEFORE: dict = {}  # `session_state.home_state(REAL_HOME)` at start-up.
+WRITER_LOG: session_state.WriterLog | None = None  # Other writers, through the session.
 
 
 def pytest_configure(config):
     """Takes the checkout's, HOME's and the temp folder's state; points TMPDIR, HOME at a root."""
-    global TEMP_BEFORE, TEMP_ROOT, TEMP_WATCHER, CHECKOUT_BEFORE, HOME_BEFORE
+    global TEMP_BEFORE, TEMP_ROOT, TEMP_WATCHER, CHECKOUT_BEFORE, HOME_BEFORE, WRITER_LOG
     TEMP_BEFORE = frozenset(p.name for p in SYSTEM_TEMP.iterdir())
     TEMP_WATCHER = session_state.TempWatcher(SYSTEM_TEMP).start()
+    WRITER_LOG = session_state.WriterLog(REPO_ROOT, REAL_HOME).start()
     CHECKOUT_BEFORE = session_state.checkout_state(REPO_ROOT)
     HOME_BEFORE = session_state.home_state(REAL_HOME)
     TEMP_ROOT = Path(tempfile.mkdtemp(prefix="tpu_speed_pipelines_tests-"))
@@ -74,6 +77,8 @@ def pytest_unconfigure(config):
     """Removes the session's temporary root (after pytest's own clean-up)."""
     if TEMP_WATCHER is not None:
         TEMP_WATCHER.stop()
+    if WRITER_LOG is not None:
+        WRITER_LOG.stop()
     if TEMP_ROOT is not None:
         shutil.rmtree(TEMP_ROOT, ignore_errors=True)
 
