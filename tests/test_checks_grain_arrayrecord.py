@@ -151,34 +151,82 @@ def test_check_loader_names_each_mistake(shuffled):
         _check_loader(_loader(shuffled), shuffled, num_workers=2)
 
 
-def _batch(value):
-    return (np.full((2, 4, 4, 3), value, np.uint8), np.eye(2, 5, dtype=np.float32))
+@pytest.fixture(scope="module")
+def resume(shuffled):
+    """Lab 9's TODO 3 done right on a loader of no worker processes: the loader, its first
+    batch, the state after two batches, the batch after it, and a fresh iterator's state."""
+    loader = _loader(shuffled, num_workers=0)
+    iterator, fresh = iter(loader), iter(loader)
+    first_batch, _ = next(iterator), next(iterator)
+    state = iterator.get_state()
+    return {"loader": loader, "first_batch": first_batch, "state": state,
+            "next_batch": next(iterator), "fresh_state": fresh.get_state()}  # fmt: skip
 
 
-def test_check_resumed_passes_the_batch_after_the_state(capsys):
-    checks.check_resumed(
-        _batch(2), todo=3, state={"next_index": 2}, next_batch=_batch(2), first_batch=_batch(0)
-    )
+def _check_resumed(resume, resumed_batch, **change):
+    values = {key: resume[key] for key in ("state", "next_batch", "first_batch", "loader")}
+    checks.check_resumed(resumed_batch, todo=3, **{**values, **change})
+
+
+def _copy(batch):
+    return tuple(part.copy() for part in batch)
+
+
+def test_check_resumed_passes_the_batch_after_the_state(resume, capsys):
+    _check_resumed(resume, _copy(resume["next_batch"]))
     assert capsys.readouterr().out == (
         "TODO 3 passed: the resumed iterator gave the batch that followed the saved state.\n"
     )
 
 
-@pytest.mark.parametrize(
-    "resumed, state, message",
-    [
-        (..., {}, r"^TODO 3 \(resumed_batch\): not done yet"),
-        (_batch(2), ..., r"^TODO 3 \(state\): not done yet"),
-        (_batch(2), "state", r"^TODO 3 \(state\): expected the dict .* found a str"),
-        (_batch(0), {}, r"the state was saved but not restored\. Call resumed\.set_state"),
-        (_batch(3), {}, r"found another batch\. Save the state with get_state\(\) right before"),
-    ],
-    ids=["resumed not done", "state not done", "not a state", "not restored", "saved late"],
-)
-def test_check_resumed_names_each_mistake(resumed, state, message):
-    check = functools.partial(checks.check_resumed, next_batch=_batch(2), first_batch=_batch(0))
-    with pytest.raises(checks.CheckFailed, match=message):
-        check(resumed, todo=3, state=state)
+_ZEROS = np.zeros((1,))
+RESUME_MISTAKES = {  # resumed_batch and what else the learner set: the message, whole.
+    "resumed not done": (..., {}, "TODO 3 (resumed_batch): not done yet: resumed_batch is "
+                         "still ... (Ellipsis). Expected the iterator's state and the batches "
+                         "around it."),
+    "not a state": ("next", {"state": "state"}, "TODO 3 (state): expected the dict "
+                    "iterator.get_state() returns; found a str."),
+    "an empty state": ("next", {"state": {}}, "TODO 3 (state): expected the dict "
+                       "iterator.get_state() returns, saved after two batches; found an empty "
+                       "dict, which restores nothing. Take state = iterator.get_state()."),
+    "equal zeros": (_ZEROS.copy(), {"next_batch": _ZEROS.copy()}, "TODO 3 (next_batch): "
+                    "expected a batch (images, labels), as next() on an iterator of loader "
+                    "gives; found a ndarray."),
+    "a state of another kind": ("next", {"state": {"epoch": 2}}, "TODO 3 (state): "
+                                "expected the dict iterator.get_state() returns; found one that "
+                                "a fresh iterator of loader cannot restore (KeyError: "
+                                "'next_index'). Take state = iterator.get_state()."),
+    "a fresh iterator's state": ("first", {"state": "fresh", "next_batch": "first"},
+                                 "TODO 3 (state): expected the state after two batches of "
+                                 "iterator; found a fresh iterator's (restored, it gives the "
+                                 "loader's first batch). Take state = iterator.get_state() "
+                                 "after first_batch and second_batch."),
+    "not restored": ("first", {}, "TODO 3 (resumed_batch): expected the batch that followed "
+                     "the saved state; found the loader's first batch: the state was saved but "
+                     "not restored. Call resumed.set_state(state) before next(resumed)."),
+    "another batch": ("other", {}, "TODO 3 (resumed_batch): expected the batch a fresh "
+                      "iterator of loader gives after set_state(state); found another batch. "
+                      "Take resumed_batch = next(resumed) right after "
+                      "resumed.set_state(state)."),
+    "next batch taken late": ("next", {"next_batch": "other"}, "TODO 3 (next_batch): expected "
+                              "the batch that follows the saved state; found another batch. "
+                              "Save the state with get_state() right before "
+                              "next_batch = next(iterator)."),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("mistake", RESUME_MISTAKES, ids=list(RESUME_MISTAKES))
+def test_check_resumed_names_each_mistake(resume, mistake):
+    resumed, change, message = RESUME_MISTAKES[mistake]
+    batches = {"next": resume["next_batch"], "first": resume["first_batch"],
+               "other": tuple(part[::-1].copy() for part in resume["next_batch"])}  # fmt: skip
+    named = {"fresh": resume["fresh_state"], **{k: _copy(v) for k, v in batches.items()}}
+    change = {key: named.get(value, value) if isinstance(value, str) else value
+              for key, value in change.items()}  # fmt: skip
+    resumed = _copy(batches[resumed]) if isinstance(resumed, str) else resumed
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_resumed(resume, resumed, **change)
+    assert str(failure.value) == message
 
 
 @pytest.mark.parametrize("restored", [True, False], ids=["restored", "next_batch itself"])
@@ -193,9 +241,8 @@ def test_check_resumed_on_a_real_iterator(shuffled, restored, capsys):
     resumed = iter(loader)
     resumed.set_state(state)
     resumed_batch = next(resumed) if restored else next_batch
-    check = functools.partial(
-        checks.check_resumed, todo=3, state=state, next_batch=next_batch, first_batch=first_batch
-    )
+    check = functools.partial(checks.check_resumed, todo=3, state=state, next_batch=next_batch,
+                              first_batch=first_batch, loader=loader)  # fmt: skip
     try:
         if restored:
             check(resumed_batch)

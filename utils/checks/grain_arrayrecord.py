@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_done
+from utils.checks._base import CHECK_ERRORS, describe, fail, first_line, passed, require_done
 
 
 def _key(record: bytes) -> str:
@@ -212,10 +212,19 @@ def check_loader(
 
 def _same(a, b) -> bool:
     return (
-        isinstance(a, tuple | list)
-        and isinstance(b, tuple | list)
+        _is_batch(a)
+        and _is_batch(b)
         and len(a) == len(b)
         and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    )
+
+
+def _is_batch(value) -> bool:
+    """True for what next() on the loader gives: (images, labels), two arrays."""
+    return (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and all(isinstance(part, np.ndarray) for part in value)
     )
 
 
@@ -227,6 +236,21 @@ def _shares_arrays(a, b) -> bool:
     return any(np.shares_memory(x, y) for x in arrays(a) for y in arrays(b))
 
 
+def _batch_after(loader, state: dict, todo: int):
+    """The first batch of a fresh iterator of `loader` after `set_state(state)`."""
+    __tracebackhide__ = True
+    iterator = iter(loader)
+    try:
+        iterator.set_state(state)
+        return next(iterator)
+    except (*CHECK_ERRORS, IndexError) as error:
+        fail(todo, "state", "expected the dict iterator.get_state() returns; found one that a "
+             f"fresh iterator of loader cannot restore ({type(error).__name__}: "
+             f"{first_line(error)}). Take state = iterator.get_state().")  # fmt: skip
+    finally:
+        getattr(iterator, "close", lambda: None)()
+
+
 def check_resumed(
     resumed_batch: object,
     *,
@@ -234,24 +258,28 @@ def check_resumed(
     state: object,
     next_batch: object,
     first_batch: object,
+    loader: object,
 ) -> None:
-    """Checks the resumed iterator's first batch: the batch that followed the saved state.
+    """Checks the resume: `state` restored into a fresh iterator of `loader` gives the
+    batch that followed it, and `resumed_batch` is that batch.
 
     Args:
         resumed_batch: the first batch of a fresh iterator after `set_state(state)`.
         todo: the TODO's number, named in every message.
-        state: what `get_state()` returned, mid-epoch.
+        state: what `get_state()` returned, after two batches.
         next_batch: the batch the first iterator gave right after its state was saved.
         first_batch: the loader's first batch (what a fresh iterator gives unrestored).
+        loader: TODO 2's loader; the check restores `state` into a fresh iterator of it.
 
     Raises:
-        CheckFailed: naming the TODO, when a result is missing, the state is not
-            `get_state()`'s dict, the state was saved but not restored, the resumed batch
-            is `next_batch` itself, or another batch.
+        CheckFailed: naming the TODO, when a result is missing or not a batch, the state
+            is not `get_state()`'s dict (a fresh iterator of `loader` cannot restore it) or
+            a fresh iterator's, the state was saved but not restored, the resumed batch
+            is `next_batch` itself, or either batch is not the one that follows the state.
 
     Example:
         checks.check_resumed(resumed_batch, todo=3, state=state, next_batch=next_batch,
-                             first_batch=first_batch)
+                             first_batch=first_batch, loader=loader)
     """
     __tracebackhide__ = True
     name = "resumed_batch"
@@ -260,16 +288,33 @@ def check_resumed(
     if not isinstance(state, dict):
         fail(todo, "state", f"expected the dict iterator.get_state() returns; found a "
              f"{type(state).__name__}.")  # fmt: skip
+    if not state:
+        fail(todo, "state", "expected the dict iterator.get_state() returns, saved after two "
+             "batches; found an empty dict, which restores nothing. Take state = "
+             "iterator.get_state().")  # fmt: skip
+    for value, what in ((next_batch, "next_batch"), (resumed_batch, name)):
+        if not _is_batch(value):
+            fail(todo, what, "expected a batch (images, labels), as next() on an iterator of "
+                 f"loader gives; found {describe(value)}.")  # fmt: skip
     if resumed_batch is next_batch or _shares_arrays(resumed_batch, next_batch):
         fail(todo, name, "expected the first batch of `resumed`, a fresh iterator after "
              "resumed.set_state(state); found next_batch itself (the same arrays), which "
              "shows nothing restored. Take resumed_batch = next(resumed).")  # fmt: skip
-    if _same(resumed_batch, next_batch):
-        passed(todo, "the resumed iterator gave the batch that followed the saved state.")
-        return
-    if _same(resumed_batch, first_batch):
-        fail(todo, name, "expected the batch that followed the saved state; found the "
-             "loader's first batch: the state was saved but not restored. Call "
-             "resumed.set_state(state) before next(resumed).")  # fmt: skip
-    fail(todo, name, "expected the batch that followed the saved state (next_batch); found "
-         "another batch. Save the state with get_state() right before next(iterator).")  # fmt: skip
+    expected = _batch_after(loader, state, todo)
+    if _same(expected, first_batch):
+        fail(todo, "state", "expected the state after two batches of iterator; found a fresh "
+             "iterator's (restored, it gives the loader's first batch). Take state = "
+             "iterator.get_state() after first_batch and second_batch.")  # fmt: skip
+    if not _same(resumed_batch, expected):
+        if _same(resumed_batch, first_batch):
+            fail(todo, name, "expected the batch that followed the saved state; found the "
+                 "loader's first batch: the state was saved but not restored. Call "
+                 "resumed.set_state(state) before next(resumed).")  # fmt: skip
+        fail(todo, name, "expected the batch a fresh iterator of loader gives after "
+             "set_state(state); found another batch. Take resumed_batch = next(resumed) "
+             "right after resumed.set_state(state).")  # fmt: skip
+    if not _same(next_batch, expected):
+        fail(todo, "next_batch", "expected the batch that follows the saved state; found "
+             "another batch. Save the state with get_state() right before "
+             "next_batch = next(iterator).")  # fmt: skip
+    passed(todo, "the resumed iterator gave the batch that followed the saved state.")
