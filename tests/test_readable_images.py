@@ -12,7 +12,8 @@ from utils.lab import readable_images
         ("rose.jpeg", True),
         ("scan.Png", True),
         ("notes.txt", False),
-        ("photo.heic", False),
+        ("photo.heic", True),
+        ("IMG_0002.HEIF", True),
         (".jpg", False),  # A hidden file with no extension, not a JPEG.
         ("archive.jpg.zip", False),
     ],

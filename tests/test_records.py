@@ -146,3 +146,59 @@ def test_decode_upright_in_a_dataset_logs_no_onednn_line():
     )
     assert done.stdout.strip() == "(30, 20, 3)"
     assert "oneDNN supports" not in done.stderr, done.stderr
+
+
+def _jpeg_with_exif_block(payload: bytes) -> bytes:
+    """A plain JPEG with `payload` as its APP1 (EXIF) segment, right after the SOI marker."""
+    jpeg = tf.io.encode_jpeg(tf.constant(_quadrants(16, 8))).numpy()
+    segment = b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload
+    return jpeg[:2] + segment + jpeg[2:]
+
+
+def _exif_block(orientation_value: bytes, value_type: int = 3) -> bytes:
+    """An EXIF block (big-endian TIFF) with one Orientation entry of the given type and value."""
+    entry = (
+        records.ORIENTATION_TAG.to_bytes(2, "big")
+        + value_type.to_bytes(2, "big")
+        + (1).to_bytes(4, "big")
+        + orientation_value.ljust(4, b"\0")
+    )
+    return b"Exif\0\0MM\0*\0\0\0\x08\0\x01" + entry + b"\0\0\0\0"
+
+
+BROKEN_EXIF = {
+    "empty": b"Exif\0\0",
+    "truncated": _exif_block(b"\0\x06")[:18],
+    "bad pointer": b"Exif\0\0MM\0*\xff\xff\xff\x00",
+    "bad entry count": b"Exif\0\0MM\0*\0\0\0\x08\xff\xff",
+    "bad byte order": b"Exif\0\0XX\0*\0\0\0\x08" + _exif_block(b"\0\x06")[14:],
+    "orientation 9": _exif_block(b"\0\x09"),
+    "orientation as text": _exif_block(b"6\0", value_type=2),
+}
+
+
+@pytest.mark.parametrize("payload", BROKEN_EXIF.values(), ids=BROKEN_EXIF.keys())
+def test_exif_orientation_of_a_broken_exif_block_is_upright_and_the_photo_decodes(payload):
+    jpeg = _jpeg_with_exif_block(payload)
+    assert records.exif_orientation(jpeg) == 1
+    image, size = records.decode_upright(tf.constant(jpeg))
+    assert image.shape == (16, 8, 3) and size.numpy().tolist() == [16, 8]
+
+
+def test_exif_orientation_reads_a_well_formed_block_of_the_same_shape():
+    assert records.exif_orientation(_jpeg_with_exif_block(_exif_block(b"\0\x06"))) == 6
+
+
+def test_decode_upright_turns_a_png_by_its_exif_orientation_as_pillow_does():
+    import io
+
+    from PIL import Image, ImageOps
+
+    exif = Image.Exif()
+    exif[records.ORIENTATION_TAG] = 6
+    buffer = io.BytesIO()
+    Image.fromarray(_quadrants(24, 40)).save(buffer, "PNG", exif=exif.tobytes())
+    viewer = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(buffer.getvalue()))))
+    image, size = records.decode_upright(tf.constant(buffer.getvalue()))
+    assert records.exif_orientation(buffer.getvalue()) == 6
+    assert size.numpy().tolist() == [40, 24] and np.array_equal(image.numpy(), viewer)

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import functools
 import io
+import threading
+import warnings
 
 import numpy as np
 import tensorflow as tf
+from PIL import Image
+
+from utils import errors
 
 DEFAULT_TARGET_SIZE = 192
 DEFAULT_JPEG_QUALITY = 90
@@ -52,48 +57,94 @@ def resize_and_crop(image, target_size):
 ORIENTATION_TAG = 0x0112
 # Decoding a JPEG at 1/2, 1/4 or 1/8 of its size costs a fraction of the full decode.
 _DECODE_RATIOS = (1, 2, 4, 8)
+# The brands of an `ftyp` box that mark a HEIF image coded in HEVC: an iPhone's HEIC photo.
+_HEIC_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs"})
+HEIC_MESSAGE = "a HEIC (iPhone) photo: install pillow-heif or export as JPEG"
+# What `decode_upright` raises on a file it cannot read: TensorFlow's errors and, run
+# eagerly, Pillow's (OSError) or a HEIC photo's without pillow-heif (ValueError).
+DECODE_ERRORS = (tf.errors.OpError, OSError, ValueError)
+# Pillow warns "Corrupt EXIF data" and returns no tag: the warning is silenced around one
+# reading at a time (`warnings.catch_warnings` is not thread-safe; tf.data maps in threads).
+_EXIF_LOCK = threading.Lock()
+
+
+def is_heic(image_bytes: bytes) -> bool:
+    """Tells whether a file is a HEIC photo (HEIF with HEVC), from its `ftyp` box, not its name.
+
+    Args:
+        image_bytes: the file's bytes (its first 64 bytes are enough).
+
+    Returns:
+        True when the box's major or a compatible brand is a HEIC one (`heic`, `heix` ...).
+    """
+    data = bytes(image_bytes[:64])
+    box_size = int.from_bytes(data[:4], "big")
+    if data[4:8] != b"ftyp" or box_size < 16:
+        return False
+    brands = [data[8:12]] + [data[i : i + 4] for i in range(16, min(box_size, len(data)), 4)]
+    return any(brand in _HEIC_BRANDS for brand in brands)
+
+
+@functools.cache
+def heif_support() -> bool:
+    """Registers pillow-heif's HEIF opener with Pillow, once.
+
+    Returns:
+        True if pillow-heif is installed (Pillow then opens HEIC photos), else False.
+    """
+    try:
+        import pillow_heif
+    except ImportError:
+        return False
+    pillow_heif.register_heif_opener()
+    return True
+
+
+def _open_image(image_bytes: bytes) -> Image.Image:
+    """Opens an image's bytes with Pillow (HEIC through pillow-heif, if installed)."""
+    if is_heic(image_bytes):
+        heif_support()
+    return Image.open(io.BytesIO(image_bytes))
 
 
 def exif_orientation(image_bytes: bytes) -> int:
-    """Reads the EXIF Orientation of a JPEG from its header; 1 (upright) if it has none.
+    """Reads an image's EXIF Orientation with Pillow (`Image.getexif()`); 1 (upright) if none.
 
     Args:
         image_bytes: the file's bytes (the first 64 KiB are enough: EXIF is in them).
 
     Returns:
-        1 to 8, as the EXIF standard numbers them; 1 for a PNG, a JPEG without EXIF,
-        or a header that cannot be read.
+        1 to 8, as the EXIF standard numbers them; 1 for a file without EXIF, with a
+        broken EXIF block (truncated, bad pointers, empty, bad byte order) or another
+        value, and for a HEIC photo (its decoder applies the file's own rotation).
 
     Example:
         orientation = records.exif_orientation(open("photo.jpg", "rb").read())
     """
-    data = bytes(image_bytes)
-    position = 2 if data[:2] == b"\xff\xd8" else len(data)
-    while position + 4 <= len(data) and data[position] == 0xFF:
-        marker = data[position + 1]
-        length = int.from_bytes(data[position + 2 : position + 4], "big")
-        if marker == 0xDA:  # Start of scan: the header is over.
-            break
-        segment = data[position + 4 : position + 2 + length]
-        if marker == 0xE1 and segment[:6] == b"Exif\0\0":
-            return _orientation_in_tiff(segment[6:])
-        position += 2 + length
-    return 1
-
-
-def _orientation_in_tiff(tiff: bytes) -> int:
-    """Returns the Orientation entry of a TIFF header's first directory (1 if absent)."""
-    order = {b"II": "little", b"MM": "big"}.get(tiff[:2])
-    if order is None or len(tiff) < 8:
+    if is_heic(image_bytes):
         return 1
-    directory = int.from_bytes(tiff[4:8], order)
-    num_entries = int.from_bytes(tiff[directory : directory + 2], order)
-    for index in range(num_entries):
-        entry = tiff[directory + 2 + 12 * index : directory + 14 + 12 * index]
-        if len(entry) == 12 and int.from_bytes(entry[:2], order) == ORIENTATION_TAG:
-            value = int.from_bytes(entry[8:10], order)
-            return value if 1 <= value <= 8 else 1
-    return 1
+    try:
+        with _EXIF_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = _open_image(image_bytes).getexif().get(ORIENTATION_TAG, 1)
+    except (OSError, SyntaxError, ValueError):  # Not an image Pillow reads, or broken EXIF.
+        return 1
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1
+
+
+def has_transparency(image_bytes: bytes) -> bool:
+    """Tells whether an image has transparent pixels to composite (PNG, WebP or GIF with alpha).
+
+    Args:
+        image_bytes: the file's bytes (its first 64 KiB are enough).
+
+    Returns:
+        True for an alpha channel or a transparent colour; False otherwise or if unreadable.
+    """
+    try:
+        return _open_image(image_bytes).has_transparency_data
+    except (OSError, SyntaxError, ValueError):
+        return False
 
 
 def turn_upright(image: tf.Tensor, orientation: tf.Tensor) -> tf.Tensor:
@@ -134,9 +185,23 @@ def _swap_height_and_width(image: tf.Tensor) -> tf.Tensor:
     return tf.reshape(pixels, [width, height, shape[2]])
 
 
-def _orientation_of(header: bytes | np.ndarray) -> np.int32:
-    """`exif_orientation` for `tf.numpy_function` (bytes in a graph, a 0-d array eagerly)."""
-    return np.int32(exif_orientation(header.item() if isinstance(header, np.ndarray) else header))
+def _read_header(header: bytes | np.ndarray) -> tuple[np.int32, np.bool_]:
+    """(EXIF orientation, decoded by Pillow) of a file's first bytes, for `tf.numpy_function`."""
+    header = header.item() if isinstance(header, np.ndarray) else header
+    by_pillow = is_heic(header) or has_transparency(header)
+    return np.int32(exif_orientation(header)), np.bool_(by_pillow)
+
+
+def _decode_with_pillow(image_bytes: bytes | np.ndarray) -> np.ndarray:
+    """A HEIC photo or a transparent image as RGB pixels, as viewers show it on white."""
+    image_bytes = image_bytes.item() if isinstance(image_bytes, np.ndarray) else image_bytes
+    if is_heic(image_bytes) and not heif_support():
+        raise ValueError(HEIC_MESSAGE)
+    image = _open_image(image_bytes)
+    if image.has_transparency_data:
+        white = Image.new("RGBA", image.size, "white")
+        image = Image.alpha_composite(white, image.convert("RGBA"))
+    return np.asarray(image.convert("RGB"))
 
 
 def rgb_profile(image_bytes: bytes) -> bytes:
@@ -148,12 +213,12 @@ def rgb_profile(image_bytes: bytes) -> bytes:
     Returns:
         The profile's bytes; b"" if none, unreadable, sRGB, or not RGB (CMYK, grey).
     """
-    from PIL import Image, ImageCms  # Imported here: only conversion needs Pillow.
+    from PIL import ImageCms  # Imported here: only conversion needs its colour management.
 
-    if b"ICC_PROFILE" not in image_bytes and b"iCCP" not in image_bytes:  # JPEG's, PNG's.
-        return b""
+    if not any(marker in image_bytes for marker in (b"ICC_PROFILE", b"iCCP", b"colrprof")):
+        return b""  # No profile in JPEG's, PNG's or HEIF's way.
     try:
-        icc = Image.open(io.BytesIO(image_bytes)).info.get("icc_profile") or b""
+        icc = _open_image(image_bytes).info.get("icc_profile") or b""
         profile = ImageCms.ImageCmsProfile(io.BytesIO(icc)) if icc else None
     except (OSError, ValueError, ImageCms.PyCMSError):
         return b""
@@ -164,7 +229,7 @@ def rgb_profile(image_bytes: bytes) -> bytes:
 
 def _to_srgb(image: np.ndarray, header: bytes | np.ndarray) -> np.ndarray:
     """`image` converted to sRGB from its file's `rgb_profile`, if any (for tf.numpy_function)."""
-    from PIL import Image, ImageCms
+    from PIL import ImageCms
 
     icc = rgb_profile(header.item() if isinstance(header, np.ndarray) else header)
     if not icc:
@@ -191,12 +256,15 @@ def to_srgb(image: tf.Tensor, image_bytes: tf.Tensor) -> tf.Tensor:
 
 
 def decode_upright(image_bytes: tf.Tensor, *, min_side: int | None = None) -> tuple:
-    """Decodes a JPEG or PNG to 3 channels, turned as photo viewers show it (EXIF Orientation).
+    """Decodes an image to 3 channels as photo viewers show it: upright, transparency on white.
 
     `tf.io.decode_jpeg` ignores the EXIF Orientation tag, so a phone photo taken upright
-    would come out lying on its side; this reads the tag and turns the pixels. With
-    `min_side`, a large JPEG is decoded at 1/2, 1/4 or 1/8 of its size, the smallest
-    whose shorter side still has `min_side` pixels: memory and time follow the output.
+    would come out lying on its side; this reads the tag and turns the pixels. It drops
+    alpha too (a transparent background's hidden colours show): a PNG, WebP or GIF with
+    transparency is decoded by Pillow and composited on white, and a HEIC photo (known by
+    its bytes, whatever its name) through pillow-heif. With `min_side`, a large JPEG is
+    decoded at 1/2, 1/4 or 1/8 of its size, the smallest whose shorter side still has
+    `min_side` pixels: memory and time follow the output.
 
     Args:
         image_bytes: a scalar string tensor, the file's bytes.
@@ -207,20 +275,42 @@ def decode_upright(image_bytes: tf.Tensor, *, min_side: int | None = None) -> tu
         (height, width) as a viewer shows it, before any reduction, as an int32 tensor.
 
     Raises:
-        tf.errors.InvalidArgumentError: if the bytes are not a JPEG or PNG.
+        tf.errors.OpError: if the bytes are not an image it reads (its message says
+            `HEIC_MESSAGE` for a HEIC photo without pillow-heif).
 
     Example:
         image, size = records.decode_upright(tf.io.read_file("photo.jpg"))
     """
     header = tf.strings.substr(image_bytes, 0, 65536)
-    orientation = tf.numpy_function(_orientation_of, [header], tf.int32, stateful=False)
+    orientation, by_pillow = tf.numpy_function(
+        _read_header, [header], (tf.int32, tf.bool), stateful=False
+    )
     orientation.set_shape([])
-    image, size = _decode_reduced(image_bytes, min_side)
+    by_pillow.set_shape([])
+    image, size = tf.cond(
+        by_pillow,
+        lambda: _decode_rgb_with_pillow(image_bytes),
+        lambda: _decode_reduced(image_bytes, min_side),
+    )
     swapped = (orientation >= 5) & (orientation <= 8)
     size = tf.where(swapped, tf.reverse(size, [0]), size)
     image = turn_upright(image, orientation)
     image.set_shape([None, None, 3])
     return image, size
+
+
+def decode_error_message(error: Exception) -> str:
+    """Says in one line why `decode_upright`, run eagerly, failed.
+
+    Args:
+        error: one of `DECODE_ERRORS`.
+
+    Returns:
+        The message's first line, without TensorFlow's `{{function_node ...}}` wrapping.
+    """
+    if isinstance(error, tf.errors.OpError):
+        return errors.error_message(error)
+    return errors.first_line(error)
 
 
 def _decode_reduced(image_bytes: tf.Tensor, min_side: int | None) -> tuple:
@@ -242,6 +332,13 @@ def _decode_reduced(image_bytes: tf.Tensor, min_side: int | None) -> tuple:
         return image, tf.shape(image)[:2]
 
     return tf.cond(tf.io.is_jpeg(image_bytes), reduced, whole)
+
+
+def _decode_rgb_with_pillow(image_bytes: tf.Tensor) -> tuple:
+    """Decodes with Pillow in the graph (`_decode_with_pillow`); returns (image, size)."""
+    image = tf.numpy_function(_decode_with_pillow, [image_bytes], tf.uint8, stateful=False)
+    image.set_shape([None, None, 3])
+    return image, tf.shape(image)[:2]
 
 
 def _decode_jpeg(image_bytes: tf.Tensor, ratio: int) -> tf.Tensor:

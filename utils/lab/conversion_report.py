@@ -23,8 +23,8 @@ class SmallImage:
     size: tuple[int, int]
 
 
-# At most this many small images are named in a report; the count is always complete.
-_MAX_SMALL_LISTED = 10
+# At most this many small (or transparent) images are named in a report; the count is complete.
+_MAX_LISTED = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +45,8 @@ class ConversionReport:
             kept (a small photo still shows its class, and dropping it would change the
             class counts without a word), enlarged, and listed so you can remove them.
         target_size: side of the square images written.
+        composited: images written whose transparent pixels were composited on white,
+            as a viewer shows them (their hidden colours are not what the model sees).
     """
 
     output_dir: str
@@ -58,6 +60,7 @@ class ConversionReport:
     seconds: float
     small_images: list[SmallImage] = dataclasses.field(default_factory=list)
     target_size: int = records.DEFAULT_TARGET_SIZE
+    composited: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def num_written(self) -> int:
@@ -100,10 +103,18 @@ class ConversionReport:
             )
             lines += [
                 f"  {image.path}: {image.size[0]} x {image.size[1]}"
-                for image in self.small_images[:_MAX_SMALL_LISTED]
+                for image in self.small_images[:_MAX_LISTED]
             ]
-            if len(self.small_images) > _MAX_SMALL_LISTED:
-                lines.append(f"  ... and {len(self.small_images) - _MAX_SMALL_LISTED} more.")
+            if len(self.small_images) > _MAX_LISTED:
+                lines.append(f"  ... and {len(self.small_images) - _MAX_LISTED} more.")
+        if self.composited:
+            lines.append(
+                f"Transparent: {len(self.composited)} image(s), composited on white as a "
+                "viewer shows them:"
+            )
+            lines += [f"  {path}" for path in self.composited[:_MAX_LISTED]]
+            if len(self.composited) > _MAX_LISTED:
+                lines.append(f"  ... and {len(self.composited) - _MAX_LISTED} more.")
         if self.empty_class_folders:
             empty = ", ".join(self.empty_class_folders)
             lines.append(f"Empty class folder(s), not used as classes: {empty}")

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 from utils import errors, records
@@ -20,6 +21,7 @@ class LoadedImage:
     jpeg: bytes
     class_index: int
     original_size: list[int]
+    composited: bool = False  # Transparent pixels composited on white (`decode_upright`).
 
 
 def load_images(
@@ -56,8 +58,17 @@ def load_images(
     images = tf.data.Dataset.from_tensor_slices(paths).map(
         load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
-    for path, num_bytes, jpeg, class_index, size in images.ignore_errors().as_numpy_iterator():
-        yield LoadedImage(path.decode(), int(num_bytes), jpeg, int(class_index), size.tolist())
+    for (
+        path,
+        num_bytes,
+        jpeg,
+        class_index,
+        size,
+        composited,
+    ) in images.ignore_errors().as_numpy_iterator():
+        yield LoadedImage(
+            path.decode(), int(num_bytes), jpeg, int(class_index), size.tolist(), bool(composited)
+        )
 
 
 def _load_image(path, *, class_table, transform: Callable, target_size: int):
@@ -68,7 +79,15 @@ def _load_image(path, *, class_table, transform: Callable, target_size: int):
     image, original_size = records.decode_upright(image_bytes, min_side=target_size)
     image = records.to_srgb(image, image_bytes)  # An Adobe RGB photo's colours as shown.
     class_index = class_table.lookup(tf.strings.split(path, "/")[-2])
-    return path, tf.strings.length(image_bytes), transform(image), class_index, original_size
+    header = tf.strings.substr(image_bytes, 0, 65536)
+    composited = tf.numpy_function(_has_transparency, [header], tf.bool, stateful=False)
+    jpeg = transform(image)
+    return path, tf.strings.length(image_bytes), jpeg, class_index, original_size, composited
+
+
+def _has_transparency(header: bytes) -> np.bool_:
+    """`records.has_transparency` for `tf.numpy_function`."""
+    return np.bool_(records.has_transparency(header))
 
 
 def _class_table(class_names: Sequence[str]) -> tf.lookup.StaticHashTable:
@@ -95,6 +114,6 @@ def why_unreadable(path: str) -> str:
         try:
             records.decode_upright(tf.io.read_file(path))
             why = "it decodes on its own, but failed in the pipeline (resize or recompress)"
-        except tf.errors.OpError as error:
-            why = errors.error_message(error)
+        except records.DECODE_ERRORS as error:
+            why = records.decode_error_message(error)
     return why + (f" (the decoder logged: {'; '.join(logged)})" if logged else "")

@@ -12,8 +12,14 @@ from utils import errors
 if TYPE_CHECKING:
     import numpy as np
 
-# The image types the course reads (`tf.io.decode_jpeg` decodes PNG too), in any letter case.
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
+# The image types the course reads, in any letter case: `tf.io.decode_jpeg` decodes PNG
+# too, and the conversion (`records.decode_upright`) HEIC photos through pillow-heif.
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".heic", ".heif")
+# Why a sample leaves a HEIC photo out: the lessons decode their samples with TensorFlow.
+HEIC_IN_SAMPLE = (
+    "a HEIC (iPhone) photo, which tf.io.decode_jpeg does not read (lab 2's conversion "
+    "does, through pillow-heif)"
+)
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
@@ -23,7 +29,8 @@ def is_image_file(path: str | os.PathLike) -> bool:
         path: a file path or name.
 
     Returns:
-        True when its extension is one of `IMAGE_EXTENSIONS`, in any case.
+        True when its extension is one of `IMAGE_EXTENSIONS`, in any case (a HEIC photo
+        named `.jpg` is known by its bytes when it is decoded).
     """
     return Path(path).suffix.lower() in IMAGE_EXTENSIONS
 
@@ -35,6 +42,7 @@ def readable_sample(
 
     A learner's folder may hold files that do not decode (truncated, empty, not an
     image); a cell that shows or checks a sample must not stop at the first of them.
+    HEIC photos are skipped too: the lessons decode a sample with `tf.io.decode_jpeg`.
 
     Args:
         paths: image paths (strings or bytes), in the order to try them.
@@ -59,9 +67,13 @@ def readable_sample(
                 break
             path = path.decode() if isinstance(path, bytes) else str(path)
             try:
-                image = records.decode_upright(tf.io.read_file(path))[0].numpy()  # As shown.
-            except tf.errors.OpError as error:
-                skipped.append((path, errors.error_message(error)))
+                image_bytes = tf.io.read_file(path)
+                if records.is_heic(image_bytes.numpy()[:64]):
+                    skipped.append((path, HEIC_IN_SAMPLE))
+                    continue
+                image = records.decode_upright(image_bytes)[0].numpy()  # As shown.
+            except records.DECODE_ERRORS as error:
+                skipped.append((path, records.decode_error_message(error)))
                 continue
             readable.append(path)
             images.append(image)
