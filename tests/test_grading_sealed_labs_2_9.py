@@ -37,6 +37,17 @@ MEDIANS_ONLY = """def verdict(candidate, baseline, *, min_effect=0.1, faster="fa
         return faster
     return comparison.WITHIN_NOISE
 """
+# Lab 9, TODO 3 with no resume: an empty state beside a copy of next_batch; equal zeros.
+EMPTY_STATE = """state = {}
+next_batch = next(iterator)
+resumed = iter(loader)
+resumed_batch = tuple(part.copy() for part in next_batch)
+"""
+ZEROS = """import numpy as np
+state = iterator.get_state()
+next_batch, resumed_batch = np.zeros((1,)), np.zeros((1,))
+resumed = iter(loader)
+"""
 PATCHED_CHECKS = """write_shard = ...
 import utils.checks.write_tfrecords as _module
 for _name in dir(_module):
@@ -182,6 +193,8 @@ def graded(tmp_path_factory):
         todo3 = unrestored.cells[_cell_index(unrestored, todo=3)].source
         assert "resumed_batch = next_batch" in todo3
         forged["x-9-unrestored.ipynb"] = unrestored
+        forged["x-9-empty-state.ipynb"] = _set_todo(_notebook("solutions", LAB9), 3, EMPTY_STATE)
+        forged["x-9-zeros.ipynb"] = _set_todo(_notebook("solutions", LAB9), 3, ZEROS)
     for name, notebook in forged.items():  # Each rewrites its kernel's replies, hooks, modules.
         cell = nbformat.v4.new_code_cell(KERNEL_FORGER)
         notebook.cells.insert(_cell_index(notebook, todo=1), cell)
@@ -206,11 +219,22 @@ def test_labs_2_and_9_score_what_their_answers_earn(graded):
     }
     if not missing_modules(LAB9):
         expected |= {"x-9-solution.ipynb": ["1", "1", "1", ""], "x-9-blank.ipynb": ["0"] * 3 + [""],
-                     "x-9-unrestored.ipynb": ["1", "1", "0", ""]}  # fmt: skip
+                     "x-9-unrestored.ipynb": ["1", "1", "0", ""],
+                     "x-9-empty-state.ipynb": ["1", "1", "0", ""],
+                     "x-9-zeros.ipynb": ["1", "1", "0", ""]}  # fmt: skip
         assert (  # One object in the kernel is one in the judge: its check sees it.
             "- x-9-unrestored.ipynb, TODO 3: TODO 3 (resumed_batch): expected the first batch of "
             "`resumed`, a fresh iterator after resumed.set_state(state); found next_batch itself"
             in report
+        )
+        assert (  # The judge restores the state into its own loader: {} restores nothing.
+            "- x-9-empty-state.ipynb, TODO 3: TODO 3 (state): expected the dict "
+            "iterator.get_state() returns, saved after two batches; found an empty dict, which "
+            "restores nothing. Take state = iterator.get_state().\n" in report
+        )
+        assert (
+            "- x-9-zeros.ipynb, TODO 3: TODO 3 (next_batch): expected a batch (images, labels), "
+            "as next() on an iterator of loader gives; found a ndarray.\n" in report
         )
     assert found == expected
     assert (

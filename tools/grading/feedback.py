@@ -1,14 +1,46 @@
 """One submission's reports: the learner's feedback (Markdown) and its JUnit XML.
 
 Takes a `Grade`; gives text. Written by the grader from its own results, never from a
-file a submission could write.
+file a submission could write. Every message is one plain line (`plain_line`), escaped
+for Markdown (`markdown_text`) or by the XML writer: what a learner's error says is shown
+as text, never as markup, a table row or a listing.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ElementTree
+from typing import TYPE_CHECKING
 
-from tools.grading.model import Grade
+if TYPE_CHECKING:  # Only for its name: the judge imports `plain_line` with nothing else.
+    from tools.grading.model import Grade
+
+MESSAGE_CHARACTERS = 400  # A message at most; the checks' own are shorter.
+ERROR_CHARACTERS = 200  # An error's "Type: first line" at most, as the judge reports it.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Markdown's markup characters that a message may hold as text: HTML, links and images,
+# a table's cell border, the escape itself. Backticks and underscores stay (the checks'
+# messages quote code in backticks; an underscore inside a word is no emphasis).
+_MARKDOWN = str.maketrans({"\\": "\\\\", "&": "&amp;", "<": "&lt;", ">": "&gt;",
+                           "[": "\\[", "]": "\\]", "|": "\\|"})  # fmt: skip
+
+
+def plain_line(text: object, limit: int = MESSAGE_CHARACTERS) -> str:
+    """`text`'s first non-blank line, control characters and runs of spaces made one
+    space, cut to `limit` characters (ending in "…" where cut)."""
+    lines = [line for line in str(text).splitlines() if line.strip()]
+    line = " ".join(_CONTROL.sub(" ", lines[0] if lines else "").split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def error_line(error: BaseException) -> str:
+    """An error as one plain line: its type and its message's first line."""
+    return plain_line(f"{type(error).__name__}: {plain_line(error)}", ERROR_CHARACTERS)
+
+
+def markdown_text(text: object) -> str:
+    """`text` as one plain line that Markdown shows as written (no HTML, link or cell)."""
+    return plain_line(text).translate(_MARKDOWN)
 
 
 def junit_xml(grade: Grade) -> bytes:
@@ -21,18 +53,20 @@ def junit_xml(grade: Grade) -> bytes:
     for todo in sorted(grade.points):
         case = ElementTree.SubElement(suite, "testcase", classname=grade.lab, name=f"TODO {todo}")
         if not grade.passed.get(todo):
-            ElementTree.SubElement(case, "failure", message=grade.messages.get(todo, ""))
+            message = plain_line(grade.messages.get(todo, ""))  # The writer escapes XML.
+            ElementTree.SubElement(case, "failure", message=message)
     return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True)
 
 
 def feedback(grade: Grade) -> str:
     """A learner's feedback, in Markdown: points, the check's message, the first error."""
-    lines = [f"# Feedback: {grade.lab or 'unknown lab'}", ""]
-    lines.append(f"Learner: {grade.learner} · submission: {grade.submission} · course "
-                 f"version: {grade.version or 'unknown'}")  # fmt: skip
+    lines = [f"# Feedback: {markdown_text(grade.lab or 'unknown lab')}", ""]
+    lines.append(f"Learner: {markdown_text(grade.learner)} · submission: "
+                 f"{markdown_text(grade.submission)} · course version: "
+                 f"{markdown_text(grade.version or 'unknown')}")  # fmt: skip
     lines.append("")
     if grade.status != "graded":
-        lines += [f"Not graded: {grade.status}.", ""]
+        lines += [f"Not graded: {markdown_text(grade.status)}.", ""]
         return "\n".join(lines)
     lines += [f"**Total: {grade.total:g} / {grade.maximum} points**", "",
               "| TODO | points | result |", "| --- | --- | --- |"]  # fmt: skip
@@ -41,14 +75,13 @@ def feedback(grade: Grade) -> str:
         message = grade.messages.get(todo, "")
         if todo in grade.overridden:
             message = f"set by your instructor: {grade.overridden[todo][1]} (the check: {message})"
-        message = message.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {todo} | {earned:g} / {grade.points[todo]} | {message} |")
+        lines.append(f"| {todo} | {earned:g} / {grade.points[todo]} | {markdown_text(message)} |")
     lines.append("")
     if grade.late_days:
         lines += [f"Handed in {grade.late_days} day(s) late: {grade.penalty_percent:g}% off, "
                   f"**final {grade.final:g} / {grade.maximum} points**.", ""]  # fmt: skip
     if grade.first_error:
-        lines += [f"First error: {grade.first_error}", ""]
+        lines += [f"First error: {markdown_text(grade.first_error)}", ""]
     if grade.parameters:
         changed = ", ".join(
             f"{name}={value!r} (the lab's: {lab!r})"
@@ -59,7 +92,7 @@ def feedback(grade: Grade) -> str:
             f"minutes: {changed}. The checks' numbers above are from that run."
         )
     for note in grade.notes:
-        lines.append(f"- {note}")
+        lines.append(f"- {markdown_text(note)}")
     if grade.flags:
         lines.append("- Your instructor will read your code: it uses "
                      f"{', '.join(grade.flags)}.")  # fmt: skip

@@ -20,11 +20,7 @@ import json
 import sys
 
 from tools.grading import remote
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:400]
+from tools.grading.feedback import error_line, plain_line
 
 
 def run_check(source: str, todo: int, namespace: dict) -> tuple[bool, str]:
@@ -36,11 +32,11 @@ def run_check(source: str, todo: int, namespace: dict) -> tuple[bool, str]:
         with contextlib.redirect_stdout(printed):
             exec(compile(source, f"<check cell of TODO {todo}>", "exec"), namespace)
     except CheckFailed as failure:
-        return False, str(failure)[:400]
-    except Exception as error:  # Any other error fails the TODO, with its first line.
-        return False, _first_line(error)
+        return False, plain_line(failure)
+    except Exception as error:  # Any other error fails the TODO: its type and first line.
+        return False, error_line(error)
     line = next((x for x in printed.getvalue().splitlines() if f"TODO {todo} passed" in x), "")
-    return (True, line.strip()[:400]) if line else (False, "the check printed no 'passed' line")
+    return (True, plain_line(line)) if line else (False, "the check printed no 'passed' line")
 
 
 def judge(job: dict, emit) -> None:
@@ -56,14 +52,14 @@ def judge(job: dict, emit) -> None:
                     with contextlib.redirect_stdout(sys.stderr):
                         exec(compile(step["source"], "<lab cell>", "exec"), namespace)
                 except Exception as error:  # A later check then says what is missing.
-                    print(f"lab cell: {_first_line(error)}", file=sys.stderr)
+                    print(f"lab cell: {error_line(error)}", file=sys.stderr)
             elif step["kind"] == "fetch":
                 for name in step["names"]:
                     try:
                         namespace[name] = remote.fetch(client, todo, name, namespace)
                     except Exception as error:  # Said for the TODO: never the whole run.
                         namespace.pop(name, None)
-                        problems[todo] = f"TODO {todo}: {error}"
+                        problems[todo] = f"TODO {todo}: {plain_line(error)}"
             else:
                 if todo in problems:
                     emit(todo, False, problems[todo])

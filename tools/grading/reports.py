@@ -11,7 +11,7 @@ import csv
 import re
 from pathlib import Path
 
-from tools.grading.feedback import feedback, junit_xml
+from tools.grading.feedback import feedback, junit_xml, markdown_text
 from tools.grading.model import Grade
 
 GRADER_FILES = ("grades.csv", "scores.md", "review.md", "feedback/*.md", "junit/*.xml",
@@ -92,17 +92,20 @@ def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
     for grade in grades:
         marks = " | ".join(_mark(grade, n) for n in range(1, max_todo + 1))
         total = f"{grade.final:g}/{grade.maximum}" if _graded(grade) else "not graded"
-        lines.append(f"| {grade.submission} | {grade.learner} | {grade.lab} | {grade.status} | "
+        cells = [grade.submission, grade.learner, grade.lab, grade.status]
+        lines.append(f"| {' | '.join(markdown_text(cell) for cell in cells)} | "
                      f"{marks} | {total} | {', '.join(grade.flags)} |")  # fmt: skip
     lines.append("")
     for grade in grades:
+        submission = markdown_text(grade.submission)
         for todo in sorted(grade.points) if _graded(grade) else []:
             if not grade.passed.get(todo):
-                lines.append(f"- {grade.submission}, TODO {todo}: {grade.messages.get(todo, '')}")
+                message = markdown_text(grade.messages.get(todo, ""))
+                lines.append(f"- {submission}, TODO {todo}: {message}")
         for note in grade.notes:
-            lines.append(f"- {grade.submission}: {note}")
+            lines.append(f"- {submission}: {markdown_text(note)}")
         if grade.flags:
-            lines.append(f"- {grade.submission}: flagged for review (its code touches "
+            lines.append(f"- {submission}: flagged for review (its code touches "
                          f"{', '.join(grade.flags)}); still graded; see review.md")  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -112,7 +115,7 @@ def review_markdown(grades: list[Grade]) -> str:
     review = ["# Flagged submissions", ""]
     for grade in grades:
         if grade.flags:
-            title = f"## {grade.submission} ({grade.learner}, {grade.lab}): "
+            title = f"## {markdown_text(f'{grade.submission} ({grade.learner}, {grade.lab})')}: "
             review += [title + ", ".join(grade.flags), "", "```diff", grade.diff, "```", ""]
     if len(review) == 2:
         review.append("None.")

@@ -12,6 +12,7 @@ import re
 
 import nbformat
 
+from tools.grading.feedback import plain_line
 from tools.grading.model import KEY, Grade, Submission, marks
 
 _FAILED = ("error", "timeout", "died")
@@ -82,12 +83,15 @@ def without_grader_paths(text: str, options) -> str:
 
 
 def step(submission: Submission) -> bool:
-    """Scores the submission from its results; the messages name no folder of the grader's."""
+    """Scores the submission from its results; each message is one plain line that names
+    no folder of the grader's."""
     grade = submission.grade
     score(grade, submission.prepared, submission.results, submission.verdicts)
-    grade.messages = {
-        n: without_grader_paths(m, submission.options) for n, m in grade.messages.items()
-    }
-    grade.first_error = without_grader_paths(grade.first_error, submission.options)
-    grade.notes = [without_grader_paths(note, submission.options) for note in grade.notes]
+
+    def said(text: str) -> str:
+        return plain_line(without_grader_paths(text, submission.options))
+
+    grade.messages = {n: said(m) for n, m in grade.messages.items()}
+    grade.first_error = said(grade.first_error)
+    grade.notes = [said(note) for note in grade.notes]
     return True
