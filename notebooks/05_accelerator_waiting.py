@@ -8,15 +8,17 @@
 # %% [markdown]
 # # Lesson 5 · Is the accelerator waiting?
 #
-# A stand-in for a TPU chip is fed by a naive pipeline, then by the course's: does it
-# wait for its input? Then what else sets a step's time: the batch (and what fills a TPU's
-# matrix unit), the steps per call, how much of each JPEG is decoded. Every comparison is
-# taken in rounds, in turns. This lesson writes its own shards if lab 2 did not.
+# By the end you can show, step by step, whether an accelerator waits for its input, and
+# write a feed that keeps it busy.
+#
+# A stand-in for a TPU chip is fed from memory, by a naive feed, by yours and by the
+# course pipeline, in turns; each run records how long every step waited for its batch.
+# This lesson writes its own shards if lab 2 did not.
 #
 # **You will:**
 #
 # 1. Make the input that costs nothing: one batch held in memory (TODO 1).
-# 2. Write the course's verdict on two ranges: faster, slower or within the noise (TODO 2).
+# 2. Make the naive feed keep the accelerator busy (TODO 2).
 
 # %% tags=["parameters"]
 # The set-up reads BACKEND, so the parameters come first. "auto": JAX on Colab's TPU
@@ -28,17 +30,16 @@ TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
 NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); written here if lab 2 did not.
 SHARDS_DIR = None  # None: where lab 2 wrote them; or the folder (or gs://) you wrote them to.
 DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
-IMAGE_SIZE = 96  # The model's input size: decoded at that size from TARGET_SIZE.
-BATCH_PER_REPLICA = 16  # Images per replica per step: lab 4's, a multiple of 8 (see the MXU).
-STEPS_PER_EXECUTION = 16  # Training steps run per call into the compiled function.
-NUM_TIMED_STEPS = 32  # Training steps timed in each run.
+IMAGE_SIZE = 96  # The model's input size.
+BATCH_PER_REPLICA = 16  # Images per replica per step: lab 4's.
+STEPS_PER_EXECUTION = 16  # Training steps per call into the compiled function: lab 4's.
+NUM_TIMED_STEPS = 32  # Steps timed in each run.
 NUM_ROUNDS = 5  # Rounds of every comparison, its candidates taken in turns.
 STAND_IN_IMAGES_PER_SECOND = 2120  # A v5e chip on ResNet-50, 192 px: estimated (printed below).
+STAND_IN_SPEEDS = [0.5, 1, 2]  # The stand-in's rate times these, against the course pipeline.
 LATENCY_MS = 50  # The simulated storage: lab 3's first-byte latency, median,
 LATENCY_P99_MS = 500  # its 99th percentile,
 STREAM_MEGABYTES_PER_SECOND = 85  # and the bandwidth of one object stream.
-TIMED_BATCHES_PER_REPLICA = [8, 32, 128]  # Batch sizes per replica timed against each other.
-NUM_DECODE_IMAGES = 2000  # Records read into memory for "Decode less", timed per run.
 SEED = 42
 
 # %% [markdown]
@@ -54,25 +55,15 @@ SEED = 42
 import keras
 import tensorflow as tf
 
-from utils import (
-    batch_sizes,
-    checks,
-    comparison,
-    display,
-    models,
-    pipeline,
-    random_crops,
-    records,
-    strategy,
-)
-from utils.lab import machine_load, shard_cache, sources, storage
-from utils.lessons.accelerator_waiting import accelerator_wait, decode_less, step_costs
+from utils import batch_sizes, checks, comparison, models, pipeline, records, strategy
+from utils.lab import shard_cache, sources, storage
+from utils.lessons.accelerator_waiting import accelerator_wait, step_costs
 
 # %% [markdown]
-# ## The device, the shards and a model
+# ## The device, the shards and the storage
 #
-# As in lab 4: `strategy.find_strategy()` finds the TPU, GPUs or CPU; the shards are lab
-# 2's (written here if missing); the model is lab 4's convnet, compiled but not trained.
+# As in lab 4: the TPU, GPUs or CPU; lab 2's shards (written here if missing), read
+# through lab 3's simulated storage.
 
 # %%
 keras.utils.set_random_seed(SEED)
@@ -83,129 +74,13 @@ shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
 )
 class_names = shard_set.class_names
-num_records = sum(shard_set.record_counts.values())
 global_batch_size = batch_sizes.cap_batch_size(
     BATCH_PER_REPLICA * choice.num_replicas,
-    num_images=num_records,
+    num_images=sum(shard_set.record_counts.values()),
     num_replicas=choice.num_replicas,
     purpose="training",
 )
-steps_per_execution = strategy.supported_steps_per_execution(choice, STEPS_PER_EXECUTION)
-print(
-    f"{len(shard_set.paths)} shards, {num_records} images; global batch {global_batch_size}; "
-    f"steps_per_execution {steps_per_execution}"
-)
-
-
-# %%
-def compiled_model(steps_per_execution):
-    """Lab 4's small convnet, compiled as lab 4 compiles it, for `steps_per_execution`."""
-    with choice.scope():
-        model = models.small_convnet(IMAGE_SIZE, len(class_names))
-        model.compile(
-            optimizer=keras.optimizers.Adam(0.001),
-            loss="categorical_crossentropy",
-            metrics=["accuracy"],
-            steps_per_execution=steps_per_execution,
-        )
-    return model
-
-
-# Lab 3's pipeline, as lab 4 reads it (decoded at IMAGE_SIZE), endless: every batch is
-# full (a TPU needs static shapes), and nothing is cached: each image is decoded again.
-uncached = pipeline.tfrecord_images(
-    shard_set.paths,
-    target_size=TARGET_SIZE,
-    num_classes=len(class_names),
-    batch_size=global_batch_size,
-    image_size=IMAGE_SIZE,
-    epochs=None,
-)
-
-# %% [markdown]
-# ## 1. What the device consumes (TODO 1)
-#
-# A training step fed by the pipeline takes the time of the step plus any wait for its
-# batch. To know the step's own time, feed it an input that costs nothing: one batch,
-# already decoded, held in memory and given again at every step.
-#
-# **TODO 1.** Make `in_memory`: take one batch of `uncached` (`next(iter(uncached))`) and
-# make it an endless dataset with `tf.data.Dataset.from_tensors(batch).repeat()`.
-
-# %%
-# TODO 1: one batch of the pipeline, held in memory, repeated without end.
-### BEGIN SOLUTION
-in_memory = tf.data.Dataset.from_tensors(next(iter(uncached))).repeat()
-### END SOLUTION
-
-# %%
-# NBVAL_CHECK_OUTPUT
-checks.check_in_memory(in_memory, todo=1, pipeline=uncached)
-one_batch = next(iter(in_memory))
-
-# %% [markdown]
-# ## 2. A verdict from two ranges (TODO 2)
-#
-# Timings differ from run to run, more so on a shared machine. So each comparison takes
-# `NUM_ROUNDS` rounds, its candidates in turns: each gets a median and a range. Every
-# lesson judges a difference by one rule, `comparison.verdict()`: beyond the noise only
-# when the medians differ by at least `comparison.MIN_EFFECT` (10%) and the ranges do not
-# overlap (every round of one beat every round of the other); otherwise, within the noise.
-#
-# **TODO 2.** Complete `verdict(candidate, baseline, *, min_effect, faster, slower)`:
-# `candidate` and `baseline` hold one images/s value per round (`.median`, `.minimum`,
-# `.maximum`). Make `answer` `faster` when the candidate's median is at least
-# `1 + min_effect` times the baseline's and its slowest round beat the baseline's fastest;
-# `slower` when the same holds the other way round; otherwise `comparison.WITHIN_NOISE`.
-
-
-# %% tags=["save"]
-def verdict(
-    candidate,
-    baseline,
-    *,
-    min_effect=comparison.MIN_EFFECT,
-    faster="faster",
-    slower="slower",
-):
-    """`faster`, `slower` or `comparison.WITHIN_NOISE`: the course's one rule."""
-    # TODO 2: judge both the medians and the ranges.
-    ### BEGIN SOLUTION
-    if (
-        candidate.median >= (1 + min_effect) * baseline.median
-        and candidate.minimum > baseline.maximum
-    ):
-        answer = faster
-    elif (
-        baseline.median >= (1 + min_effect) * candidate.median
-        and baseline.minimum > candidate.maximum
-    ):
-        answer = slower
-    else:
-        answer = comparison.WITHIN_NOISE
-    ### END SOLUTION
-    return answer
-
-
-# %%
-# NBVAL_CHECK_OUTPUT
-checks.check_verdict(verdict, todo=2, min_effect=comparison.MIN_EFFECT)
-
-
-# %% [markdown]
-# ## Is the accelerator waiting?
-#
-# The consumer is a stand-in for one TPU v5e chip: each step is a sleep of
-# `global_batch_size / STAND_IN_IMAGES_PER_SECOND` seconds, a SIMULATION (the line below
-# says where its rate comes from). During a step the loop asks for nothing, as a training
-# loop; only what the pipeline runs in the background goes on. The time it then spends in
-# `next()` for its batch is its idle time, measured step by step. It is fed, in turns, from
-# memory (TODO 1: no wait), by a naive pipeline (one shard at a time, each whole JPEG
-# decoded on its own, nothing made ahead) and by the course pipeline (16 shards at once,
-# decoded by batch in a parallel `map`, `prefetch`), both reading `TARGET_SIZE` images from
-# the simulated storage.
-
-# %%
+print(f"{len(shard_set.paths)} shards; global batch {global_batch_size}")
 simulated_storage = storage.SimulatedStorage.for_source(
     source,
     latency_ms=LATENCY_MS,
@@ -213,21 +88,111 @@ simulated_storage = storage.SimulatedStorage.for_source(
     megabytes_per_second=STREAM_MEGABYTES_PER_SECOND,
 )
 print(simulated_storage.describe())
+
+# %% [markdown]
+# ## The naive feed
+#
+# Every feed here reads the shards as lab 3 does, all at once and in any order
+# (`serialized`), and decodes a record with `decode_one()`. The naive feed decodes one
+# image at a time and makes a batch only when the step asks for it. By default tf.data
+# would quietly help it: it fuses `map()` and `batch()` into one step whose thread makes
+# the next batch ahead, and it may parallelize the map and add a prefetch. The options
+# below turn that off, so the naive feed is as naive as it looks.
+
+# %%
+shard_names = tf.data.Dataset.from_tensor_slices(shard_set.paths).repeat()
+any_order = tf.data.Options()
+any_order.deterministic = False  # A shard slow to answer holds up no other (lab 3).
+serialized = simulated_storage.tfrecord_dataset(shard_names, num_parallel_reads=NUM_SHARDS)
+serialized = serialized.with_options(any_order)
+
+
+def decode_one(record):
+    """One record: its image, decoded and resized to IMAGE_SIZE, and its one-hot label."""
+    example = records.parse_record(record)
+    image = tf.io.decode_jpeg(example["image"], channels=3)
+    image = tf.image.resize(image, [IMAGE_SIZE, IMAGE_SIZE], antialias=True)
+    label = tf.reshape(example["one_hot_class"], [len(class_names)])
+    return tf.saturate_cast(tf.round(image), tf.uint8), label
+
+
+# %%
+# The naive feed: one image decoded at a time, each batch made when the step asks for it.
+naive_feed = serialized.map(decode_one).batch(global_batch_size, drop_remainder=True)
+naive = tf.data.Options()
+naive.experimental_optimization.map_and_batch_fusion = False  # No MapAndBatch running ahead.
+naive.experimental_optimization.map_parallelization = False  # The map stays sequential.
+naive.experimental_optimization.inject_prefetch = False  # No prefetch added at the end.
+naive_feed = naive_feed.with_options(naive)
+
+# %% [markdown]
+# ## 1. The input that costs nothing (TODO 1)
+#
+# A step fed by a pipeline takes the time of the step plus any wait for its batch. To see
+# the step alone, feed it an input that costs nothing.
+#
+# **TODO 1.** Make `in_memory`: an endless dataset that gives one batch of `naive_feed`,
+# already decoded, at every step.
+
+# %%
+# TODO 1: one batch, held in memory, given at every step.
+### BEGIN SOLUTION
+in_memory = tf.data.Dataset.from_tensors(next(iter(naive_feed))).repeat()
+### END SOLUTION
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_in_memory(in_memory, todo=1, pipeline=naive_feed)
+
+# %% [markdown]
+# ## 2. A feed that keeps up (TODO 2)
+#
+# **TODO 2.** Make `feed`: the naive feed's batches, from `serialized` and `decode_one()`,
+# made so that the accelerator does not wait for them. The check times your feed and the
+# naive one feeding a stand-in accelerator, in turns.
+
+# %%
+# TODO 2: the same batches, ready when the step asks for them.
+### BEGIN SOLUTION
+feed = (
+    serialized.map(decode_one, num_parallel_calls=tf.data.AUTOTUNE)
+    .batch(global_batch_size, drop_remainder=True)
+    .prefetch(tf.data.AUTOTUNE)
+)
+### END SOLUTION
+
+# %%
+# NBVAL_CHECK_OUTPUT
+checks.check_feed_keeps_up(feed, todo=2, naive=naive_feed)
+
+# %% [markdown]
+# ## Is the accelerator waiting?
+#
+# The stand-in for one TPU v5e chip sleeps through each step, a SIMULATION: the lines
+# below give its rate, where the rate comes from and what that estimate assumes. During
+# a step it asks for nothing; only what a feed runs in the background goes on. The time
+# it then spends waiting for its next batch is its idle time, measured at every step.
+# Five feeds take turns: from memory (TODO 1), the naive feed, yours (TODO 2), and the
+# course pipeline (lab 3's: decoded by batch in a parallel `map()`) without and with
+# `prefetch()`.
+
+# %%
 print(accelerator_wait.describe_stand_in(STAND_IN_IMAGES_PER_SECOND, batch_size=global_batch_size))
 stand_in = accelerator_wait.SimulatedAccelerator(
     images_per_second=STAND_IN_IMAGES_PER_SECOND,
     batch_size=global_batch_size,
     num_steps=NUM_TIMED_STEPS,
 )
-reading = dict(target_size=TARGET_SIZE, num_classes=len(class_names), storage=simulated_storage)
+course = dict(target_size=TARGET_SIZE, num_classes=len(class_names), image_size=IMAGE_SIZE)
+course |= dict(batch_size=global_batch_size, storage=simulated_storage, epochs=None)
 fed_by = {
-    "stand-in fed from memory": in_memory,
-    "stand-in fed by a naive pipeline": accelerator_wait.naive_pipeline(
-        shard_set.paths, **reading, batch_size=global_batch_size
+    "fed from memory": in_memory,
+    "fed by the naive feed": naive_feed,
+    "fed by your feed": feed,
+    "fed by the course pipeline, no prefetch": pipeline.tfrecord_images(
+        shard_set.paths, **course, prefetch=False
     ),
-    "stand-in fed by the course pipeline": pipeline.tfrecord_images(
-        shard_set.paths, **reading, batch_size=global_batch_size, epochs=None
-    ),
+    "fed by the course pipeline": pipeline.tfrecord_images(shard_set.paths, **course),
 }
 wait_runs = comparison.measure_in_turns(stand_in.candidates(fed_by), repeats=NUM_ROUNDS)
 print("\n".join(stand_in.describe_idle()))
@@ -236,198 +201,91 @@ verdict_lines = []  # Every comparison's line, printed again in "What you measur
 
 
 def judge(candidate, baseline, faster, slower):
-    """Prints both medians and ranges and your verdict, and keeps the line."""
-    said = verdict(candidate, baseline, faster=faster, slower=slower)
+    """Prints both medians and ranges and the course's verdict, and keeps the line."""
+    said = comparison.verdict(candidate, baseline, faster=faster, slower=slower)
     verdict_lines.append(step_costs.describe_comparison(candidate, baseline, said))
     print(verdict_lines[-1])
 
 
-for feed in ["a naive pipeline", "the course pipeline"]:
-    judge(
-        wait_runs[f"stand-in fed by {feed}"],
-        wait_runs["stand-in fed from memory"],
-        faster="faster than from memory (noise)",
-        slower="the accelerator waits for its input",
-    )
+WAITS = dict(faster="faster than from memory", slower="the accelerator waits for its input")
+for label in list(fed_by)[1:]:
+    judge(wait_runs[label], wait_runs["fed from memory"], **WAITS)
 
 # %% [markdown]
-# The timeline draws each feed's last round: red, the accelerator waits for its batch;
-# green, a step. A step's images/s is `batch / (step + idle)`, and the step is the same
-# sleep in every row: the images/s differ only by the idle time. Against the stand-in's own
-# speed (from memory), `verdict()` says "slower" (it waits) or "within the noise".
+# The timeline draws each feed's last round, the naive feed's whole run on its axis: red,
+# the accelerator waits for its batch; green, a step. A step's images/s is `batch / (step
+# + idle)`, and the step is the same sleep in every row, so the rows differ only by their
+# idle time. Each verdict compares a feed with the stand-in fed from memory by the
+# course's one rule: "beyond the noise" when every round of one beat every round of the
+# other and the medians are at least `comparison.MIN_EFFECT` apart; "small but
+# consistent" when the rounds are apart but the medians closer; "not resolved in N
+# rounds" when the rounds overlap. Where other processes took a share of the cores, it
+# judges nothing and says so.
 #
-# The naive pipeline makes each batch only when the step asks for it, and slowly: the
-# accelerator waits for all of it, every step. The course pipeline reads many shards at
-# once (their first-byte waits overlap), decodes by batch on every core, and `prefetch`
-# makes the next batches while the step runs: the accelerator waits only where the
-# pipeline delivers less than it consumes.
+# Without `prefetch()` the course pipeline still runs ahead a little: a parallel `map()`
+# makes its next results in the background. Compare its idle time with the prefetched
+# row's.
 #
-# ### Your own device
+# ## Where does the course pipeline stop keeping up?
 #
-# The same question for lab 4's model on your device. On a CPU the model is the slower side,
-# and it shares the cores with the pipeline; a TPU computes on its own chips, and its
-# profiler (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
+# A faster chip takes its batches sooner. The same pipeline against the stand-in at each
+# of `STAND_IN_SPEEDS` times its rate, each against the stand-in fed from memory:
+
+# %%
+speeds = {
+    f"stand-in at {factor}x": accelerator_wait.SimulatedAccelerator(
+        images_per_second=factor * STAND_IN_IMAGES_PER_SECOND,
+        batch_size=global_batch_size,
+        num_steps=NUM_TIMED_STEPS,
+    )
+    for factor in STAND_IN_SPEEDS
+}
+candidates = {}
+for speed, chip in speeds.items():
+    course_pipeline = fed_by["fed by the course pipeline"]
+    feeds = {f"{speed}, from memory": in_memory, f"{speed}, course pipeline": course_pipeline}
+    candidates |= chip.candidates(feeds)
+speed_runs = comparison.measure_in_turns(candidates, repeats=NUM_ROUNDS)
+for speed, chip in speeds.items():
+    print("\n".join(chip.describe_idle()))
+    judge(speed_runs[f"{speed}, course pipeline"], speed_runs[f"{speed}, from memory"], **WAITS)
+
+# %% [markdown]
+# The first speed whose verdict says the accelerator waits is where this machine's cores
+# stop keeping up with such a chip.
+#
+# ## Your own device
+#
+# The same question for lab 4's model on your device, fed from memory and by your feed.
+# On a CPU the model is the slower side, and it shares the cores with the feed; a TPU
+# computes on its own chip, and its profiler
+# (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
 # `jax.profiler.trace(log_dir)` on JAX) splits each step into compute and input wait.
 
 # %%
-timed_model = compiled_model(steps_per_execution)  # Trained by the timing; not kept.
+steps_per_execution = strategy.supported_steps_per_execution(choice, STEPS_PER_EXECUTION)
+with choice.scope():
+    timed_model = models.small_convnet(IMAGE_SIZE, len(class_names))  # Trained, not kept.
+    timed_model.compile(
+        optimizer=keras.optimizers.Adam(0.001),
+        loss="categorical_crossentropy",
+        steps_per_execution=steps_per_execution,
+    )
 runs = comparison.measure_in_turns(
     {
-        f"training fed {feed}": step_costs.training_rate(
+        f"training fed {name}": step_costs.training_rate(
             timed_model, dataset, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
         )
-        for feed, dataset in [("from memory", in_memory), ("by the pipeline", uncached)]
+        for name, dataset in [("from memory", in_memory), ("by your feed", feed)]
     },
     repeats=NUM_ROUNDS,
 )
 judge(
-    runs["training fed by the pipeline"],
+    runs["training fed by your feed"],
     runs["training fed from memory"],
-    faster="faster than from memory (noise)",
+    faster="faster than from memory",
     slower="training waits for its input",
 )
-
-# %% [markdown]
-# ## What fills a TPU's matrix unit
-#
-# A TPU core multiplies matrices in its matrix unit (MXU), a grid of multiply-adders: 128
-# x 128 on v5e (Colab's and Kaggle's TPUs), 256 x 256 on v6e. A matrix multiply has rows
-# (what flows through), a depth (what is summed over) and a width (the outputs): a **dense
-# layer**'s rows are the batch, its depth and width its input and output features; a
-# **convolution**'s rows are batch x height x width (one per output pixel), its depth
-# kernel height x width x input channels, its width its filters.
-#
-# So for a convnet a few images already make thousands of rows. Cloud TPU's performance
-# guide gives the rule: XLA lays arrays out in tiles of 8 x 128, so keep the batch per core
-# a multiple of 8 and feature sizes (channels, units) multiples of 128. The weights, depth
-# x width, sit on the MXU, each side padded to a multiple of 128: the share in use is the
-# depth's share times the width's (depth 27, width 32: 5%). So this lesson, like lab 4,
-# takes `BATCH_PER_REPLICA` = 16: a multiple of 8, and many steps on this small dataset.
-# The model's matrix multiplies, per replica:
-
-# %%
-matrix_shapes = step_costs.describe_matrix_shapes(timed_model, batch_per_replica=BATCH_PER_REPLICA)
-print("\n".join(matrix_shapes))
-
-# %% [markdown]
-# This lesson can measure the other reason for large batches: a step's fixed costs (a
-# call from Python, the optimizer's update of every weight), paid once per batch. Below,
-# training images/s at several batches per replica, in turns. It cannot measure the MXU
-# (a TPU's profiler can); on a CPU or GPU, the numbers say nothing about a TPU's shape.
-
-# %%
-batch_runs = comparison.measure_in_turns(
-    step_costs.batch_size_rates(
-        lambda: compiled_model(1),
-        one_batch,
-        batches_per_replica=TIMED_BATCHES_PER_REPLICA,
-        num_replicas=choice.num_replicas,
-        num_timed_steps=NUM_TIMED_STEPS,
-    ),
-    repeats=NUM_ROUNDS,
-)
-smallest, largest = list(batch_runs.values())[0], list(batch_runs.values())[-1]
-judge(largest, smallest, "the larger batch trains faster", "the larger batch trains slower")
-
-# %% [markdown]
-# ## `steps_per_execution`: 1 against more
-#
-# Each call from Python into the compiled step has a fixed cost; `steps_per_execution=N`
-# pays it once per N steps. Timed on a step so small that the fixed cost dominates (a tiny
-# model on 8 numbers, 8 per replica) and on the lesson's model. (On JAX, Keras 3.15 calls
-# one compiled step at a time even with N: expect no gain there.)
-
-# %%
-call_candidates = {}
-for n in sorted({1, steps_per_execution}):  # Only 1 where 1 is all that works.
-    tiny, tiny_batches = step_costs.tiny_model_and_batches(
-        batch_size=8 * choice.num_replicas,
-        num_outputs=5,
-        steps_per_execution=n,
-        scope=choice.scope(),
-    )
-    call_candidates[f"lesson's model, {n} per call"] = step_costs.training_rate(
-        compiled_model(n), in_memory, num_steps=NUM_TIMED_STEPS, batch_size=global_batch_size
-    )
-    call_candidates[f"tiny model, {n} per call"] = step_costs.training_rate(
-        tiny, tiny_batches, num_steps=4 * NUM_TIMED_STEPS, batch_size=8 * choice.num_replicas
-    )
-call_runs = comparison.measure_in_turns(call_candidates, repeats=NUM_ROUNDS)
-for name in ["lesson's model", "tiny model"]:
-    judge(
-        call_runs[f"{name}, {steps_per_execution} per call"],
-        call_runs[f"{name}, 1 per call"],
-        faster="fewer calls pay",
-        slower="fewer calls cost",
-    )
-
-# %% [markdown]
-# Compare the two verdicts above: the smaller the step, the larger the share of it that
-# the fixed cost of a call takes, and the more `steps_per_execution` can save.
-#
-# ## Decode less: crop while decoding
-#
-# A random crop (the usual augmentation of large images) decodes every pixel, then keeps
-# a window and throws the rest away. Two ways decode less:
-#
-# - crop while decoding: `tf.io.extract_jpeg_shape()` reads the size from the JPEG header,
-#   `tf.image.sample_distorted_bounding_box()` picks a random window in it, and
-#   `tf.io.decode_and_crop_jpeg()` decodes only that window;
-# - DCT scaling: `tf.io.decode_jpeg(..., ratio=2)` decodes at half the width and height,
-#   from the JPEG's coarse frequencies.
-#
-# The windows' ranges (printed below) are `tensorflow/tpu`'s ResNet preprocessing's. It
-# once cropped its training images while decoding; since its commit 9a3c65a (2023-11-08)
-# the training crop decodes the whole image (`decode_image()`, then crop), and only its
-# evaluation centre crop still uses `decode_and_crop_jpeg()`. The three ways cut the same
-# windows from the same JPEG bytes, in memory: no reading is timed.
-
-# %%
-serialized_records = tf.data.TFRecordDataset(shard_set.paths).take(NUM_DECODE_IMAGES)
-encoded_images = [records.parse_record(r)["image"].numpy() for r in serialized_records]
-average_kilobytes = sum(map(len, encoded_images)) / len(encoded_images) / 1000
-print(f"{len(encoded_images)} JPEGs in memory, {average_kilobytes:.1f} kB each on average")
-area, aspect = random_crops.AREA_RANGE, random_crops.ASPECT_RATIO_RANGE
-print(
-    f"Random windows: {area[0]:.0%} to {area[1]:.0%} of the image's area, "
-    f"width/height {aspect[0]:.2f} to {aspect[1]:.2f}"
-)
-figure = display.show_image_rows(
-    decode_less.sample_crops(encoded_images[:4], image_size=IMAGE_SIZE),
-    title=f"The same windows, three ways, at {IMAGE_SIZE} px",
-)
-# Does decoding only the crop give the pixels of decoding everything, then cropping?
-differences = decode_less.crop_differences(encoded_images[:50])
-
-# %% [markdown]
-# The pixels that differ, if any, lie on the crop's left and right edges (the line above
-# says how many lie elsewhere): these JPEGs store colour at half the resolution, and its
-# smooth upsampling reads the column beyond the edge, which was not decoded. Decoding at
-# half size enlarges a small window from fewer pixels: softer (the figure's last row). Now
-# the speed, in `NUM_ROUNDS` rounds, the three ways in turns:
-
-# %%
-with machine_load.LoadWatch() as decode_load:
-    decode_runs = decode_less.time_variants(
-        encoded_images, image_size=IMAGE_SIZE, num_images=NUM_DECODE_IMAGES, repeats=NUM_ROUNDS
-    )
-print(decode_load.summary())
-for label, decode_run in decode_runs.items():
-    if label != decode_less.BASELINE:
-        baseline = decode_runs[decode_less.BASELINE]
-        judge(decode_run, baseline, "decoding less pays here", "decoding less costs here")
-
-# %% [markdown]
-# The resize, the window and `tf.data`'s cost per image are alike in all three: only the
-# decoding differs. A ratio near 1 means decoding is a small part of the work at this
-# size; below 1, that way costs more than it saves. (The line on the
-# machine's load says whether other work ran meanwhile.)
-#
-# **When does it matter?** Lab 4 caches its decoded images, and augments after the cache (a
-# crop chosen while decoding would be cached, the same every epoch). Decoding less matters
-# when the decoded images do not fit in memory (ImageNet on a TPU): every epoch decodes
-# every image again. `uncached` above already decodes less: where `IMAGE_SIZE` is half of
-# `TARGET_SIZE`, `decode_jpeg(..., ratio=2)` gives it directly (`pipeline.decode_ratio()`).
 
 # %% [markdown]
 # ## What you measured
@@ -440,6 +298,9 @@ print(
 print("\n".join([*stand_in.describe_idle(), *verdict_lines]))
 
 # %% [markdown]
-# *What changed from the original course:* it never measured whether the input kept up,
-# and it asked for 128 images per core, which is not what fills the MXU of a convolution
-# (details: docs/lessons.md).
+# **Takeaway.** A feed that makes each batch only when the step asks for it adds all of
+# that work to every step, and the accelerator waits. Decoding in parallel and prefetching
+# make the next batches while the step runs, but only as fast as the cores allow: measure
+# the idle time per step against the chip you will feed, as the speeds above did.
+#
+# *What changed from the original course:* it never measured whether the input kept up.

@@ -1,11 +1,14 @@
 """utils/checks/accelerator_waiting.py (lesson 5): right answers pass, mistakes name the TODO."""
 
 import re
+import time
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import checks, comparison
+from utils import checks
+from utils.checks import accelerator_waiting
 
 
 def _pipeline():
@@ -66,100 +69,105 @@ def test_check_in_memory_names_todo_1_and_the_mistake(make, message):
         checks.check_in_memory(make(pipeline), todo=1, pipeline=pipeline)
 
 
-def test_check_verdict_passes_the_course_rule(capsys):
-    checks.check_verdict(comparison.verdict, todo=2)
+def _slow_records():
+    """Endless records that take 2 ms each to decode (a sleep), as lesson 5's `decode_one`."""
+
+    def decode(index):
+        def slowly(value):
+            time.sleep(0.002)
+            return np.full([3], value, np.float32)
+
+        image = tf.numpy_function(slowly, [index], tf.float32, stateful=True)
+        return tf.ensure_shape(image, [3]), tf.one_hot(index % 5, 5)
+
+    return tf.data.Dataset.range(10**6), decode
+
+
+def _naive():
+    records, decode = _slow_records()
+    options = tf.data.Options()
+    options.experimental_optimization.map_and_batch_fusion = False
+    options.experimental_optimization.map_parallelization = False
+    options.experimental_optimization.inject_prefetch = False
+    return records.map(decode).batch(4, drop_remainder=True).with_options(options)
+
+
+def _made_ahead():
+    records, decode = _slow_records()
+    dataset = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.batch(4, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def test_check_feed_keeps_up_passes_a_parallel_prefetched_feed(capsys):
+    accelerator_waiting.check_feed_keeps_up(_made_ahead(), todo=2, naive=_naive())
     assert capsys.readouterr().out == (
-        "TODO 2 passed: 5 pairs of ranges judged: faster, slower, and within the noise (too "
-        "close, or overlapping).\n"
+        "TODO 2 passed: the stand-in, its step as long as the naive feed takes to make a "
+        "batch, waited under 25% of each step for your batches.\n"
     )
 
 
-def _ranges_only(candidate, baseline, *, min_effect, faster, slower):
-    if candidate.minimum > baseline.maximum:
-        return faster
-    return slower if baseline.minimum > candidate.maximum else comparison.WITHIN_NOISE
+def _unbatched():
+    records, decode = _slow_records()
+    return records.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(1)
 
 
-def _medians_only(candidate, baseline, *, min_effect, faster, slower):
-    if candidate.median >= (1 + min_effect) * baseline.median:
-        return faster
-    return slower if baseline.median >= (1 + min_effect) * candidate.median else "the same"
-
-
-def _one_sided(candidate, baseline, *, min_effect, faster, slower):
-    far = candidate.median >= (1 + min_effect) * baseline.median
-    return faster if far and candidate.minimum > baseline.maximum else comparison.WITHIN_NOISE
-
-
-def _medians_only(candidate, baseline, *, min_effect, faster, slower):
-    if candidate.median >= (1 + min_effect) * baseline.median:
-        return faster
-    far = baseline.median >= (1 + min_effect) * candidate.median
-    return slower if far else comparison.WITHIN_NOISE
-
-
-def _touching_counts(candidate, baseline, *, min_effect, faster, slower):
-    if candidate.median >= (1 + min_effect) * baseline.median:
-        return faster if candidate.minimum >= baseline.maximum else comparison.WITHIN_NOISE
-    if baseline.median >= (1 + min_effect) * candidate.median:
-        return slower if baseline.minimum >= candidate.maximum else comparison.WITHIN_NOISE
-    return comparison.WITHIN_NOISE
-
-
-RULE = (
-    "Beyond the noise takes both: medians at least 10% apart and ranges that do not overlap; "
-    "otherwise comparison.WITHIN_NOISE."
-)
+def _not_full():
+    records, decode = _slow_records()
+    return records.map(decode, num_parallel_calls=4).batch(4).prefetch(2)
 
 
 @pytest.mark.parametrize(
-    "answer, message",
+    "make, message",
     [
         (
-            lambda candidate, baseline, **kwargs: ...,
-            "TODO 2 (verdict): not done yet: it returns Ellipsis. Expected `faster`, `slower` or "
-            "comparison.WITHIN_NOISE.",
+            lambda: ...,
+            "TODO 2 (feed): not done yet: feed is still ... (Ellipsis). Expected a "
+            "tf.data.Dataset of the naive feed's batches that keeps the accelerator busy.",
         ),
         (
-            _ranges_only,
-            "TODO 2 (verdict): for a candidate's runs 105 (104-106) against a baseline's 100 "
-            f"(99-101), expected 'within the noise'; found 'faster'. {RULE}",
+            _unbatched,
+            "TODO 2 (feed): expected batches like the naive feed's, (4, 3), (4, 5); found (3,), "
+            "(5,). Batch the decoded images as the naive feed does, every batch full "
+            "(`drop_remainder=True`).",
         ),
         (
-            _medians_only,
-            "TODO 2 (verdict): for a candidate's runs 130 (95-140) against a baseline's 100 "
-            f"(90-105), expected 'within the noise'; found 'faster'. {RULE}",
+            _not_full,
+            "TODO 2 (feed): expected batches like the naive feed's, (4, 3), (4, 5); found "
+            "(None, 3), (None, 5).",
         ),
         (
-            _one_sided,
-            "TODO 2 (verdict): for a candidate's runs 70 (65-75) against a baseline's 100 "
-            f"(95-105), expected 'slower'; found 'within the noise'. {RULE}",
+            lambda: tf.data.Dataset.from_tensors(next(iter(_naive()))).repeat(),
+            "TODO 2 (feed): expected new batches from the shards; found the same batch again "
+            "(an input that costs nothing, as TODO 1's). Build the feed from `serialized` and "
+            "`decode_one()`.",
         ),
         (
-            _touching_counts,
-            "TODO 2 (verdict): for a candidate's runs 130 (120-140) against a baseline's 100 "
-            f"(90-120), expected 'within the noise'; found 'faster'. {RULE}",
-        ),
-        (
-            lambda candidate, baseline, **kwargs: "input-bound",
-            "TODO 2 (verdict): for a candidate's runs 130 (125-135) against a baseline's 100 "
-            f"(95-105), expected 'faster'; found 'input-bound'. {RULE}",
-        ),
-        (
-            lambda ratio, tolerance: ratio.minimum > tolerance,
-            "TODO 2 (verdict): expected a verdict; found an error: ",
+            _naive,
+            "Decode in parallel: `map(decode_one, num_parallel_calls=tf.data.AUTOTUNE)`.",
         ),
     ],
-    ids=[
-        "stub",
-        "ranges only",
-        "medians only",
-        "faster or not (never slower)",
-        "touching ranges counted apart",
-        "fixed words",
-        "wrong signature",
-    ],
+    ids=["stub", "not batched", "no drop_remainder", "one batch repeated", "the naive feed"],
 )
-def test_check_verdict_names_todo_2_and_the_range(answer, message):
+def test_check_feed_keeps_up_names_todo_2_and_the_mistake(make, message):
     with pytest.raises(checks.CheckFailed, match=re.escape(message)):
-        checks.check_verdict(answer, todo=2)
+        accelerator_waiting.check_feed_keeps_up(make(), todo=2, naive=_naive())
+
+
+def test_check_feed_keeps_up_says_how_long_the_stand_in_waited():
+    with pytest.raises(checks.CheckFailed) as failure:
+        accelerator_waiting.check_feed_keeps_up(_naive(), todo=2, naive=_naive())
+    assert re.match(
+        r"TODO 2 \(feed\): expected the stand-in to wait at most 25% of its step \([\d.]+ ms, "
+        r"as long as the naive feed takes to make a batch\) for each batch; it waited [\d.]+ "
+        r"ms for yours, [\d.]+ ms for the naive feed \(medians of 3 rounds\)\.",
+        str(failure.value),
+    )
+
+
+def test_what_is_missing_reads_the_feeds_steps():
+    records, decode = _slow_records()
+    parallel = records.map(decode, num_parallel_calls=2).batch(4, drop_remainder=True)
+    assert accelerator_waiting._what_is_missing(parallel).endswith(
+        "`prefetch(tf.data.AUTOTUNE)` last."
+    )
+    assert accelerator_waiting._what_is_missing(_naive()).startswith("Decode in parallel")

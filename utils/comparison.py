@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import tensorflow as tf
 
 from utils import timing
-from utils.lab import arguments
+from utils.lab import arguments, machine_load
 
 
 def spread(values: Iterable[float], number_format: str = ",.0f", *, note: str = "") -> str:
@@ -38,10 +38,15 @@ class RepeatedResult:
     Attributes:
         label: what was measured.
         values: one value per run, in the order the runs were taken.
+        others_busy_cores: cores that other processes kept busy, on average, while the
+            runs were taken (`machine_load.LoadWatch`); None when not watched.
+        num_cores: the machine's cores, with `others_busy_cores`.
     """
 
     label: str
     values: tuple[float, ...]
+    others_busy_cores: float | None = None
+    num_cores: int | None = None
 
     @property
     def median(self) -> float:
@@ -82,7 +87,9 @@ def measure_in_turns(
 
     Round 1 takes the candidates in the given order, round 2 in reverse, and so on, so
     that a busy moment or a slow drift of a shared machine falls on every side alike.
-    Compare them with `ratio_in_turns`, which divides within each round.
+    Compare them with `ratio_in_turns`, which divides within each round. The cores that
+    other processes kept busy meanwhile go with every result: `verdict` judges nothing
+    where they took a share of the machine.
 
     Args:
         candidates: label -> a `tf.data.Dataset` (timed with `measure_throughput`, its
@@ -91,7 +98,8 @@ def measure_in_turns(
         repeats: rounds (at least 1; 5 or more for a figure that is quoted).
 
     Returns:
-        label -> `RepeatedResult` of images/s, its values in round order.
+        label -> `RepeatedResult` of images/s, its values in round order, with the cores
+        other processes kept busy during the rounds.
 
     Raises:
         ValueError: if `repeats` is not a positive integer, `candidates` is empty, or a
@@ -106,10 +114,14 @@ def measure_in_turns(
         raise ValueError("`candidates` must name at least one pipeline. Received: {}")
     labels = list(candidates)
     values = {label: [] for label in labels}
-    for round_index in range(repeats):
-        for label in labels if round_index % 2 == 0 else labels[::-1]:
-            values[label].append(_images_per_second(candidates[label], label, num_images))
-    results = {label: RepeatedResult(label, tuple(values[label])) for label in labels}
+    with machine_load.LoadWatch() as load:
+        for round_index in range(repeats):
+            for label in labels if round_index % 2 == 0 else labels[::-1]:
+                values[label].append(_images_per_second(candidates[label], label, num_images))
+    results = {
+        label: RepeatedResult(label, tuple(values[label]), load.other_cores, load.num_cores)
+        for label in labels
+    }
     for result in results.values():
         print(result.summary() + " images/s, taken in turns")
     return results
@@ -151,41 +163,80 @@ def ratio_in_turns(
             f"({numerator.label}) and {denominator.num_runs} ({denominator.label})."
         )
     ratios = tuple(a / b for a, b in zip(numerator.values, denominator.values, strict=True))
-    return RepeatedResult(label or f"{numerator.label} / {denominator.label}", ratios)
+    label = label or f"{numerator.label} / {denominator.label}"
+    return RepeatedResult(label, ratios, *_busiest(numerator, denominator))
 
 
-# The course's one rule for "beyond the noise" (`verdict`): the medians differ by at least
-# this share (10%) AND the ranges do not overlap. Either alone is not enough: two steady
-# settings 3% apart can have separate ranges, and medians 30% apart overlapping ones.
-# `verdict` below (lesson 5's TODO 2, written here by the build) applies it to rates, such
-# as images/s (higher is faster): `comparison.verdict(runs["prefetch"], runs["none"])`.
+# The course's one rule (`verdict`): a difference is "beyond the noise" when every round
+# of one side beat every round of the other (the ranges do not overlap) AND the medians
+# differ by at least this share (10%); "small but consistent" when the ranges are apart
+# but the medians closer; "not resolved in N rounds" when the ranges overlap, however far
+# apart the medians. Two settings that do not differ at all get separate ranges by chance
+# with probability 2 (N!)^2 / (2N)! over N rounds each: 10% at 3 rounds, 0.8% at 5.
 MIN_EFFECT = 0.10
-WITHIN_NOISE = "within the noise"
+BEYOND_NOISE = "beyond the noise"
+SMALL_BUT_CONSISTENT = "small but consistent"
 
 
-# Generated from notebooks/05_accelerator_waiting.py (TODO 2) by tools/build_saved.py.
+def _busiest(*results: RepeatedResult) -> tuple[float | None, int | None]:
+    """The most cores other processes kept busy during any of `results`, and the cores."""
+    watched = [r for r in results if r.others_busy_cores is not None]
+    if not watched:
+        return None, None
+    busiest = max(watched, key=lambda result: result.others_busy_cores)
+    return busiest.others_busy_cores, busiest.num_cores
+
+
+def _judge(candidate: RepeatedResult, baseline: RepeatedResult, min_effect: float):
+    """Returns (kind, sign, words): kind "busy", "overlap", "beyond" or "small"; sign +1
+    where the candidate is faster, -1 where slower, 0 when not judged; words for the first
+    two kinds."""
+    busy, num_cores = _busiest(candidate, baseline)
+    if busy is not None and busy > machine_load.NOT_IDLE_SHARE * num_cores:
+        words = f"not judged: other processes kept {busy:.2f} of {num_cores} cores busy"
+        return "busy", 0, f"{words} during these rounds"
+    if not (candidate.minimum > baseline.maximum or baseline.minimum > candidate.maximum):
+        rounds = min(candidate.num_runs, baseline.num_runs)
+        return "overlap", 0, f"not resolved in {rounds} rounds (the ranges overlap)"
+    ratio = candidate.median / baseline.median
+    kind = "beyond" if max(ratio, 1 / ratio) >= 1 + min_effect else "small"
+    return kind, (1 if ratio > 1 else -1), ""
+
+
 def verdict(
-    candidate,
-    baseline,
+    candidate: RepeatedResult,
+    baseline: RepeatedResult,
     *,
-    min_effect=MIN_EFFECT,
-    faster="faster",
-    slower="slower",
-):
-    """`faster`, `slower` or `comparison.WITHIN_NOISE`: the course's one rule."""
-    if (
-        candidate.median >= (1 + min_effect) * baseline.median
-        and candidate.minimum > baseline.maximum
-    ):
-        answer = faster
-    elif (
-        baseline.median >= (1 + min_effect) * candidate.median
-        and baseline.minimum > candidate.maximum
-    ):
-        answer = slower
-    else:
-        answer = WITHIN_NOISE
-    return answer
+    min_effect: float = MIN_EFFECT,
+    faster: str = "faster",
+    slower: str = "slower",
+) -> str:
+    """Judges two rates measured in turns (higher is faster) by the course's one rule.
+
+    Args:
+        candidate: the runs of the setting judged.
+        baseline: the runs it is compared with, taken in the same rounds.
+        min_effect: the smallest difference between medians that is an effect (10%).
+        faster: the words for "the candidate is faster".
+        slower: the words for "the candidate is slower".
+
+    Returns:
+        `beyond the noise: <faster or slower>` (ranges apart, medians at least
+        `min_effect` apart); `small but consistent (under 10%): <faster or slower>`
+        (ranges apart, medians closer); `not resolved in N rounds (the ranges overlap)`;
+        or, where other processes kept more than a tenth of the cores busy during the
+        rounds (`machine_load.NOT_IDLE_SHARE`), `not judged: ...` with their share.
+
+    Example:
+        print(comparison.verdict(runs["prefetch"], runs["none"], faster="prefetch pays"))
+    """
+    kind, sign, words = _judge(candidate, baseline, min_effect)
+    if not sign:
+        return words
+    direction = faster if sign > 0 else slower
+    if kind == "beyond":
+        return f"{BEYOND_NOISE}: {direction}"
+    return f"{SMALL_BUT_CONSISTENT} (under {min_effect:.0%}): {direction}"
 
 
 def describe_difference(
@@ -197,11 +248,8 @@ def describe_difference(
 ) -> str:
     """Compares the fastest and slowest of several settings measured in turns, in one line.
 
-    The verdict is `verdict`'s: "beyond the noise" only when their medians differ by at
-    least `MIN_EFFECT` and their ranges (min-max over the rounds) do not overlap; else
-    "within the noise", with the reason. Two settings that do not differ at all get
-    separate ranges by chance with probability 2 (N!)^2 / (2N)! over N rounds each: 10%
-    at 3 rounds, 0.8% at 5.
+    The verdict is `verdict`'s rule: beyond the noise, small but consistent, not resolved
+    in N rounds, or not judged where other processes took a share of the cores.
 
     Args:
         results: label -> `RepeatedResult` (or a list of them), from `measure_in_turns`.
@@ -210,8 +258,10 @@ def describe_difference(
         number_format: a format spec for the values.
 
     Returns:
-        `name: <fastest> <ratio>x <slowest> (medians ...; ranges ...): beyond the noise.`,
-        or `... differ by <ratio>x (...): <reasons>, within the noise.`
+        `name: <fastest> is <ratio>x <slowest> (medians ...; ranges ...): beyond the
+        noise.` (or `small but consistent ...`), or `name: <fastest> and <slowest> differ
+        by <ratio>x (...): not resolved in N rounds (the ranges overlap).` (or `not
+        judged: ...`).
 
     Raises:
         ValueError: if fewer than two results are given.
@@ -232,20 +282,15 @@ def describe_difference(
         f"medians {fastest.median:{number_format}} and {slowest.median:{number_format}} {unit}; "
         f"ranges {span(fastest)} and {span(slowest)} over {fastest.num_runs} rounds in turns"
     )
-    if verdict(fastest, slowest) != WITHIN_NOISE:
-        return (
-            f"{name}: {fastest.label} is {ratio:.2f}x {slowest.label} ({numbers}): "
-            "beyond the noise."
-        )
-    reasons = []
-    if fastest.median < (1 + MIN_EFFECT) * slowest.median:
-        reasons.append(f"the medians are less than {MIN_EFFECT:.0%} apart")
-    if fastest.minimum <= slowest.maximum:
-        reasons.append("the ranges overlap")
-    return (
-        f"{name}: {fastest.label} and {slowest.label} differ by {ratio:.2f}x ({numbers}): "
-        f"{' and '.join(reasons)}, {WITHIN_NOISE}."
-    )
+    kind, sign, words = _judge(fastest, slowest, MIN_EFFECT)
+    if not sign:
+        pair = f"{fastest.label} and {slowest.label}"
+        return f"{name}: {pair} differ by {ratio:.2f}x ({numbers}): {words}."
+    said = BEYOND_NOISE
+    if kind == "small":
+        said = f"{SMALL_BUT_CONSISTENT} (every round of one beat every round of the other, "
+        said += f"by less than {MIN_EFFECT:.0%})"
+    return f"{name}: {fastest.label} is {ratio:.2f}x {slowest.label} ({numbers}): {said}."
 
 
 def describe_share_of_ceiling(share: RepeatedResult, *, name: str = "The pipeline") -> str:

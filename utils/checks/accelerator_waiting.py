@@ -1,31 +1,25 @@
-"""Checks for lesson 5: the input that costs nothing, and a verdict read from two ranges.
+"""Checks for lesson 5: the input that costs nothing, and a feed that keeps a step busy.
 
-The in-memory input is read for a few batches and compared with the pipeline it stands in
-for; the verdict is tried on pairs of ranges, among them one that the ranges alone and one
-that the medians alone would judge wrongly.
+The in-memory input is read for a few batches and compared with the feed it stands in
+for. The learner's feed is timed feeding the stand-in accelerator, in turns with the naive
+feed, on a step as long as the naive feed takes to make a batch: whatever the machine's
+speed, a feed that makes its batches while the step runs keeps the stand-in busy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import io
 
 import numpy as np
 import tensorflow as tf
 
-from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_dataset
-from utils.comparison import WITHIN_NOISE, RepeatedResult, spread
+from utils import comparison
+from utils.checks._base import CHECK_ERRORS, dataset_ops, fail, first_line, passed, require_dataset
+from utils.lessons.accelerator_waiting.accelerator_wait import SimulatedAccelerator
 
-# Runs of a candidate and a baseline (images/s, one per round) and the verdict each pair
-# must get with a `min_effect` of 10%. The third pair is 5% apart with separate ranges: a
-# verdict from the ranges alone fails it. The fourth is 30% apart with overlapping ranges:
-# a verdict from the medians alone fails it. The last one's ranges touch.
-VERDICT_CASES = (
-    ((125, 130, 135, 128, 132), (95, 100, 105, 98, 102), "faster"),
-    ((65, 70, 75, 68, 72), (95, 100, 105, 98, 102), "slower"),
-    ((104, 105, 106, 105, 104), (99, 100, 101, 100, 99), WITHIN_NOISE),
-    ((95, 130, 140, 131, 129), (90, 100, 105, 99, 101), WITHIN_NOISE),
-    ((120, 130, 140), (90, 100, 120), WITHIN_NOISE),
-)
+# The feed passes when the stand-in waits at most this share of its step for a batch.
+MAX_IDLE_SHARE = 0.25
 
 
 def check_in_memory(
@@ -88,52 +82,106 @@ def check_in_memory(
     passed(todo, f"one batch of {shapes}, repeated without end.")
 
 
-def check_verdict(verdict: Callable, *, todo: int, min_effect: float = 0.1) -> None:
-    """Checks `verdict(candidate, baseline, min_effect=, faster=, slower=)` on pairs of ranges.
+def _same_batches(wanted, found) -> bool:
+    """Whether two element specs are alike: structure, dtypes and fully equal shapes."""
+    try:
+        tf.nest.assert_same_structure(wanted, found)
+    except (TypeError, ValueError):
+        return False
+    pairs = zip(tf.nest.flatten(wanted), tf.nest.flatten(found), strict=True)
+    return all(w.dtype == f.dtype and w.shape == f.shape for w, f in pairs)
+
+
+def _what_is_missing(feed: tf.data.Dataset) -> str:
+    """A hint from the feed's graph: the step a feed that keeps up usually has and it lacks."""
+    ops = dataset_ops(feed) or []
+    parallel = any(op.startswith(("ParallelMap", "MapAndBatch")) for op in ops)
+    if not parallel:
+        return "Decode in parallel: `map(decode_one, num_parallel_calls=tf.data.AUTOTUNE)`."
+    if not ops or not ops[-1].startswith("Prefetch"):
+        return "Make the next batches while the step runs: `prefetch(tf.data.AUTOTUNE)` last."
+    return "Decode in parallel before the batch, and prefetch last."
+
+
+def check_feed_keeps_up(
+    feed: tf.data.Dataset,
+    *,
+    todo: int,
+    naive: tf.data.Dataset,
+    num_rounds: int = 3,
+) -> None:
+    """Checks that `feed` keeps the stand-in accelerator busy where the naive feed does not.
+
+    First the naive feed's time to make one batch is measured (a stand-in whose step takes
+    no time waits that long). Then a stand-in whose step lasts that long is fed by the naive
+    feed and by `feed`, in turns: `feed` passes when it kept the stand-in waiting at most
+    `MAX_IDLE_SHARE` of a step (median over the rounds).
 
     Args:
-        verdict: the learner's function.
+        feed: the learner's dataset.
         todo: the TODO's number, named in every message.
-        min_effect: the smallest difference between medians that counts (the cases are
-            made for 0.1).
+        naive: the naive feed, whose batches `feed`'s must match.
+        num_rounds: rounds of both feeds, taken in turns.
 
     Raises:
-        CheckFailed: naming the TODO and the runs, when the verdict is not `faster` (or
-            `slower`) for a pair at least `min_effect` apart with separate ranges, and
-            `WITHIN_NOISE` for any other.
+        CheckFailed: naming the TODO, when `feed` is not a dataset, its batches differ in
+            shape or dtype from the naive feed's, it gives one batch over and over, it
+            ends or raises, or the stand-in waits longer than that for it.
 
     Example:
-        checks.check_verdict(verdict, todo=2, min_effect=comparison.MIN_EFFECT)
+        checks.check_feed_keeps_up(feed, todo=2, naive=naive_feed)
     """
     __tracebackhide__ = True
-    name = "verdict"
-    for candidate_runs, baseline_runs, wanted in VERDICT_CASES:
-        candidate = RepeatedResult("candidate", tuple(map(float, candidate_runs)))
-        baseline = RepeatedResult("baseline", tuple(map(float, baseline_runs)))
-        try:
-            found = verdict(
-                candidate, baseline, min_effect=min_effect, faster="faster", slower="slower"
+    name = "feed"
+    expected = "a tf.data.Dataset of the naive feed's batches that keeps the accelerator busy"
+    require_dataset(feed, todo, name, expected)
+    if not _same_batches(naive.element_spec, feed.element_spec):
+        shapes = lambda spec: ", ".join(str(tuple(s.shape)) for s in tf.nest.flatten(spec))  # noqa: E731
+        fail(
+            todo,
+            name,
+            f"expected batches like the naive feed's, {shapes(naive.element_spec)}; found "
+            f"{shapes(feed.element_spec)}. Batch the decoded images as the naive feed does, "
+            "every batch full (`drop_remainder=True`).",
+        )
+    try:
+        batches = list(feed.take(2).as_numpy_iterator())
+    except CHECK_ERRORS as error:
+        fail(todo, name, f"expected {expected}; reading it raised: {first_line(error)}")
+    if len(batches) < 2 or all(
+        np.array_equal(a, b) for a, b in zip(batches[0], batches[1], strict=True)
+    ):
+        fail(
+            todo,
+            name,
+            "expected new batches from the shards; found the same batch again (an input "
+            "that costs nothing, as TODO 1's). Build the feed from `serialized` and "
+            "`decode_one()`.",
+        )
+    try:
+        steps = dict(batch_size=1, num_steps=8, num_warmup_steps=4)
+        at_once = SimulatedAccelerator(images_per_second=1e9, **steps)  # A step of 1 ns.
+        making_seconds = at_once.run(naive, label="naive").idle_ms_per_step / 1000
+        timed = SimulatedAccelerator(images_per_second=1 / max(making_seconds, 1e-4), **steps)
+        with contextlib.redirect_stdout(io.StringIO()):
+            comparison.measure_in_turns(
+                timed.candidates({"naive": naive, "feed": feed}), repeats=num_rounds
             )
-        except CHECK_ERRORS as error:
-            fail(todo, name, f"expected a verdict; found an error: {first_line(error)}")
-        if found is Ellipsis or found is None:
-            fail(
-                todo,
-                name,
-                f"not done yet: it returns {found!r}. Expected `faster`, `slower` or "
-                "comparison.WITHIN_NOISE.",
-            )
-        if found != wanted:
-            fail(
-                todo,
-                name,
-                f"for a candidate's runs {spread(candidate.values)} against a baseline's "
-                f"{spread(baseline.values)}, expected {wanted!r}; found {found!r}. Beyond the "
-                f"noise takes both: medians at least {min_effect:.0%} apart and ranges that do "
-                "not overlap; otherwise comparison.WITHIN_NOISE.",
-            )
+    except (*CHECK_ERRORS, StopIteration) as error:
+        fail(todo, name, f"expected {expected}; reading it raised: {first_line(error)}")
+    idle = {label: runs.median for label, runs in timed.idle_runs().items()}
+    step_ms = 1000 * timed.step_seconds
+    if idle["feed"] > MAX_IDLE_SHARE * step_ms:
+        fail(
+            todo,
+            name,
+            f"expected the stand-in to wait at most {MAX_IDLE_SHARE:.0%} of its step "
+            f"({step_ms:.1f} ms, as long as the naive feed takes to make a batch) for each "
+            f"batch; it waited {idle['feed']:.1f} ms for yours, {idle['naive']:.1f} ms for "
+            f"the naive feed (medians of {num_rounds} rounds). {_what_is_missing(feed)}",
+        )
     passed(
         todo,
-        f"{len(VERDICT_CASES)} pairs of ranges judged: faster, slower, and within the noise "
-        "(too close, or overlapping).",
+        "the stand-in, its step as long as the naive feed takes to make a batch, waited "
+        f"under {MAX_IDLE_SHARE:.0%} of each step for your batches.",
     )

@@ -1,9 +1,9 @@
-"""A stand-in accelerator whose steps are sleeps, and the pipelines that keep it waiting.
+"""A stand-in accelerator whose steps are sleeps, and how long it waits for its batches.
 
-Lesson 5's first question: does the pipeline keep up with the training step? The stand-in
-(`SimulatedAccelerator`) records, per step, how long it waited for its batch; a naive
-pipeline and the course's are timed feeding it (`comparison.measure_in_turns`), and
-`plot_step_timelines` draws the waits.
+Lesson 5's question: does the feed keep up with the training step? The stand-in
+(`SimulatedAccelerator`) records, per step, how long it waited for its batch; the lesson's
+feeds are timed feeding it (`comparison.measure_in_turns`), and `plot_step_timelines`
+draws the waits.
 """
 
 from __future__ import annotations
@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import comparison, records
+from utils import comparison
 from utils.lab import arguments
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-    from utils.lab.storage import SimulatedStorage
 
 # The stand-in accelerator's rate: what one TPU v5e chip would take training ResNet-50 on
 # this course's 192 px images. We found no per-chip v5e images/s for ResNet-50 training
@@ -44,72 +42,32 @@ STAND_IN_IMAGES_PER_SECOND = (
 
 
 def describe_stand_in(images_per_second: float, *, batch_size: int) -> str:
-    """Says what the stand-in accelerator takes per step, and where its default rate comes from.
+    """Says what the stand-in accelerator takes per step, where its default rate comes from,
+    and what that estimate assumes.
 
     Args:
         images_per_second: the stand-in's rate (the lesson's `STAND_IN_IMAGES_PER_SECOND`).
         batch_size: images per step.
 
     Returns:
-        One line: the step time, and `STAND_IN_IMAGES_PER_SECOND`'s derivation.
+        Three lines: the step time; `STAND_IN_IMAGES_PER_SECOND`'s derivation; its
+        assumptions.
 
     Example:
-        print(accelerator_wait.describe_stand_in(2120, batch_size=32))
+        print(accelerator_wait.describe_stand_in(2120, batch_size=16))
     """
     step_ms = 1000 * batch_size / images_per_second
-    return (
+    return "\n".join([
         f"SIMULATED accelerator: {images_per_second:,.0f} images/s, a step of {batch_size} "
-        f"images takes {step_ms:.1f} ms (a sleep). A TPU v5e chip training ResNet-50 on 192 "
-        f"px images, estimated: {A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 "
-        f"(NVIDIA, 224 px) x {V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 TFLOPs "
-        f"x (224/192)^2 pixels = {STAND_IN_IMAGES_PER_SECOND:,.0f}."
-    )
-
-
-def naive_pipeline(
-    filenames: Sequence[str],
-    *,
-    target_size: int,
-    num_classes: int,
-    batch_size: int,
-    storage: SimulatedStorage | None = None,
-) -> tf.data.Dataset:
-    """Endless batches made the slow way: the pipeline lessons 1 to 3 improve on.
-
-    One shard read at a time (each pays its first-byte wait in turn), each record parsed
-    and its whole JPEG decoded on its own, one after another, and nothing made ahead of
-    the consumer: no parallel map, no prefetch (tf.data's own injected prefetch is off).
-
-    Args:
-        filenames: shard paths, read over and over in this order.
-        target_size: side of the stored images (decoded at that size).
-        num_classes: length of the one-hot label.
-        batch_size: images per batch.
-        storage: a `storage.SimulatedStorage` to read through; None reads directly.
-
-    Returns:
-        A dataset of (uint8 images (batch, size, size, 3), one-hot labels) batches.
-
-    Example:
-        naive = accelerator_wait.naive_pipeline(shards, target_size=192, num_classes=5,
-                                                batch_size=32, storage=simulated_storage)
-    """
-    arguments.check_integer("batch_size", batch_size, 1)
-    names = tf.data.Dataset.from_tensor_slices([str(path) for path in filenames]).repeat()
-    serialized = storage.tfrecord_dataset(names) if storage else tf.data.TFRecordDataset(names)
-
-    def decode_one(record):
-        parsed = records.parse_record(record)
-        image = tf.io.decode_jpeg(parsed["image"], channels=3)
-        image = tf.reshape(image, [target_size, target_size, 3])
-        return image, tf.reshape(parsed["one_hot_class"], [num_classes])
-
-    # A map without num_parallel_calls, on purpose: this is the pipeline to improve.
-    batches = serialized.map(decode_one).batch(batch_size, drop_remainder=True)
-    options = tf.data.Options()
-    options.experimental_optimization.inject_prefetch = False
-    options.experimental_optimization.map_parallelization = False
-    return batches.with_options(options)
+        f"images takes {step_ms:.1f} ms (a sleep).",
+        f"Its default rate: a TPU v5e chip training ResNet-50 on 192 px images, estimated: "
+        f"{A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 (NVIDIA, PyTorch, mixed "
+        f"precision, 224 px) x {V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 "
+        f"TFLOPs x (224/192)^2 pixels = {STAND_IN_IMAGES_PER_SECOND:,.0f}.",
+        "Assumed: both chips reach the same share of their peak on ResNet-50; a step costs "
+        "in proportion to the pixels; the step takes no CPU from the feed (a TPU computes "
+        "on its own chip; here, a sleep).",
+    ])  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +133,7 @@ class SimulatedAccelerator:
         arguments.check_integer("batch_size", batch_size, 1)
         arguments.check_integer("num_steps", num_steps, 1)
         arguments.check_integer("num_warmup_steps", num_warmup_steps, 0)
+        self.images_per_second = images_per_second
         self.step_seconds = batch_size / images_per_second
         self.batch_size = batch_size
         self.num_steps = num_steps
@@ -254,12 +213,11 @@ class SimulatedAccelerator:
         ]
 
 
-def plot_step_timelines(timelines: Sequence[StepTimeline], *, num_steps: int = 12) -> Figure:
-    """Draws each timeline's first steps: the step (green) and the wait before it (red).
+def plot_step_timelines(timelines: Sequence[StepTimeline]) -> Figure:
+    """Draws each timeline's whole run: the steps (green) and the waits before them (red).
 
     Args:
         timelines: `StepTimeline`s, one row each, on one time axis.
-        num_steps: steps drawn per row.
 
     Returns:
         The matplotlib Figure.
@@ -271,8 +229,7 @@ def plot_step_timelines(timelines: Sequence[StepTimeline], *, num_steps: int = 1
 
     figure, axis = plt.subplots(figsize=(10, 0.9 + 0.6 * len(timelines)))
     for row, timeline in enumerate(timelines):
-        shown = zip(timeline.waits[:num_steps], timeline.steps[:num_steps], strict=True)
-        for (asked, got), (start, end) in shown:
+        for (asked, got), (start, end) in zip(timeline.waits, timeline.steps, strict=True):
             for begin, finish, color in ((asked, got, "tab:red"), (start, end, "tab:green")):
                 bar = (1000 * begin, 1000 * (finish - begin))
                 axis.broken_barh([bar], (row - 0.3, 0.6), color=color)
