@@ -39,7 +39,13 @@ import hashlib
 import json
 import lzma
 import re
+import sys
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as a package (requirements-dev.txt).
+    import tomli as tomllib
 
 from tools import lesson_modules
 from tools.setup_cell_template import TEMPLATE
@@ -78,10 +84,15 @@ COURSE_MODULES = {
 }
 
 
+def read_pyproject(root: Path = REPO_ROOT) -> dict:
+    """Returns `root`'s pyproject.toml, parsed; {} where there is none."""
+    path = root / "pyproject.toml"
+    return tomllib.loads(path.read_text()) if path.is_file() else {}
+
+
 def course_version(root: Path = REPO_ROOT) -> str:
     """Returns the course's version, from pyproject.toml (the tag is `v<version>`)."""
-    text = (root / "pyproject.toml").read_text()
-    return re.search(r'^version = "([^"]+)"', text, re.MULTILINE).group(1)
+    return read_pyproject(root)["project"]["version"]
 
 
 def repository(root: Path = REPO_ROOT) -> str | None:
@@ -93,11 +104,8 @@ def repository(root: Path = REPO_ROOT) -> str | None:
     Raises:
         ValueError: if it is set to the placeholder address or is not "owner/name".
     """
-    pyproject = root / "pyproject.toml"
-    text = pyproject.read_text() if pyproject.is_file() else ""
-    table = re.search(r"^\[tool\.tpu-speed-pipelines\]\n((?:(?!\[).*\n?)*)", text, re.MULTILINE)
-    found = re.search(r'^repository = "([^"]*)"', table.group(1), re.MULTILINE) if table else None
-    name = found.group(1).strip() if found else ""
+    settings = read_pyproject(root).get("tool", {}).get("tpu-speed-pipelines", {})
+    name = settings.get("repository", "").strip()
     if not name:
         return None
     if name.lower() == PLACEHOLDER_REPOSITORY or not re.fullmatch(r"[\w.-]+/[\w.-]+", name):
