@@ -23,9 +23,9 @@ from tests.conftest import REPO_ROOT
 from tests.test_grade import KERNEL_FORGER, needs_bwrap
 from tools import build_notebooks as build
 from tools import grade
-from tools.grading import judge_plan, remote, remote_keras, remote_objects, sealed, wire
+from tools.grading import judge, judge_plan, remote, remote_keras, remote_objects, sealed, wire
 from tools.grading.graphs import NotSealable
-from tools.grading.model import marks
+from tools.grading.model import KEY, marks
 from tools.lesson_parameters import missing_modules
 from utils import models
 
@@ -139,6 +139,55 @@ def test_the_kernel_runs_a_check_cells_other_lines():
         3: "# NBVAL_CHECK_OUTPUT\ntrain_dataset = make_training_dataset(train_paths)",
         4: "# NBVAL_CHECK_OUTPUT\nmodel = build_model(choice)",
     }
+
+
+def test_the_judge_runs_a_check_cells_other_lines_after_its_check():
+    lab, _ = _variants(LAB4)
+    steps = [(s["kind"], s.get("todo"), s["source"].splitlines()[-1] if s.get("source") else "")
+             for s in judge_plan.plan(lab, "")]  # fmt: skip
+    after = steps[steps.index(("check", 1, ")")) + 1]
+    assert after == ("code", None, "global_batch_size, learning_rate = "
+                     "scale_for_replicas(choice.num_replicas)")  # fmt: skip
+    # No check reads what checks 3 and 4 bind after them: the judge runs neither.
+    assert not [s for s in steps if "make_training_dataset(train_paths)" in s[2]]
+    assert not [s for s in steps if "model = build_model(choice)" in s[2]]
+
+
+def _cell(source, **course_marks):
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata[KEY] = course_marks
+    return cell
+
+
+def test_a_wrong_todo_1_costs_todo_1_only():
+    """Lab 4's shape: check 1's other line binds what TODO 3 takes; TODO 1 is wrong at 2
+    replicas. The judge's namespace takes the kernel's values and TODO 3 passes."""
+    lab = nbformat.v4.new_notebook(cells=[
+        _cell("import types\nfrom utils import checks\nmine = types.SimpleNamespace(check_total="
+              "lambda todo, total: print(f'TODO {todo} passed: a total of {total}'))"),
+        _cell("def scale(n):\n    ...", todo=1),
+        _cell("checks.check_scaling(scale, todo=1, batch_per_replica=16, base_learning_rate=0.1,"
+              " max_learning_rate=0.2)\nbatch, rate = scale(1)", check=1),
+        _cell("total = batch * 2"),
+        _cell("def double(x):\n    ...", todo=3),
+        _cell("mine.check_total(3, total)", check=3),
+    ])  # fmt: skip
+    folder = Path(tempfile.mkdtemp(prefix="k"))  # A socket's path is short: not tmp_path.
+    namespace = {}
+    exec(sealed.start_code(folder / sealed.SOCKET_NAME, 60.0), namespace)
+    namespace["_grader_kept"].update({"1:scale": lambda n: (16, 0.1), "1:": True, "3:": True})
+    verdicts = []
+    job = {"socket": str(folder / sealed.SOCKET_NAME), "seconds": 60.0,
+           "plan": judge_plan.plan(lab, "")}  # fmt: skip
+    try:
+        judge.judge(job, lambda *verdict: verdicts.append(verdict))
+    finally:
+        shutil.rmtree(folder)
+    assert verdicts == [
+        (1, False, "TODO 1 (scale_for_replicas): at 2 replica(s), expected a global batch of "
+         "16 per replica x 2 = 32; found 16."),
+        (3, True, "TODO 3 passed: a total of 32"),
+    ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,9 @@
 Takes the lab (never the submission) and the grader's parameters; gives a list of steps:
 `code` (a lab cell that a later check needs, found from the names it binds and the
 names the checks read), `fetch` (the names a TODO binds that a later step reads) and
-`check` (a lab check cell). Speed tests and plots that no check reads are left out.
+`check` (a lab check cell's check calls; its other lines are a `code` step after it, run
+whether the check passed or not, as the kernel runs them). Speed tests and plots that no
+check reads are left out.
 """
 
 from __future__ import annotations
@@ -28,24 +30,34 @@ def bound_names(source: str) -> list[str]:
     return names
 
 
-def kernel_source(cell, cell_marks: dict) -> str:
-    """What the learner's kernel runs of a cell ("" for nothing): a check cell without its
-    check calls (the judge makes them), so that what the lab binds there after its check
-    (lab 4's `global_batch_size, learning_rate = scale_for_replicas(...)`) is there for the
-    cells below; nothing of a text cell or a hand-in cell (its checks again)."""
-    if cell.cell_type != "code" or "hand_in" in cell.metadata.get("tags", []):
-        return ""
-    if "check" not in cell_marks:
-        return cell.source
-    body = parse(without_magics(cell.source)).body
+def split_check_cell(source: str) -> tuple[str, str]:
+    """(its check calls, its other lines) of a check cell's source; "" for none. The other
+    lines bind what the lab takes from the TODO for the cells below (lab 4's
+    `global_batch_size, learning_rate = scale_for_replicas(...)`)."""
+    body = parse(without_magics(source)).body
     checks = [node for node in body if isinstance(node, ast.Expr)
               and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
               and node.value.func.attr.startswith("check_")]  # fmt: skip
     if len(checks) == len(body):
+        return source, ""
+    taken = {line for node in checks for line in range(node.lineno, node.end_lineno + 1)}
+    lines = list(enumerate(source.splitlines(), 1))
+    return (
+        "\n".join(line for number, line in lines if number in taken),
+        "\n".join(line for number, line in lines if number not in taken),
+    )
+
+
+def kernel_source(cell, cell_marks: dict) -> str:
+    """What the learner's kernel runs of a cell ("" for nothing): a check cell without its
+    check calls (the judge makes them), so that what the lab binds there after its check
+    is there for the cells below; nothing of a text cell or a hand-in cell (its checks
+    again)."""
+    if cell.cell_type != "code" or "hand_in" in cell.metadata.get("tags", []):
         return ""
-    dropped = {line for node in checks for line in range(node.lineno, node.end_lineno + 1)}
-    lines = cell.source.splitlines()
-    return "\n".join(line for number, line in enumerate(lines, 1) if number not in dropped)
+    if "check" not in cell_marks:
+        return cell.source
+    return split_check_cell(cell.source)[1]
 
 
 def _loads(source: str) -> set[str]:
@@ -91,7 +103,12 @@ def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
             todo = cell_marks["todo"]
             steps.append({"kind": "fetch", "todo": todo, "names": bound_names(cell.source)})
         elif "check" in cell_marks:
-            steps.append({"kind": "check", "todo": cell_marks["check"], "source": cell.source})
+            # Its other lines run whatever the check says, as in the kernel: after a failed
+            # TODO 1 the later checks take the values the kernel took, not unbound names.
+            checks, others = split_check_cell(cell.source)
+            steps.append({"kind": "check", "todo": cell_marks["check"], "source": checks})
+            if others:
+                steps.append({"kind": "code", "source": others, "needed": False})
         else:
             defines = _defines_functions(cell.source)
             steps.append({"kind": "code", "source": cell.source, "needed": defines})
