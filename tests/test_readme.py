@@ -3,6 +3,7 @@
 import re
 
 from tests.conftest import DOCUMENTS, REPO_ROOT
+from tools import readme_numbers
 
 
 def _maintainers_layout():
@@ -32,10 +33,48 @@ def test_the_module_map_names_every_module_and_only_modules_that_exist():
 
 def test_the_readme_is_short_and_points_at_each_document():
     readme = (REPO_ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) <= 250
+    assert len(readme.splitlines()) <= 100
     for document in DOCUMENTS[1:] + ["LICENSE"]:
         assert f"]({document})" in readme, document
     assert "Apache License" in (REPO_ROOT / "LICENSE").read_text()
+
+
+def test_the_readme_gives_both_commands_in_its_first_20_lines():
+    first = (REPO_ROOT / "README.md").read_text().splitlines()[:20]
+    assert first.count("```bash") == 2
+    assert [line for line in first if line.startswith("python3 -m venv .venv")] == [
+        "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt "
+        "&& .venv/bin/python -m tools.run_course",
+        "python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt "
+        "&& .venv/bin/python -m pytest",
+    ]
+
+
+def test_the_readme_writes_every_command_as_it_is_run():
+    readme = (REPO_ROOT / "README.md").read_text()
+    bare = re.findall(r"(?<!\.venv/bin/)(?<![\w/])(?:python3?|pip) -m? ?[\w.-]+", readme)
+    assert bare == ["python3 -m venv", "python3 -m venv"]
+
+
+# Numbers in the README that no command measures: Python versions, a port, the licence, and
+# the measuring machine's cores.
+NAMED_NUMBERS = {"2", "2.0", "3.10", "3.11", "3.13", "8889"}
+
+
+def test_every_number_in_the_readme_is_written_by_readme_numbers():
+    text = (REPO_ROOT / "README.md").read_text()
+    for block in (readme_numbers.LABS, readme_numbers.TIMES, readme_numbers.BLOCK):
+        text = block.sub("", text)
+    text = readme_numbers.FACT.sub("", text)
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # Link targets: file names.
+    assert set(re.findall(r"\d[\d.,-]*\d|\d", text)) <= NAMED_NUMBERS
+
+
+def test_the_readme_has_no_maintainers_talk():
+    readme = (REPO_ROOT / "README.md").read_text()
+    for words in (r"\bbudget\b", r"\bissue\b", r"#\d+", r"\bpins?\b", r"\breplica\b"):
+        assert re.findall(words, readme, re.IGNORECASE) == [], words
 
 
 def test_every_relative_link_in_the_documents_resolves():
@@ -80,10 +119,10 @@ SETUP_PLACE = (
 )
 
 
-def test_the_readme_says_where_the_set_up_cell_is_and_the_labs_agree():
+def test_the_platforms_page_says_where_the_set_up_cell_is_and_the_labs_agree():
     import nbformat
 
-    assert SETUP_PLACE in (REPO_ROOT / "README.md").read_text()
+    assert SETUP_PLACE in (REPO_ROOT / "docs" / "platforms.md").read_text()
     places = {}
     for path in sorted((REPO_ROOT / "labs").glob("[0-9][0-9]_*.ipynb")):
         cells = nbformat.read(path, as_version=4).cells
@@ -94,5 +133,5 @@ def test_the_readme_says_where_the_set_up_cell_is_and_the_labs_agree():
         sets_backend = re.search(r"^BACKEND = ", code[parameters].source, re.M) is not None
         places[path.stem] = (setup, parameters) if sets_backend else (setup,)
         assert places[path.stem] == ((1, 0) if sets_backend else (0,)), path.name
-    assert places["04_train_keras"] == (1, 0)  # The README's example.
+    assert places["04_train_keras"] == (1, 0)  # The page's example.
     assert len(places) >= 6

@@ -162,6 +162,84 @@ def test_times_block_needs_every_solution_s_time(tmp_path, capsys):
     )
 
 
-def test_this_readme_has_a_times_block():
+def test_this_readme_has_the_labs_table_and_its_facts():
     readme = (REPO_ROOT / "README.md").read_text()
-    assert readme_numbers.TIMES.search(readme) is not None
+    assert readme_numbers.LABS.search(readme) is not None
+    facts = [match["name"] for match in readme_numbers.FACT.finditer(readme)]
+    assert facts == ["lesson_minutes", "test_count", "test_minutes", "venv_gb"]
+
+
+def _lab(root, stem, title, *, prose="Read this.", todo=None):
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["tpu_speed_pipelines"] = {"source": f"notebooks/{stem}.py"}
+    code = nbformat.v4.new_code_cell("x = ...\ny = 2")
+    if todo:
+        code.metadata["tpu_speed_pipelines"] = {"todo": todo}
+    notebook.cells = [nbformat.v4.new_markdown_cell(f"# {title}\n\n{prose}"), code]
+    (root / "labs").mkdir(exist_ok=True)
+    nbformat.write(notebook, root / "labs" / f"{stem}.ipynb")
+
+
+def test_labs_table_gives_each_lab_s_minutes_to_read_and_do_and_to_run(tmp_path, capsys):
+    _solution(tmp_path, stem="01_lab", seconds=90)
+    _solution(tmp_path, stem="06_extra", seconds=30)
+    _lab(tmp_path, "01_lab", "Lab 1 · Read | write", prose="word " * 300, todo=1)
+    _lab(tmp_path, "06_extra", "Lesson 6 (optional) · More")
+    (tmp_path / "README.md").write_text(
+        "<!-- labs:begin -->\nold\n<!-- labs:end -->\nTook <!-- fact:lesson_minutes -->9"
+        "<!-- /fact --> min.\n<!-- numbers:01_lab:begin -->\n<!-- numbers:01_lab:end -->\n"
+        "<!-- numbers:06_extra:begin -->\n<!-- numbers:06_extra:end -->\n"
+    )
+    assert readme_numbers.main([], root=tmp_path) == 0
+    text = (tmp_path / "README.md").read_text()
+    # Lab 1: 300 words / 150 + 2 code lines / 10 + 1 output word / 200 + 6 + 1.5 = 9.7 min.
+    assert text.startswith(
+        "<!-- labs:begin -->\n"
+        "| lab | minutes to read and do | minutes to run |\n"
+        "| --- | ---: | ---: |\n"
+        "| [Lab 1 · Read \\| write](labs/01_lab.ipynb) ([solution](solutions/01_lab.ipynb)) "
+        "| 10 | 1.5 |\n"
+        "| [Lesson 6 (optional) · More](labs/06_extra.ipynb) "
+        "([solution](solutions/06_extra.ipynb)) | 1 | 0.5 |\n"
+        "| labs 1-5, the core | 10 | 1.5 |\n"
+        "<!-- labs:end -->\nTook <!-- fact:lesson_minutes -->2<!-- /fact --> min.\n"
+    )
+    capsys.readouterr()
+    _solution(tmp_path, stem="01_lab", seconds=300)
+    assert readme_numbers.main(["--check"], root=tmp_path) == 1
+    assert capsys.readouterr().err == (
+        "README.md: the labs table differs from the labs and solutions (tools.lesson_load). "
+        "Run: python -m tools.readme_numbers\n"
+        "README.md: the fact lesson_minutes differs from the solutions. "
+        "Run: python -m tools.readme_numbers\n"
+    )
+
+
+def test_measured_facts_are_left_alone_by_check_and_an_unknown_fact_is_an_error(root, capsys):
+    readme = "Tests: <!-- fact:test_count -->1,000<!-- /fact -->.\n" + README
+    (root / "README.md").write_text(readme)
+    readme_numbers.main([], root=root)
+    capsys.readouterr()
+    assert readme_numbers.main(["--check"], root=root) == 0
+    assert "<!-- fact:test_count -->1,000<!-- /fact -->" in (root / "README.md").read_text()
+    (root / "README.md").write_text(readme.replace("test_count", "tests_count"))
+    assert readme_numbers.main(["--check"], root=root) == 1
+    assert capsys.readouterr().err == (
+        "README.md: no fact called 'tests_count'; known: all_lesson_minutes, lesson_minutes, "
+        "test_count, test_minutes, venv_gb.\n"
+    )
+
+
+def test_measure_reads_the_tests_minutes_from_pytest_s_last_line(tmp_path):
+    (tmp_path / ".venv" / "lib").mkdir(parents=True)
+    (tmp_path / ".venv" / "lib" / "big").write_bytes(b"\0" * 3_000_000)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_one():\n    pass\n")
+    log = tmp_path / "pytest.log"
+    log.write_text("...\n= 1241 passed, 1 failed, 3 skipped, 2 warnings in 1379.61s (0:22:59) =\n")
+    facts = readme_numbers.measured_facts(tmp_path, log)
+    assert facts == {"test_count": "1", "venv_gb": "0.0", "test_minutes": "23"}
+    assert readme_numbers._disk_bytes(tmp_path / ".venv") >= 3_000_000
+    log.write_text("collected 3 items\n")
+    with pytest.raises(readme_numbers.NumbersError, match=r"pytest.log: no pytest summary line"):
+        readme_numbers.measured_facts(tmp_path, log)

@@ -11,23 +11,34 @@ block is ever typed by hand:
 
 It also writes, between `<!-- times:begin -->` and `<!-- times:end -->`, how long each
 solution's execution took when the build ran it (`tpu_speed_pipelines.execution_seconds` in
-the solution's metadata), so that the README's times cover every lesson and cannot drift.
+the solution's metadata); between `<!-- labs:begin -->` and `<!-- labs:end -->`, the table of
+the labs with each one's minutes to read and do (`tools.lesson_load`) and to run; and each
+inline `<!-- fact:NAME -->VALUE<!-- /fact -->`:
+
+- from the committed files, checked by `--check`: `lesson_minutes` (the lessons the course
+  run runs with `requirements.txt` alone, in the build), `all_lesson_minutes`;
+- measured on this machine, written only with `--measure` (never checked: they are this
+  machine's): `test_count` (`pytest --collect-only`), `venv_gb` (`du` of `.venv`), and with
+  `--test-log FILE` (a pytest run's output) `test_minutes`, from pytest's last line.
 
 Usage:
-    python -m tools.readme_numbers            # rewrite the blocks in the documents
-    python -m tools.readme_numbers --check    # exit 1, naming each block that differs
+    .venv/bin/python -m tools.readme_numbers            # rewrite the blocks in the documents
+    .venv/bin/python -m tools.readme_numbers --check    # exit 1, naming each block that differs
+    .venv/bin/python -m tools.readme_numbers --measure [--test-log pytest.log]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 
-from tools import build_notebooks, lesson_parameters, run_course
+from tools import build_notebooks, lesson_load, lesson_parameters, run_course
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUMMARY_TAG = "summary"
@@ -41,6 +52,13 @@ BLOCK = re.compile(
 DOCUMENTS = ("README.md", "docs/*.md")
 
 TIMES = re.compile(r"(<!-- times:begin -->\n)(?P<body>.*?)(<!-- times:end -->)", re.DOTALL)
+LABS = re.compile(r"(<!-- labs:begin -->\n)(?P<body>.*?)(<!-- labs:end -->)", re.DOTALL)
+FACT = re.compile(r"(<!-- fact:(?P<name>\w+) -->)(?P<body>[^<]*)(<!-- /fact -->)")
+# Facts of this machine, written only with --measure; facts from the committed solutions.
+MEASURED_FACTS = ("test_count", "venv_gb", "test_minutes")
+FACT_NAMES = ("lesson_minutes", "all_lesson_minutes")
+# pytest's last line: "1,241 passed, 1 failed, 3 skipped in 5700.12s (1:35:00)".
+PYTEST_SUMMARY = re.compile(r"^=* ?(?P<counts>\d[\w ,]*) in (?P<seconds>[\d.]+)s\b", re.M)
 
 
 class NumbersError(Exception):
@@ -84,8 +102,33 @@ def render_times(root: Path) -> str:
     Raises:
         NumbersError: if a solution has no recorded execution time.
     """
+    rows = [
+        (stem, minutes, lesson_parameters.OPTIONAL_MODULES.get(stem))
+        for stem, minutes in execution_minutes(root).items()
+    ]
+    lines = [f"{'lesson':<28}{'minutes':>8}"]
+    for stem, minutes, optional in rows:
+        note = f"  run_course runs it only with {', '.join(optional)}" if optional else ""
+        lines.append(f"{stem:<28}{minutes:>8.1f}{note}")
+    required = sum(minutes for _, minutes, optional in rows if not optional)
+    lines.append(f"{'all lessons':<28}{sum(minutes for _, minutes, _ in rows):>8.1f}")
+    if required != sum(minutes for _, minutes, _ in rows):
+        skipped = ", ".join(stem[:2] for stem, _, optional in rows if optional)
+        lines.append(f"{'without ' + skipped:<28}{required:>8.1f}")
+    return (
+        "How long each solution took to execute in the build (`make build`, full parameters; "
+        "its `execution_seconds`):\n\n```\n" + "\n".join(lines) + "\n```\n"
+    )
+
+
+def execution_minutes(root: Path) -> dict[str, float]:
+    """Returns each solution's execution minutes in the build, by its stem.
+
+    Raises:
+        NumbersError: if a solution has no recorded execution time.
+    """
     key, field = build_notebooks.METADATA_KEY, build_notebooks.EXECUTION_SECONDS
-    rows = []
+    minutes = {}
     for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
         seconds = nbformat.read(path, as_version=4).metadata.get(key, {}).get(field)
         if seconds is None:
@@ -93,20 +136,118 @@ def render_times(root: Path) -> str:
                 f"solutions/{path.name} has no execution time ({key}.{field} in its metadata): "
                 "it was not executed by the build. Run: make build"
             )
-        rows.append((path.stem, seconds, lesson_parameters.OPTIONAL_MODULES.get(path.stem)))
-    lines = [f"{'lesson':<28}{'minutes':>8}"]
-    for stem, seconds, optional in rows:
-        note = f"  run_course runs it only with {', '.join(optional)}" if optional else ""
-        lines.append(f"{stem:<28}{seconds / 60:>8.1f}{note}")
-    required = sum(seconds for _, seconds, optional in rows if not optional)
-    lines.append(f"{'all lessons':<28}{sum(seconds for _, seconds, _ in rows) / 60:>8.1f}")
-    if required != sum(seconds for _, seconds, _ in rows):
-        skipped = ", ".join(stem[:2] for stem, _, optional in rows if optional)
-        lines.append(f"{'without ' + skipped:<28}{required / 60:>8.1f}")
-    return (
-        "How long each solution took to execute in the build (`make build`, full parameters; "
-        "its `execution_seconds`):\n\n```\n" + "\n".join(lines) + "\n```\n"
+        minutes[path.stem] = seconds / 60
+    return minutes
+
+
+def _title(lab: Path) -> str:
+    """The lab's first `# ` heading."""
+    for cell in nbformat.read(lab, as_version=4).cells:
+        found = re.search(r"^# (.+)$", cell.source, re.M) if cell.cell_type == "markdown" else None
+        if found:
+            return found[1].strip()
+    raise NumbersError(f"labs/{lab.name} has no title (a markdown line starting with '# ').")
+
+
+def render_labs(root: Path, up: str = "") -> str:
+    """Returns the labs table: each lab and solution, its minutes to read and do, to run.
+
+    Args:
+        root: the repository.
+        up: the way from the document's folder to the repository's root ("../" in docs/).
+    """
+    loads = lesson_load.every_lesson(root)
+    run = execution_minutes(root)
+    rows = [
+        "| lab | minutes to read and do | minutes to run |",
+        "| --- | ---: | ---: |",
+    ]
+    for load in loads.values():
+        name = load.lesson
+        title = _title(root / "labs" / f"{name}.ipynb").replace("|", "\\|")
+        rows.append(
+            f"| [{title}]({up}labs/{name}.ipynb) ([solution]({up}solutions/{name}.ipynb)) "
+            f"| {load.minutes:.0f} | {run[name]:.1f} |"
+        )
+    core = [loads[number] for number in lesson_load.CORE_LESSONS if number in loads]
+    rows.append(
+        f"| labs 1-5, the core | {sum(load.minutes for load in core):.0f} "
+        f"| {sum(run[load.lesson] for load in core):.1f} |"
     )
+    return "\n".join(rows) + "\n"
+
+
+def checked_facts(root: Path) -> dict[str, str]:
+    """Returns the inline facts that follow from the committed solutions, by name."""
+    run = execution_minutes(root)
+    alone = [m for stem, m in run.items() if stem not in lesson_parameters.OPTIONAL_MODULES]
+    return dict(zip(FACT_NAMES, (f"{sum(alone):.0f}", f"{sum(run.values()):.0f}"), strict=True))
+
+
+def measured_facts(root: Path, test_log: Path | None) -> dict[str, str]:
+    """Measures this machine's facts: the tests collected, `.venv`'s size, the tests' minutes.
+
+    Raises:
+        NumbersError: if pytest collects nothing, or `test_log` has no pytest summary line.
+    """
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    count = re.search(r"^(\d+) tests? collected", collected.stdout, re.M)
+    if count is None or collected.returncode != 0:
+        raise NumbersError(
+            "pytest --collect-only did not collect the tests: "
+            + (collected.stdout.strip().splitlines() or ["no output"])[-1]
+        )
+    facts = {
+        "test_count": f"{int(count[1]):,}",
+        "venv_gb": f"{_disk_bytes(root / '.venv') / 1e9:.1f}",
+    }
+    if test_log is not None:
+        summary = PYTEST_SUMMARY.findall(test_log.read_text(errors="replace"))
+        if not summary:
+            raise NumbersError(f"{test_log}: no pytest summary line ('... passed ... in 12.34s').")
+        facts["test_minutes"] = f"{float(summary[-1][1]) / 60:.0f}"
+    return facts
+
+
+def _disk_bytes(folder: Path) -> int:
+    """The disk space `folder` takes, as `du` counts it (allocated blocks, links once)."""
+    if not folder.is_dir():
+        raise NumbersError(f"{folder} does not exist: make the virtual environment first.")
+    seen, total = set(), 0
+    for directory, _, files in os.walk(folder):
+        for name in files:
+            stat = os.lstat(os.path.join(directory, name))
+            if (stat.st_dev, stat.st_ino) not in seen:
+                seen.add((stat.st_dev, stat.st_ino))
+                total += stat.st_blocks * 512
+    return total
+
+
+def fill_facts(text: str, facts: dict[str, str], name: str) -> tuple[str, list[str]]:
+    """Returns `text` with each inline fact named in `facts` set, and the names that changed.
+
+    Raises:
+        NumbersError: a fact's name is neither checked nor measured.
+    """
+    changed = []
+
+    def replace(match: re.Match) -> str:
+        fact = match["name"]
+        if fact not in facts:
+            if fact in MEASURED_FACTS:
+                return match[0]
+            raise NumbersError(
+                f"{name}: no fact called {fact!r}; known: "
+                f"{', '.join(sorted({*FACT_NAMES, *MEASURED_FACTS}))}."
+            )
+        if facts[fact] != match["body"]:
+            changed.append(fact)
+        return match[1] + facts[fact] + match[4]
+
+    return FACT.sub(replace, text), changed
 
 
 def documents(root: Path) -> list[Path]:
@@ -114,15 +255,19 @@ def documents(root: Path) -> list[Path]:
     return [path for pattern in DOCUMENTS for path in sorted(root.glob(pattern))]
 
 
-def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """Returns each document's text with its numbers blocks regenerated, and what changed.
+def update(
+    texts: dict[str, str], root: Path, facts: dict[str, str] | None = None
+) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """Returns each document's text with its generated blocks and facts redone, and what changed.
 
     Args:
         texts: {document path relative to `root`: its text}.
         root: the repository.
+        facts: the measured facts to write too (`measured_facts`); None writes none.
 
     Returns:
-        ({document: new text}, [(document, stem or "times") of each block that changed]).
+        ({document: new text}, [(document, stem, "times", "labs" or a fact's name) of each
+        block or fact that changed]).
 
     Raises:
         NumbersError: a block names no solution in `root/solutions`, or a committed
@@ -131,6 +276,8 @@ def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[tupl
     changed: list[tuple[str, str]] = []
     stems_found: set[str] = set()
     updated = {}
+    named = {match["name"] for text in texts.values() for match in FACT.finditer(text)}
+    all_facts = {**(checked_facts(root) if named & set(FACT_NAMES) else {}), **(facts or {})}
     for name, text in texts.items():
         up = "../" * name.count("/")
 
@@ -149,11 +296,14 @@ def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[tupl
             return match[1] + body + match[4]
 
         text = BLOCK.sub(replace, text)
-        if TIMES.search(text):
-            times = render_times(root)
-            if TIMES.search(text)["body"] != times:
-                changed.append((name, "times"))
-            text = TIMES.sub(lambda match, times=times: match[1] + times + match[3], text)
+        for kind, pattern, render in (("times", TIMES, render_times), ("labs", LABS, render_labs)):
+            if pattern.search(text):
+                body = render(root) if kind == "times" else render(root, up)
+                if pattern.search(text)["body"] != body:
+                    changed.append((name, kind))
+                text = pattern.sub(lambda match, body=body: match[1] + body + match[3], text)
+        text, facts_changed = fill_facts(text, all_facts, name)
+        changed.extend((name, fact) for fact in facts_changed)
         updated[name] = text
     for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
         if path.stem not in stems_found:
@@ -165,24 +315,40 @@ def update(texts: dict[str, str], root: Path) -> tuple[dict[str, str], list[tupl
     return updated, changed
 
 
+def _what_differs(stem: str) -> str:
+    if stem == "times":
+        return "the times block differs from the solutions' execution times"
+    if stem == "labs":
+        return "the labs table differs from the labs and solutions (tools.lesson_load)"
+    if stem in FACT_NAMES:
+        return f"the fact {stem} differs from the solutions"
+    return f"the numbers block of {stem} differs from solutions/{stem}.ipynb"
+
+
 def main(argv: list[str] | None = None, root: Path = REPO_ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare only; write nothing")
+    parser.add_argument(
+        "--measure", action="store_true", help="also measure this machine's facts and write them"
+    )
+    parser.add_argument(
+        "--test-log", type=Path, help="with --measure: a pytest run's output, for test_minutes"
+    )
     args = parser.parse_args(argv)
+    if args.test_log and not args.measure:
+        parser.error("--test-log goes with --measure")
     paths = {path.relative_to(root).as_posix(): path for path in documents(root)}
     try:
-        texts, changed = update({name: path.read_text() for name, path in paths.items()}, root)
+        facts = measured_facts(root, args.test_log) if args.measure else None
+        texts, changed = update(
+            {name: path.read_text() for name, path in paths.items()}, root, facts
+        )
     except NumbersError as error:
         print(error, file=sys.stderr)
         return 1
     if args.check:
         for name, stem in changed:
-            what = (
-                "the times block differs from the solutions' execution times"
-                if stem == "times"
-                else f"the numbers block of {stem} differs from solutions/{stem}.ipynb"
-            )
-            print(f"{name}: {what}. Run: {COMMAND}", file=sys.stderr)
+            print(f"{name}: {_what_differs(stem)}. Run: {COMMAND}", file=sys.stderr)
         if not changed:
             print("The documents' numbers blocks match the committed solutions.")
         return 1 if changed else 0
