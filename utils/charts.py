@@ -74,18 +74,12 @@ def plot_throughput(
         axis.set_ylim(bottom / 3, top * 3)
     else:
         axis.set_ylim(0, top * 1.15)
-    for bar, rate in zip(bars, rates, strict=True):
+    labels = axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in rates], padding=2)
+    for label, rate in zip(labels, rates, strict=True):
         # Above the bar, unless a dashed line runs where the label would be: then inside.
-        inside = any(0 <= _points_above(axis, rate, line) < 16 for _, line in lines)
-        axis.annotate(
-            f"{rate:,.0f}",
-            (bar.get_x() + bar.get_width() / 2, rate),
-            xytext=(0, -3 if inside else 2),
-            textcoords="offset points",
-            ha="center",
-            va="top" if inside else "bottom",
-            color="white" if inside else "black",
-        )
+        if any(0 <= _points_above(axis, rate, line) < 16 for _, line in lines):
+            label.xyann = (0, -3)
+            label.set(verticalalignment="top", color="white")
     colors = ["tab:red", "tab:purple", "tab:green", "tab:orange"]
     on_the_left: list[float] = []  # A label too close to one on the left goes to the right.
     for index, (text, rate) in enumerate(lines):
