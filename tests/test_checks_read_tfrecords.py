@@ -76,11 +76,17 @@ def test_check_read_tfrecord_failures(shard_paths):
         _check_read(sparse_label, shard_paths=shard_paths)
 
 
+def _read_shards(storage_, shard_paths, cycle_length=4, **interleave_arguments):
+    """Lab 3's TODO 2: the shards interleaved, each opened through the storage."""
+    files = tf.data.Dataset.from_tensor_slices([str(path) for path in shard_paths])
+    return files.interleave(
+        storage_.open_tfrecord, cycle_length=cycle_length, **interleave_arguments
+    )
+
+
 def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
     simulated = storage.SimulatedStorage(latency_ms=30)
-    options = tf.data.Options()
-    options.deterministic = False
-    records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4).with_options(options)
+    records = _read_shards(simulated, shard_paths, num_parallel_calls=4, deterministic=False)
     dataset = records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
 
     def run(candidate):
@@ -100,19 +106,32 @@ def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
     )
     with pytest.raises(checks.CheckFailed, match=r"^TODO 2 \(dataset\): not done yet"):
         run(...)
-    discarded = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4)
-    discarded.with_options(options)  # Fast-and-lean 07's mistake: options thrown away.
+    # The likeliest mistakes: the order kept (no deterministic=False, or options thrown away),
+    # files read one after another (cycle_length alone), the map not parallel, the reader
+    # that keeps its order whatever the options say, the storage bypassed.
+    in_order = _read_shards(simulated, shard_paths, num_parallel_calls=4)
+    options = tf.data.Options()
+    options.deterministic = False
+    in_order.with_options(options)  # Fast-and-lean 07's mistake: options thrown away.
+    with pytest.raises(checks.CheckFailed) as failure:
+        run(in_order.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+    assert str(failure.value) == (
+        "TODO 2 (dataset): expected the records in the order they arrive; found the files' "
+        "order kept (options.deterministic=None, an interleave() without deterministic=False): "
+        "a late shard then holds up every record behind it. Pass deterministic=False to "
+        "interleave(); options set with with_options() count only on the dataset it returns, "
+        "not on the one you called it on."
+    )
+    one_at_a_time = _read_shards(simulated, shard_paths).with_options(options)
     with pytest.raises(
         checks.CheckFailed,
-        match=r"deterministic = False on the dataset itself; found None\. .*options set on one "
-        r"you then throw away never apply\.$",
+        match=r"found at most 1\. Pass num_parallel_reads as interleave\(\)'s cycle_length and "
+        r"num_parallel_calls: cycle_length alone opens that many files but reads them one "
+        r"after another\.$",
     ):
-        run(discarded.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
+        run(one_at_a_time.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
     with pytest.raises(checks.CheckFailed, match=r"expected a parallel map"):
         run(records.map(_read_tfrecord))
-    one_reader = simulated.tfrecord_dataset(shard_paths).with_options(options)
-    with pytest.raises(checks.CheckFailed, match=r"found at most 1\. Pass num_parallel_reads"):
-        run(one_reader.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE))
     with pytest.raises(
         checks.CheckFailed,
         match=r"expected all 60 records, once each; found more than that \(does it repeat\?\)\.$",
@@ -124,21 +143,41 @@ def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
         checks.CheckFailed, match=r"images of rank 3; found .*batching comes in TODO 4\.$"
     ):
         run(dataset.batch(8))
-    direct = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=tf.data.AUTOTUNE)
+    files = tf.data.Dataset.from_tensor_slices([str(path) for path in shard_paths])
+    direct = files.interleave(
+        tf.data.TFRecordDataset, cycle_length=4, num_parallel_calls=4, deterministic=False
+    )
     with pytest.raises(
         checks.CheckFailed,
-        match=r"it saw no request\. Read them with simulated_storage\.tfrecord_dataset",
+        match=r"it saw no request\. Open each shard with simulated_storage\.open_tfrecord",
     ):
-        run(direct.with_options(options).map(_read_tfrecord, num_parallel_calls=-1))
+        run(direct.map(_read_tfrecord, num_parallel_calls=-1))
+
+
+def test_the_course_reader_passes_too(shard_paths, capsys):
+    # Other lessons read through `tfrecord_dataset` with the options: the same check holds.
+    simulated = storage.SimulatedStorage(latency_ms=30)
+    options = tf.data.Options()
+    options.deterministic = False
+    records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4).with_options(options)
+    checks.check_parallel_records(
+        records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE),
+        todo=2,
+        storage=simulated,
+        num_parallel_reads=4,
+        num_shards=4,
+        num_records=60,
+    )
+    assert capsys.readouterr().out.startswith("TODO 2 passed")
 
 
 ORDER_KEPT_BY_THE_READER = (
-    "expected the shards read in any order, as options.deterministic = False asks; found "
-    'LegacyParallelInterleaveDatasetV2 marked deterministic: "true": it keeps the files\' '
-    "order whatever the options say, as tf.data.TFRecordDataset(paths, num_parallel_reads="
-    "<an integer>) always does. Read with simulated_storage.tfrecord_dataset(shard_paths, "
-    "num_parallel_reads=NUM_PARALLEL_READS), or interleave the files: files.interleave("
-    "tf.data.TFRecordDataset, cycle_length=16, num_parallel_calls=16)."
+    "expected the shards read in any order; found LegacyParallelInterleaveDatasetV2 marked "
+    'deterministic: "true": it keeps the files\' order whatever the options say, as '
+    "tf.data.TFRecordDataset(paths, num_parallel_reads=<an integer>) always does. Interleave "
+    "the files instead, with deterministic=False: filenames.interleave("
+    "simulated_storage.open_tfrecord, cycle_length=..., num_parallel_calls=..., "
+    "deterministic=False)."
 )
 
 
@@ -234,8 +273,9 @@ def test_check_fast_dataset_passes_and_fails(shard_paths, capsys):
     ordered = tf.data.TFRecordDataset(shard_paths).batch(16).map(_parse_batch, -1).prefetch(-1)
     with pytest.raises(
         checks.CheckFailed,
-        match=r"expected records read in any order \(options.deterministic = False\); found "
-        r"None\. Build on TODO 2's `records`",
+        match=r"expected the records in the order they arrive; found the files' order kept "
+        r"\(options.deterministic=None\): a late shard then holds up every record behind it\. "
+        r"Build on TODO 2's `records`, which read the shards in any order\.$",
     ):
         checks.check_fast_dataset(ordered, todo=4, batch_size=16)
     sequential = records.batch(16).map(_parse_batch).prefetch(-1)

@@ -97,6 +97,8 @@ def _grader_same_as(kept, request, value):
 
     arrays = lambda v: [x for x in (v if isinstance(v, (tuple, list)) else [v])  # noqa: E731
                         if isinstance(x, np.ndarray)]  # fmt: skip
+    if value is None or value is ... or isinstance(value, (bool, int, float, str, bytes)):
+        return None  # One object by the language, not by the learner: two stubs are `...`.
     for key, other in kept.items():
         todo, _, name = key.partition(":")
         if todo != str(request["todo"]) or not name or other is kept:

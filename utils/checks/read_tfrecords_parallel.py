@@ -52,25 +52,47 @@ def raise_if_data_problem(error: Exception, todo: int, shard_paths: Sequence[str
     ) from None
 
 
-def _fail_if_reads_keep_order(dataset: tf.data.Dataset, todo: int, name: str) -> None:
-    """Fails when a read in `dataset`'s graph keeps its order whatever the options say.
+def _fail_unless_any_order(
+    dataset: tf.data.Dataset, todo: int, name: str, fix: str | None = None
+) -> None:
+    """Fails unless `dataset`'s reads give their records in any order.
 
-    `tf.data.TFRecordDataset(paths, num_parallel_reads=16)` builds an interleave marked
-    `deterministic: "true"`: `options.deterministic = False` does not reach it.
+    Any order: every interleave in the graph marked `deterministic: "false"` (the
+    `deterministic=False` argument), or `options.deterministic = False` on the dataset and
+    no interleave marked "true". `tf.data.TFRecordDataset(paths, num_parallel_reads=16)`
+    builds an interleave marked "true": it keeps the files' order whatever the options say.
     """
     __tracebackhide__ = True
     steps = dataset_steps(dataset) or []
-    ordered = [s.op for s in steps if "Interleave" in s.op and s.deterministic == "true"]
-    if ordered:
+    marks = [step.deterministic for step in steps if "Interleave" in step.op]
+    if "true" in marks:
+        ordered = next(s.op for s in steps if "Interleave" in s.op and s.deterministic == "true")
         fail(
             todo,
             name,
-            "expected the shards read in any order, as options.deterministic = False asks; "
-            f'found {ordered[0]} marked deterministic: "true": it keeps the files\' order '
-            "whatever the options say, as tf.data.TFRecordDataset(paths, num_parallel_reads="
-            "<an integer>) always does. Read with simulated_storage.tfrecord_dataset("
-            "shard_paths, num_parallel_reads=NUM_PARALLEL_READS), or interleave the files: "
-            "files.interleave(tf.data.TFRecordDataset, cycle_length=16, num_parallel_calls=16).",
+            "expected the shards read in any order; found "
+            f'{ordered} marked deterministic: "true": it keeps the files\' order whatever '
+            "the options say, as tf.data.TFRecordDataset(paths, num_parallel_reads=<an "
+            "integer>) always does. Interleave the files instead, with deterministic=False: "
+            "filenames.interleave(simulated_storage.open_tfrecord, cycle_length=..., "
+            "num_parallel_calls=..., deterministic=False).",
+        )
+    if marks and all(mark == "false" for mark in marks):
+        return
+    if dataset.options().deterministic is not False:
+        fail(
+            todo,
+            name,
+            "expected the records in the order they arrive; found the files' order kept "
+            f"(options.deterministic={dataset.options().deterministic}"
+            f"{', an interleave() without deterministic=False' if marks else ''}): a late "
+            "shard then holds up every record behind it. "
+            + (
+                fix
+                or "Pass deterministic=False to interleave(); options set with "
+                "with_options() count only on the dataset it returns, not on the one you "
+                "called it on."
+            ),
         )
 
 
@@ -113,17 +135,7 @@ def check_parallel_records(
     name = "dataset"
     expected = "a tf.data.Dataset of (image, label) read from the shards in parallel"
     require_dataset(dataset, todo, name, expected)
-    if dataset.options().deterministic is not False:
-        fail(
-            todo,
-            name,
-            "expected options.deterministic = False on the dataset itself; found "
-            f"{dataset.options().deterministic}. Apply the options with "
-            "`records = records.with_options(options)` and build on `records`: "
-            "`with_options()` returns a new dataset, and options set on one you then "
-            "throw away never apply.",
-        )
-    _fail_if_reads_keep_order(dataset, todo, name)
+    _fail_unless_any_order(dataset, todo, name)
     image_spec = tf.nest.flatten(dataset.element_spec)[0]
     if image_spec.shape.rank != 3:
         fail(
@@ -149,17 +161,18 @@ def check_parallel_records(
         fail(
             todo,
             name,
-            "expected the shards read from the simulated storage; it saw no request. Read "
-            "them with simulated_storage.tfrecord_dataset(shard_paths, num_parallel_reads="
-            "NUM_PARALLEL_READS), not tf.data.TFRecordDataset, so that each shard pays the "
-            "storage's wait.",
+            "expected the shards read from the simulated storage; it saw no request. Open "
+            "each shard with simulated_storage.open_tfrecord (it is tf.data.TFRecordDataset "
+            "with the storage's wait), not tf.data.TFRecordDataset itself.",
         )
     if storage.simulated and storage.latency_ms and storage.max_in_flight < wanted:
         fail(
             todo,
             name,
             f"expected about {min(num_parallel_reads, num_shards)} shards read at once; found "
-            f"at most {storage.max_in_flight}. Pass num_parallel_reads=NUM_PARALLEL_READS.",
+            f"at most {storage.max_in_flight}. Pass num_parallel_reads as interleave()'s "
+            "cycle_length and num_parallel_calls: cycle_length alone opens that many files "
+            "but reads them one after another.",
         )
     passed(todo, f"all {count} records, read in parallel, in any order.")
 
@@ -227,15 +240,9 @@ def check_fast_dataset(dataset: Any, *, todo: int, batch_size: int) -> None:
             "expected the records batched first, then parsed with parse_batch in a parallel "
             "map: records.batch(BATCH_SIZE).map(parse_batch, num_parallel_calls=AUTOTUNE).",
         )
-    if dataset.options().deterministic is not False:
-        fail(
-            todo,
-            name,
-            "expected records read in any order (options.deterministic = False); found "
-            f"{dataset.options().deterministic}. Build on TODO 2's `records`, with the options "
-            "applied to `records` itself, or apply them here with with_options().",
-        )
-    _fail_if_reads_keep_order(dataset, todo, name)
+    _fail_unless_any_order(
+        dataset, todo, name, fix="Build on TODO 2's `records`, which read the shards in any order."
+    )
     images, _ = next(iter(dataset))
     if images.shape[0] != batch_size:
         fail(todo, name, f"expected batches of {batch_size}; found {images.shape[0]}.")

@@ -156,28 +156,7 @@ class SimulatedStorage(StorageWaits):
             return read_tfrecords(filenames, num_parallel_reads=num_parallel_reads)
         if not isinstance(filenames, tf.data.Dataset):
             filenames = tf.data.Dataset.from_tensor_slices(tf.constant(filenames, tf.string))
-
-        def open_file(path):
-            stream = tf.numpy_function(self._open_stream, [path], tf.int64, stateful=True)
-            return path, stream
-
-        def charge(batch, stream):
-            # Each record is framed by 16 bytes in the file (length and checksums).
-            num_bytes = tf.reduce_sum(tf.strings.length(batch)) + 16 * tf.size(batch)
-            waited = tf.numpy_function(
-                self._wait_for_stream, [stream, num_bytes], tf.int64, stateful=True
-            )
-            with tf.control_dependencies([waited]):
-                return tf.identity(batch)
-
-        def stream_records(path, stream):
-            records = tf.data.TFRecordDataset(path)
-            if not (self.megabytes_per_second or self.total_megabytes_per_second):
-                return records
-            # The bytes are charged as the records are read: a file streams.
-            charged = records.batch(_RECORDS_PER_CHARGE).map(lambda b: charge(b, stream))
-            return charged.unbatch()
-
+        open_file, stream_records = self._open_file, self._stream_records
         if num_parallel_reads is None:
             return filenames.map(open_file).flat_map(stream_records)
         # The files are opened (their first-byte waits) `num_parallel_reads` at a time,
@@ -202,6 +181,63 @@ class SimulatedStorage(StorageWaits):
         num_threads = (os.cpu_count() or 1) + max(num_parallel_reads, 1)
         pool = tf.raw_ops.PrivateThreadPoolDataset
         return apply_dataset_op(records, pool, num_threads=num_threads)
+
+    def open_tfrecord(self, path: tf.Tensor) -> tf.data.Dataset:
+        """Opens one TFRecord file, like `tf.data.TFRecordDataset(path)`, after its wait.
+
+        The file pays one first-byte wait when its first record is asked for; with a
+        bandwidth cap, its records then arrive as a stream, at most at the cap. Give it to
+        `interleave()` to read several files at once, each one's wait overlapping the
+        others': the wait holds a thread of the file's own, as a blocking read would.
+
+        Args:
+            path: a scalar string tensor: the file's path.
+
+        Returns:
+            A dataset of the file's serialized records.
+
+        Example:
+            records = paths.interleave(storage.open_tfrecord, cycle_length=16,
+                                       num_parallel_calls=16, deterministic=False)
+        """
+        if not self.simulated:
+            return tf.data.TFRecordDataset(path)
+        opened = tf.data.Dataset.from_tensors(path).map(self._open_file)
+        # The records pass through flat_map a batch at a time (per record it would cost
+        # more than the parse: see `tfrecord_dataset`), then one by one again.
+        batches = opened.flat_map(lambda path, stream: self._stream_records(path, stream, 64))
+        # The file's wait runs as a function, which needs a thread of tf.data's pool: give
+        # each file one of its own, so that N files' waits overlap on any number of cores.
+        pool = tf.raw_ops.PrivateThreadPoolDataset
+        return apply_dataset_op(batches.unbatch(), pool, num_threads=1)
+
+    def _open_file(self, path: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        stream = tf.numpy_function(self._open_stream, [path], tf.int64, stateful=True)
+        return path, stream
+
+    def _charge(self, batch: tf.Tensor, stream: tf.Tensor) -> tf.Tensor:
+        # Each record is framed by 16 bytes in the file (length and checksums).
+        num_bytes = tf.reduce_sum(tf.strings.length(batch)) + 16 * tf.size(batch)
+        waited = tf.numpy_function(
+            self._wait_for_stream, [stream, num_bytes], tf.int64, stateful=True
+        )
+        with tf.control_dependencies([waited]):
+            return tf.identity(batch)
+
+    def _stream_records(
+        self, path: tf.Tensor, stream: tf.Tensor, batch_size: int | None = None
+    ) -> tf.data.Dataset:
+        """A file's records (in batches of `batch_size`, if given), charged as they arrive."""
+        records = tf.data.TFRecordDataset(path)
+        capped = self.megabytes_per_second or self.total_megabytes_per_second
+        if not capped:
+            return records.batch(batch_size) if batch_size else records
+        # The bytes are charged as the records are read: a file streams.
+        charged = records.batch(_RECORDS_PER_CHARGE).map(lambda b: self._charge(b, stream))
+        if batch_size == _RECORDS_PER_CHARGE:
+            return charged
+        charged = charged.unbatch()
+        return charged.batch(batch_size) if batch_size else charged
 
     def _wait_for_path(self, path: bytes) -> np.int64:
         num_bytes = _size_of(path)
