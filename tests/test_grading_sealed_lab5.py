@@ -1,0 +1,73 @@
+"""Sealed verdicts of lab 5: a feed that keeps the stand-in busy, timed in the judge.
+
+One grading run (bwrap) of lab 5's solution, of a blank lab that rewrites its kernel's
+replies, and of two wrong answers to TODO 2: the naive feed itself (the judge times it and
+it fails on its idle time) and one batch repeated (it fails on its batches). The learner's
+`feed` crosses as a graph whose only Python callbacks are the simulated storage's.
+"""
+
+import copy
+import csv
+
+import nbformat
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.test_grade import KERNEL_FORGER, _cell_index, _set_todo, needs_bwrap
+from tools import build_notebooks as build
+from tools import grade
+
+LAB5 = "05_accelerator_waiting"
+WRONG_FEEDS = {
+    "x-5-naive.ipynb": "feed = naive_feed\n",
+    "x-5-one-batch.ipynb": "feed = tf.data.Dataset.from_tensors(next(iter(naive_feed))).repeat()\n",
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("submissions")
+    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{LAB5}.py")
+    nbformat.write(solution, folder / "sol_05.ipynb")
+    forger = copy.deepcopy(lab)  # A blank lab that rewrites its kernel's replies.
+    forger.cells.insert(_cell_index(lab, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))
+    nbformat.write(forger, folder / "forger_05.ipynb")
+    for name, source in WRONG_FEEDS.items():
+        nbformat.write(_set_todo(solution, 2, source), folder / name)
+    output = tmp_path_factory.mktemp("grades")
+    status = grade.main([str(folder), "--output-dir", str(output), "-j", "2",
+                         "--cell-timeout", "400", "--timeout", "900"])  # fmt: skip
+    with open(output / "grades.csv") as file:
+        rows = {row["submission"]: row for row in csv.DictReader(file)}
+    return status, rows, (output / "scores.md").read_text()
+
+
+@needs_bwrap
+def test_lab5_scores_what_its_feeds_earn(graded):
+    status, rows, _ = graded
+    assert status == 0
+    found = {name: (row["TODO 1"], row["TODO 2"]) for name, row in rows.items()}
+    assert found == {
+        "sol_05.ipynb": ("1", "1"),
+        "forger_05.ipynb": ("0", "0"),
+        "x-5-naive.ipynb": ("1", "0"),
+        "x-5-one-batch.ipynb": ("1", "0"),
+    }
+
+
+@needs_bwrap
+def test_lab5_judges_messages_name_todo_2_and_the_mistake(graded):
+    report = graded[2]
+    assert (
+        "- forger_05.ipynb, TODO 2: TODO 2 (feed): not done yet: feed is still ... (Ellipsis). "
+        "Expected a tf.data.Dataset of the naive feed's batches that keeps the accelerator "
+        "busy.\n"
+    ) in report
+    assert "- x-5-naive.ipynb, TODO 2: TODO 2 (feed): expected the stand-in to wait at most " in (
+        report
+    )
+    assert "Decode in parallel: `map(decode_one, num_parallel_calls=tf.data.AUTOTUNE)`." in report
+    assert (
+        "- x-5-one-batch.ipynb, TODO 2: TODO 2 (feed): expected new batches from the shards; "
+        "found the same batch again"
+    ) in report
