@@ -91,7 +91,9 @@ def without_machine_paths(outputs: list, home: Path | None = None) -> list:
     paths of the machine that built it.
     """
     home_prefix = str(home or Path.home()).rstrip("/") + "/"
-    temporary = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/tmp\w+/")
+    # A folder `tempfile` made: its prefix ("tmp" or the lesson's own), then 8 random
+    # characters; whatever it is called, it is the machine's, not the reader's.
+    temporary = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/[\w.-]*[a-z0-9_]{8}/")
 
     def portable(text: str) -> str:
         return temporary.sub("$TMPDIR/", text.replace(home_prefix, "~/"))
