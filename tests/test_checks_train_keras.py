@@ -1,6 +1,7 @@
 """utils/checks/train_keras.py (lab 4): right answers pass, mistakes name the TODO."""
 
 import contextlib
+import re
 from pathlib import Path
 
 import keras
@@ -225,6 +226,28 @@ def test_check_training_dataset_shuffle_after_batch_says_batches_repeat(flowers_
         "repeat the same gradients and the model generalizes less from the same number of "
         "steps."
     )
+
+
+SMALL_BUFFERS = {
+    1: "expected each epoch in a new order; the second epoch repeats the first one's. The "
+    "shuffle buffer is 1: shuffle(1) keeps the order: each image is drawn from a buffer of "
+    "one. Shuffle with a buffer of thousands: shuffle(2048, seed=SEED).",
+    2: "expected new batches in each epoch; ...% of the pairs of images that shared a batch "
+    "in the first epoch share one again in the second. The shuffle buffer is 2: shuffle(2) "
+    "draws each image from the next 2 only (a batch holds 16). Shuffle with a buffer of "
+    "thousands: shuffle(2048, seed=SEED). On a TPU as anywhere, the steps then repeat the "
+    "same gradients and the model generalizes less from the same number of steps.",
+}
+
+
+@pytest.mark.parametrize("buffer", SMALL_BUFFERS, ids=["buffer of 1", "buffer of 2"])
+def test_check_training_dataset_with_a_small_shuffle_buffer_says_so(flowers_400, buffer):
+    """The shuffle is where the lab asks (after cache, before batch): the hint names its
+    buffer, not the order of the steps."""
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_training_dataset(flowers_400, _make_training_dataset(buffer=buffer))
+    found = re.sub(r"\d+% of the pairs", "...% of the pairs", str(failure.value))
+    assert found == "TODO 3 (make_training_dataset): " + SMALL_BUFFERS[buffer]
 
 
 @pytest.mark.parametrize(
