@@ -5,7 +5,10 @@
 2. Time limits per lesson, from its solution's own run in the sandbox (cached per lesson
    source): each cell gets `CELL_MULTIPLE` times its solution time (at least `CELL_FLOOR`
    s), the submission `SUBMISSION_MULTIPLE` times the solution's total (at least
-   `SUBMISSION_FLOOR` s); printed. `--cell-timeout` / `--timeout` set them instead.
+   `SUBMISSION_FLOOR` s); printed. `--cell-timeout` / `--timeout` set them instead. The
+   same run bounds what a submission may write in its `/tmp` and in its work folder
+   (`workfolder.DISK_MULTIPLE` times what the solution wrote, at least 1 GB and 2 GB);
+   `--disk-gb` sets both instead.
 3. For each submission: its learner id (`--id-pattern` on the file name, else the
    notebook's metadata, else the file name), its lab and version (graded against the lab of
    its version where `labs/` or `--releases` holds it, else the current one, in one line).
@@ -18,7 +21,9 @@
    history), no network, its own PID namespace, a memory limit. After each TODO the kernel
    keeps what the TODO made; the judge, a second sandboxed process that never runs learner
    code, runs the lab's checks on those values and signs its verdicts (`grading/sealed.py`).
-   A cell past its limit stops the run; the TODOs judged before it are kept.
+   A cell past its limit, or a submission past its disk bounds, stops the run; the TODOs
+   judged before it are kept. Everything the cells print is read as it comes (the
+   feedback says where it was cut); the work folders are deleted when the run ends.
 5. Score each TODO from the judge's verdict; a TODO cell's own error is reported for that
    TODO. Flag what the learner's code does that the instructor should read (`FLAG_NAMES`),
    in `review.md` (`--review` prints it).
@@ -156,7 +161,13 @@ def choose_sandbox(mode: str) -> tuple[str | None, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arguments.parser(__doc__.splitlines()[0]).parse_args(argv)
+    parser = arguments.parser(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--disk-gb", type=float, default=None,
+        help="GB a submission may write in its /tmp and in its work folder, each (default: "
+        "from the lesson's solution, at least 1 GB and 2 GB)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of notebooks", file=sys.stderr)
         return 2
@@ -171,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.jobs < 1:
         print(f"error: -j must be 1 or more; got {args.jobs}", file=sys.stderr)
+        return 2
+    if args.disk_gb is not None and not args.disk_gb > 0:
+        print(f"error: --disk-gb must be more than 0; got {args.disk_gb:g}", file=sys.stderr)
         return 2
     bwrap, isolation = choose_sandbox(args.sandbox)
     if args.sandbox == "bwrap" and bwrap is None:
@@ -211,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         limits = {}
         for lesson in sorted(lessons):
-            limits[lesson] = measure_limits(lesson, labs["current"][lesson], options)
-            print(f"Time limits for {lesson}: {limits[lesson].why}", flush=True)
+            limits[lesson] = measure_limits(lesson, labs["current"][lesson], options,
+                                            disk_gb=args.disk_gb)  # fmt: skip
+            print(f"Limits for {lesson}: {limits[lesson].why}", flush=True)
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             jobs = [
                 pool.submit(

@@ -9,15 +9,19 @@ every process the submission started, is killed, and the cells after it are not 
 
 Steps of `run_cells`:
 1. Write the connection file (random key, `ipc` transport) into the work folder.
-2. Start the kernel in the sandbox (`sandbox.bwrap_command`), or unsandboxed with the same
-   environment and memory limit.
-3. For each cell: send it, collect its printed text (capped) and error until the kernel is
-   idle, or the cell's limit, or the submission's limit, or the kernel's death.
+2. Start the kernel in the sandbox (`sandbox.bwrap_command`: a sized `/tmp`, a file-size
+   limit), or unsandboxed with the same environment and limits.
+3. For each cell: send it, read everything it prints (keeping the first `OUTPUT_LIMIT`
+   characters; the rest is counted and dropped, so no print can hold the kernel up) and
+   its error until the kernel is idle, or the cell's limit, or the submission's limit, or
+   the kernel's death, or `watch` (called about once a second and when the cell ends) says
+   the submission wrote past its disk bounds: then the sandbox is killed at once.
 4. Kill the sandbox's whole process group; return one `CellResult` per cell.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import queue
@@ -39,12 +43,14 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 @dataclasses.dataclass
 class CellResult:
-    """What one cell did: `status` is ok, error, timeout, died or not run."""
+    """What one cell did: `status` is ok, error, timeout, died or not run; `printed` counts
+    the characters it printed, of which `output` keeps the first `OUTPUT_LIMIT`."""
 
     status: str
     seconds: float = 0.0
     error: str = ""
     output: str = ""
+    printed: int = 0
 
 
 def error_line(name: str, value: str) -> str:
@@ -67,9 +73,15 @@ class SandboxedKernel:
         bwrap: str | None,
         read_only: Sequence[Path],
         memory_bytes: int,
+        tmp_bytes: int | None = None,
+        file_bytes: int | None = None,
+        watch=None,
     ):
+        """`tmp_bytes` sizes the sandbox's `/tmp`, `file_bytes` is RLIMIT_FSIZE, and
+        `watch()`, if given, returns "" or why the run must stop (a disk bound passed)."""
         self.work, self.env, self.bwrap = work, env, bwrap
         self.read_only, self.memory_bytes = read_only, memory_bytes
+        self.tmp_bytes, self.file_bytes, self.watch = tmp_bytes, file_bytes, watch
         self.process: subprocess.Popen | None = None
         self.client = None
 
@@ -85,13 +97,14 @@ class SandboxedKernel:
         command = sandbox.with_memory_limit(
             [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection),
              "--IPKernelApp.log_level=CRITICAL"],
-            self.memory_bytes,
+            self.memory_bytes, file_bytes=self.file_bytes,
         )  # fmt: skip
         env = self.env
         if self.bwrap:
             command = sandbox.bwrap_command(
-                self.bwrap, command, work=self.work, env=env, read_only=self.read_only
-            )
+                self.bwrap, command, work=self.work, env=env, read_only=self.read_only,
+                tmp_bytes=self.tmp_bytes,
+            )  # fmt: skip
             env = {}
         self.process = subprocess.Popen(
             command, cwd=self.work, env=env or None, stdin=subprocess.DEVNULL,
@@ -112,36 +125,55 @@ class SandboxedKernel:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def _past_bounds(self) -> str:
+        """Why the run stops (`watch`), else ""; the sandbox is killed before this returns."""
+        stop = self.watch() if self.watch is not None else ""
+        if stop and self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        return stop
+
     def execute(self, code: str, limit: float) -> CellResult:
         """Runs `code`; waits at most `limit` seconds for the kernel to be idle again."""
         started = time.monotonic()
-        deadline = started + limit
+        deadline, watched = started + limit, started
         msg_id = self.client.execute(code, allow_stdin=False, stop_on_error=False)
         output, error, idle = [], "", False
-        size = 0
+        printed = 0
+
+        def result(status: str, why: str = "") -> CellResult:
+            text = "".join(output)
+            return CellResult(status, time.monotonic() - started, why, text, printed)
+
         while not idle:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return CellResult("timeout", time.monotonic() - started, "", "".join(output))
+                return result("timeout")
+            if time.monotonic() - watched >= 1.0:
+                watched, stop = time.monotonic(), self._past_bounds()
+                if stop:
+                    return result("died", stop)
             try:
                 message = self.client.get_iopub_msg(timeout=min(remaining, 1.0))
             except queue.Empty:
                 if not self.alive():
-                    return CellResult("died", time.monotonic() - started,
-                                      "the kernel died (memory, os._exit or a crash)",
-                                      "".join(output))  # fmt: skip
+                    return result("died", "the kernel died (memory, os._exit or a crash)")
                 continue
             if message.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = message.get("msg_type"), message.get("content", {})
-            if kind == "stream" and size < OUTPUT_LIMIT:
-                text = str(content.get("text", ""))[: OUTPUT_LIMIT - size]
-                output.append(text)
-                size += len(text)
+            if kind == "stream":
+                text = str(content.get("text", ""))
+                if printed < OUTPUT_LIMIT:
+                    output.append(text[: OUTPUT_LIMIT - printed])
+                printed += len(text)
             elif kind == "error" and not error:
                 error = error_line(str(content.get("ename")), str(content.get("evalue")))
             elif kind == "status" and content.get("execution_state") == "idle":
                 idle = True
+        stop = self._past_bounds()
+        if stop:
+            return result("died", stop)
         status = "error" if error else "ok"
         while True:  # The reply says "error" too where an error was printed without a message.
             try:
@@ -153,7 +185,7 @@ class SandboxedKernel:
             if reply.get("content", {}).get("status") != "ok" and not error:
                 status, error = "error", "the cell failed"
             break
-        return CellResult(status, time.monotonic() - started, error, "".join(output))
+        return result(status, error)
 
     def stop(self) -> None:
         if self.client is not None:
@@ -197,8 +229,10 @@ def run_cells(
                 continue
             result = kernel.execute(code, min(limit, left))
             if result.status == "timeout":
-                result.error = f"timed out after {min(limit, left):.0f} s" + (
-                    " (the submission's time limit)" if left < limit else ""
+                result.error = (
+                    f"ran past the submission's time limit ({total_limit:.0f} s in all)"
+                    if left < limit
+                    else f"ran past the cell's time limit ({limit:.0f} s)"
                 )
             results.append(result)
         if before_stop is not None:

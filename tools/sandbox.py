@@ -2,10 +2,11 @@
 
 Inside: an empty root with only the system folders, the folders the command needs
 (read-only: the virtual environment, Python, the course package `utils/`, the data cache)
-and one writable work folder (HOME is inside it); a private `/tmp`; no network (loopback
-only); its own PID, IPC and UTS namespaces, a new `/proc` that shows only its own
-processes, and a memory limit per process. The rest of the machine (the course's
-solutions and sources, other submissions, the grader's output and HOME) is not there.
+and one writable work folder (HOME is inside it); a private `/tmp` and `/dev/shm` of a
+given size; no network (loopback only); its own PID, IPC and UTS namespaces, a new `/proc`
+that shows only its own processes, and a memory and a file-size limit per process. The
+rest of the machine (the course's solutions and sources, other submissions, the grader's
+output and HOME) is not there.
 When the command ends, every process it left behind ends with it (bwrap's init, PID 1
 of the namespace, exits and the kernel kills the rest); `--die-with-parent` does the
 same if the grader is killed.
@@ -13,7 +14,11 @@ same if the grader is killed.
 The memory limit is RLIMIT_DATA (private writable memory per process): TensorFlow runs
 under it, while RLIMIT_AS also counts the large virtual reservations of thread stacks and
 XLA. It limits each process, not the sandbox as a whole (a cgroup would; none is writable
-here).
+here). The file-size limit is RLIMIT_FSIZE: no file a process writes grows past it (the
+write fails with EFBIG, "File too large"; Python ignores the SIGXFSZ that comes with it).
+It bounds each file, not a folder: the grader sums the work folder while it waits on the
+kernel (`tools/grading/workfolder.py`). `/tmp` and `/dev/shm` are tmpfs (memory), bounded
+by bwrap's `--size`.
 
 Without bwrap (macOS, a container without user namespaces) `--sandbox none` runs the same
 command with the same environment and limit, but nothing is isolated.
@@ -28,11 +33,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 SANDBOX_TMP = Path("/tmp")
-# Sets the memory limit, then runs the command: a small Python wrapper, so it works the
-# same inside and outside bwrap, on Linux and macOS (no `prlimit` needed).
+# Sets the memory and file-size limits, then runs the command: a small Python wrapper, so
+# it works the same inside and outside bwrap, on Linux and macOS (no `prlimit` needed).
 _LIMIT = (
-    "import os, resource, sys; n = int(sys.argv[1]); "
-    "resource.setrlimit(resource.RLIMIT_DATA, (n, n)); os.execvp(sys.argv[2], sys.argv[2:])"
+    "import os, resource, sys; n, f = int(sys.argv[1]), int(sys.argv[2]); "
+    "resource.setrlimit(resource.RLIMIT_DATA, (n, n)); "
+    "f < 0 or resource.setrlimit(resource.RLIMIT_FSIZE, (f, f)); "
+    "os.execvp(sys.argv[3], sys.argv[3:])"
 )
 
 
@@ -49,9 +56,13 @@ def find_bwrap() -> str | None:
     return path if works else None
 
 
-def with_memory_limit(command: Sequence[str], memory_bytes: int) -> list[str]:
-    """Returns `command` preceded by the wrapper that sets RLIMIT_DATA to `memory_bytes`."""
-    return [sys.executable, "-c", _LIMIT, str(memory_bytes), *command]
+def with_memory_limit(
+    command: Sequence[str], memory_bytes: int, *, file_bytes: int | None = None
+) -> list[str]:
+    """Returns `command` preceded by the wrapper that sets RLIMIT_DATA to `memory_bytes` and,
+    where given, RLIMIT_FSIZE (the largest file a process may write) to `file_bytes`."""
+    files = -1 if file_bytes is None else file_bytes
+    return [sys.executable, "-c", _LIMIT, str(memory_bytes), str(files), *command]
 
 
 # The system folders a Python program needs; everything else on the machine is absent.
@@ -65,6 +76,7 @@ def bwrap_command(
     work: Path,
     env: dict[str, str],
     read_only: Sequence[Path] = (),
+    tmp_bytes: int | None = None,
 ) -> list[str]:
     """Returns the bwrap command line that runs `command` in `work`, sealed off.
 
@@ -74,11 +86,14 @@ def bwrap_command(
     history, other submissions and the grader's output are not hidden but absent, wherever
     they are, unless a folder of `read_only` holds them. Mount order: `/tmp` first, then
     parents before children, so a folder under `/tmp` is bound on top of the private one.
+    `tmp_bytes` sizes `/tmp` and `/dev/shm` (each; bwrap 0.8's `--size`), else unbounded.
     """
+    size = [] if tmp_bytes is None else ["--size", str(tmp_bytes)]
     args = [bwrap]
     for folder in SYSTEM_FOLDERS:
         args += ["--ro-bind-try", folder, folder]
-    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
+    args += ["--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--proc", "/proc"]
+    args += [*size, "--tmpfs", "/tmp"]
     paths = sorted({Path(path).resolve() for path in read_only}, key=lambda p: len(p.parts))
     for path in paths:
         if path.exists() and str(path) not in SYSTEM_FOLDERS:
@@ -88,6 +103,24 @@ def bwrap_command(
     for name, value in env.items():
         args += ["--setenv", name, value]
     return [*args, "--", *command]
+
+
+def sandbox_root(pid: int) -> Path | None:
+    """The root folder as the command that bwrap process `pid` runs sees it, or None.
+
+    bwrap forks once: its child is PID 1 of the new PID namespace, and the command is that
+    child's child; `/proc/<its pid>/root` shows its private `/tmp`, which the grader may
+    read (the sandbox's user namespace is the grader's own user's).
+    """
+    for _ in range(2):
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return None
+        if not children:
+            return None
+        pid = int(children[0])
+    return Path(f"/proc/{pid}/root")
 
 
 USERNS_SETTING = "kernel.apparmor_restrict_unprivileged_userns"

@@ -1,14 +1,19 @@
 """Step `run`: the prepared cells, one by one, in a fresh sandboxed kernel.
 
 Takes `Submission.prepared`, the lesson's `Limits` and the `Options`; gives
-`Submission.results` (one `grade_kernel.CellResult` per prepared cell). The work folder
-holds the submission's HOME and its data cache (links to the shared, read-only datasets).
+`Submission.results` (one `grade_kernel.CellResult` per prepared cell) and the judge's
+verdicts. The work folder holds the submission's HOME and its data cache (links to the
+shared, read-only datasets); it and the judge's folder are deleted when the run ends.
+What the cells printed is read as they print it and cut at `grade_kernel.OUTPUT_LIMIT`
+characters a cell; the feedback says so (`printed_note`). What they wrote is bounded
+(`workfolder.DiskLimits`, from the lesson's limits).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,20 +23,30 @@ from pathlib import Path
 from tools import grade_kernel
 from tools.grading import sealed
 from tools.grading.model import REPO_ROOT, Limits, Options, Submission
-from tools.grading.workfolder import prepare_work
+from tools.grading.workfolder import DiskLimits, DiskWatch, prepare_work
 
 
 def run_prepared(prepared: list, limits: Limits, options: Options, label: str, judge_plan: list):
     """Runs prepared cells in a fresh sandboxed kernel, the judge beside it on `judge_plan`;
-    returns (the cells' results, the judge's verdicts)."""
+    returns (the cells' results, the judge's verdicts, the most bytes seen written in /tmp
+    and in the work folders: {"tmp": ..., "work": ...})."""
+    # `limits.disk` where `limits.measure_limits` made them; a plain `Limits`, the floors.
+    disk = getattr(limits, "disk", DiskLimits())
     work = Path(tempfile.mkdtemp(prefix=f"{label[:40]}-", dir=options.work_root))
     env = prepare_work(work, options.cache)
     data_folders = [options.cache] if options.cache is not None else []
     read_only = [REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix), *data_folders]
+    job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
+           "read_only": data_folders}  # fmt: skip
+    judge, key, own = sealed.start_judge(job, work, options, disk)
+    judge_output = sealed.JudgeOutput(judge, key)
     kernel = grade_kernel.SandboxedKernel(
         work, env, bwrap=options.bwrap, read_only=read_only,
-        memory_bytes=int(options.memory_gb * 2**30),
+        memory_bytes=int(options.memory_gb * 2**30), tmp_bytes=disk.tmp_bytes,
+        file_bytes=disk.work_bytes,
     )  # fmt: skip
+    watch = DiskWatch(disk, [work, own], lambda: [p.pid for p in (kernel.process, judge) if p])
+    kernel.watch = watch.check
     # A grader's keep cell waits for the judge's check of its TODO: the check's time.
     cell_limits = [
         limits.total
@@ -39,18 +54,12 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
         else limits.of(cell.get("id", ""))
         for cell, _ in prepared
     ]
-    job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
-           "read_only": data_folders}  # fmt: skip
-    judge, key = sealed.start_judge(job, work, options)
-    judged: dict = {}
 
     def wait_for_judge(results):
         if results and results[-1].status != "ok":  # The run stopped: nothing more will come.
             return
-        try:
-            judged["output"] = judge.communicate(timeout=limits.total)
-        except subprocess.TimeoutExpired:
-            pass
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            judge.wait(timeout=limits.total)
 
     try:
         results = grade_kernel.run_cells(
@@ -60,15 +69,33 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(judge.pid, signal.SIGKILL)
-        output, errors = judged.get("output") or judge.communicate()
-    return results, sealed.read_verdicts(output, key, errors)
+        judge.wait()
+        verdicts = judge_output.verdicts()
+        for folder in (work, own):
+            shutil.rmtree(folder, ignore_errors=True)
+    return results, verdicts, watch.most
+
+
+def printed_note(results: list) -> str:
+    """The feedback's line where a cell printed more than the grader keeps, else ""."""
+    printed = sum(result.printed for result in results)
+    if all(result.printed <= grade_kernel.OUTPUT_LIMIT for result in results):
+        return ""
+    return (
+        f"Your cells printed {printed:,} characters. The grader read all of it (printing "
+        f"costs no points) and cut what it keeps at {grade_kernel.OUTPUT_LIMIT:,} "
+        "characters a cell."
+    )
 
 
 def step(submission: Submission) -> bool:
     """Runs the submission's prepared cells within its lesson's limits."""
     limits = submission.limits[submission.grade.lab]
-    submission.results, submission.verdicts = run_prepared(
+    submission.results, submission.verdicts, _ = run_prepared(
         submission.prepared, limits, submission.options, submission.path.stem,
         submission.judge_plan,
     )  # fmt: skip
+    note = printed_note(submission.results)
+    if note:
+        submission.grade.notes.append(note)
     return True

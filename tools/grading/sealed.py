@@ -5,7 +5,8 @@ per TODO. The kernel keeps what each TODO made (`keep_code`, after the TODO's ce
 after the last cell it serves those values (`export_server.py`) while the judge
 (`judge.py`) runs the lab's check cells on them, in a sandbox of its own. The judge's
 verdicts are signed with a key only the grader and the judge know; a line without the
-signature is ignored.
+signature is ignored. The judge's output is read while it runs (`JudgeOutput`): a learner's
+graph that prints in the judge (`tf.print`) never fills a pipe that the judge then waits on.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import nbformat
@@ -25,9 +27,10 @@ import nbformat
 from tools import sandbox
 from tools.grading.judge_plan import bound_names, kernel_source
 from tools.grading.model import KEY, REPO_ROOT, marks
-from tools.grading.workfolder import prepare_work
+from tools.grading.workfolder import DiskLimits, prepare_work
 
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
+LINE_LIMIT = 2**16  # Bytes of a line of the judge's output read; the rest is dropped.
 _HERE = Path(__file__).parent
 
 
@@ -84,18 +87,22 @@ def kernel_cells(restored, lab, literals: str, seconds: float) -> list:
         if "todo" in cell_marks:
             todo = cell_marks["todo"]
             keep = keep_code(todo, names.get(todo, []))
-            prepared.append((nbformat.v4.new_code_cell(id=f"grader-keep-{todo}"), keep))
+            # It waits there for the judge's run of the TODO's check cell: said as that cell.
+            kept = nbformat.v4.new_code_cell(id=f"grader-keep-{todo}")
+            kept.metadata[KEY] = {"check": todo}
+            prepared.append((kept, keep))
     prepared.append((nbformat.v4.new_code_cell(id="grader-finish"), FINISH_CODE))
     return prepared
 
 
-def start_judge(job: dict, work: Path, options) -> tuple:
-    """Starts the judge on `job`; returns (its process, the key its verdicts are signed with).
+def start_judge(job: dict, work: Path, options, disk: DiskLimits) -> tuple:
+    """Starts the judge on `job`; returns (its process, the key its verdicts are signed with,
+    its own folder).
 
     The judge has a folder of its own (HOME, temporary files, its own data cache), sees the
     kernel's work folder read-only (the socket, the files the learner's graphs read), runs
     with `python -I` (no folder the kernel can write is on its `sys.path`) and under the
-    same memory limit as the kernel.
+    same memory and disk limits as the kernel (a learner's graph runs there).
     """
     key = secrets.token_bytes(32)
     own = Path(tempfile.mkdtemp(prefix=f"{work.name}-judge-", dir=work.parent))
@@ -105,23 +112,85 @@ def start_judge(job: dict, work: Path, options) -> tuple:
         "from tools.grading import judge; sys.exit(judge.main())"
     )
     command = sandbox.with_memory_limit([sys.executable, "-I", "-c", start],
-                                        int(options.memory_gb * 2**30))  # fmt: skip
+                                        int(options.memory_gb * 2**30),
+                                        file_bytes=disk.work_bytes)  # fmt: skip
     if options.bwrap:
         read_only = [REPO_ROOT / "utils", REPO_ROOT / "tools", Path(sys.prefix),
                      Path(sys.base_prefix), work, *job.pop("read_only")]  # fmt: skip
         command = sandbox.bwrap_command(options.bwrap, command, work=own, env=env,
-                                        read_only=read_only)  # fmt: skip
+                                        read_only=read_only, tmp_bytes=disk.tmp_bytes)  # fmt: skip
     else:
         job.pop("read_only")
     process = subprocess.Popen(
         command, cwd=own, env=None if options.bwrap else env, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     job = {**job, "socket": str(work / job["socket"]), "key": key.hex(), "course": str(REPO_ROOT)}
-    process.stdin.write(json.dumps(job) + "\n")
+    process.stdin.write((json.dumps(job) + "\n").encode())
     process.stdin.close()
-    process.stdin = None  # So that `communicate()` reads the verdicts only.
-    return process, key
+    return process, key, own
+
+
+def _lines(stream):
+    """The lines of a binary `stream` as text, each cut at `LINE_LIMIT` bytes (the rest of a
+    longer line is read and dropped), until it ends."""
+    cut = False
+    for chunk in iter(lambda: stream.readline(LINE_LIMIT), b""):
+        if not cut:
+            yield chunk.decode(errors="replace")
+        cut = not chunk.endswith(b"\n")
+
+
+class JudgeOutput:
+    """Reads the judge's stdout and stderr on two threads while it runs, keeping only the
+    verdicts signed with `key` and the last line of its errors: however much a learner's
+    graph prints there, the judge never waits on a full pipe, and the grader keeps little."""
+
+    def __init__(self, process: subprocess.Popen, key: bytes):
+        self.key, self.found, self.last_error = key, {}, ""
+        self.threads = [
+            threading.Thread(target=self._read, args=(process.stdout, self._verdict), daemon=True),
+            threading.Thread(target=self._read, args=(process.stderr, self._error), daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    @staticmethod
+    def _read(stream, take) -> None:
+        with stream:
+            for line in _lines(stream):
+                take(line)
+
+    def _verdict(self, line: str) -> None:
+        found = verdict_of(line, self.key)
+        if found is not None:
+            self.found[found[0]] = found[1]
+
+    def _error(self, line: str) -> None:
+        if line.strip():
+            self.last_error = line.strip()
+
+    def verdicts(self, timeout: float = 10.0) -> dict[int, Verdict]:
+        """The verdicts, once the judge's output has ended (after `timeout` s, as they are);
+        where the judge's last error line names an error, it is kept under TODO 0."""
+        for thread in self.threads:
+            thread.join(timeout)
+        verdicts = dict(self.found)
+        if "Error" in self.last_error:
+            verdicts[0] = Verdict(False, self.last_error[:300])
+        return verdicts
+
+
+def verdict_of(line: str, key: bytes) -> tuple[int, Verdict] | None:
+    """(TODO, verdict) of one line of the judge's output, or None if it is not signed with `key`."""
+    if not line.startswith("VERDICT "):
+        return None
+    payload, _, signature = line[len("VERDICT ") :].strip().rpartition(" ")
+    expected = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(signature, expected):
+        return None
+    found = json.loads(payload)
+    return int(found["todo"]), Verdict(bool(found["passed"]), str(found["message"]))
 
 
 def read_verdicts(output: str, key: bytes, errors: str = "") -> dict[int, Verdict]:
@@ -135,11 +204,7 @@ def read_verdicts(output: str, key: bytes, errors: str = "") -> dict[int, Verdic
     if last and "Error" in last[0]:
         verdicts[0] = Verdict(False, last[0].strip()[:300])
     for line in output.splitlines():
-        if not line.startswith("VERDICT "):
-            continue
-        payload, _, signature = line[len("VERDICT ") :].rpartition(" ")
-        expected = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()
-        if hmac.compare_digest(signature, expected):
-            found = json.loads(payload)
-            verdicts[int(found["todo"])] = Verdict(bool(found["passed"]), str(found["message"]))
+        found = verdict_of(line, key)
+        if found is not None:
+            verdicts[found[0]] = found[1]
     return verdicts
