@@ -72,11 +72,12 @@ print(simulated_storage.describe())
 # %% [markdown]
 # ## 1. List the files (TODO 1)
 #
-# `source.paths` lists every image file of the source (`.jpg`, `.jpeg` or `.png`, in any
-# letter case). `tf.data.Dataset.from_tensor_slices()` turns a list into a dataset, one
-# element per item, and `shuffle()` mixes them. `shuffle()` draws a new order on every pass
-# over the dataset (every epoch); a seed makes that sequence of orders the same from one run
-# of the notebook to the next, not one pass the same as the next.
+# `source.paths` lists every image file of the source (`.jpg`, `.jpeg`, `.png` or an
+# iPhone's `.heic`, in any letter case). `tf.data.Dataset.from_tensor_slices()` turns a
+# list into a dataset, one element per item, and `shuffle()` mixes them. `shuffle()` draws
+# a new order on every pass over the dataset (every epoch); a seed makes that sequence of
+# orders the same from one run of the notebook to the next, not one pass the same as the
+# next.
 # (`tf.data.Dataset.list_files()` does both from a glob, but a glob reads `[`, `*` and `?`
 # in a real folder's name as patterns: a folder named `photos [2024]` matches nothing.)
 #
@@ -115,7 +116,7 @@ print("The next pass starts with the same 5 paths:", next_pass == shuffled_paths
 
 # %%
 class_names = tf.constant(source.class_names)
-print("Classes:", source.class_names)
+print(f"{len(source.class_names):,} classes:", display.short_list(source.class_names))
 
 # %% [markdown]
 # **TODO 2.** Complete `label_from_path(path)`: split the path on `"/"`, take the folder
@@ -181,6 +182,7 @@ checks.check_read_and_decode(
 # the nine paths are taken once, from the pass above, so that the grid and the sizes below
 # show the same images. A phone photo of yours may show on its side: `tf.io.decode_jpeg`
 # ignores the EXIF Orientation tag that turns it upright in a viewer; lab 2 stores it upright.
+# It drops transparency too (a sticker's hidden background shows); lab 2 puts it on white.
 
 # %%
 nine_paths, _, _ = readable_images.readable_sample(shuffled_paths, 9)

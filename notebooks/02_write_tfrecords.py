@@ -169,14 +169,15 @@ checks.check_recompress(recompress, todo=2, sample_images=resized_images, qualit
 # %%
 every_class = sampling.paths_from_every_class(image_paths)
 trade_off_paths, _, _ = readable_images.readable_sample(every_class, NUM_SAMPLE)
-print("Sample, images per class:", sampling.count_classes(trade_off_paths))
+per_class = [f"{name} {count}" for name, count in sampling.count_classes(trade_off_paths).items()]
+print(f"Sample, images per class ({len(per_class):,} classes):", display.short_list(per_class))
 original_bytes = [tf.io.read_file(path).numpy() for path in trade_off_paths]
 resized = [resize_and_crop(tf.io.decode_jpeg(b, channels=3), TARGET_SIZE) for b in original_bytes]
 recompressed_bytes = [recompress(image, JPEG_QUALITY).numpy() for image in resized]
 psnr = recompression.mean_psnr(resized, recompressed_bytes)
 before = sampling.mean_bytes(original_bytes)
 after = sampling.mean_bytes(recompressed_bytes)
-print(f"Bytes per image: {before:,.0f} -> {after:,.0f} ({1 - after / before:.0%} saved)")
+print(f"Bytes per image: {before:,.0f} -> {after:,.0f} ({display.describe_saving(before, after)})")
 print(f"Quality: PSNR {psnr:.1f} dB at JPEG quality {JPEG_QUALITY}.")
 QUALITIES = [50, 70, 80, 90, 95]
 same_size_bytes = [
@@ -202,8 +203,8 @@ decode_after = decode_runs["resized, recompressed"]
 quality_rates = [decode_runs[f"resized, quality {quality}"] for quality in QUALITIES]
 print(
     f"\nBytes per image: originals {before:,.0f}; recompressed at quality {JPEG_QUALITY} "
-    f"without resizing {same_size:,.0f} ({1 - same_size / before:.0%} saved); resized and "
-    f"recompressed {after:,.0f} ({1 - after / before:.0%} saved)."
+    f"without resizing {same_size:,.0f} ({display.describe_saving(before, same_size)}); "
+    f"resized and recompressed {after:,.0f} ({display.describe_saving(before, after)})."
 )
 print(comparison.describe_difference([decode_same_size, decode_before], name="Recompressing alone"))
 print(
@@ -275,8 +276,11 @@ example = to_example(image_jpeg, labels[0], list(sample_images[0].shape[:2]), so
 for name, feature in sorted(example.features.feature.items()):
     values = getattr(feature, feature.WhichOneof("kind")).value
     shown = [f"{len(v):,} bytes: {v[:12]!r}..." if len(str(v)) > 40 else v for v in values]
+    if name == "one_hot_class":  # One float a class: where its 1.0 is.
+        shown = f"{len(values):,} floats, 1.0 at index {list(values).index(1.0)}"
     print(f"{name:>14} {feature.WhichOneof('kind'):<10}", shown)
 print(f"Serialized: {len(example.SerializeToString()):,} bytes")
+print(records.describe_one_hot_cost(len(source.class_names)))
 
 # %% [markdown]
 # ## 4. Write a shard, safely (TODO 4)
@@ -417,9 +421,9 @@ with tempfile.TemporaryDirectory() as scratch:
 # %% tags=["summary"]
 print(
     f"Recompressed at quality {JPEG_QUALITY}: {before:,.0f} -> {after:,.0f} bytes per image "
-    f"({1 - after / before:.0%} saved), PSNR {psnr:.1f} dB.\n"
+    f"({display.describe_saving(before, after)}), PSNR {psnr:.1f} dB.\n"
     f"Recompressed at the original size, without resizing: {same_size:,.0f} bytes per image "
-    f"({1 - same_size / before:.0%} saved)."
+    f"({display.describe_saving(before, same_size)})."
 )
 print(
     f"Decoding (medians of {decode_before.num_runs} rounds in turns): "

@@ -399,6 +399,7 @@ print(
     f"{max(per_epoch):.2f}; chance level {chance:.2f} "
     f"({len(answers.labels)} images, {len(class_names)} classes)"
 )
+display.say_if_too_few_per_class(num_train, num_classes=len(class_names))
 rates = ", ".join(f"{rate:.1e}" for rate in history.history["learning_rate"])
 print(f"Learning rate at each epoch's end: {rates}")
 # Sixteen validation images, titled with the model's answer; wrong answers in red.

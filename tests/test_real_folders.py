@@ -68,7 +68,10 @@ def test_resolve_source_lists_every_file_of_a_folder_with_brackets(real_photo_fo
     assert suffixes == {".jpg", ".JPG", ".jpeg", ".png"}
     described = real_source.describe()
     assert "WARNING: empty class folder(s), not used as classes: drafts, lilies" in described
-    assert "Not read: 4 file(s) in the class folders are not .jpg/.jpeg/.png images:" in described
+    assert (
+        "Not read: 4 file(s) in the class folders are not .jpg/.jpeg/.png/.heic/.heif images:"
+        in described
+    )
 
 
 # Items 1, 4, 6: the conversion of the real folder accounts for every input.

@@ -90,6 +90,66 @@ def image_title(class_name: str, height: int, width: int) -> str:
     return "\n".join(textwrap.wrap(text, TITLE_LINE_CHARACTERS, break_on_hyphens=False))
 
 
+# Names listed whole up to this many; beyond it, the first `NAMES_SHOWN` and a count.
+MAX_NAMES_LISTED = 12
+NAMES_SHOWN = 4
+
+
+def short_list(names: Sequence[str]) -> str:
+    """Returns names joined by commas, shortened beyond `MAX_NAMES_LISTED` to stay one line.
+
+    Args:
+        names: the names (classes, files), in the order to list them.
+
+    Returns:
+        Every name up to `MAX_NAMES_LISTED`; beyond, the first `NAMES_SHOWN` and how many
+        more, as in "n01440764, n01443537, n01484850, n01491361, ... (996 more)".
+
+    Example:
+        print(f"{len(class_names):,} classes:", display.short_list(class_names))
+    """
+    if len(names) <= MAX_NAMES_LISTED:
+        return ", ".join(names)
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return f"{shown}, ... ({len(names) - NAMES_SHOWN:,} more)"
+
+
+def describe_saving(before: float, after: float) -> str:
+    """Says what a change of size saved, or how much it grew: "72% saved" or "grew 3.6x".
+
+    Args:
+        before: the size before (bytes, or bytes per image), more than 0.
+        after: the size after, in the same unit.
+
+    Returns:
+        The share saved when `after` is at most `before`; otherwise the factor it grew by.
+    """
+    return f"{1 - after / before:.0%} saved" if after <= before else f"grew {after / before:.1f}x"
+
+
+# Fewer training images a class than this cannot teach a model the class.
+MIN_IMAGES_PER_CLASS = 10
+
+
+def say_if_too_few_per_class(num_images: int, *, num_classes: int) -> None:
+    """Prints a line when there are too few training images per class to learn anything.
+
+    Args:
+        num_images: the training images.
+        num_classes: the classes they are spread over.
+
+    Example:
+        display.say_if_too_few_per_class(num_train, num_classes=len(class_names))
+    """
+    per_class = num_images / max(num_classes, 1)
+    if per_class < MIN_IMAGES_PER_CLASS:
+        print(
+            f"{num_images:,} training images in {num_classes:,} classes, {per_class:.1f} a "
+            f"class: too few to learn a class (under {MIN_IMAGES_PER_CLASS}); expect "
+            "accuracy near chance, whatever the pipeline."
+        )
+
+
 def show_predictions(
     images: np.ndarray,
     labels: np.ndarray,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from utils import records
+from utils import display, records
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,11 +84,7 @@ class ConversionReport:
             f"Wrote {self.num_written} records in {len(self.shards)} shards to "
             f"{self.output_dir} in {self.seconds:.1f} s ({self.records_per_second:.0f} records/s).",
             f"Average bytes per image: {before:,.0f} before, {after:,.0f} after "
-            + (
-                f"({1 - after / before:.0%} saved)."
-                if after <= before
-                else f"(grew {after / before:.1f}x)."
-            )
+            f"({display.describe_saving(before, after)})."
             if before
             else "No image written.",
             f"Input images: {self.num_input_images} = {self.num_written} written "

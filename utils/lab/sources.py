@@ -69,8 +69,10 @@ class ImageSource:
             One line (images, classes, where), plus warning lines for empty class folders
             and files that are not images.
         """
+        from utils import display  # Imported here: listing a source needs no matplotlib.
+
         where = "real cloud storage" if self.is_remote else "local disk"
-        classes = ", ".join(self.class_names)
+        classes = display.short_list(self.class_names)
         text = f"{self.num_images} images in {len(self.class_names)} classes ({classes}), {where}"
         if self.empty_class_folders:
             empty = ", ".join(self.empty_class_folders)

@@ -12,6 +12,8 @@ import tensorflow as tf
 from utils import errors, records
 from utils.lab import progress, shard_files, shard_metadata
 
+# Beyond this many classes the table is folded: a column a class would not fit a screen.
+MAX_CLASS_COLUMNS = 12
 _MAX_RECORD_PROBLEMS = 5  # Problems listed per shard; one bad schema would repeat per record.
 
 
@@ -62,14 +64,21 @@ class ValidationReport:
             A table of shards by class, the totals, the skipped files and the problems.
         """
         width = max([len(s.name) for s in self.shards] + [5])
+        folded = len(self.class_names) > MAX_CLASS_COLUMNS  # Three columns, not one a class.
         # Each class column is as wide as its whole name: a name cut short could look like
         # another ("sunflowers_red" and "sunflowers_yellow" both cut to "sunflowers").
         columns = {name: max(10, len(name)) for name in self.class_names}
-        header = f"{'shard':<{width}}  {'records':>7}  " + "  ".join(
-            f"{name:>{columns[name]}}" for name in self.class_names
+        header = f"{'shard':<{width}}  {'records':>7}  " + (
+            f"{'classes':>7}  per class"
+            if folded
+            else "  ".join(f"{name:>{columns[name]}}" for name in self.class_names)
         )
 
         def row(counts: dict) -> str:
+            if folded:
+                per_class = [counts.get(name, 0) for name in self.class_names]
+                present = sum(count > 0 for count in per_class)
+                return f"{present:>7}  {min(per_class)}-{max(per_class)}"
             return "  ".join(f"{counts.get(n, 0):>{columns[n]}}" for n in self.class_names)
 
         lines = [header, "-" * len(header)]
@@ -80,11 +89,17 @@ class ValidationReport:
         for shard in self.shards:
             totals.update(shard.class_counts)
         counts = row(totals)
-        lines += ["-" * len(header), f"{'total':<{width}}  {self.num_records:>7}  {counts}", ""]
-        lines.append(
+        lines += ["-" * len(header), f"{'total':<{width}}  {self.num_records:>7}  {counts}"]
+        if folded:
+            lines.append(
+                f"({len(self.class_names):,} classes, a column each too many: 'classes' counts "
+                "those in a shard, 'per class' a class's fewest-most records.)"
+            )
+        lines += [
+            "",
             f"Input images: {self.num_input_images} = {self.num_records} written "
-            f"+ {len(self.skipped)} skipped."
-        )
+            f"+ {len(self.skipped)} skipped.",
+        ]
         lines += [f"  skipped {path}: {error}" for path, error in self.skipped]
         if self.ok:
             lines.append("Valid: every record parses, every count matches.")

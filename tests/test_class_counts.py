@@ -1,0 +1,100 @@
+"""Issue 52, item 4: output that stays readable at any class count (300 classes of 2 images)."""
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from utils import display, records
+from utils.lab import conversion, sources, validation
+
+FLOWERS = ["daisy", "dandelion", "roses", "sunflowers", "tulips"]
+MANY = [f"n{index:08d}" for index in range(1000)]
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (FLOWERS, "daisy, dandelion, roses, sunflowers, tulips"),
+        (MANY[:12], ", ".join(MANY[:12])),
+        (MANY[:13], "n00000000, n00000001, n00000002, n00000003, ... (9 more)"),
+        (MANY, "n00000000, n00000001, n00000002, n00000003, ... (996 more)"),
+        ([], ""),
+    ],
+    ids=["5 flowers", "a dozen", "13", "1,000", "none"],
+)
+def test_short_list_lists_a_dozen_names_whole_and_shortens_beyond(names, expected):
+    assert display.short_list(names) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [(1724, 431, "75% saved"), (1724, 1724, "0% saved"), (1724, 6174, "grew 3.6x")],
+)
+def test_describe_saving_says_grew_instead_of_a_negative_saving(before, after, expected):
+    assert display.describe_saving(before, after) == expected
+
+
+ONE_HOT_COSTS = {
+    5: "one_hot_class costs 24 bytes a record at 5 classes (4 a class); the class index says "
+    "the same in 5 bytes.",
+    1000: "one_hot_class costs 4,006 bytes a record at 1,000 classes (4 a class); the class "
+    "index says the same in 6 bytes.",
+}
+
+
+@pytest.mark.parametrize(("num_classes", "expected"), ONE_HOT_COSTS.items())
+def test_describe_one_hot_cost_gives_the_serialized_bytes_of_the_feature(num_classes, expected):
+    assert records.describe_one_hot_cost(num_classes) == expected
+
+
+def test_say_if_too_few_per_class_speaks_only_under_ten_a_class(capsys):
+    display.say_if_too_few_per_class(600, num_classes=300)
+    display.say_if_too_few_per_class(2936, num_classes=5)
+    assert capsys.readouterr().out == (
+        "600 training images in 300 classes, 2.0 a class: too few to learn a class (under "
+        "10); expect accuracy near chance, whatever the pipeline.\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def many_classes(tmp_path_factory):
+    """300 class folders of 2 small JPEGs each, converted once."""
+    root = tmp_path_factory.mktemp("many") / "photos"
+    rng = np.random.default_rng(52)
+    for index in range(300):
+        folder = root / f"n{index:08d}"
+        folder.mkdir(parents=True)
+        for number in range(2):
+            buffer = io.BytesIO()
+            pixels = rng.integers(0, 255, (24, 24, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(buffer, "JPEG", quality=80)
+            (folder / f"{number}.jpg").write_bytes(buffer.getvalue())
+    source = sources.resolve_source(str(root))
+    output_dir = root.parent / "shards"
+    conversion.convert(source, output_dir, target_size=16, num_shards=4)
+    return source, output_dir
+
+
+def test_describe_of_300_classes_is_one_short_line(many_classes):
+    source, _ = many_classes
+    assert source.describe() == (
+        "600 images in 300 classes (n00000000, n00000001, n00000002, n00000003, ... "
+        "(296 more)), local disk"
+    )
+
+
+def test_validation_table_of_300_classes_is_folded(many_classes, capsys):
+    _, output_dir = many_classes
+    report = validation.validate(str(output_dir))
+    assert report.ok
+    lines = capsys.readouterr().out.splitlines()
+    table = lines[lines.index("shard                records  classes  per class") :]
+    assert table[1] == "-" * len(table[0])
+    assert table[7] == "total                    600      300  2-2"
+    assert table[8] == (
+        "(300 classes, a column each too many: 'classes' counts those in a shard, "
+        "'per class' a class's fewest-most records.)"
+    )
+    assert max(len(line) for line in lines) < 120
