@@ -211,8 +211,13 @@ print(
     comparison.describe_difference([decode_after, decode_before], name="Resizing and recompressing")
 )
 print(comparison.describe_difference(quality_rates, name="Decode speed across qualities"))
+psnr_by_quality = [recompression.mean_psnr(resized, jpegs) for jpegs in by_quality.values()]
 figure = charts.plot_quality_trade_off(
-    QUALITIES, kilobytes, quality_rates, reference=("originals", before / 1e3, decode_before.median)
+    QUALITIES,
+    kilobytes,
+    quality_rates,
+    reference=("originals", before / 1e3, decode_before.median),
+    psnr_db=psnr_by_quality,
 )
 
 # %% [markdown]
@@ -220,7 +225,7 @@ figure = charts.plot_quality_trade_off(
 # alone gives (at the originals' size), and how much comes with resizing; the verdicts say
 # which decoding differences are beyond the noise (decoding time grows with the pixels
 # decoded). The plot shows what the quality alone moves at `TARGET_SIZE` (median, the bar
-# spans the rounds) against the originals (dashed); the last verdict says whether the
+# spans the rounds) against the originals (dashed), and the detail it keeps (PSNR); the last verdict says whether the
 # quality moved the speed here at all. Fewer bytes: less waiting on storage in every epoch
 # of every run, and faster decoding. The costs: converting, once (measured below), and the
 # detail lost, which the PSNR measures. Raise `JPEG_QUALITY` if your model needs fine detail.

@@ -175,6 +175,19 @@ def test_plot_quality_trade_off_each_panel_scaled_to_its_own_values(tmp_path):
     plt.close("all")
 
 
+def test_plot_quality_trade_off_draws_the_psnr_in_a_third_panel(tmp_path):
+    figure = charts.plot_quality_trade_off(
+        [50, 90], [6.0, 14.0], [2900, 2100], psnr_db=[33.5, 41.0]
+    )
+    _, _, psnr_axis = figure.axes
+    psnr_line, threshold = psnr_axis.get_lines()
+    assert list(psnr_line.get_ydata()) == [33.5, 41.0]
+    assert list(threshold.get_ydata()) == [35, 35]
+    assert psnr_axis.get_title() == "PSNR, dB (higher: more detail kept)"
+    assert _saved_width(figure, tmp_path) <= 1000
+    plt.close("all")
+
+
 def test_show_image_rows_one_row_per_label_and_rejects_nothing_to_show():
     rows = {"first": [np.zeros((8, 8, 3), np.uint8)] * 3, "second": [np.zeros((4, 6, 3), np.uint8)]}
     figure = display.show_image_rows(rows, title="Rows")

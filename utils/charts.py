@@ -185,8 +185,9 @@ def plot_quality_trade_off(
     images_per_second: Sequence[float | comparison.RepeatedResult],
     *,
     reference: tuple[str, float, float] | None = None,
+    psnr_db: Sequence[float] | None = None,
 ) -> Figure:
-    """Draws bytes per image and decode speed against JPEG quality, side by side.
+    """Draws bytes per image, decode speed and (if given) PSNR against JPEG quality.
 
     Args:
         qualities: the JPEG qualities measured.
@@ -195,6 +196,8 @@ def plot_quality_trade_off(
             `comparison.RepeatedResult`s (drawn at their median, a bar spanning their range).
         reference: optional (label, kilobytes, images_per_second) drawn as dashed lines,
             such as the original images.
+        psnr_db: the PSNR at each quality, in dB: a third panel, what the bytes cost in
+            detail (35 dB dotted: above it, differences are hard to see).
 
     Returns:
         The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
@@ -202,13 +205,13 @@ def plot_quality_trade_off(
     Example:
         charts.plot_quality_trade_off([50, 90], [6.1, 14.2], [2900, 2100])
     """
-    figure, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_INCHES, 3.4))
+    figure, axes = plt.subplots(1, 3 if psnr_db else 2, figsize=(MAX_WIDTH_INCHES, 3.4))
     repeated = [r for r in images_per_second if isinstance(r, comparison.RepeatedResult)]
     speeds = [
         r.median if isinstance(r, comparison.RepeatedResult) else r for r in images_per_second
     ]
     panels = (("kB per image", kilobytes), ("decoded images/s (all cores)", speeds))
-    for index, (axis, (name, values)) in enumerate(zip(axes, panels, strict=True)):
+    for index, (axis, (name, values)) in enumerate(zip(axes[:2], panels, strict=True)):
         axis.plot(qualities, values, "o-", label="resized, at this quality")
         top = max(values)
         if index == 1 and repeated:
@@ -226,6 +229,13 @@ def plot_quality_trade_off(
         axis.set_title(name, fontsize=10)
         axis.set_ylim(0, top * 1.15)
         axis.tick_params(labelsize=8)
+    if psnr_db:
+        axes[2].plot(qualities, psnr_db, "o-", color="tab:green")
+        axes[2].axhline(35, color="gray", linestyle=":", label="35 dB")
+        axes[2].set_xlabel("JPEG quality")
+        axes[2].set_title("PSNR, dB (higher: more detail kept)", fontsize=10)
+        axes[2].tick_params(labelsize=8)
+        axes[2].legend(fontsize=8, loc="lower right")
     axes[0].legend(fontsize=8, loc="upper left")
     figure.tight_layout()
     return figure
