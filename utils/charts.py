@@ -112,69 +112,95 @@ def _points_above(axis, value: float, line: float) -> float:
     return pixels * 72 / axis.figure.dpi
 
 
+# A knob whose settings move the speed more than this many times its course setting's
+# (the cache, reading from memory) gets a y-axis of its own, so that 2x effects elsewhere
+# do not look flat beside it.
+OWN_SCALE_RATIO = 3.0
+
+
+def _ratios_to_first(results: list[comparison.RepeatedResult]) -> list[comparison.RepeatedResult]:
+    """Each result as a ratio to the first, round by round where both ran the same rounds."""
+    first = results[0]
+    ratios = []
+    for result in results:
+        if result.num_runs == first.num_runs:
+            ratios.append(comparison.ratio_in_turns(result, first, label=result.label))
+        else:  # Not taken in the same rounds: each round against the first's median.
+            values = tuple(value / first.median for value in result.values)
+            ratios.append(comparison.RepeatedResult(result.label, values))
+    return ratios
+
+
 def plot_ablation(
     results_by_knob: dict[str, list[comparison.RepeatedResult]],
     *,
     title: str = "What each knob buys",
 ) -> Figure:
-    """Draws one small bar chart per knob, three to a row, on one shared y-axis.
+    """Draws one small bar chart per knob: each setting's speed against the course's.
 
-    Each bar is a setting's median images/s; its line spans the setting's range (min-max
-    over the rounds). All panels share one y-axis, so bars compare across knobs; it is
-    logarithmic when the fastest and slowest medians differ by 30x or more.
+    A knob's first result is the course pipeline's own setting; each bar is a setting's
+    images/s divided by it, round by round (the median; its line spans the rounds), so
+    1.0 (dashed) is the course pipeline and a 2x effect is a bar twice as high. The knobs
+    share one y-axis, but a knob that moves the speed more than `OWN_SCALE_RATIO` times
+    (the cache) gets its own, said in its panel's title.
 
     Args:
         results_by_knob: knob name -> `comparison.RepeatedResult`s of images/s, one per
-            setting, each labelled with its setting.
+            setting, each labelled with its setting, the course's setting first.
         title: the figure's title.
 
     Returns:
         The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
 
     Raises:
-        ValueError: if `results_by_knob` is empty.
+        ValueError: if `results_by_knob` is empty, or a knob has no result.
 
     Example:
-        charts.plot_ablation({"prefetch": [on, off], "cache": [cached, uncached]})
+        charts.plot_ablation({"prefetch": [on, off], "cache": [uncached, cached]})
     """
     if not results_by_knob:
         raise ValueError("`results_by_knob` must name at least one knob. Received: {}")
-    num_columns = min(3, len(results_by_knob))
-    num_rows = math.ceil(len(results_by_knob) / num_columns)
+    empty = [knob for knob, results in results_by_knob.items() if not results]
+    if empty:
+        raise ValueError(f"Every knob needs at least one result. Received none for: {empty}")
+    ratios_by_knob = {knob: _ratios_to_first(results) for knob, results in results_by_knob.items()}
+    own_scale = {
+        knob
+        for knob, ratios in ratios_by_knob.items()
+        if max(r.maximum for r in ratios) > OWN_SCALE_RATIO
+    }
+    shared = [r for knob, ratios in ratios_by_knob.items() if knob not in own_scale for r in ratios]
+    shared_top = max((r.maximum for r in shared), default=1.0)
+    num_columns = min(3, len(ratios_by_knob))
+    num_rows = math.ceil(len(ratios_by_knob) / num_columns)
     figure, axes = plt.subplots(
-        num_rows,
-        num_columns,
-        figsize=(MAX_WIDTH_INCHES, 3.0 * num_rows + 0.5),
-        squeeze=False,
-        sharey=True,
+        num_rows, num_columns, figsize=(MAX_WIDTH_INCHES, 3.0 * num_rows + 0.5), squeeze=False
     )
-    for axis in axes.flat[len(results_by_knob) :]:
+    for axis in axes.flat[len(ratios_by_knob) :]:
         axis.axis("off")
-    everything = [result for results in results_by_knob.values() for result in results]
-    top = max(result.maximum for result in everything)
-    log_scale = top / min(result.median for result in everything) >= 30
-    for axis, (knob, results) in zip(axes.flat, results_by_knob.items(), strict=False):
-        medians = [result.median for result in results]
+    for axis, (knob, ratios) in zip(axes.flat, ratios_by_knob.items(), strict=False):
+        labels = [ratio.label for ratio in ratios]
+        medians = [ratio.median for ratio in ratios]
         spans = [
-            [result.median - result.minimum for result in results],
-            [result.maximum - result.median for result in results],
+            [ratio.median - ratio.minimum for ratio in ratios],
+            [ratio.maximum - ratio.median for ratio in ratios],
         ]
-        bars = axis.bar([result.label for result in results], medians, color="tab:blue")
-        axis.errorbar(
-            [result.label for result in results], medians, yerr=spans, fmt="none", ecolor="black"
-        )
-        axis.bar_label(bars, labels=[f"{rate:,.0f}" for rate in medians], fontsize=8, padding=1)
-        axis.set_title(knob, fontsize=10)
+        bars = axis.bar(labels, medians, color="tab:blue")
+        axis.errorbar(labels, medians, yerr=spans, fmt="none", ecolor="black")
+        axis.bar_label(bars, labels=[f"{ratio:.2f}x" for ratio in medians], fontsize=8, padding=1)
+        axis.axhline(1.0, color="gray", linestyle="--", linewidth=1)
+        top = max(r.maximum for r in ratios) if knob in own_scale else shared_top
+        axis.set_ylim(0, max(top, 1.0) * 1.2)
+        axis.set_title(f"{knob} (own scale)" if knob in own_scale else knob, fontsize=10)
         axis.tick_params(axis="x", labelrotation=30, labelsize=8)
-        axis.tick_params(axis="y", labelsize=8, labelleft=True)
-    if log_scale:
-        axes.flat[0].set_yscale("log")
-        axes.flat[0].set_ylim(top=top * 3)
-    else:
-        axes.flat[0].set_ylim(0, top * 1.2)
+        axis.tick_params(axis="y", labelsize=8)
     for row in axes:
-        row[0].set_ylabel("images/s (log scale)" if log_scale else "images/s", fontsize=9)
-    figure.suptitle(f"{title}\nmedian of the rounds; the line spans their range", fontsize=11)
+        row[0].set_ylabel("x the course pipeline", fontsize=9)
+    figure.suptitle(
+        f"{title}\nimages/s against the course's setting (1.0, dashed): median of the rounds, "
+        "the line spans them",
+        fontsize=11,
+    )
     figure.tight_layout()
     return figure
 
