@@ -96,8 +96,8 @@ print(simulated_storage.describe())
 # (`serialized`), and decodes a record with `decode_one()`. The naive feed decodes one
 # image at a time and makes a batch only when the step asks for it. By default tf.data
 # would quietly help it: it fuses `map()` and `batch()` into one step whose thread makes
-# the next batch ahead, and it may parallelize the map and add a prefetch. The options
-# below turn that off, so the naive feed is as naive as it looks.
+# the next batch ahead, and may parallelize the map and add a prefetch. The options below
+# turn that off: the naive feed is as naive as it looks.
 
 # %%
 shard_names = tf.data.Dataset.from_tensor_slices(shard_set.paths).repeat()
@@ -169,12 +169,11 @@ checks.check_feed_keeps_up(feed, todo=2, naive=naive_feed)
 # ## Is the accelerator waiting?
 #
 # The stand-in for one TPU v5e chip sleeps through each step, a SIMULATION: the lines
-# below give its rate, where the rate comes from and what that estimate assumes. During
-# a step it asks for nothing; only what a feed runs in the background goes on. The time
-# it then spends waiting for its next batch is its idle time, measured at every step.
-# Five feeds take turns: from memory (TODO 1), the naive feed, yours (TODO 2), and the
-# course pipeline (lab 3's: decoded by batch in a parallel `map()`) without and with
-# `prefetch()`.
+# below give its rate, where it comes from and what it assumes. During a step it asks
+# for nothing; only what a feed runs in the background goes on. The time it then waits
+# for its next batch is its idle time, measured at every step. Five feeds take turns:
+# from memory (TODO 1), the naive feed, yours (TODO 2), and the course pipeline (lab 3's:
+# decoded by batch in a parallel `map()`) without and with `prefetch()`.
 
 # %%
 print(accelerator_wait.describe_stand_in(STAND_IN_IMAGES_PER_SECOND, batch_size=global_batch_size))
@@ -257,8 +256,8 @@ for speed, chip in speeds.items():
 # ## Your own device
 #
 # The same question for lab 4's model on your device, fed from memory and by your feed.
-# On a CPU the model is the slower side, and it shares the cores with the feed; a TPU
-# computes on its own chip, and its profiler
+# On a CPU the model shares the cores with the feed; a TPU computes on its own chip, and
+# its profiler
 # (`keras.callbacks.TensorBoard(log_dir, profile_batch=(10, 15))` on TensorFlow,
 # `jax.profiler.trace(log_dir)` on JAX) splits each step into compute and input wait.
 
