@@ -276,7 +276,11 @@ print(comparison.describe_share_of_ceiling(share, name="The pipeline"))
 print("What each knob buys, median (range) of each setting:")
 print("\n".join(knobs.describe_ranges(ablation.results)))
 print("\n".join(knobs.describe_verdicts(ablation)))
-figure = charts.plot_ablation(ablation.results, title=simulated_storage.describe())
+figure = charts.plot_ablation(
+    ablation.results,
+    title=simulated_storage.describe(),
+    course_settings={"num_parallel_reads": str(NUM_PARALLEL_READS), "shards": str(NUM_SHARDS)},
+)
 
 # %% [markdown]
 # Reading the table: each knob's verdict is printed above, and only a verdict "beyond

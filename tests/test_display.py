@@ -85,21 +85,23 @@ def _runs(label, *values):
 def test_plot_ablation_draws_each_setting_against_the_courses():
     figure = charts.plot_ablation(
         {
-            "reads": [_runs("16", 400, 380, 420), _runs("1", 100, 95, 105)],
+            "reads": [_runs("1", 100, 95, 105), _runs("16", 400, 380, 420)],
             "prefetch": [_runs("on", 400, 400, 400), _runs("off", 800, 760, 840)],
             "cache": [_runs("off", 400, 400, 400), _runs("on", 4000, 4200, 3800)],
         },
         title="t",
+        course_settings={"reads": "16", "prefetch": "on"},  # The cache: its first, "off".
     )
     reads, prefetch, cache = figure.axes[:3]
-    assert [t.get_text() for t in reads.get_xticklabels()] == ["16", "1"]
+    assert [t.get_text() for t in reads.get_xticklabels()] == ["1", "16"]
     # Round by round: 100/400, 95/380, 105/420 are all 0.25; 800/400 ... are all 2.
-    assert [t.get_text() for t in reads.texts] == ["1.00x", "0.25x"]
+    assert [t.get_text() for t in reads.texts] == ["0.25x", "1.00x"]
+    assert reads.get_title() == "reads: against 16"
     assert [t.get_text() for t in prefetch.texts] == ["1.00x", "2.00x"]
     assert reads.get_ylim() == prefetch.get_ylim() == (0, pytest.approx(2.1 * 1.2))
     assert [list(line.get_ydata()) for line in reads.get_lines()[:1]] == [[1.0, 1.0]]
     # The cache moves it 10x: its own scale, said in its title; the others stay readable.
-    assert cache.get_title() == "cache (own scale)"
+    assert cache.get_title() == "cache: against off (own scale)"
     assert cache.get_ylim() == (0, pytest.approx(10.5 * 1.2))
     assert reads.get_ylabel() == "x the course pipeline"
 

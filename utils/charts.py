@@ -118,9 +118,10 @@ def _points_above(axis, value: float, line: float) -> float:
 OWN_SCALE_RATIO = 3.0
 
 
-def _ratios_to_first(results: list[comparison.RepeatedResult]) -> list[comparison.RepeatedResult]:
-    """Each result as a ratio to the first, round by round where both ran the same rounds."""
-    first = results[0]
+def _ratios_to(
+    first: comparison.RepeatedResult, results: list[comparison.RepeatedResult]
+) -> list[comparison.RepeatedResult]:
+    """Each result as a ratio to `first`, round by round where both ran the same rounds."""
     ratios = []
     for result in results:
         if result.num_runs == first.num_runs:
@@ -135,19 +136,23 @@ def plot_ablation(
     results_by_knob: dict[str, list[comparison.RepeatedResult]],
     *,
     title: str = "What each knob buys",
+    course_settings: dict[str, str] | None = None,
 ) -> Figure:
     """Draws one small bar chart per knob: each setting's speed against the course's.
 
-    A knob's first result is the course pipeline's own setting; each bar is a setting's
-    images/s divided by it, round by round (the median; its line spans the rounds), so
-    1.0 (dashed) is the course pipeline and a 2x effect is a bar twice as high. The knobs
-    share one y-axis, but a knob that moves the speed more than `OWN_SCALE_RATIO` times
-    (the cache) gets its own, said in its panel's title.
+    Each bar is a setting's images/s divided by the course pipeline's setting of that knob,
+    round by round (the median; its line spans the rounds), so 1.0 (dashed) is the course
+    pipeline and a 2x effect is a bar twice as high; each panel's title names the setting
+    it is against. The knobs share one y-axis, but a knob that moves the speed more than
+    `OWN_SCALE_RATIO` times (the cache) gets its own, said in its title.
 
     Args:
         results_by_knob: knob name -> `comparison.RepeatedResult`s of images/s, one per
-            setting, each labelled with its setting, the course's setting first.
+            setting, each labelled with its setting.
         title: the figure's title.
+        course_settings: knob name -> the label of the course pipeline's setting; a knob
+            not named here, or whose results hold no such label, is drawn against its
+            first setting.
 
     Returns:
         The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
@@ -163,7 +168,12 @@ def plot_ablation(
     empty = [knob for knob, results in results_by_knob.items() if not results]
     if empty:
         raise ValueError(f"Every knob needs at least one result. Received none for: {empty}")
-    ratios_by_knob = {knob: _ratios_to_first(results) for knob, results in results_by_knob.items()}
+    references, ratios_by_knob = {}, {}
+    for knob, results in results_by_knob.items():
+        wanted = (course_settings or {}).get(knob)
+        reference = next((r for r in results if r.label == wanted), results[0])
+        references[knob] = reference.label
+        ratios_by_knob[knob] = _ratios_to(reference, results)
     own_scale = {
         knob
         for knob, ratios in ratios_by_knob.items()
@@ -187,18 +197,24 @@ def plot_ablation(
         ]
         bars = axis.bar(labels, medians, color="tab:blue")
         axis.errorbar(labels, medians, yerr=spans, fmt="none", ecolor="black")
-        axis.bar_label(bars, labels=[f"{ratio:.2f}x" for ratio in medians], fontsize=8, padding=1)
+        axis.bar_label(
+            bars,
+            labels=[f"{ratio:.2f}x" if ratio < 10 else f"{ratio:,.0f}x" for ratio in medians],
+            fontsize=8,
+            padding=1,
+        )
         axis.axhline(1.0, color="gray", linestyle="--", linewidth=1)
         top = max(r.maximum for r in ratios) if knob in own_scale else shared_top
         axis.set_ylim(0, max(top, 1.0) * 1.2)
-        axis.set_title(f"{knob} (own scale)" if knob in own_scale else knob, fontsize=10)
+        scale = " (own scale)" if knob in own_scale else ""
+        axis.set_title(f"{knob}: against {references[knob]}{scale}", fontsize=10)
         axis.tick_params(axis="x", labelrotation=30, labelsize=8)
         axis.tick_params(axis="y", labelsize=8)
     for row in axes:
         row[0].set_ylabel("x the course pipeline", fontsize=9)
     figure.suptitle(
-        f"{title}\nimages/s against the course's setting (1.0, dashed): median of the rounds, "
-        "the line spans them",
+        f"{title}\nimages/s against the course pipeline's setting (1.0, dashed): median of "
+        "the rounds, the line spans them",
         fontsize=11,
     )
     figure.tight_layout()
