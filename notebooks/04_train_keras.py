@@ -76,12 +76,25 @@ from utils.lab import shard_cache, sources
 # %% [markdown]
 # ## The device and the shards
 #
-# `strategy.find_strategy()` follows the set-up's backend. On TensorFlow it tries a TPU
-# VM's TPU (`TPUClusterResolver(tpu="local")`), a TPU by name, all GPUs
-# (`MirroredStrategy`), then the CPU; on JAX it sets `keras.distribution.DataParallel` over
-# `jax.devices()`. A model built under `choice.scope()` runs one copy (replica) per device,
-# each on a share of every batch (on JAX the scope does nothing). Colab's TPU is a v5e-1
-# (one replica), Kaggle's a v5e-8 (eight): the same defaults must train well on both.
+# `strategy.find_strategy()` takes the best device here and prints which. On TensorFlow it
+# is, in short (`utils/strategy.py` also tries a TPU by name and says why each failed):
+#
+# ```python
+# try:  # A TPU VM's own TPU (Kaggle, Google Cloud).
+#     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+#     tf.config.experimental_connect_to_cluster(resolver)
+#     tf.tpu.experimental.initialize_tpu_system(resolver)
+#     tf_strategy = tf.distribute.TPUStrategy(resolver)
+# except (ValueError, RuntimeError, tf.errors.OpError):  # No TPU: every GPU, else the CPU.
+#     gpus = tf.config.list_logical_devices("GPU")
+#     tf_strategy = tf.distribute.MirroredStrategy() if gpus else tf.distribute.get_strategy()
+# ```
+#
+# On JAX (Colab's TPU runtime) it is one line:
+# `keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))`.
+# A model built under `choice.scope()` runs one copy (replica) per device, each on a share
+# of every batch (on JAX the scope does nothing: the distribution does it). Colab's TPU is a
+# v5e-1 (one replica), Kaggle's a v5e-8 (eight): the same defaults must train well on both.
 #
 # Shards split by file keep validation images out of training: the last `VALIDATION_SHARDS`
 # are for validation (lab 2 shuffled the images: every shard mixes classes).
