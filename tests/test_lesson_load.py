@@ -53,6 +53,13 @@ def test_counts_what_the_learner_reads_and_not_the_generated_cells():
     assert load.minutes == pytest.approx(expected)
 
 
+def test_fenced_code_in_the_text_is_read_as_code():
+    cell = nbformat.v4.new_markdown_cell("In short:\n\n```python\nx = 1  # one\n```\nDone.")
+    lab, solution = _notebook([cell]), _notebook([])
+    load = lesson_load.lesson_load(lab, solution)
+    assert (load.prose_words, load.code_lines, load.comment_words) == (3, 1, 1)
+
+
 def test_count_code_splits_code_from_comments():
     assert lesson_load.count_code("x = 1  # one\n\n# two words\n") == (1, 3)
     assert lesson_load.count_code("") == (0, 0)

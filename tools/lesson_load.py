@@ -1,7 +1,7 @@
 """How long each lab takes a learner to read and do: words, code, TODOs, outputs, execution.
 
 Counts what a learner reads in `labs/NN_*.ipynb` (not the generated set-up, header and
-hand-in cells), the output words of the executed `solutions/NN_*.ipynb`, and its execution
+hand-in cells; a fenced code block in the text is read as code), the output words of the executed `solutions/NN_*.ipynb`, and its execution
 time, and turns them into minutes at fixed reading rates:
 
     .venv/bin/python -m tools.lesson_load          # every lesson, and the core's total
@@ -98,6 +98,21 @@ def count_code(source: str) -> tuple[int, int]:
     return code_lines, comment_words
 
 
+def split_fenced_code(markdown: str) -> tuple[str, str]:
+    """Returns (the prose, the code) of a Markdown text: code is what ``` fences hold.
+
+    Example:
+        split_fenced_code("Run:\n```python\nx = 1\n```\n")  # ("Run:", "x = 1")
+    """
+    prose, code, fenced = [], [], False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        else:
+            (code if fenced else prose).append(line)
+    return "\n".join(prose), "\n".join(code)
+
+
 def output_words(solution: nbformat.NotebookNode) -> tuple[int, int]:
     """Returns (words printed, figures shown) by the learner's cells of an executed notebook."""
     words = figures = 0
@@ -122,7 +137,11 @@ def lesson_load(lab: nbformat.NotebookNode, solution: nbformat.NotebookNode) -> 
     todos = set()
     for cell in _learner_cells(lab):
         if cell.cell_type == "markdown":
-            prose += _words(_HTML_COMMENT.sub("", cell.source))
+            text, code = split_fenced_code(_HTML_COMMENT.sub("", cell.source))
+            prose += _words(text)
+            lines, comments = count_code(code)
+            code_lines += lines
+            comment_words += comments
         elif cell.cell_type == "code":
             lines, comments = count_code(cell.source)
             code_lines += lines
