@@ -1,8 +1,9 @@
 """How long each lab takes a learner to read and do: words, code, TODOs, outputs, execution.
 
 Counts what a learner reads in `labs/NN_*.ipynb` (not the generated set-up, header and
-hand-in cells; a fenced code block in the text is read as code), the output words of the executed `solutions/NN_*.ipynb`, and its execution
-time, and turns them into minutes at fixed reading rates:
+hand-in cells; a fenced code block in the text is read as code), the output words of the
+executed `solutions/NN_*.ipynb`, and its execution time, and turns them into minutes at
+fixed reading rates:
 
     .venv/bin/python -m tools.lesson_load          # every lesson, and the core's total
     .venv/bin/python -m tools.lesson_load --check  # exit 1 if the core is over its targets
