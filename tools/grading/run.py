@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tools import grade_kernel
 from tools.grading import sealed
+from tools.grading.judge_output import JudgeOutput
 from tools.grading.model import REPO_ROOT, Limits, Options, Submission
 from tools.grading.workfolder import DiskLimits, DiskWatch, prepare_work
 
@@ -39,7 +40,7 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
            "read_only": data_folders}  # fmt: skip
     judge, key, own = sealed.start_judge(job, work, options, disk)
-    judge_output = sealed.JudgeOutput(judge, key)
+    judge_output = JudgeOutput(judge, key)
     kernel = grade_kernel.SandboxedKernel(
         work, env, bwrap=options.bwrap, read_only=read_only,
         memory_bytes=int(options.memory_gb * 2**30), tmp_bytes=disk.tmp_bytes,

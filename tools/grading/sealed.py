@@ -5,41 +5,28 @@ per TODO. The kernel keeps what each TODO made (`keep_code`, after the TODO's ce
 after the last cell it serves those values (`export_server.py`) while the judge
 (`judge.py`) runs the lab's check cells on them, in a sandbox of its own. The judge's
 verdicts are signed with a key only the grader and the judge know; a line without the
-signature is ignored. The judge's output is read while it runs (`JudgeOutput`): a learner's
-graph that prints in the judge (`tf.print`) never fills a pipe that the judge then waits on.
+signature is ignored. The judge's output is read while it runs (`judge_output.py`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import hmac
 import json
 import secrets
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import nbformat
 
 from tools import sandbox
+from tools.grading.judge_output import Verdict, verdict_of
 from tools.grading.judge_plan import bound_names, kernel_source
 from tools.grading.model import KEY, REPO_ROOT, marks
 from tools.grading.workfolder import DiskLimits, prepare_work
 
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
-LINE_LIMIT = 2**16  # Bytes of a line of the judge's output read; the rest is dropped.
 _HERE = Path(__file__).parent
-
-
-@dataclasses.dataclass
-class Verdict:
-    """A TODO's verdict as the judge gave it."""
-
-    passed: bool
-    message: str
 
 
 def start_code(address: Path, seconds: float) -> str:
@@ -129,68 +116,6 @@ def start_judge(job: dict, work: Path, options, disk: DiskLimits) -> tuple:
     process.stdin.write((json.dumps(job) + "\n").encode())
     process.stdin.close()
     return process, key, own
-
-
-def _lines(stream):
-    """The lines of a binary `stream` as text, each cut at `LINE_LIMIT` bytes (the rest of a
-    longer line is read and dropped), until it ends."""
-    cut = False
-    for chunk in iter(lambda: stream.readline(LINE_LIMIT), b""):
-        if not cut:
-            yield chunk.decode(errors="replace")
-        cut = not chunk.endswith(b"\n")
-
-
-class JudgeOutput:
-    """Reads the judge's stdout and stderr on two threads while it runs, keeping only the
-    verdicts signed with `key` and the last line of its errors: however much a learner's
-    graph prints there, the judge never waits on a full pipe, and the grader keeps little."""
-
-    def __init__(self, process: subprocess.Popen, key: bytes):
-        self.key, self.found, self.last_error = key, {}, ""
-        self.threads = [
-            threading.Thread(target=self._read, args=(process.stdout, self._verdict), daemon=True),
-            threading.Thread(target=self._read, args=(process.stderr, self._error), daemon=True),
-        ]
-        for thread in self.threads:
-            thread.start()
-
-    @staticmethod
-    def _read(stream, take) -> None:
-        with stream:
-            for line in _lines(stream):
-                take(line)
-
-    def _verdict(self, line: str) -> None:
-        found = verdict_of(line, self.key)
-        if found is not None:
-            self.found[found[0]] = found[1]
-
-    def _error(self, line: str) -> None:
-        if line.strip():
-            self.last_error = line.strip()
-
-    def verdicts(self, timeout: float = 10.0) -> dict[int, Verdict]:
-        """The verdicts, once the judge's output has ended (after `timeout` s, as they are);
-        where the judge's last error line names an error, it is kept under TODO 0."""
-        for thread in self.threads:
-            thread.join(timeout)
-        verdicts = dict(self.found)
-        if "Error" in self.last_error:
-            verdicts[0] = Verdict(False, self.last_error[:300])
-        return verdicts
-
-
-def verdict_of(line: str, key: bytes) -> tuple[int, Verdict] | None:
-    """(TODO, verdict) of one line of the judge's output, or None if it is not signed with `key`."""
-    if not line.startswith("VERDICT "):
-        return None
-    payload, _, signature = line[len("VERDICT ") :].strip().rpartition(" ")
-    expected = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(signature, expected):
-        return None
-    found = json.loads(payload)
-    return int(found["todo"]), Verdict(bool(found["passed"]), str(found["message"]))
 
 
 def read_verdicts(output: str, key: bytes, errors: str = "") -> dict[int, Verdict]:
