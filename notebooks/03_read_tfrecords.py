@@ -132,11 +132,10 @@ checks.check_read_tfrecord(
 # %% [markdown]
 # ## 2. Read many shards at once (TODO 2)
 #
-# One shard read after another waits for each first byte in turn. `interleave()` reads
-# `cycle_length` files at a time, with `num_parallel_calls` of them in flight at once, so
-# their waits overlap. By default it keeps a fixed order, waiting for the file whose turn
-# it is even when another has records ready; `deterministic=False` lets the fastest file
-# go first. Training does not need the order: the data is shuffled anyway.
+# Shards read one after another wait for each first byte in turn. `interleave()` reads
+# `cycle_length` files at a time, `num_parallel_calls` of them in flight, so their waits
+# overlap. By default it keeps a fixed order, waiting for the file whose turn it is;
+# `deterministic=False` lets the fastest file go first (training shuffles anyway).
 #
 # Offline, `simulated_storage.open_tfrecord(path)` is `tf.data.TFRecordDataset(path)` for
 # one shard, with the storage's wait (on a real `gs://` source it is exactly that).
@@ -261,12 +260,10 @@ checks.check_fast_dataset(fast, todo=4, batch_size=BATCH_SIZE)
 # ## The fast speed test
 #
 # The same images on the same simulated storage (lab 1's model and settings), timed in
-# turns for `SPEED_TEST_REPEATS` rounds: lab 1's files one at a time and
-# `NUM_PARALLEL_READS` in flight; the shards one at a time; your pipeline reading
-# `NUM_PARALLEL_READS` shards at once, and with `tf.data.AUTOTUNE` choosing how many. Lab
-# 1's files are the originals (larger, slower to decode), the shards lab 2's recompressed
-# images: both effects are in the ratio, as in practice. The shard names repeat *before*
-# the reads, so a pass's shards open while the last pass's are read.
+# turns: lab 1's files one at a time and `NUM_PARALLEL_READS` at once; the shards one at a
+# time; your pipeline with `NUM_PARALLEL_READS` reads, and with `AUTOTUNE` choosing. (The
+# shard names repeat *before* the reads, so the next pass's shards open while these are
+# read.)
 
 # %%
 image_paths = list(conversion.source_paths(source))
@@ -363,9 +360,7 @@ print(
 
 # %% [markdown]
 # **Takeaway.** Remote storage is slow per object, not per byte: a few large shards read
-# many at a time, each record taken as soon as it arrives, hide most of the waiting that
-# made lab 1's files slow. Say how many shards to read at once; `AUTOTUNE` guesses from the
-# cores. Optional lesson 8 measures each knob against what the machine can decode.
+# many at a time, each record taken as it arrives, hide the waiting that made lab 1's
+# files slow. Say how many shards to read at once. (Optional lesson 8 measures each knob.)
 #
-# *What changed from the original course:* `experimental_deterministic` is now
-# `deterministic`, here an argument of `interleave()` (details: docs/lessons.md).
+# *Changed from the original course:* `experimental_deterministic` is now `deterministic`.
