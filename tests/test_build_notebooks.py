@@ -218,6 +218,26 @@ def test_split_variants_header_banner_links_and_metadata(tmp_path):
     ]  # The lab has its hand-in cells besides (tests/test_hand_in.py).
 
 
+def test_a_lab_is_written_as_jupyter_saves_it_with_the_kernel_s_own_metadata(tmp_path):
+    """JupyterLab rewrites what differs from nbformat's form or from what the kernel says."""
+    root = _lesson_root(tmp_path)
+    lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    text = build.to_text(lab)
+    assert nbformat.writes(nbformat.reads(text, as_version=4)) + "\n" == text
+    assert all(cell.id for cell in lab.cells)
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
+
+    spec = get_kernel_dict()
+    assert lab.metadata["kernelspec"] == {
+        "display_name": spec["display_name"], "language": spec["language"], "name": KERNEL_NAME,
+    }  # fmt: skip
+    kernel_says = dict(IPythonKernel.language_info)
+    assert lab.metadata["language_info"] == {
+        key: value for key, value in kernel_says.items() if key != "version"
+    }
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [

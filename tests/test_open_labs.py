@@ -5,12 +5,14 @@ The server tests run the README's command as written, from a folder laid out lik
 fresh HOME, a free loopback port (`JUPYTER_PORT`), a known token (`JUPYTER_TOKEN`) and
 `BROWSER=true`, so that no browser window opens. As root the command must add
 `--allow-root` itself. The browser test opens lab 1 in headless Chromium (Debian's
-`chromium`, driven by Playwright), runs every cell from the Run menu and reads TODO 1's
-"not done yet" message from the page; it skips only where Chromium or Playwright is missing.
+`chromium`, driven by Playwright), reads what the hidden cells show, saves it unedited,
+runs every cell from the Run menu and reads TODO 1's "not done yet" message from the page;
+it skips only where Chromium or Playwright is missing.
 """
 
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -164,6 +166,18 @@ def _wait_for_the_kernel(url, notebook, timeout_s=60):
     pytest.fail(f"No idle kernel for {notebook} after {timeout_s} s: {sessions}")
 
 
+def _save_unedited(page, path: Path, timeout_s: float = 20) -> tuple[str, str]:
+    """Saves the open notebook with Ctrl+S; returns its text (before, after)."""
+    before, mtime = path.read_text(), path.stat().st_mtime_ns
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + timeout_s
+    while path.stat().st_mtime_ns == mtime:
+        if time.monotonic() > deadline:
+            pytest.fail(f"JupyterLab did not save {path.name} within {timeout_s} s")
+        time.sleep(0.2)
+    return before, path.read_text()  # jupyter_server renames a whole file into place.
+
+
 def test_lab1_in_chromium_stops_at_todo1_saying_not_done_yet(lab_server, tmp_path):
     sync_api, reason = _browser()
     if reason:
@@ -185,6 +199,9 @@ def test_lab1_in_chromium_stops_at_todo1_saying_not_done_yet(lab_server, tmp_pat
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
             _wait_for_the_kernel(url, "01_tf_data_basics.ipynb")
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+            hidden_cells = page.locator(".jp-PlaceholderText").all_text_contents()
+            in_view = page.locator(".jp-Notebook").inner_text()
+            saved = _save_unedited(page, clone / "work" / "01_tf_data_basics.ipynb")
             page.get_by_role("menuitem", name="Run", exact=True).click()
             page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
             # JupyterLab renders only the cells in view: wait for the output to exist. If
@@ -204,6 +221,16 @@ def test_lab1_in_chromium_stops_at_todo1_saying_not_done_yet(lab_server, tmp_pat
             browser.close()
     assert expected in shown, shown
     assert "CheckFailed" in shown
+    # Nothing of Colab's forms or nbval's markers in the learner's view.
+    assert hidden_cells == [
+        "# Set-up: run this cell first",
+        "# Hand-in code: what the last cell calls",
+    ]
+    assert "#@title" not in in_view and "NBVAL" not in in_view
+    # Saved unedited, the lab gains only what no file can know: the kernel's Python version.
+    before, after = saved
+    version = f'"pygments_lexer": "ipython3",\n   "version": "{platform.python_version()}"\n'
+    assert after == before.replace('"pygments_lexer": "ipython3"\n', version)
     assert (home / ".config" / "chromium" / "Crash Reports").is_dir()  # Not the real HOME's.
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import DOCUMENTS, REPO_ROOT
 from tools import build_notebooks as build
-from tools import lesson_modules, setup_cell
+from tools import build_variants, lesson_modules, setup_cell
 from utils import checks
 from utils.lab import packages, runtime
 
@@ -38,9 +38,13 @@ def test_every_lesson_gets_the_one_template(lesson):
         assert cell.metadata["cellView"] == "form"
         assert cell.metadata["jupyter"] == {"source_hidden": True}
     lines = expected.splitlines()
-    assert lines[0] == '#@title Set-up: run this cell first { display-mode: "form" }'
+    # JupyterLab shows the hidden cell's first line; Colab's form title comes after it.
+    assert lines[:2] == [
+        "# Set-up: run this cell first",
+        '#@title Set-up: run this cell first { display-mode: "form" }',
+    ]
     version = setup_cell.course_version()
-    assert f"course version {version}" in lines[1]
+    assert f"course version {version}" in lines[2]
     assert "git+" not in expected and "github.com" not in expected  # No repository needed.
     # An assignment, not an expression: the cell shows the printed line, not a repr.
     backend = "BACKEND" if has_backend else '"auto"'
@@ -314,14 +318,31 @@ def test_build_refuses_a_misplaced_or_doubled_setup_cell(tmp_path, edit, message
         build.split_variants(source, tmp_path)
 
 
-def test_cells_without_checked_output_are_ignored_by_strict_nbval():
+def test_checked_outputs_are_tagged_for_nbval_and_the_rest_ignored():
     lab, _ = build.split_variants(REPO_ROOT / "notebooks" / "01_tf_data_basics.py")
+    checked = []
     for cell in lab.cells:
-        if cell.cell_type != "code" or "parameters" in cell.metadata.get("tags", []):
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or "parameters" in tags:
             continue
-        ignored = "nbval-ignore-output" in cell.metadata.get("tags", [])
-        assert ignored == ("# NBVAL_CHECK_OUTPUT" not in cell.source), cell.source[:80]
+        assert ("nbval-ignore-output" in tags) != ("nbval-check-output" in tags), tags
+        assert "NBVAL" not in cell.source, cell.source[:80]  # Not in the learner's view.
+        if "nbval-check-output" in tags:
+            checked.append(cell.source.splitlines()[0])
+    assert checked == [
+        "checks.check_filenames(",
+        "checks.check_label_from_path(",
+        "checks.check_read_and_decode(",
+        "checks.check_parallel_reading(",
+    ]
     nbformat.validate(lab)
+
+
+def test_a_source_cell_tagged_nbval_check_output_keeps_its_tag():
+    cell = nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["nbval-check-output"]})
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    build_variants._tag_unchecked_outputs(notebook)
+    assert (cell.source, cell.metadata["tags"]) == ("print(1)", ["nbval-check-output"])
 
 
 def test_choose_backend(monkeypatch):

@@ -6,8 +6,9 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
    TODOs numbered 1..N in order, matching the numbered learning objectives "(TODO n)" of the
    first cell, and each TODO cell followed by a check cell that passes `todo=n`; no cell
    empty.
-   Put the set-up code (tools/setup_cell.py) into the one code cell tagged `setup`, and tag
-   every code cell without `# NBVAL_CHECK_OUTPUT` `nbval-ignore-output`, so that strict
+   Put the set-up code (tools/setup_cell.py) into the one code cell tagged `setup`; turn
+   each `# NBVAL_CHECK_OUTPUT` line into the cell's tag `nbval-check-output` (out of the
+   learner's view) and tag every other code cell `nbval-ignore-output`, so that strict
    nbval compares only the outputs the lesson marks as deterministic.
    Add the hand-in cells, tagged `hand_in` (the grader skips them): tools/hand_in_code.py
    in a hidden cell after the set-up cell; at the end, a "Hand in" text and a cell that

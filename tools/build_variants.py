@@ -40,6 +40,9 @@ OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
 CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
 # A TODO cell's points: `# %% points=2` on its cell in the source; 1 when unset.
 DEFAULT_POINTS = 1
+# nbval's two ways to say "compare this cell's output": the sources' comment, the labs' tag.
+CHECK_OUTPUT_MARKER = "# NBVAL_CHECK_OUTPUT"
+CHECK_OUTPUT_TAG = "nbval-check-output"
 
 
 @dataclasses.dataclass
@@ -129,7 +132,13 @@ def put_setup_code(lesson: Lesson) -> None:
 
 
 def tag_unchecked_outputs(lesson: Lesson) -> None:
-    """Cells without `# NBVAL_CHECK_OUTPUT` are tagged for strict nbval to skip."""
+    """Outputs marked checked get nbval's tag instead of the comment; the others are ignored.
+
+    A source cell marks its output checked with the line `# NBVAL_CHECK_OUTPUT` or the tag
+    `nbval-check-output`; the generated cell carries the tag only, so the learner never
+    sees nbval's marker. Every other code cell (but the parameters) is tagged
+    `nbval-ignore-output`, for strict nbval to skip.
+    """
     for variant in lesson.variants:
         _tag_unchecked_outputs(variant)
 
@@ -195,11 +204,25 @@ def _header_runtime(header: dict) -> dict:
     return found
 
 
+# The kernel's own words for itself (ipykernel's kernelspec and `language_info`, but the
+# Python version, which differs by machine): JupyterLab writes them into a notebook as it
+# starts the kernel, and marks the notebook changed where they differ.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+LANGUAGE_INFO = {
+    "codemirror_mode": {"name": "ipython", "version": 3},
+    "file_extension": ".py",
+    "mimetype": "text/x-python",
+    "name": "python",
+    "nbconvert_exporter": "python",
+    "pygments_lexer": "ipython3",
+}
+
+
 def _empty_notebook(source_name: str, variant: str) -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
+        "kernelspec": copy.deepcopy(KERNELSPEC),
+        "language_info": copy.deepcopy(LANGUAGE_INFO),
         "colab": {"provenance": [], "toc_visible": True},
         METADATA_KEY: {"source": source_name, "variant": variant},
     }
@@ -257,12 +280,24 @@ def _put_setup_code(
     cells[setups[0]].metadata.update(copy.deepcopy(setup_cell.CELL_METADATA))
 
 
+def output_is_checked(cell: nbformat.NotebookNode) -> bool:
+    """Whether nbval compares this code cell's output: tagged, or marked in the source."""
+    return CHECK_OUTPUT_TAG in cell.metadata.get("tags", []) or any(
+        line.strip() == CHECK_OUTPUT_MARKER for line in cell.source.splitlines()
+    )
+
+
 def _tag_unchecked_outputs(notebook: nbformat.NotebookNode) -> None:
     for cell in notebook.cells:
         tags = cell.metadata.get("tags", [])
-        if cell.cell_type != "code" or "# NBVAL_CHECK_OUTPUT" in cell.source:
+        if cell.cell_type != "code":
             continue
-        if "parameters" not in tags and "nbval-ignore-output" not in tags:
+        if output_is_checked(cell):
+            lines = cell.source.splitlines()
+            cell.source = "\n".join(line for line in lines if line.strip() != CHECK_OUTPUT_MARKER)
+            if CHECK_OUTPUT_TAG not in tags:
+                cell.metadata["tags"] = [*tags, CHECK_OUTPUT_TAG]
+        elif "parameters" not in tags and "nbval-ignore-output" not in tags:
             cell.metadata["tags"] = [*tags, "nbval-ignore-output"]
 
 

@@ -21,10 +21,10 @@ ipython/ipython#12554; #11924: Jupyter makes reading the notebook from the kerne
 purpose), and on Colab the notebook lives in Drive, not on the runtime's disk: no code in
 the notebook can read the file or its metadata, on any of the platforms. A cell's source
 is the one part of the notebook every kernel is sent. The cell is a Colab form (`#@title`
-and `cellView: "form"`) and hidden in JupyterLab (`jupyter.source_hidden`), so a learner
-sees its title and at most 3 printed lines: where the course came from, an install
-line if TensorFlow (or Beam, lesson 6) is missing, and the backend with why
-(`utils.lab.runtime.prepare`).
+and `cellView: "form"`) and hidden in JupyterLab (`jupyter.source_hidden`: JupyterLab shows
+its first line, a plain comment), so a learner sees its title and at most 3 printed lines:
+where the course came from, an install line if TensorFlow (or Beam, lesson 6) is missing,
+and the backend with why (`utils.lab.runtime.prepare`).
 
 The repository's address is a setting (`[tool.tpu-speed-pipelines] repository` in
 pyproject.toml, "owner/name" on GitHub), empty until a maintainer publishes the course;
@@ -59,8 +59,19 @@ PLACEHOLDER_REPOSITORY = "tpu-speed-pipelines/tpu-speed-pipelines"
 PAYLOAD_LINE_LENGTH = 1000
 PAYLOAD_PATTERN = re.compile(r'COURSE_PAYLOAD = """\n([^"]*)"""')
 SHA_PATTERN = re.compile(r'COURSE_SHA256 = "([0-9a-f]{64})"')
-# Colab's form title; "display-mode" hides the code until "Show code" is clicked.
-TITLE = '#@title Set-up: run this cell first { display-mode: "form" }'
+
+
+def form_header(title: str) -> str:
+    """Returns the first two lines of a collapsed cell: a plain comment, then Colab's form title.
+
+    JupyterLab shows a hidden cell's first line in its place (`jupyter.source_hidden`), so
+    that line reads as a sentence; Colab's form takes its title from `#@title`, and
+    "display-mode" hides the code until "Show code" is clicked.
+    """
+    return f'# {title}\n#@title {title} {{ display-mode: "form" }}'
+
+
+TITLE = form_header("Set-up: run this cell first")
 # Cell metadata that collapses the cell: Colab's form view, JupyterLab's hidden input.
 CELL_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
 
