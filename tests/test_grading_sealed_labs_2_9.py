@@ -7,11 +7,13 @@ submissions of both labs end to end (lab 2's solution scores 4/4 in tests/test_g
 """
 
 import csv
+import functools
 import inspect
 import json
 import types
 
 import nbformat
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -174,6 +176,48 @@ def test_a_grain_loader_crosses_as_its_steps_and_is_made_again(tmp_path):
         remote_grain.rebuild(
             steps, {"data_source": source, "parse": remote.RemoteFunction(kernel, 2, "parse", {})}
         )
+
+
+def _record_and_length(record):
+    return np.frombuffer(record, np.uint8), np.float32(record[0])
+
+
+@needs_grain
+def test_a_resume_is_checked_on_the_judges_own_loader(tmp_path):
+    """Lab 9's TODO 3 as the judge checks it: the kernel's state crosses as data and is
+    restored into the loader the judge made again; an empty state restores nothing. (The
+    state of worker processes is a dict of lists and dicts of ints too.)"""
+    import grain
+
+    from tools.grading import remote_grain
+    from utils.lessons.grain_arrayrecord import grain_arrayrecord
+
+    grain_arrayrecord.use_flag_defaults()
+    kernel, source = _Kernel(tmp_path), [bytes([i] * 4) for i in range(16)]
+    loader = grain.MapDataset.source(source).shuffle(seed=3).repeat(2).map(_record_and_length)
+    loader = loader.to_iter_dataset().batch(2, drop_remainder=True)  # No worker: quick.
+    iterator, resumed = iter(loader), iter(loader)
+    try:
+        first_batch, _ = next(iterator), next(iterator)
+        state = iterator.get_state()
+        next_batch = next(iterator)
+        resumed.set_state(state)
+        kernel.keep(3, state=state, next_batch=next_batch, resumed_batch=next(resumed))
+    finally:
+        iterator.close()
+        resumed.close()
+    kernel.namespace.update(data_source=source, parse=_record_and_length)
+    steps = kernel.namespace["_grader_chain"](loader, kernel.namespace)
+    judges = {"data_source": list(source), "parse": _record_and_length}
+    fetched = {name: remote.fetch(kernel, 3, name, {})
+               for name in ("state", "next_batch", "resumed_batch")}  # fmt: skip
+    check = functools.partial(checks.check_resumed, todo=3, first_batch=first_batch,
+                              loader=remote_grain.rebuild(steps, judges))  # fmt: skip
+    check(fetched["resumed_batch"], state=fetched["state"], next_batch=fetched["next_batch"])
+    kernel.keep(3, state={})
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(state\): .* found an empty dict"):
+        check(fetched["next_batch"], state=remote.fetch(kernel, 3, "state", {}),
+              next_batch=fetched["next_batch"])  # fmt: skip
 
 
 @pytest.fixture(scope="module")
