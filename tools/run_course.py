@@ -3,7 +3,8 @@
 Steps:
 1. Without `-p`, measure this machine's JPEG decode rate for 2 s and print how long the
    lessons should take here: the build's times scaled by the build machine's rate against
-   this one's (tools/course_summary.py).
+   this one's (tools/course_summary.py). Then say, in one line, that the error line a
+   kernel may log as it is stopped is harmless.
 2. Build the embedded dataset the lessons read if it is not cached yet, named, with a
    progress bar on a terminal.
 3. Execute each solution in solutions/ with papermill, in order, with its default
@@ -60,6 +61,12 @@ NAMED_SOURCES = ("embedded", "flower_photos")
 # function that says why it will be skipped (None when it will run).
 PARTS_THAT_SKIP = {"07_scale_out_reading": ("its JAX part", host_processes.jax_missing)}
 CLOCK = time.monotonic  # What the table's minutes are measured with.
+# jupyter_client interrupts a kernel before it shuts it down (`shutdown_kernel`); a kernel
+# still answering a message then logs the interrupt as an error, to this run's stderr.
+KERNEL_STOP_NOTE = (
+    "A kernel stopped at its lesson's end may log "
+    '"[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.": that line is harmless.'
+)
 
 
 def summary_text(notebook: nbformat.NotebookNode) -> str:
@@ -166,9 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # For the kernels, before TF starts.
     runnable = [s for s in solutions if not missing_modules(s.stem)]
     if parameters:
-        print("No estimate: -p changes the lessons' work from the build's.\n", flush=True)
+        print("No estimate: -p changes the lessons' work from the build's.", flush=True)
     else:
-        print(course_summary.estimate(runnable) + "\n", flush=True)
+        print(course_summary.estimate(runnable), flush=True)
+    print(KERNEL_STOP_NOTE + "\n", flush=True)
     try:
         with kernels_temporary_folder():
             rows = build_datasets(embedded_datasets(runnable, parameters), bars=bars)
