@@ -8,16 +8,15 @@
 # %% [markdown]
 # # Lab 4 · Train a Keras model on TPU, GPU or CPU from the TFRecord pipeline
 #
-# The pipeline of lab 3 now feeds a model. The same notebook runs on a TPU, on GPUs or on
-# the CPU: one helper finds the best device here and says which it took. **You will:**
+# **Goal:** train a Keras model from lab 3's shards, the same notebook on a TPU, GPUs or
+# the CPU, with a pipeline that serves every epoch from memory in a new order.
+#
+# **You will:**
 #
 # 1. Scale the batch size and the learning rate with the number of replicas (TODO 1).
 # 2. Augment the images inside the pipeline (TODO 2).
-# 3. Build the training pipeline: cache, shuffle, repeat, batch, prefetch (TODO 3).
-# 4. Compile the model under the strategy, with a learning-rate schedule (TODO 4).
-#
-# Then you train for a set number of images on any number of devices, look at the
-# predictions, and save and reload the model. Input waits: lesson 5 (`05_accelerator_waiting`).
+# 3. Build the training pipeline (TODO 3).
+# 4. Build and compile the model under the strategy (TODO 4).
 
 # %% tags=["parameters"]
 # The set-up reads BACKEND ("auto", "tensorflow" or "jax"), so the parameters come first.
@@ -92,9 +91,8 @@ from utils.lab import shard_cache, sources
 #
 # On JAX (Colab's TPU runtime) it is one line:
 # `keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))`.
-# A model built under `choice.scope()` runs one copy (replica) per device, each on a share
-# of every batch (on JAX the scope does nothing: the distribution does it). Colab's TPU is a
-# v5e-1 (one replica), Kaggle's a v5e-8 (eight): the same defaults must train well on both.
+# Either way each device runs one copy (replica) of the model on a share of every batch.
+# Colab's TPU is a v5e-1 (one replica), Kaggle's a v5e-8 (eight).
 #
 # Shards split by file keep validation images out of training: the last `VALIDATION_SHARDS`
 # are for validation (lab 2 shuffled the images: every shard mixes classes).
@@ -119,15 +117,14 @@ print(
 # %% [markdown]
 # ## 1. Batch size and learning rate (TODO 1)
 #
-# On a TPU the batch per core should be a multiple of 8 (arrays are laid out in tiles of 8 x
-# 128; lesson 5 says what fills the matrix unit). A large batch per replica would leave 8
-# devices few steps on this small dataset, hence `BATCH_PER_REPLICA`. With more replicas the
-# global batch grows, and the learning rate with it (the "linear scaling rule"), capped at
-# `MAX_LEARNING_RATE`: a much larger rate can make training diverge.
+# Each replica takes `BATCH_PER_REPLICA` images a step (on a TPU a multiple of 8: arrays
+# are laid out in tiles of 8 x 128). With more replicas the global batch grows, and the
+# learning rate with it (the "linear scaling rule"), up to `MAX_LEARNING_RATE`, above which
+# training can diverge.
 #
-# **TODO 1.** Complete `scale_for_replicas(num_replicas)`: `global_batch_size` is
-# `batch_per_replica` times `num_replicas`, `learning_rate` is `BASE_LEARNING_RATE` times
-# `num_replicas` but never more than `MAX_LEARNING_RATE`. The check tries 1, 2 and 8 replicas.
+# **TODO 1.** Complete `scale_for_replicas(num_replicas)`: the global batch and the learning
+# rate for `num_replicas` replicas, starting from `BASE_LEARNING_RATE` for one. The check
+# tries 1, 2 and 8 replicas.
 
 # %%
 batch_per_replica = BATCH_PER_REPLICA
@@ -155,16 +152,10 @@ checks.check_scaling(
 global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
 
 # %% [markdown]
-# How long to train? In epochs, 8 replicas would make 8 times fewer optimizer steps than
-# one: too few. So the length is `TRAINING_IMAGES`, images seen; `training.plan_training()`
-# turns it into steps of the global batch (capped to the training set by
-# `batch_sizes.cap_batch_size()`, which says so). A batch larger than the "critical batch
-# size" no longer cuts the steps a model needs (its gradient is barely better): the steps
-# are `TRAINING_IMAGES / min(global batch, CRITICAL_BATCH_SIZE)`, and 8 replicas see more
-# images than one. An epoch of `fit()` is one of `EPOCHS` shares of the steps, then
-# validation. The learning rate rises from 0 to its peak over the first steps (a new model's
-# first gradients are large and unreliable), then falls along half a cosine to 0, so that
-# the final model is close to the best (Keras's `CosineDecay` with a warm-up).
+# How long to train? Counted in epochs, 8 replicas would take 8 times fewer steps than one:
+# too few. So `training.plan_training()` turns `TRAINING_IMAGES` into steps of the global
+# batch (docs/lessons.md says why it stops shrinking them at `CRITICAL_BATCH_SIZE`). The
+# learning rate warms up from 0, then falls along half a cosine to 0.
 
 # %%
 global_batch_size = batch_sizes.cap_batch_size(
@@ -186,9 +177,8 @@ for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_ste
     print(f"Step {step}: learning rate {float(learning_rate_schedule(step)):.2e}")
 
 # %% [markdown]
-# Mixed precision: TPUs compute fast in bfloat16, GPUs in float16, the weights in float32.
-# float16 keeps more digits but a narrow range; bfloat16 float32's range with fewer digits.
-# Below: each one's extremes, what becomes of a gradient of 1e-8, and the policy taken here.
+# Mixed precision: TPUs compute in bfloat16, GPUs in float16, the weights stay float32.
+# Each format's range, and what becomes of a gradient of 1e-8:
 
 # %%
 print("\n".join(float_formats.describe_float_formats()))
@@ -197,20 +187,14 @@ keras.mixed_precision.set_global_policy(policy)
 print(f"Precision policy: {policy}")
 
 # %% [markdown]
-# A float16 gradient that becomes 0 stops learning, so float16 needs *loss scaling*
-# (Keras's `LossScaleOptimizer` does it for `mixed_float16`). bfloat16 keeps
-# such a gradient (the end of each line above): TPUs train in it with no loss scaling.
-# On the CPU mixed precision brings nothing: float32.
+# A float16 gradient that becomes 0 stops learning (Keras scales the loss for
+# `mixed_float16`); bfloat16 keeps it, so TPUs need no loss scaling. The CPU: float32.
 #
 # ## Reading the shards: lab 3's pipeline
 #
-# The model reads what lab 3 built (`pipeline.tfrecord_images`): many shards at once, in any
-# order, records parsed and decoded a batch at a time. But the shards hold `TARGET_SIZE`
-# pixels and the model wants `IMAGE_SIZE`: `tf.io.decode_jpeg(..., ratio=2)` decodes at half
-# the width and height directly, not every pixel then a resize (`pipeline.decode_ratio()`
-# picks the ratio; a larger result is resized). How fast is that, beside lab 3's pipeline on
-# the same shards (at full size)? Timed in turns, five rounds; the ratio is taken within each
-# round, with its range.
+# The model reads what lab 3 built, but at `IMAGE_SIZE`, not the shards' `TARGET_SIZE`:
+# `tf.io.decode_jpeg(..., ratio=2)` decodes at half the size directly. Its speed beside lab
+# 3's pipeline, timed in turns:
 
 
 # %%
@@ -249,9 +233,8 @@ print(reading_ratio.summary(".2f"))  # "this lab's reading / lab 3's pipeline: .
 # Flowers photographed from above look like flowers when mirrored, left to right or top
 # to bottom. Flipping at random shows the model more variety at no cost in data.
 #
-# **TODO 2.** Complete `augment(images, labels)`: flip the batch of images at random with
-# `tf.image.random_flip_left_right` and `tf.image.random_flip_up_down` (each flips every
-# image of the batch on its own), and return `(images, labels)`.
+# **TODO 2.** Complete `augment(images, labels)`: each image of the batch flipped at random,
+# on its own, left to right and top to bottom (`tf.image` has both).
 
 
 # %%
@@ -272,18 +255,14 @@ checks.check_augment(augment, todo=2, image_size=IMAGE_SIZE)
 # %% [markdown]
 # ## 3. The training pipeline (TODO 3)
 #
-# `cache()` keeps the decoded images in memory, *before* the shuffle (or every epoch would
-# replay the first one's order); `shuffle(buffer)` draws each image from the next `buffer`,
-# *before* the batch (or the same images would be batched together every epoch); `repeat()`
-# makes it endless; `batch(..., drop_remainder=True)` gives the static size TPUs need;
-# `map(augment)` flips (TODO 2); `prefetch` prepares the next batches meanwhile.
+# The steps: `cache()` (memory), `shuffle(buffer, seed=...)`, `repeat()`,
+# `batch(..., drop_remainder=True)` (TPUs want one static size), `map()`, `prefetch()`.
+# Their order matters.
 #
-# **TODO 3.** Complete `make_training_dataset(paths)`: start from `read_images(paths)`,
-# then `cache()`, `shuffle(2048, seed=SEED)`, `repeat()`, `batch(global_batch_size,
-# drop_remainder=True)`, `map(augment, num_parallel_calls=tf.data.AUTOTUNE)` and
-# `prefetch(tf.data.AUTOTUNE)`. The check builds your pipeline on a copy of the shards
-# and reads it for a few epochs, deleting the copy after the first: later epochs must come
-# from the cache, each in a new order and new batches, with new flips, prefetched.
+# **TODO 3.** Complete `make_training_dataset(paths)`, from `read_images(paths)`: every
+# epoch served from memory, in a new order and in new batches of `global_batch_size`
+# images, flipped by `augment`, the next batches prepared ahead, without end. The check
+# reads a few epochs of it, deleting its copy of the shards after the first.
 
 
 # %%
@@ -314,9 +293,8 @@ checks.check_training_dataset(
 train_dataset = make_training_dataset(train_paths)
 
 # %% [markdown]
-# Validation reads the held-out shards in a fixed order (`deterministic=True`), unshuffled and
-# unaugmented: every evaluation sees the same batches, of one static size split evenly over the
-# replicas (`batch_sizes.even_batch_size()`: at most the global batch, fewest images left out).
+# Validation reads the held-out shards in a fixed order (`deterministic=True`), unshuffled
+# and unaugmented, in batches split evenly over the replicas.
 
 # %%
 validation_batch_size = batch_sizes.even_batch_size(
@@ -334,15 +312,11 @@ print(f"Validation: {batches} ({left_out} left out)")
 # ## 4. The model, under the strategy (TODO 4)
 #
 # On TensorFlow the variables must be made under `choice.scope()`: one copy per replica.
-# `models.small_convnet()` ends in a float32 softmax (the loss wants 32 bits). The plan's
-# `steps_per_execution=N` runs N steps per call (Keras 3.15 on JAX: still one at a time).
 #
-# **TODO 4.** Complete `build_model(choice)`: under `choice.scope()`, make `model` with
-# `models.small_convnet(IMAGE_SIZE, len(class_names))` and compile it with
-# `optimizer=keras.optimizers.Adam(learning_rate_schedule)` (the schedule, not the peak
-# rate), `loss="categorical_crossentropy"`, `metrics=["accuracy"]` and
-# `steps_per_execution=steps_per_execution`. The check also calls it with another strategy,
-# to see the variables land in that strategy's scope.
+# **TODO 4.** Complete `build_model(choice)`: `models.small_convnet(IMAGE_SIZE,
+# len(class_names))`, made under the strategy and compiled to train with Adam on
+# `learning_rate_schedule`, a categorical cross-entropy loss, an accuracy metric and the
+# plan's `steps_per_execution`. The check also calls it with another strategy.
 
 
 # %%
@@ -378,12 +352,10 @@ model = build_model(choice)
 # %% [markdown]
 # ## Train
 #
-# How good is the result? Chance level is what always answering the most common class
-# scores; the final model (saved below) is printed beside the best epoch. On the embedded
-# images (the default) each class is one generated flower shape, which a small convnet
-# learns: a high score says that the pipeline and the training loop work end to end, labels
-# and all. It says nothing about real flowers: set `DATA_SOURCE = "flower_photos"` (online
-# once; the course was built offline).
+# Chance level is what always answering the most common class scores. On the embedded
+# images each class is one generated flower shape: a high score says the pipeline and the
+# training loop work end to end; it says nothing about real flowers (`DATA_SOURCE =
+# "flower_photos"`, online).
 
 # %%
 # On JAX, Keras warns "Your input ran out of data" when the finite validation set ends
@@ -424,10 +396,8 @@ figure = display.show_predictions(
 # %% [markdown]
 # ## Save and reload
 #
-# `model.save()` writes a `.keras` zip: architecture, weights, optimizer state and schedule.
-# Reloaded, it predicts the same (on several TensorFlow replicas only because
-# `models.small_convnet` synchronizes its batch normalization). On today's TPU VMs it writes
-# to the notebook's own disk, as on a CPU (the old TPU Node could not: docs/lessons.md).
+# `model.save()` writes a `.keras` zip: architecture, weights, optimizer state and
+# schedule. Reloaded, it predicts the same.
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.
@@ -457,5 +427,10 @@ print(
 )
 
 # %% [markdown]
-# *What changed from the original course:* today's TPU VMs need `tpu="local"`, and Keras 3
-# changed several APIs it used (details: the course's docs/lessons.md).
+# **Takeaway.** One notebook trains on a TPU, GPUs or the CPU: find the strategy, scale the
+# batch and the learning rate with its replicas, and build the model under its scope. The
+# pipeline caches, shuffles and batches so that every epoch is new and served from memory.
+# Whether the accelerator still waits for input: lesson 5 (`05_accelerator_waiting`).
+#
+# *Changed from the original course:* today's TPU VMs need `tpu="local"`, and Keras 3
+# changed several APIs it used (details: docs/lessons.md).
