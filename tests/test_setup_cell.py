@@ -497,6 +497,48 @@ def test_pip_install_puts_a_new_pth_file_in_force(tmp_path, monkeypatch):
     assert packages.sys.path[-1] == str(added) and "/no/such" not in packages.sys.path
 
 
+# TensorFlow's CUDA build on a machine without a GPU, standing in: its first look for
+# devices (the learner's first TensorFlow cell, unless the set-up looked) writes the error
+# line to file descriptor 2, as the C++ runtime does, once.
+CUDA_TENSORFLOW = {
+    "tensorflow/__init__.py": "__version__ = '2.20.0'\nfrom tensorflow import config\n",
+    "tensorflow/config.py": (
+        "import os\nlooked = []\n\ndef list_physical_devices(device_type=None):\n"
+        "    if not looked:\n"
+        "        os.write(2, b'E0000 cuda_executor.cc: failed call to cuInit: INTERNAL: CUDA "
+        "error: Failed call to cuInit: UNKNOWN ERROR (303)\\n')\n"
+        "    looked.append(device_type)\n    return []\n"
+    ),
+    "keras/__init__.py": "__version__ = '3.13.2'\n",
+}
+LEARNER_AFTER_THE_SET_UP = """import os
+from utils.lab import runtime
+runtime.prepare("tensorflow")
+import tensorflow as tf
+print(tf.config.list_physical_devices("GPU"))  # The learner's first TensorFlow cell.
+os.write(2, b"the learner's own error line\\n")
+"""
+
+
+def test_prepare_keeps_tensorflow_s_cuinit_error_out_of_the_learner_s_view(tmp_path):
+    for name, text in CUDA_TENSORFLOW.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)])}
+    env.pop("KERAS_BACKEND", None)
+    result = subprocess.run(
+        [sys.executable, "-c", LEARNER_AFTER_THE_SET_UP],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"Backend: tensorflow (BACKEND='tensorflow'). TensorFlow 2.20.0, Keras 3.13.2; "
+        f"{os.cpu_count()} CPU cores.",
+        "[]",
+    ]
+    assert result.stderr == "the learner's own error line\n"  # No cuInit line; stderr back.
+
+
 def test_prepare_installs_what_is_missing_in_one_pip_command(monkeypatch, capsys):
     calls = []
 

@@ -7,7 +7,9 @@ Keras 3.15, JAX 0.10):
 - Colab's TPU runtimes ship JAX and no TensorFlow; `tensorflow-tpu` beside JAX fights over
   libtpu. There, Keras runs on JAX and `tensorflow-cpu` is installed for `tf.data` only.
 - TensorFlow writes log lines to the process's stderr while it is imported (absl, oneDNN),
-  whatever `TF_CPP_MIN_LOG_LEVEL` says; they are dropped here, during the import only.
+  whatever `TF_CPP_MIN_LOG_LEVEL` says, and its CUDA build, on a machine without a GPU
+  (Colab's CPU runtime), an error line "failed call to cuInit" as it first looks for
+  devices; both are dropped here, during the import and that first look only.
 - What is missing is installed with pip (`packages.pip_install`), the set-up's only
   download: quiet, with a timeout, never waiting on input; a failure is one line.
 """
@@ -178,6 +180,8 @@ def prepare(
         packages.pip_install(missing, install=install)
     with stderr_dropped():
         import tensorflow as tf
+
+        tf.config.list_physical_devices()  # Where a CUDA build without a GPU logs cuInit.
     import keras
 
     versions = f"TensorFlow {tf.__version__}, Keras {keras.__version__}"
