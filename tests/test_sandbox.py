@@ -1,5 +1,6 @@
 """Tests of tools/sandbox.py: the memory limit, and what a command in bwrap can reach."""
 
+import os
 import subprocess
 import sys
 import time
@@ -110,3 +111,27 @@ def test_only_the_bound_folders_are_there(tmp_path):
     assert result.stdout.split()[0] == "utils"
     assert "solutions-there" not in result.stdout and "sources-there" not in result.stdout
     assert result.stdout.rstrip().endswith("done")
+
+
+def test_the_file_size_limit_stops_a_file_at_its_size(tmp_path):
+    script = "open('big', 'wb').write(b'0' * 3_000_000)"
+    limited = sandbox.with_memory_limit([sys.executable, "-c", script], 2 * 2**30,
+                                        file_bytes=10**6)  # fmt: skip
+    result = subprocess.run(limited, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "OSError: [Errno 27] File too large" in result.stderr
+    assert (tmp_path / "big").stat().st_size == 10**6
+
+
+@needs_bwrap
+def test_the_private_tmp_has_its_size_and_the_grader_reads_it(tmp_path):
+    script = "head -c 3000000 /dev/zero > /tmp/fill || echo full; sleep 60"
+    full = sandbox.bwrap_command(BWRAP, ["sh", "-c", script], work=tmp_path,
+                                 env={"PATH": "/usr/bin:/bin"}, tmp_bytes=10**6)  # fmt: skip
+    process = subprocess.Popen(full, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline() == "full\n"
+        found = os.statvfs(sandbox.sandbox_root(process.pid) / "tmp")
+        assert abs(found.f_blocks * found.f_frsize - 10**6) < 4096 and found.f_bavail == 0
+    finally:
+        process.kill()
+        process.wait()
