@@ -1,8 +1,8 @@
 # %% [markdown]
 # # Lab 1 · tf.data basics and the "too slow" speed test
 #
-# Read flower images one file at a time from (simulated) cloud storage, look at them, and
-# measure how many images per second that gives an accelerator.
+# **Goal:** read flower images one file at a time from (simulated) cloud storage with
+# `tf.data`, and measure why that is far too slow to feed an accelerator.
 #
 # **You will:**
 #
@@ -14,9 +14,8 @@
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell before the ones below. It finds the course's `utils` package (beside
-# `labs/` in a checkout) or installs it, installs TensorFlow for `tf.data` where it is
-# missing, and says which backend Keras runs on, and why.
+# Run this cell first: it finds or installs the course's `utils` and TensorFlow, and says
+# which backend Keras runs on.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/setup_cell.py).
@@ -42,22 +41,18 @@ SEED = 42
 # %% [markdown]
 # ## The data
 #
-# `DATA_SOURCE` says where the images are. The default, `"embedded"`, is a generated set of
-# flower pictures in the layout of the original course's data: one folder per class, JPEGs of
-# different sizes. It is made on first use and cached, with no network and no cloud account.
+# `DATA_SOURCE` says where the images are. The default, `"embedded"`, is generated flower
+# pictures in the original course's layout (a folder per class), made offline on first use.
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 print(source.describe())
 
 # %% [markdown]
-# Each image will be read as its own object, as if from a cloud storage bucket. Offline this
-# is a simulation: `storage.read_file()` waits before each file's first byte, as a request
-# to object storage does, then reads the file. As on real object storage, most requests are
-# quick and a few are slow: each wait is drawn with median `LATENCY_MS` and 99th percentile
-# `LATENCY_P99_MS`, and a file's bytes then arrive at `STREAM_MEGABYTES_PER_SECOND`. Lab 3
-# reads the TFRecords through the same model with the same settings, and says where the
-# numbers come from. With a real `gs://` source nothing is simulated.
+# Each image is read as its own object, as from a cloud storage bucket. Offline this is a
+# simulation: `read_file()` waits for each file's first byte (median `LATENCY_MS`, a few
+# requests up to `LATENCY_P99_MS`), then streams it. With a real `gs://` source nothing is
+# simulated.
 
 # %%
 simulated_storage = storage.SimulatedStorage.for_source(
@@ -73,16 +68,12 @@ print(simulated_storage.describe())
 # ## 1. List the files (TODO 1)
 #
 # `source.paths` lists every image file of the source (`.jpg`, `.jpeg`, `.png` or an
-# iPhone's `.heic`, in any letter case). `tf.data.Dataset.from_tensor_slices()` turns a
-# list into a dataset, one element per item, and `shuffle()` mixes them. `shuffle()` draws
-# a new order on every pass over the dataset (every epoch); a seed makes that sequence of
-# orders the same from one run of the notebook to the next, not one pass the same as the
-# next.
-# (`tf.data.Dataset.list_files()` does both from a glob, but a glob reads `[`, `*` and `?`
-# in a real folder's name as patterns: a folder named `photos [2024]` matches nothing.)
+# iPhone's `.heic`). `tf.data.Dataset.from_tensor_slices()` turns a list into a dataset, one
+# element per item; `shuffle()` draws a new order on every pass, the same sequence of
+# orders in every run when it has a seed.
 #
-# **TODO 1.** Make `filenames`: a dataset of the paths in `source.paths`, shuffled with
-# `shuffle(len(source.paths), seed=SEED)`.
+# **TODO 1.** Make `filenames`: a dataset of every path in `source.paths`, in a new random
+# order on each pass, seeded with `SEED`.
 
 # %%
 # TODO 1: list the image files.
@@ -109,18 +100,17 @@ print("The next pass starts with the same 5 paths:", next_pass == shuffled_paths
 # %% [markdown]
 # ## 2. The label is the folder name (TODO 2)
 #
-# The class of each image is the name of its folder: `.../roses/roses_0007.jpg` is a rose.
-# A model needs a number, so the label is the index of that name in `source.class_names`.
-# The function runs inside `Dataset.map()`, on tensors, so it must use TensorFlow ops such
-# as `tf.strings.split()`, not Python string methods.
+# The class of each image is its folder's name: `.../roses/roses_0007.jpg` is a rose. A
+# model needs a number: the index of that name in `source.class_names`. The function runs
+# inside `Dataset.map()`, on tensors: TensorFlow ops (`tf.strings`), not Python methods.
 
 # %%
 class_names = tf.constant(source.class_names)
 print(f"{len(source.class_names):,} classes:", display.short_list(source.class_names))
 
 # %% [markdown]
-# **TODO 2.** Complete `label_from_path(path)`: split the path on `"/"`, take the folder
-# name (the second-to-last part), and return its index in `class_names` as an integer.
+# **TODO 2.** Complete `label_from_path(path)`: the index in `class_names` of the name of
+# the folder holding `path`, as an integer.
 #
 # *Hint:* a tensor has no `.index()`. Compare instead: `class_names == folder` gives one
 # boolean per class, true at the folder's class; `tf.argmax()` of it, cast to `tf.int32`,
@@ -147,9 +137,9 @@ checks.check_label_from_path(
 # %% [markdown]
 # ## 3. Read and decode (TODO 3)
 #
-# **TODO 3.** Complete `read_and_decode(path)`: read the file's bytes with
-# `simulated_storage.read_file(path)` (use it where you would use `tf.io.read_file()`),
-# decode them with `tf.io.decode_jpeg(..., channels=3)`, and return `(image, label)`.
+# **TODO 3.** Complete `read_and_decode(path)`: the image, read from the simulated storage
+# (`simulated_storage.read_file` stands where `tf.io.read_file` would) and decoded to 3
+# channels, and its label.
 
 
 # %%
@@ -177,12 +167,9 @@ checks.check_read_and_decode(
 # %% [markdown]
 # ## Look at the images
 #
-# Nine images with their class and their size in pixels, height x width (files that do
-# not decode are skipped, and listed). Since each pass over `filenames` has a new order,
-# the nine paths are taken once, from the pass above, so that the grid and the sizes below
-# show the same images. A phone photo of yours may show on its side: `tf.io.decode_jpeg`
-# ignores the EXIF Orientation tag that turns it upright in a viewer; lab 2 stores it upright.
-# It drops transparency too (a sticker's hidden background shows); lab 2 puts it on white.
+# Nine images with their class and size, height x width. A phone photo of yours may show
+# on its side, a sticker its hidden background: `tf.io.decode_jpeg` ignores the EXIF
+# Orientation and transparency; lab 2 stores photos as a viewer shows them.
 
 # %%
 nine_paths, _, _ = readable_images.readable_sample(shuffled_paths, 9)
@@ -203,9 +190,7 @@ print("Widths: ", sorted(width for _, width in sizes))
 # ## The speed test: one object at a time
 #
 # An accelerator wants thousands of images per second. How many does reading one object at
-# a time give? `timing.measure_throughput()` reads a few images first (the warm-up, not
-# counted), then times `NUM_TIMED_SEQUENTIAL` images. `ignore_errors()` drops a file that
-# does not decode instead of stopping (lab 2 lists every such file).
+# a time give? (`ignore_errors()` skips a file that does not decode; lab 2 lists them.)
 
 # %%
 sequential = filenames.map(read_and_decode).ignore_errors()
@@ -218,16 +203,14 @@ if simulated_storage.latencies_ms:
     print(f"The storage's first-byte waits averaged {sum(waits) / len(waits):.0f} ms.")
 
 # %% [markdown]
-# Almost all of that time is the wait for each object's first byte: the CPU is idle while
-# the request travels. Nothing stops us from having many requests in flight at once.
+# Almost all of that time is the wait for each first byte, the CPU idle. So have many
+# requests in flight at once.
 #
 # ## 4. Read in parallel (TODO 4)
 #
-# `map(..., num_parallel_calls=N)` runs up to N calls of the function at once. But
-# `tf.data` runs those calls on a pool of threads with one thread per CPU core by default,
-# and a read that waits on storage holds its thread while it waits. On a machine with few
-# cores (Colab's standard runtime has 2; its GPU and TPU runtimes have more), only that
-# many reads are in flight. Measure it:
+# `map(..., num_parallel_calls=N)` runs up to N calls at once, on `tf.data`'s pool of one
+# thread per core (Colab's standard runtime has 2); a read that waits on storage holds its
+# thread. Measure it:
 
 # %%
 parallel_default_threads = filenames.map(read_and_decode, num_parallel_calls=NUM_PARALLEL_READS)
@@ -240,10 +223,9 @@ default_threads_result = timing.measure_throughput(
 print(f"Most reads in flight at once: {simulated_storage.max_in_flight}")
 
 # %% [markdown]
-# **TODO 4.** Make `parallel`: `filenames` mapped with `read_and_decode` and
-# `num_parallel_calls=NUM_PARALLEL_READS`, with `tf.data.Options()` whose
-# `threading.private_threadpool_size` is `NUM_PARALLEL_READS`, applied with
-# `with_options()`.
+# **TODO 4.** Make `parallel`: `filenames` read and decoded by `read_and_decode` with
+# `NUM_PARALLEL_READS` reads in flight at once, each waiting on a thread of its own (a
+# `tf.data.Options()` setting: `threading` holds it).
 
 # %%
 # TODO 4: a parallel map with as many threads as reads in flight.
@@ -270,8 +252,7 @@ parallel_result = timing.measure_throughput(
 print(f"Most reads in flight at once: {simulated_storage.max_in_flight}")
 
 # %% [markdown]
-# For scale: the same pipeline with no storage latency at all, reading from local disk.
-# This is what the CPU can decode; no storage trick gets above it.
+# For scale: the same pipeline from local disk, no latency: what the CPU can decode.
 
 # %%
 local_disk = storage.SimulatedStorage(latency_ms=0)
@@ -292,13 +273,10 @@ local_result = timing.measure_throughput(
 # %% [markdown]
 # ## Why not `NUM_PARALLEL_READS` times faster: the order
 #
-# Decoding is not the limit: the local disk above decodes far faster. The limit is the
-# order. `map()` hands out its results in the order of its input, so when one read in
-# flight lands in the storage's slow tail (`LATENCY_P99_MS`), the images read after it
-# are ready but must wait behind it, and no new read starts in their place until it
-# arrives: head-of-line blocking. `options.deterministic = False` lets the map hand out
-# whichever image is ready first, so a slow read holds up only its own thread. Training
-# does not need the order (the files are shuffled anyway). Both, timed in turns:
+# Decoding is not the limit (the local disk is far faster): the order is. `map()` hands out
+# results in its input's order, so one read in the slow tail (`LATENCY_P99_MS`) holds up
+# every image behind it: head-of-line blocking. `options.deterministic = False` hands out
+# whichever is ready first. Training does not need the order. Both, timed in turns:
 
 # %%
 any_order = tf.data.Options()
@@ -318,14 +296,12 @@ order_verdict = comparison.describe_difference(order_runs, name="Order")
 print(order_verdict)
 
 # %% [markdown]
-# Lab 3 reads in any order from the start (its TODO 2), and says which readers obey the
-# option and which keep the order whatever it says.
+# Lab 3 reads in any order from the start (its TODO 2).
 #
 # ## What you measured
 #
-# One run of each, as above, can land on a busy moment of the machine. Here the five are
-# timed again in turns, `SPEED_TEST_REPEATS` rounds, each given as its median and range;
-# the ratios are taken within each round.
+# One run can land on a busy moment: the five, timed again in turns, `SPEED_TEST_REPEATS`
+# rounds, each a median and a range.
 
 # %% tags=["summary"]
 runs = comparison.measure_in_turns(
@@ -367,19 +343,11 @@ print(
 print(comparison.describe_difference([any_order_runs, parallel_runs], name="Order"))
 
 # %% [markdown]
-# Read the lines above: with one request at a time, the pipeline spends almost all its
-# time waiting for first bytes, so images/s is about 1000 divided by the average wait in
-# milliseconds (printed after the sequential test; the slow requests of the tail raise it
-# above the median `LATENCY_MS`). Asking `map()` for parallel calls helps only as far as
-# there are threads to wait in: the threads' verdict says whether the extra threads made
-# a difference beyond the noise on this run. With as many threads as reads in flight the
-# waits overlap, but an ordered map still waits for the slowest read in flight, far below
-# what the CPU decodes (the share of the local disk); the order's verdict says what
-# reading in any order bought here.
-#
-# Even in any order, an accelerator can take thousands of images per second, and every image still
-# costs one request. Lab 2 packs many images into a few large files (TFRecords), so that
-# one request brings hundreds of images; lab 3 measures what that buys on the same storage.
+# **Takeaway.** One request at a time, images/s is about 1000 divided by the average wait
+# in milliseconds. Many reads in flight, each on its own thread, in any order, overlap the
+# waits, yet every image still costs a request: far below the thousands an accelerator
+# takes. Lab 2 packs many images into a few large files (TFRecords), one request for
+# hundreds of images; lab 3 measures what that buys.
 #
 # *What changed from the original course:* its bucket `gs://flowers-public` now answers 403,
 # so the storage here is simulated (details: the course's docs/lessons.md).

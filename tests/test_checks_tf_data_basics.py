@@ -66,6 +66,30 @@ def test_check_filenames_shuffled_without_a_seed_says_why_the_seed_matters(paths
     assert capsys.readouterr().out.startswith("TODO 1 passed: 60 files")
 
 
+def test_check_filenames_names_a_small_buffer_and_a_repeated_order(paths):
+    # The likeliest wrong answers once TODO 1 says the outcome, not the call.
+    small = tf.data.Dataset.from_tensor_slices(paths).shuffle(8, seed=SEED_FOR_TESTS)
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_filenames(small, todo=1, expected_count=60, class_names=data.CLASSES)
+    assert str(failure.value) == (
+        "TODO 1 (filenames): expected a shuffle over all 60 paths; found a buffer of 8. "
+        "shuffle(n) draws each element from the next n only, so the first path out is always "
+        "one of the first 8: pass a buffer of len(source.paths)."
+    )
+    same_order = tf.data.Dataset.from_tensor_slices(paths).shuffle(
+        len(paths), seed=SEED_FOR_TESTS, reshuffle_each_iteration=False
+    )
+    with pytest.raises(
+        checks.CheckFailed,
+        match=r"expected a new order on each pass \(each epoch\); found the same order twice: "
+        r"shuffle\(\.\.\., reshuffle_each_iteration=False\) keeps the first pass's order\.",
+    ):
+        checks.check_filenames(same_order, todo=1, expected_count=60, class_names=data.CLASSES)
+
+
+SEED_FOR_TESTS = 7
+
+
 def test_check_filenames_not_string_elements():
     numbers = tf.data.Dataset.range(60)
     with pytest.raises(checks.CheckFailed, match=r"expected elements that are string scalars"):

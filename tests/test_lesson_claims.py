@@ -27,8 +27,8 @@ def _code_above(cells, phrase):
     [
         (
             "01_tf_data_basics",
-            "Since each pass over `filenames` has a new order",
-            "The next pass starts with the same 5 paths:",
+            "Many reads in flight, each on its own thread, in any order",
+            'describe_difference([any_order_runs, parallel_runs], name="Order")',
         ),
         (
             "02_write_tfrecords",

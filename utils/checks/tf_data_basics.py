@@ -63,12 +63,29 @@ def check_filenames(
     if paths[: min(len(paths), 50)] == sorted(paths)[:50] and len(paths) > 1:
         fail(todo, "filenames", "expected the files in shuffled order; found them sorted. "
              "Shuffle them: .shuffle(len(source.paths), seed=SEED).")  # fmt: skip
+    buffer = _shuffle_buffer(filenames)
+    if buffer is not None and 0 < buffer < min(expected_count, 1000):
+        fail(todo, "filenames", f"expected a shuffle over all {expected_count} paths; found "
+             f"a buffer of {buffer}. shuffle(n) draws each element from the next n only, so "
+             f"the first path out is always one of the first {buffer}: pass a buffer of "
+             "len(source.paths).")  # fmt: skip
+    if paths == list(filenames.as_numpy_iterator()) and len(paths) > 2:
+        fail(todo, "filenames", "expected a new order on each pass (each epoch); found the same "
+             "order twice: shuffle(..., reshuffle_each_iteration=False) keeps the first pass's "
+             "order. Leave reshuffle_each_iteration at its default.")  # fmt: skip
     if _shuffled_without_seed(filenames):
         fail(todo, "filenames", "expected the order drawn from a seed; found shuffle() "
              "without one. Each run of the notebook then reads the files in another order, so "
              "a number or a mistake you saw once cannot be seen again. Pass the seed: "
              ".shuffle(len(source.paths), seed=SEED).")  # fmt: skip
     passed(todo, f"{len(paths)} files in {len(folders)} class folders.")
+
+
+def _shuffle_buffer(dataset: tf.data.Dataset) -> int | None:
+    """The buffer size of the last shuffle in `dataset`'s graph; None if none is read."""
+    sizes = [step.constants[1] for step in dataset_steps(dataset) or []
+             if step.op.startswith("ShuffleDataset") and len(step.constants) >= 2]  # fmt: skip
+    return sizes[-1] if sizes else None
 
 
 def _shuffled_without_seed(dataset: tf.data.Dataset) -> bool:
