@@ -19,7 +19,7 @@ import io
 import json
 import sys
 
-from tools.grading import remote
+from tools.grading import remote, wire
 from tools.grading.feedback import error_line, plain_line
 
 
@@ -39,14 +39,35 @@ def run_check(source: str, todo: int, namespace: dict) -> tuple[bool, str]:
     return (True, plain_line(line)) if line else (False, "the check printed no 'passed' line")
 
 
+def references(step: dict, namespace: dict) -> tuple[dict, dict]:
+    """(values, as wire data) that a check cell's other lines (`step`) bind when its TODO
+    is the lab's solution, run on a copy of the judge's names; ({}, {}) where there is no
+    solution, it fails, or a value cannot cross to the kernel."""
+    scratch = dict(namespace)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            exec(compile(step["reference"], "<the solution's TODO cell>", "exec"), scratch)
+            exec(compile(step["source"], "<lab cell>", "exec"), scratch)
+        values = {name: scratch[name] for name in step["binds"] if name in scratch}
+        return values, {name: wire.encode(value) for name, value in values.items()}
+    except Exception as error:  # The kernel's values stand, as without a solution.
+        print(f"the solution's values: {error_line(error)}", file=sys.stderr)
+        return {}, {}
+
+
 def judge(job: dict, emit) -> None:
-    """Runs the plan of `job`, calling `emit(todo, passed, message)` for each check."""
+    """Runs the plan of `job`, calling `emit(todo, passed, message)` for each check. Where
+    a check fails, the lines its cell adds take the solution's TODO (`references`), in the
+    judge and, sent with the verdict, in the kernel."""
     namespace: dict = {"__name__": "__judge__"}
     client = remote.Client(job["socket"], job["seconds"])
     problems: dict[int, str] = {}
+    plan, taken = job["plan"], set()
     try:
-        for step in job["plan"]:
+        for index, step in enumerate(plan):
             todo = step.get("todo")
+            if index in taken:  # A check cell's lines, whose values the solution gave.
+                continue
             if step["kind"] == "code":
                 try:
                     with contextlib.redirect_stdout(sys.stderr):
@@ -61,12 +82,20 @@ def judge(job: dict, emit) -> None:
                         namespace.pop(name, None)
                         problems[todo] = f"TODO {todo}: {plain_line(error)}"
             else:
-                if todo in problems:
-                    emit(todo, False, problems[todo])
-                else:
-                    emit(todo, *run_check(step["source"], todo, namespace))
+                passed, message = (
+                    (False, problems[todo]) if todo in problems
+                    else run_check(step["source"], todo, namespace)
+                )  # fmt: skip
+                emit(todo, passed, message)
+                after = plan[index + 1] if index + 1 < len(plan) else {}
+                values, sent = {}, {}
+                if not passed and after.get("todo") == todo and after.get("reference"):
+                    values, sent = references(after, namespace)
+                if values:
+                    namespace.update(values)
+                    taken.add(index + 1)
                 with contextlib.suppress(remote.NotSealable, OSError):
-                    client.ask(op="judged", todo=todo)  # The kernel goes on.
+                    client.ask(op="judged", todo=todo, references=sent)  # The kernel goes on.
     finally:
         with contextlib.suppress(OSError):
             client.done()

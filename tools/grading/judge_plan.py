@@ -3,18 +3,22 @@
 Takes the lab (never the submission) and the grader's parameters; gives a list of steps:
 `code` (a lab cell that a later check needs, found from the names it binds and the
 names the checks read), `fetch` (the names a TODO binds that a later step reads) and
-`check` (a lab check cell's check calls; its other lines are a `code` step after it, run
-whether the check passed or not, as the kernel runs them). Speed tests and plots that no
-check reads are left out.
+`check` (a lab check cell's check calls). A check cell's other lines, which bind what
+the lab takes from the TODO, are a `code` step after it with the lab's solution of the
+TODO (`reference`): where the check failed, the judge runs them on the solution and sends
+the values to the kernel, so that one mistake costs one TODO (nbgrader and otter isolate
+their tests so). Speed tests and plots that no check reads are left out.
 """
 
 from __future__ import annotations
 
 import ast
+import textwrap
 
 import nbformat
 
 from tools.grading.model import marks, parse, without_magics
+from tools.grading.references import reference_cells
 
 
 def bound_names(source: str) -> list[str]:
@@ -51,13 +55,18 @@ def split_check_cell(source: str) -> tuple[str, str]:
 def kernel_source(cell, cell_marks: dict) -> str:
     """What the learner's kernel runs of a cell ("" for nothing): a check cell without its
     check calls (the judge makes them), so that what the lab binds there after its check
-    is there for the cells below; nothing of a text cell or a hand-in cell (its checks
-    again)."""
+    is there for the cells below, then the solution's values the judge sent where the
+    check failed; nothing of a text cell or a hand-in cell (its checks again)."""
     if cell.cell_type != "code" or "hand_in" in cell.metadata.get("tags", []):
         return ""
     if "check" not in cell_marks:
         return cell.source
-    return split_check_cell(cell.source)[1]
+    others = split_check_cell(cell.source)[1]
+    if not others:
+        return ""
+    todo = cell_marks["check"]
+    return (f"try:\n{textwrap.indent(others, '    ')}\nfinally:  # Grader: the judge's values.\n"
+            f"    globals().update(_grader_references.pop({todo}, {{}}))")  # fmt: skip
 
 
 def _loads(source: str) -> set[str]:
@@ -90,8 +99,10 @@ def _defines_functions(source: str) -> bool:
     )
 
 
-def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
-    """The judge's steps: the lab cells the checks need, each TODO's fetch, each check."""
+def plan(lab: nbformat.NotebookNode, literals: str, references: dict | None = None) -> list[dict]:
+    """The judge's steps: the lab cells the checks need, each TODO's fetch, each check.
+    `references`: {todo: its solution's cell}; None: `reference_cells(lab)`."""
+    references = reference_cells(lab) if references is None else references
     steps: list[dict] = []
     for cell in lab.cells:
         cell_marks, tags = marks(cell), cell.metadata.get("tags", [])
@@ -103,12 +114,13 @@ def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
             todo = cell_marks["todo"]
             steps.append({"kind": "fetch", "todo": todo, "names": bound_names(cell.source)})
         elif "check" in cell_marks:
-            # Its other lines run whatever the check says, as in the kernel: after a failed
-            # TODO 1 the later checks take the values the kernel took, not unbound names.
+            todo = cell_marks["check"]
             checks, others = split_check_cell(cell.source)
-            steps.append({"kind": "check", "todo": cell_marks["check"], "source": checks})
-            if others:
-                steps.append({"kind": "code", "source": others, "needed": False})
+            steps.append({"kind": "check", "todo": todo, "source": checks})
+            if others:  # Run whatever the check says, as in the kernel (see above).
+                steps.append({"kind": "code", "source": others, "needed": False, "todo": todo,
+                              "reference": references.get(todo, ""),
+                              "binds": sorted(_stores(others))})  # fmt: skip
         else:
             defines = _defines_functions(cell.source)
             steps.append({"kind": "code", "source": cell.source, "needed": defines})
@@ -121,5 +133,5 @@ def plan(lab: nbformat.NotebookNode, literals: str) -> list[dict]:
         elif step["kind"] == "code":
             if step["needed"] or _stores(step["source"]) & needed:
                 step["needed"] = True
-                needed |= _loads(step["source"])
+                needed |= _loads(step["source"]) | _loads(step.get("reference", ""))
     return [step for step in steps if step.get("needed", True)]
