@@ -1,18 +1,15 @@
 # %% [markdown]
 # # Lab 2 · Recompress the images and write TFRecord shards
 #
-# Lab 1 measured the cost of one request per image. Here you pack the images into a few
-# large files, TFRecord "shards", so that one request brings hundreds of images. On the way,
-# every image is resized to one size and recompressed, and every input image is accounted
-# for: written, or skipped with a reason.
+# **Goal:** pack the images into a few large TFRecord files ("shards"), resized and
+# recompressed, so that one request brings hundreds of images; show that none was lost.
+#
 # **You will:**
 #
 # 1. Crop each image's centre square and resize it to one size (TODO 1).
 # 2. Recompress it as JPEG, and measure the bytes saved and what they cost (TODO 2).
-# 3. Store it in a `tf.train.Example` record with bytes, int64 and float features (TODO 3).
+# 3. Store it in a `tf.train.Example` record (TODO 3).
 # 4. Write a shard safely: never a file that looks finished but is not (TODO 4).
-#
-# Then you write every shard, look inside one, and check that nothing was lost.
 
 # %% [markdown]
 # ## Set-up
@@ -24,8 +21,6 @@
 # The build puts the set-up code here (tools/setup_cell.py).
 
 # %%
-import struct
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +29,6 @@ import tensorflow as tf
 from utils import charts, checks, comparison, display, records, sampling
 from utils.lab import (
     conversion,
-    data,
     readable_images,
     shard_cache,
     shard_files,
@@ -58,9 +52,8 @@ SEED = 42
 # %% [markdown]
 # ## The data
 #
-# The same source as lab 1. `OUTPUT_DIR` says where the shards go: by default a folder in
-# the course cache, where labs 3 and 4 find them; or a local or `gs://` folder of your own
-# (never the source's folder, nor a public bucket you cannot write to).
+# The same source as lab 1. `OUTPUT_DIR` says where the shards go: by default the course
+# cache, where labs 3 and 4 find them; or a local or `gs://` folder of your own.
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
@@ -80,20 +73,12 @@ print(f"Sizes of {len(sample_images)} images (height, width):", sizes)
 # ## 1. One size for every image (TODO 1)
 #
 # A batch is one tensor, so its images must share a size. Squashing an image to a square
-# distorts it; cropping alone cuts a small image's centre out of a large one. Instead, cut
-# the centre square, as wide as the *shorter* side, and resize it to `target_size`: the
-# proportions are kept. Cropping first also bounds the cost by the output: a 60000 x 10
-# panorama becomes a 10 x 10 square before any resizing (resized whole first, it would be
-# 1,152,000 x 192 pixels of float32, 2.7 GB). Phone cameras write in a photo's EXIF
-# Orientation tag how to turn it; `tf.io.decode_jpeg` ignores that tag, so the conversion
-# reads it and turns every image upright (`records.decode_upright`) first.
+# distorts it; its centre square, as wide as the *shorter* side, keeps its proportions.
+# (The conversion turns every photo upright first.)
 #
-# **TODO 1.** Complete `resize_and_crop(image, target_size)`: take `side`, the smaller of
-# the height and width, cut the centre square with `tf.image.crop_to_bounding_box(image,
-# (height - side) // 2, (width - side) // 2, side, side)`, resize it to `[target_size,
-# target_size]` with `tf.image.resize(..., antialias=True)`, and return uint8
-# (`tf.image.resize` returns float32; `tf.saturate_cast(tf.round(x), tf.uint8)`). It runs
-# inside `Dataset.map()`, so use TensorFlow ops.
+# **TODO 1.** Complete `resize_and_crop(image, target_size)`: the image's centre square,
+# resized smoothly (antialiased) to `target_size` x `target_size`, as uint8. It runs inside
+# `Dataset.map()`: TensorFlow ops (`tf.image` crops and resizes).
 #
 # *Hint:* inside `map()` the image's size is not known in advance (`image.shape` is
 # `(None, None, 3)`): read it with `tf.shape(image)`, which gives int32 tensors that
@@ -137,8 +122,8 @@ figure = display.show_images(
 # The resized image is stored as JPEG again: raw pixels would take `TARGET_SIZE *
 # TARGET_SIZE * 3` bytes each. The quality trades bytes (what storage sends) for fidelity.
 #
-# **TODO 2.** Complete `recompress(image, quality)`: encode the uint8 image as JPEG with
-# `tf.io.encode_jpeg` at the given `quality`, with `optimize_size=True`.
+# **TODO 2.** Complete `recompress(image, quality)`: the uint8 image as JPEG bytes at
+# `quality`, as small as the encoder can make them at that quality.
 
 
 # %% tags=["save"]
@@ -158,13 +143,10 @@ checks.check_recompress(recompress, todo=2, sample_images=resized_images, qualit
 # %% [markdown]
 # ### What recompressing and resizing buy, and what they cost
 #
-# On `NUM_SAMPLE` images from every class in turn (a listing's first 200 are one class's):
-# bytes per image before and after, and how close the recompressed image is to the resized
-# one (PSNR: above 35 dB, differences are hard to see). Two things change at once, the size
-# (to `TARGET_SIZE`) and the encoding: to separate them, the originals are also recompressed
-# at their own size, and the resized images at several qualities. Every version's decoding
-# (all cores, from memory) is timed in turns, `DECODE_REPEATS` rounds of
-# `DECODE_TIMED_IMAGES` images: a median and a range.
+# On `NUM_SAMPLE` images from every class: bytes per image before and after, and how close
+# the recompressed image is to the resized one (PSNR: above 35 dB, differences are hard to
+# see). To separate the size from the encoding, the originals are also recompressed at their
+# own size, and the resized images at several qualities; decoding is timed in turns.
 
 # %%
 every_class = sampling.paths_from_every_class(image_paths)
@@ -221,14 +203,9 @@ figure = charts.plot_quality_trade_off(
 )
 
 # %% [markdown]
-# Read the lines above: how much of the saving, in bytes and in decoding speed, recompressing
-# alone gives (at the originals' size), and how much comes with resizing; the verdicts say
-# which decoding differences are beyond the noise (decoding time grows with the pixels
-# decoded). The plot shows what the quality alone moves at `TARGET_SIZE` (median, the bar
-# spans the rounds) against the originals (dashed), and the detail it keeps (PSNR); the last verdict says whether the
-# quality moved the speed here at all. Fewer bytes: less waiting on storage in every epoch
-# of every run, and faster decoding. The costs: converting, once (measured below), and the
-# detail lost, which the PSNR measures. Raise `JPEG_QUALITY` if your model needs fine detail.
+# The lines above say how much of the saving comes from recompressing alone and how much
+# from resizing; the plot, what the quality alone moves. Fewer bytes: less waiting on
+# storage in every epoch. The cost: converting once, and the detail the PSNR measures.
 #
 # ## 3. One record per image (TODO 3)
 #
@@ -244,10 +221,9 @@ for name, meaning in records.SCHEMA.items():
 # after resizing, always the same). The class index comes from the folder name.
 #
 # **TODO 3.** Complete `to_example(image_jpeg, class_index, original_size, class_names)`:
-# return `tf.train.Example(features=tf.train.Features(feature={...}))`, each feature a
-# `tf.train.Feature`, e.g. `tf.train.Feature(bytes_list=tf.train.BytesList(value=[image_jpeg]))`
-# for the image. `label` is the class name as bytes (`.encode()`), `size` the list
-# `original_size`, `one_hot_class` a list of floats with 1.0 at the class index.
+# the `tf.train.Example` holding the fields above, e.g.
+# `tf.train.Feature(bytes_list=tf.train.BytesList(value=[image_jpeg]))` for the image;
+# `one_hot_class` is 1.0 at the class index, 0.0 elsewhere.
 
 
 # %% tags=["save"]
@@ -290,17 +266,14 @@ print(records.describe_one_hot_cost(len(source.class_names)))
 # %% [markdown]
 # ## 4. Write a shard, safely (TODO 4)
 #
-# `tf.io.TFRecordWriter(path)` writes records one after another into one file. Each shard is
-# named with its index and record count, `flowers00-230.tfrec`, so a reader knows how many
-# records a file holds without reading it. The count is known only at the end, and a run
-# can stop half way (a crash, a full disk, a closed laptop): write under a temporary name,
-# and rename when the last record is in. A file with a final name is then complete.
+# `tf.io.TFRecordWriter(path)` writes records into one file. A shard's name holds its
+# record count (`flowers00-230.tfrec`), known only at the end, and a run can stop half way
+# (a crash, a full disk): so a file gets its final name only once complete.
 #
-# **TODO 4.** Complete `write_shard(serialized_examples, output_dir, index)`: open a
-# `tf.io.TFRecordWriter` on `shard_files.temporary_path(output_dir, index)` in a `with` block,
-# write each record and count them; then rename the file with `tf.io.gfile.rename(temporary,
-# final_path, overwrite=True)` to `f"{output_dir}/{shard_files.shard_name(index,
-# num_records)}"`, and return that path (`tf.io` works alike on local disk and `gs://`).
+# **TODO 4.** Complete `write_shard(serialized_examples, output_dir, index)`: every record
+# written to `shard_files.temporary_path(output_dir, index)`, and only then the file
+# renamed to its final name, `shard_files.shard_name(index, num_records)` in `output_dir`;
+# return that path (`tf.io.gfile` works alike on local disk and `gs://`).
 
 
 # %% tags=["save"]
@@ -327,14 +300,10 @@ checks.check_write_shard(write_shard, todo=4)
 # %% [markdown]
 # ## Write every shard
 #
-# `conversion.convert()` runs your four functions over every image. It shuffles the file
-# list once (each shard mixes the classes) and splits it into `NUM_SHARDS` nearly equal
-# parts. One `tf.data` pipeline decodes each image to 3 channels, upright, and calls
-# `resize_and_crop` and `recompress` in a parallel `map()` on all cores (a JPEG much larger
-# than `TARGET_SIZE` is decoded at 1/2, 1/4 or 1/8 of its size; a smaller one is enlarged
-# and listed); then `to_example` and `write_shard`, shard after shard. An image that cannot
-# be decoded is skipped and listed with its error. Earlier shards this run does not replace
-# are deleted; a sidecar JSON (classes, size, counts, schema) is written last.
+# `conversion.convert()` runs your four functions over every image: shuffled once (each
+# shard mixes the classes), decoded in a parallel `map()` on all cores, split into
+# `NUM_SHARDS` shards. An image that cannot be decoded is skipped and listed; a sidecar
+# JSON (classes, size, counts) is written last.
 #
 # How many shards? TensorFlow's TFRecord tutorial gives the rule of thumb: "at least 10
 # times as many files as there will be hosts reading data", each file "at least 10 MB+
@@ -359,33 +328,11 @@ for path in shard_files.list_shards(output_dir):
     print(f"{Path(path).name:<24} {tf.io.gfile.stat(path).length / 1e6:6.2f} MB")
 
 # %% [markdown]
-# ## Inside a record file
-#
-# A TFRecord file is a framed format: for each record, its length (8 bytes), a checksum of
-# the length (4 bytes), the record's bytes, and their checksum (4 bytes), little-endian.
-# The first 12 bytes of the first shard:
-
-# %%
-first_shard = report.shards[0]
-with tf.io.gfile.GFile(first_shard, "rb") as file:
-    length, length_crc = struct.unpack("<QI", file.read(12))
-first_record = next(iter(tf.data.TFRecordDataset(first_shard))).numpy()
-print(f"First record: {length:,} bytes (length checksum {length_crc:#010x})")
-print(f"TFRecordDataset reads a first record of {len(first_record):,} bytes")
-record_sizes = [len(r) for r in tf.data.TFRecordDataset(first_shard).as_numpy_iterator()]
-framed = sum(record_sizes) + 16 * len(record_sizes)
-print(
-    f"{len(record_sizes)} records + 16 bytes of framing each = {framed:,} bytes; "
-    f"the file has {tf.io.gfile.stat(first_shard).length:,}."
-)
-
-# %% [markdown]
 # ## Check that nothing was lost
 #
-# `validation.validate()` reads every shard back: it parses every record with the schema,
-# decodes every image, checks each shard's record count against its name and the sidecar,
-# and that records written plus images skipped equal the input images. The table shows
-# how the classes spread over the shards.
+# `validation.validate()` reads every shard back: every record parsed and decoded, each
+# shard's count against its name, and records written plus images skipped against the
+# input images.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -393,32 +340,9 @@ validation_report = validation.validate(output_dir)
 
 # %%
 # The images as stored, read back from the first shard.
-stored = tf.data.TFRecordDataset(first_shard).map(records.parse_record)
+stored = tf.data.TFRecordDataset(report.shards[0]).map(records.parse_record)
 stored = stored.map(lambda r: (tf.io.decode_jpeg(r["image"], channels=3), r["class"]))
 figure = display.show_images(stored, class_names=source.class_names, num_images=8, num_columns=4)
-
-# %% [markdown]
-# ## Bad input (optional)
-#
-# Real folders hold surprises. This makes a small folder with good images and every kind of
-# bad input: a truncated JPEG, an empty file, a text file named `.jpg`, a grayscale JPEG, a
-# CMYK JPEG, a PNG named `.jpg`, and an empty class folder. Decoding with `channels=3` turns
-# the grayscale, CMYK and PNG files into RGB images; the three unreadable files are skipped
-# and listed, and the empty folder is reported. TensorFlow's JPEG decoder logs `Premature
-# end of JPEG data` for the truncated file; the conversion shows it once, in that file's
-# skipped line. All in a temporary folder, deleted at the end of the cell.
-
-# %%
-with tempfile.TemporaryDirectory() as scratch:
-    damaged_root = data.make_damaged_dataset(Path(scratch) / "damaged")
-    damaged_source = sources.resolve_source(str(damaged_root))
-    print(damaged_source.describe(), "\n")
-    damaged_output = Path(scratch) / "damaged-tfrecords"
-    damaged_report = conversion.convert(
-        damaged_source, damaged_output, target_size=TARGET_SIZE, num_shards=2, steps=steps
-    )
-    print()
-    damaged_validation = validation.validate(damaged_output)
 
 # %% [markdown]
 # ## What you measured
@@ -446,8 +370,8 @@ print(
 )
 
 # %% [markdown]
-# The dataset is now `NUM_SHARDS` files instead of thousands. Lab 3 reads them in
-# parallel from the same (simulated) storage as lab 1 and measures what that buys.
+# **Takeaway.** The dataset is now `NUM_SHARDS` files instead of thousands, each image
+# smaller, every input accounted for. Lab 3 reads them in parallel from the same storage.
 #
-# *What changed from the original course:* this lab stores the original size, writes safely
-# and validates every record (details: the course's docs/lessons.md).
+# *Changed from the original course:* the original size is stored, shards are written
+# safely, every record is validated (docs/lessons.md).

@@ -32,12 +32,12 @@ def _code_above(cells, phrase):
         ),
         (
             "02_write_tfrecords",
-            "Read the lines above: how much of the saving",
+            "The lines above say how much of the saving",
             "without resizing {same_size:,.0f}",
         ),
         (
             "02_write_tfrecords",
-            "Read the lines above: how much of the saving",
+            "The lines above say how much of the saving",
             "describe_difference([decode_same_size, decode_before]",
         ),
         (
