@@ -211,7 +211,7 @@ def test_home_state_sees_the_course_tools_places_only(tmp_path):
 
 # The files a child session needs to run this module's checks on a checkout of its own.
 CHECK_FILES = (
-    "pyproject.toml", "tests/__init__.py", "tests/conftest.py", "tests/session_state.py",
+    "tests/__init__.py", "tests/conftest.py", "tests/session_state.py",
     "tests/test_temp_folder.py", "utils/__init__.py", "utils/lab/__init__.py",
     "utils/lab/data.py", "utils/lab/progress.py",
 )  # fmt: skip
@@ -265,6 +265,7 @@ def run_the_check(tmp_path, child_test: str, *, beside: str | None = None):
         (checkout / name).parent.mkdir(parents=True, exist_ok=True)
         (checkout / name).write_bytes((conftest.REPO_ROOT / name).read_bytes())
     (checkout / "tests" / "test_child.py").write_text(child_test)
+    (checkout / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
                  "commit", "-qm", "start"]):  # fmt: skip
         subprocess.run(["git", *args], cwd=checkout, check=True, capture_output=True)
