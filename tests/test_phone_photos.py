@@ -214,3 +214,25 @@ def test_conversion_report_says_once_which_images_were_composited_on_white():
         "  ... and 2 more.",
     ]
     assert sum("composited" in line for line in lines) == 1
+
+
+def test_decode_upright_of_a_truncated_transparent_png_raises_tensorflows_error():
+    sticker = _sticker()
+    truncated = sticker[: len(sticker) // 2]  # The header says RGBA; the pixels are cut short.
+    assert records.has_transparency(truncated)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"^image file is truncated"):
+        records.decode_upright(tf.constant(truncated))
+
+
+# Lesson 6 decodes eagerly in its DoFn: a HEIC photo without pillow-heif is a skipped file too.
+def test_beam_convert_image_without_pillow_heif_returns_the_heic_message(tmp_path, monkeypatch):
+    pytest.importorskip("apache_beam", reason="Apache Beam is not installed (lesson 6)")
+    from utils.lessons.convert_with_beam import beam_conversion
+
+    heic = _heic(_portrait())
+    monkeypatch.setattr(records, "heif_support", lambda: False)
+    path = _make_folder(tmp_path / "photos", {"roses/IMG_0001.jpg": heic}) / "roses/IMG_0001.jpg"
+    converted = beam_conversion.convert_image(
+        str(path), class_names=["roses"], target_size=16, quality=90
+    )
+    assert converted == (None, records.HEIC_MESSAGE)

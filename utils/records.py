@@ -60,9 +60,6 @@ _DECODE_RATIOS = (1, 2, 4, 8)
 # The brands of an `ftyp` box that mark a HEIF image coded in HEVC: an iPhone's HEIC photo.
 _HEIC_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs"})
 HEIC_MESSAGE = "a HEIC (iPhone) photo: install pillow-heif or export as JPEG"
-# What `decode_upright` raises on a file it cannot read: TensorFlow's errors and, run
-# eagerly, Pillow's (OSError) or a HEIC photo's without pillow-heif (ValueError).
-DECODE_ERRORS = (tf.errors.OpError, OSError, ValueError)
 # Pillow warns "Corrupt EXIF data" and returns no tag: the warning is silenced around one
 # reading at a time (`warnings.catch_warnings` is not thread-safe; tf.data maps in threads).
 _EXIF_LOCK = threading.Lock()
@@ -193,15 +190,21 @@ def _read_header(header: bytes | np.ndarray) -> tuple[np.int32, np.bool_]:
 
 
 def _decode_with_pillow(image_bytes: bytes | np.ndarray) -> np.ndarray:
-    """A HEIC photo or a transparent image as RGB pixels, as viewers show it on white."""
+    """A HEIC photo or a transparent image as RGB pixels, as viewers show it on white.
+
+    Raises `tf.errors.InvalidArgumentError`, as TensorFlow's decoders do, if it cannot.
+    """
     image_bytes = image_bytes.item() if isinstance(image_bytes, np.ndarray) else image_bytes
     if is_heic(image_bytes) and not heif_support():
-        raise ValueError(HEIC_MESSAGE)
-    image = _open_image(image_bytes)
-    if image.has_transparency_data:
-        white = Image.new("RGBA", image.size, "white")
-        image = Image.alpha_composite(white, image.convert("RGBA"))
-    return np.asarray(image.convert("RGB"))
+        raise tf.errors.InvalidArgumentError(None, None, HEIC_MESSAGE)
+    try:
+        image = _open_image(image_bytes)
+        if image.has_transparency_data:
+            white = Image.new("RGBA", image.size, "white")
+            image = Image.alpha_composite(white, image.convert("RGBA"))
+        return np.asarray(image.convert("RGB"))
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        raise tf.errors.InvalidArgumentError(None, None, errors.first_line(error)) from None
 
 
 def rgb_profile(image_bytes: bytes) -> bytes:
@@ -275,8 +278,8 @@ def decode_upright(image_bytes: tf.Tensor, *, min_side: int | None = None) -> tu
         (height, width) as a viewer shows it, before any reduction, as an int32 tensor.
 
     Raises:
-        tf.errors.OpError: if the bytes are not an image it reads (its message says
-            `HEIC_MESSAGE` for a HEIC photo without pillow-heif).
+        tf.errors.InvalidArgumentError: if the bytes are not an image it reads (the
+            message is `HEIC_MESSAGE` for a HEIC photo without pillow-heif).
 
     Example:
         image, size = records.decode_upright(tf.io.read_file("photo.jpg"))
@@ -297,20 +300,6 @@ def decode_upright(image_bytes: tf.Tensor, *, min_side: int | None = None) -> tu
     image = turn_upright(image, orientation)
     image.set_shape([None, None, 3])
     return image, size
-
-
-def decode_error_message(error: Exception) -> str:
-    """Says in one line why `decode_upright`, run eagerly, failed.
-
-    Args:
-        error: one of `DECODE_ERRORS`.
-
-    Returns:
-        The message's first line, without TensorFlow's `{{function_node ...}}` wrapping.
-    """
-    if isinstance(error, tf.errors.OpError):
-        return errors.error_message(error)
-    return errors.first_line(error)
 
 
 def _decode_reduced(image_bytes: tf.Tensor, min_side: int | None) -> tuple:

@@ -114,6 +114,6 @@ def why_unreadable(path: str) -> str:
         try:
             records.decode_upright(tf.io.read_file(path))
             why = "it decodes on its own, but failed in the pipeline (resize or recompress)"
-        except records.DECODE_ERRORS as error:
-            why = records.decode_error_message(error)
+        except tf.errors.OpError as error:
+            why = errors.error_message(error)
     return why + (f" (the decoder logged: {'; '.join(logged)})" if logged else "")

@@ -72,8 +72,8 @@ def readable_sample(
                     skipped.append((path, HEIC_IN_SAMPLE))
                     continue
                 image = records.decode_upright(image_bytes)[0].numpy()  # As shown.
-            except records.DECODE_ERRORS as error:
-                skipped.append((path, records.decode_error_message(error)))
+            except tf.errors.OpError as error:
+                skipped.append((path, errors.error_message(error)))
                 continue
             readable.append(path)
             images.append(image)
