@@ -314,8 +314,9 @@ checks.check_through_service(through_service, todo=3)
 # measure_one_cluster_at_a_time`: each round starts one, times its settings, stops it, the
 # order reversed every other round), so no idle cluster fills buffers or takes cores in
 # another's turn. A verdict follows the course's one rule (`comparison.verdict()`):
-# beyond the noise only when the medians differ by at least `comparison.MIN_EFFECT`
-# (10%) and the ranges of the `REPEATS` rounds do not overlap.
+# "beyond the noise" when the medians differ by at least `comparison.MIN_EFFECT` (10%) and
+# the ranges of the `REPEATS` rounds do not overlap; "small but consistent" when the ranges
+# are apart but the medians closer; "not resolved" when the ranges overlap.
 
 
 # %%

@@ -220,12 +220,11 @@ figure = pipeline_trace.plot_timelines(traced)
 # from memory (where the decoded images would pass 512 MB, both cache rows read only the
 # first shards, as labelled). Settings are timed in turns, `ABLATION_REPEATS` rounds, each
 # a median and range. The verdict compares the fastest and slowest by the course's one
-# rule (`comparison.verdict()`, lesson 5's TODO 2): "beyond the noise" only when their
-# medians differ by at least `comparison.MIN_EFFECT` (10%) and their ranges do not
-# overlap. The ranges guard against chance: with 5 rounds, two equal settings get
-# separate ranges by chance in fewer than 1% of cases (2 in 252 orderings); with 3, in
-# 10%. The 10% guards against a difference too small to matter, which steady runs can
-# still separate.
+# rule (`comparison.verdict()`): "beyond the noise" when their medians differ by at least
+# `comparison.MIN_EFFECT` (10%) and their ranges do not overlap; "small but consistent"
+# when the ranges are apart but the medians closer; "not resolved" when the ranges
+# overlap. The ranges guard against chance: with 5 rounds, two equal settings get separate
+# ranges by chance in fewer than 1% of cases (2 in 252 orderings); with 3, in 10%.
 
 
 # %%

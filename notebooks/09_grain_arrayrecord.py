@@ -344,8 +344,9 @@ figure = charts.plot_throughput(list(speed_runs.values()), title=simulated_stora
 
 # %% [markdown]
 # Each bar is a median, its line the range of the rounds. The verdict follows the
-# course's rule (`comparison.verdict()`): "beyond the noise" only when the medians differ
-# by at least `comparison.MIN_EFFECT` (10%) and the ranges do not overlap.
+# course's rule (`comparison.verdict()`): "beyond the noise" when the medians differ by
+# at least `comparison.MIN_EFFECT` (10%) and the ranges do not overlap; "small but
+# consistent" when the ranges are apart but the medians closer; "not resolved" otherwise.
 #
 # ## What you measured
 

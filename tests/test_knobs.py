@@ -82,8 +82,8 @@ def test_describe_verdicts_beyond_only_when_far_apart_and_the_ranges_separate():
         "num_parallel_reads: AUTOTUNE is 1.98x 1 (medians 990 and 500 images/s; ranges "
         "950-1,000 and 480-520 over 3 rounds in turns): beyond the noise.",
         "prefetch: false and true differ by 1.00x (medians 1,000 and 1,000 images/s; ranges "
-        "980-1,050 and 900-1,100 over 3 rounds in turns): the medians are less than 10% apart "
-        "and the ranges overlap, within the noise.",
+        "980-1,050 and 900-1,100 over 3 rounds in turns): not resolved in 3 rounds (the ranges "
+        "overlap).",
     ]
 
 

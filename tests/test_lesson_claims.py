@@ -67,7 +67,7 @@ def _code_above(cells, phrase):
         ("05_accelerator_waiting", "The timeline draws each feed's", "plot_step_timelines("),
         ("05_accelerator_waiting", "differ only by their\n# idle time", "stand_in.describe_idle()"),
         ("05_accelerator_waiting", "Each verdict compares a feed", 'wait_runs["fed from memory"]'),
-        ("05_accelerator_waiting", "compare its idle time with", "prefetch=False"),
+        ("05_accelerator_waiting", "Compare its idle time with", "prefetch=False"),
         ("05_accelerator_waiting", "The first speed whose verdict", "chip.describe_idle()"),
         (
             "07_scale_out_reading",

@@ -44,7 +44,6 @@ HANDED_OUT = [
     (LAB_2, "recompress", "utils.records"),
     (LAB_2, "to_example", "utils.records"),
     (LAB_2, "write_shard", "utils.lab.shard_files"),
-    ("notebooks/05_accelerator_waiting.py", "verdict", "utils.comparison"),
 ]
 # (lesson source, function, helper module): the helper adds knobs; checked by running both.
 GENERALIZED = [

@@ -253,62 +253,6 @@ def test_time_training_steps_times_the_second_epoch():
         timing.time_training_steps(model, tf.data.Dataset.from_tensors(batch), num_steps=0)
 
 
-def test_describe_difference_beyond_only_when_far_apart_and_the_ranges_separate():
-    fast = comparison.RepeatedResult("16 reads", (900.0, 1000.0, 950.0))
-    slow = comparison.RepeatedResult("1 read", (400.0, 500.0, 450.0))
-    assert comparison.describe_difference({"a": slow, "b": fast}, name="reads") == (
-        "reads: 16 reads is 2.11x 1 read (medians 950 and 450 images/s; ranges 900-1,000 and "
-        "400-500 over 3 rounds in turns): beyond the noise."
-    )
-    touching = comparison.RepeatedResult("1 read", (400.0, 900.0, 450.0))
-    assert comparison.describe_difference([fast, touching], name="reads").endswith(
-        "): the ranges overlap, within the noise."
-    )
-    close = comparison.RepeatedResult("8 reads", (890.0, 895.0, 880.0))  # 7% apart, separate.
-    assert comparison.describe_difference([fast, close], name="reads") == (
-        "reads: 16 reads and 8 reads differ by 1.07x (medians 950 and 890 images/s; ranges "
-        "900-1,000 and 880-895 over 3 rounds in turns): the medians are less than 10% apart, "
-        "within the noise."
-    )
-    with pytest.raises(ValueError, match="at least two settings. Received: 1"):
-        comparison.describe_difference([fast], name="reads")
-
-
-def _runs(*values):
-    return comparison.RepeatedResult("runs", tuple(float(v) for v in values))
-
-
-@pytest.mark.parametrize(
-    "candidate, baseline, said",
-    [
-        (_runs(104, 105, 106), _runs(100, 104, 98), comparison.WITHIN_NOISE),
-        (_runs(104, 105, 106), _runs(99, 100, 101), comparison.WITHIN_NOISE),
-        (_runs(125, 130, 135), _runs(95, 100, 105), "faster"),
-        (_runs(65, 70, 75), _runs(95, 100, 105), "slower"),
-        (_runs(120, 130, 140), _runs(90, 100, 120), comparison.WITHIN_NOISE),
-        (_runs(95, 130, 140), _runs(90, 100, 105), comparison.WITHIN_NOISE),
-    ],
-    ids=[
-        "5% apart, ranges overlap: within",
-        "5% apart, ranges separate: within (below the effect)",
-        "30% faster, ranges separate: faster",
-        "30% slower, ranges separate: slower",
-        "30% apart, ranges touch: within",
-        "30% apart, one slow round overlaps: within",
-    ],
-)
-def test_verdict_needs_the_effect_and_separate_ranges(candidate, baseline, said):
-    assert comparison.verdict(candidate, baseline) == said
-
-
-def test_verdict_says_the_words_given_and_takes_another_threshold():
-    faster, slower = _runs(104, 105, 106), _runs(99, 100, 101)
-    words = {"faster": "pays", "slower": "costs"}
-    assert comparison.verdict(faster, slower, min_effect=0.03, **words) == "pays"
-    assert comparison.verdict(slower, faster, min_effect=0.03, **words) == "costs"
-    assert comparison.verdict(slower, faster, **words) == "within the noise"
-
-
 def test_throughput_timer_times_quietly_each_call(capsys):
     timer = timing.throughput_timer(tf.data.Dataset.range(100).repeat(), num_images=10)
     assert timer() > 0 and timer() > 0

@@ -3,12 +3,12 @@
 d2l-en's `#@save`, here a cell tag (`# %% tags=["save"]`): not in the cell's text, so a lab,
 whose function is still a stub, does not say it is saved. Each saved function is written into
 the `utils` module that hands it out, below the line `# Generated from <lesson> (TODO n) by
-tools/build_saved.py.` put once above its `def`: not into a module of their own, as `verdict`
-reads `comparison`'s names and `comparison` calls it (`write_shard` and `shard_files` alike),
-and `utils` has no import cycle (tests/test_utils_usage.py). A step of the build
+tools/build_saved.py.` put once above its `def`: not into a module of their own, as
+`write_shard` reads `shard_files`' names and `shard_files` calls it, and `utils` has no
+import cycle (tests/test_utils_usage.py). A step of the build
 (`tools/build_notebooks.py`): read each tagged cell as the solution has it (marker and
 `# TODO n:` lines dropped), functions only; write each where its line is, the module's own
-prefix dropped (`comparison.WITHIN_NOISE` is `WITHIN_NOISE` in `comparison.py`), once the
+prefix dropped (`shard_files.shard_name` is `shard_name` in `shard_files.py`), once the
 module is found to have every name the function uses.
 """
 

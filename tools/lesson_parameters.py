@@ -76,8 +76,6 @@ SMALL_PARAMETERS = {
         "BATCH_PER_REPLICA": 16,
         "STEPS_PER_EXECUTION": 2,
         "NUM_TIMED_STEPS": 4,
-        "TIMED_BATCHES_PER_REPLICA": [4, 16],
-        "NUM_DECODE_IMAGES": 64,
         "NUM_ROUNDS": 2,
     },
     "06_convert_with_beam": {"NUM_IMAGES": 100, "NUM_SHARDS": 4},

@@ -19,7 +19,7 @@ from utils.checks._base import CheckFailed, DataProblem
 # Each check's lesson module.
 LESSON_OF_CHECK = {
     "check_in_memory": "accelerator_waiting",
-    "check_verdict": "accelerator_waiting",
+    "check_feed_keeps_up": "accelerator_waiting",
     "check_build_conversion": "convert_with_beam",
     "check_convert_dofn": "convert_with_beam",
     "check_fast_dataset": "read_tfrecords",

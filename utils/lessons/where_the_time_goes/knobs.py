@@ -187,8 +187,8 @@ def describe_verdicts(ablation: Ablation) -> list[str]:
 
     Returns:
         One line per knob (`comparison.describe_difference`): its fastest and slowest
-        settings, their medians and ranges, and `comparison.verdict`'s "beyond the noise"
-        or "within the noise".
+        settings, their medians and ranges, and `comparison.verdict`'s words: "beyond the
+        noise", "small but consistent" or "not resolved in N rounds".
     """
     return [
         comparison.describe_difference(results, name=knob)
