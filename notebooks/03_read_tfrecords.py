@@ -25,7 +25,7 @@ import os
 
 import tensorflow as tf
 
-from utils import charts, checks, comparison, display, timing
+from utils import batch_sizes, charts, checks, comparison, display, timing
 from utils.lab import conversion, shard_cache, sources, storage
 
 # %% tags=["parameters"]
@@ -59,9 +59,10 @@ shard_set = shard_cache.ensure_shards(
 shard_paths = shard_set.paths  # Checked against the sidecar: none missing or extra.
 class_names = shard_set.class_names
 num_records = shard_set.num_records
+BATCH_SIZE = batch_sizes.fit_batch_size(BATCH_SIZE, num_records=num_records)  # A small folder.
 shard_megabytes = sum(tf.io.gfile.stat(p).length for p in shard_paths) / 1e6 / len(shard_paths)
 print(f"{len(shard_paths)} shards, {num_records} records, {shard_megabytes:.1f} MB per shard")
-print("Classes:", class_names)
+print(f"{len(class_names):,} classes:", display.short_list(class_names))
 
 # %% [markdown]
 # The shards sit on the same simulated cloud storage as lab 1's files, with lab 1's model:

@@ -92,6 +92,7 @@ COURSE_MODULES = {
     "psutil": "psutil",
     "ml_dtypes": "ml_dtypes",
     "ipywidgets": "ipywidgets",
+    "pillow_heif": "pillow-heif",
 }
 
 

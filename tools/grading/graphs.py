@@ -30,7 +30,8 @@ COURSE_CALLBACKS = {
     ("object", "SimulatedStorage", "_wait_for_path"),
     ("object", "SimulatedStorage", "_open_stream"),
     ("object", "SimulatedStorage", "_wait_for_stream"),
-    ("function", "utils.records", "_orientation_of"),
+    ("function", "utils.records", "_read_header"),
+    ("function", "utils.records", "_decode_with_pillow"),
 }
 
 

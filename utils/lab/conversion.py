@@ -148,6 +148,7 @@ def _write_set(
         seconds=time.perf_counter() - start,
         small_images=written.small_images,
         target_size=target_size,
+        composited=written.composited,
     )
     write_metadata(folder, source, report, target_size, jpeg_quality, fingerprint=fingerprint)
     return report
@@ -257,6 +258,7 @@ class _WrittenShards:
     input_bytes: int = 0
     output_bytes: int = 0
     small_images: list[SmallImage] = dataclasses.field(default_factory=list)
+    composited: list[str] = dataclasses.field(default_factory=list)
 
 
 def _write_shards(
@@ -292,6 +294,8 @@ def _serialized_examples(
         written.output_bytes += len(image.jpeg)
         if min(image.original_size) < written.target_size:
             written.small_images.append(SmallImage(image.path, tuple(image.original_size)))
+        if image.composited:  # Transparent: put on white, as a viewer shows it.
+            written.composited.append(image.path)
         example = to_example(image.jpeg, image.class_index, image.original_size, class_names)
         # Deterministic: the features map is serialized in key order, so that the same
         # input gives the same bytes in every run (else the order varies per process).
