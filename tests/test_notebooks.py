@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import REAL_HOME, REPO_ROOT
 from tools import build_notebooks as build
+from tools import build_variants
 from tools.lesson_parameters import (
     KERNEL_OPTIONS,
     SMALL_PARAMETERS,
@@ -225,10 +226,13 @@ def test_solution_summary_and_plots_are_produced(executed_solution):
     from tools.run_course import summary_text
 
     assert "images/s" in summary_text(notebook)
-    pngs = [
-        o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    images = [
+        o
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+        if {"image/png", "image/jpeg"} & set(o.get("data", {}))
     ]
-    assert len(pngs) >= (1 if lesson.startswith(("06", "07")) else 2)  # Optional: one plot.
+    assert len(images) >= (1 if lesson.startswith(("06", "07")) else 2)  # Optional: one plot.
 
 
 def _nbval(notebook_path):
@@ -422,7 +426,7 @@ def _comparable(text, lesson, parameters):
 
 def _checked_outputs(notebook):
     cells = [c for c in notebook.cells if c.cell_type == "code"]
-    return [(c.source, _stdout(c)) for c in cells if "# NBVAL_CHECK_OUTPUT" in c.source]
+    return [(c.source, _stdout(c)) for c in cells if build_variants.output_is_checked(c)]
 
 
 def test_committed_solution_checked_outputs_equal_a_fresh_run(executed_solution):

@@ -213,7 +213,7 @@ def test_home_state_sees_the_course_tools_places_only(tmp_path):
 CHECK_FILES = (
     "tests/__init__.py", "tests/conftest.py", "tests/session_state.py",
     "tests/test_temp_folder.py", "utils/__init__.py", "utils/lab/__init__.py",
-    "utils/lab/data.py", "utils/lab/progress.py",
+    "utils/lab/data.py", "utils/lab/progress.py", "tests/markers.py",
 )  # fmt: skip
 THE_CHECK = "tests/test_temp_folder.py::test_the_session_left_the_checkout_and_home_as_they_were"
 
