@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from utils import charts, checks, comparison, pipeline, records
 from utils.lab import machine_load, shard_cache, sources, storage
-from utils.lessons.where_the_time_goes import knobs, pipeline_trace
+from utils.lessons.where_the_time_goes import ablation_chart, knobs, pipeline_trace
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
@@ -275,7 +275,7 @@ print(comparison.describe_share_of_ceiling(share, name="The pipeline"))
 print("What each knob buys, median (range) of each setting:")
 print("\n".join(knobs.describe_ranges(ablation.results)))
 print("\n".join(knobs.describe_verdicts(ablation)))
-figure = charts.plot_ablation(
+figure = ablation_chart.plot_ablation(
     ablation.results,
     title=simulated_storage.describe(),
     course_settings={"num_parallel_reads": str(NUM_PARALLEL_READS), "shards": str(NUM_SHARDS)},

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from utils import charts, comparison, display, timing
+from utils.lessons.where_the_time_goes import ablation_chart
 
 matplotlib.use("Agg")  # No screen here.
 CLASSES = ("a", "b", "c")
@@ -83,7 +84,7 @@ def _runs(label, *values):
 
 
 def test_plot_ablation_draws_each_setting_against_the_courses():
-    figure = charts.plot_ablation(
+    figure = ablation_chart.plot_ablation(
         {
             "reads": [_runs("1", 100, 95, 105), _runs("16", 400, 380, 420)],
             "prefetch": [_runs("on", 400, 400, 400), _runs("off", 800, 760, 840)],
@@ -108,9 +109,9 @@ def test_plot_ablation_draws_each_setting_against_the_courses():
 
 def test_plot_ablation_rejects_nothing_to_plot():
     with pytest.raises(ValueError, match="at least one knob"):
-        charts.plot_ablation({})
+        ablation_chart.plot_ablation({})
     with pytest.raises(ValueError, match=r"Received none for: \['cache'\]"):
-        charts.plot_ablation({"cache": []})
+        ablation_chart.plot_ablation({"cache": []})
 
 
 def test_show_predictions_marks_wrong_answers_in_red():
@@ -143,7 +144,7 @@ def test_lab3_figures_fit_the_notebook_width(tmp_path):
         "prefetch": [_runs("true", 1500, 1550), _runs("false", 1450, 1500)],
         "cache": [_runs("false", 1500, 1550), _runs("true", 40000, 41000)],
     }
-    assert _saved_width(charts.plot_ablation(knobs, title="x" * 90), tmp_path) <= 1000
+    assert _saved_width(ablation_chart.plot_ablation(knobs, title="x" * 90), tmp_path) <= 1000
     speed = [
         _result(n, r)
         for n, r in [
