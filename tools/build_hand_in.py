@@ -23,17 +23,9 @@ HAND_IN_TAG = "hand_in"
 HAND_IN_CODE = Path(__file__).with_name("hand_in_code.py")
 HAND_IN_TEXT = """## Hand in
 
-The last cell runs every TODO's check again and says how many pass ("N of M TODOs pass"),
-with the message of each one that does not. To hand in, set `LEARNER_ID` in it to your id,
-**save the notebook** (Ctrl+S), then run it: it writes a copy of this notebook *as last
-saved* beside it (JupyterLab, VS Code), named
-
-`<your id>_{stem}.ipynb`
-
-and says so: hand in that file. On Colab it says how to download the notebook under that
-name. It never overwrites a file of that name unless it is your earlier copy. Its code is
-in the hidden cell after the set-up cell. Neither is graded: the grader runs the checks
-itself."""
+**Save the notebook** (Ctrl+S), set `LEARNER_ID` in the last cell and run it: it runs every
+TODO's check again, then writes the copy to hand in, `<your id>_{stem}.ipynb`, beside this
+notebook (on Colab it says how to download it)."""
 HAND_IN_CODE_HEADER = (
     setup_cell.form_header("Hand-in code: what the last cell calls")
     + """

@@ -17,10 +17,8 @@ if TYPE_CHECKING:
 BUILD_COMMAND = "make build"
 # What an instructor's grading (tools/grade.py) scores, said in every lab's header.
 GRADED_NOTE = (
-    "**What is graded:** the check cell after each TODO, run again on a small dataset. "
-    "Your TODO cells and the cells you add are kept where you put them; every other cell "
-    "(set-up, parameters, text, checks) is restored from the course first, so put your "
-    "work in the TODO cells or in new cells."
+    "**What is graded:** each TODO's check, run again on a small dataset with your TODO "
+    "cells and the cells you add; every other cell comes from the course."
 )
 # The same place in every solution: what it is, and where the lab is.
 SOLUTION_NOTE = (
