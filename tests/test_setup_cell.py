@@ -172,7 +172,8 @@ def test_every_lab_installs_what_the_course_imports_as_requirements_txt_pins_it(
     assert setup_cell.course_requirements("01_tf_data_basics") == {
         "numpy": ["numpy>=1.26"],
         "matplotlib": ["matplotlib>=3.8"],
-        "PIL": ["pillow>=10"],
+        "PIL": ["pillow>=10.1"],
+        "pillow_heif": ["pillow-heif>=1.0"],
         "tqdm": ["tqdm>=4.66"],
         "psutil": ["psutil>=5.9"],
         "ml_dtypes": ["ml_dtypes>=0.5"],

@@ -235,6 +235,9 @@ def shown_as_jpeg(figure: Figure) -> Figure:
     at `JPEG_QUALITY`, and closed, so that the backend does not show it again as a PNG.
     Elsewhere (a script, another backend) it is left as it is.
 
+    Args:
+        figure: a figure of photographs (a grid of images).
+
     Returns:
         `figure`.
     """
