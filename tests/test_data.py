@@ -65,8 +65,12 @@ def test_make_flowers_dataset_reuses_finished_cache(tmp_path):
 
 
 def test_make_flowers_dataset_ignores_an_unfinished_folder(tmp_path):
+    assert not data.is_cached(10, cache_dir=tmp_path)
     root = data.make_flowers_dataset(10, cache_dir=tmp_path)
+    assert data.is_cached(10, cache_dir=tmp_path)
+    assert not data.is_cached(10, seed=data.DEFAULT_SEED + 1, cache_dir=tmp_path)
     (root / "dataset.json").unlink()  # As if a run had been killed before finishing.
+    assert not data.is_cached(10, cache_dir=tmp_path)
     (root / "daisy" / "daisy_0000.jpg").write_bytes(b"half written")
     root = data.make_flowers_dataset(10, cache_dir=tmp_path)
     with Image.open(root / "daisy" / "daisy_0000.jpg") as image:

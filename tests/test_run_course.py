@@ -279,12 +279,13 @@ def test_the_run_ends_with_one_table_of_what_ran_was_skipped_or_failed(
         '"[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.": that line is harmless.\n\n'
         f"01_fine will skip its JAX part: {jax_missing}\nRunning 01_fine ...\n"
     )
-    assert out.splitlines()[-5:] == [
+    assert out.splitlines()[-6:] == [
         "lesson                result                        minutes",
         "01_fine               ran, without its JAX part         0.8",
         "02_broken             failed in cell 2: ValueError      0.8",
         "06_convert_with_beam  skipped: no no_such_module          -",
         "total                                                   1.5",
+        "The run took 1.5 minutes (no estimate).",
     ]
 
 
@@ -317,11 +318,11 @@ def test_the_run_builds_the_embedded_dataset_first_and_names_it(monkeypatch, tmp
             "Preparing the embedded dataset (10 images): built once, then read from "
             f"{tmp_path / 'cache'} ...\nRunning 01_reads ...\n"
         ) in out
-        assert out.splitlines()[-4:] == table
+        assert out.splitlines()[-5:-1] == table
     assert [p.name.split("-", 3)[-1] for p in (tmp_path / "cache").iterdir()] == ["n10-seed7"]
 
 
-def test_the_estimate_scales_the_build_s_times_by_the_decode_rates(tmp_path):
+def test_the_estimate_scales_the_build_s_times_and_adds_the_dataset(tmp_path):
     built = {"description": "AMD EPYC, 2 cores, Python 3.11.7", "jpeg_decodes_per_second": 1200}
     _lesson(
         tmp_path / "01_a.ipynb", [], recorded={"execution_seconds": 600, "build_machine": built}
@@ -330,22 +331,40 @@ def test_the_estimate_scales_the_build_s_times_by_the_decode_rates(tmp_path):
         tmp_path / "02_b.ipynb", [], recorded={"execution_seconds": 300, "build_machine": built}
     )
     _lesson(tmp_path / "03_c.ipynb", [], recorded={})
-    text = course_summary.estimate(sorted(tmp_path.glob("*.ipynb")), measure=lambda: 400.0)
-    assert text.splitlines() == [
-        f"This machine decodes 400 JPEGs/s now ({machine.usable_cores()} cores, a 2-second "
-        "test); the build's machine decoded 1,200 (AMD EPYC, 2 cores, Python 3.11.7).",
-        "Expect about 45 minutes for these 2 lesson(s), 3.0x the 15.0 they took in the build; "
-        "a line is printed at least every 30 s.",
+    rates = iter([300.0, 400.0, 350.0])  # A busy moment in one probe: the best is kept.
+    cores = machine.usable_cores()
+    expected = course_summary.estimate(
+        sorted(tmp_path.glob("*.ipynb")),
+        datasets_to_build=[3000],
+        measure=lambda: next(rates),
+        draw=lambda: 0.06 * cores,  # 3,000 images at 0.06 s each, over the cores: 3 minutes.
+    )
+    assert expected.text.splitlines() == [
+        f"This machine decodes 400 JPEGs/s now ({cores} cores, the best of 3 2-second "
+        "tests); the build's machine decoded 1,200 (AMD EPYC, 2 cores, Python 3.11.7).",
+        "The 2 lesson(s): about 45 minutes, 3.0x the 15.0 they took in the build.",
+        f"Drawing the embedded dataset (3,000 images, {cores} processes): about 3 minutes "
+        "(timed on 6 of its images here).",
+        "Expect about 48 minutes in all; a line is printed at least every 30 s.",
         "(1 lesson(s) record no time: not counted.)",
     ]
+    assert expected.seconds == pytest.approx(45 * 60 + 3 * 60)
+    # The run's last line: what it took beside the estimate, and the ratio.
+    assert course_summary.against_estimate(expected, 60 * 60) == (
+        "The run took 60.0 minutes; the estimate was 48.0 (took 1.25x the estimate)."
+    )
 
 
 def test_the_estimate_reads_the_committed_solutions():
     lesson = run_course.REPO_ROOT / "solutions" / "01_tf_data_basics.ipynb"
     if course_summary.recorded_times(lesson) is None:
         pytest.skip("solutions/ was built before the build recorded its machine's decode rate")
-    text = course_summary.estimate([lesson], measure=lambda: 1.0)
-    assert text.startswith("This machine decodes 1 JPEGs/s now")
+    expected = course_summary.estimate([lesson], measure=lambda: 1.0)
+    assert expected.text.startswith("This machine decodes 1 JPEGs/s now")
+
+
+def test_drawing_the_dataset_is_timed_on_its_own_images():
+    assert 0 < course_summary.seconds_per_drawn_image(2) < 5
 
 
 def test_measure_decode_rate_decodes_for_the_time_asked():

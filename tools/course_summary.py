@@ -2,19 +2,40 @@
 
 The estimate scales the lesson times the build recorded (`execution_seconds` in each
 solution's metadata, README.md's times) by how fast this machine decodes JPEGs now against
-the rate the build measured just before each lesson (`build_machine`), so that a newcomer
-can tell a slow machine from a broken run.
+the rate the build measured just before each lesson (`build_machine`), and adds the time to
+draw the embedded dataset where it is not cached yet (a few of its images drawn here, as the
+build draws them), so that a newcomer can tell a slow machine from a broken run. The run
+ends with the estimate beside what it took.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+from PIL import Image
+
 from tools import machine
 from tools.build_outputs import BUILD_MACHINE, EXECUTION_SECONDS, METADATA_KEY
+from utils.lab import data
+
+# The decode probe, taken this many times: the fastest is kept, so that a moment when
+# another program took the cores does not multiply the whole estimate.
+PROBES = 3
+DRAWN_IMAGES = 6  # Images of the embedded dataset drawn to time its build.
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """What the run expects to take: its seconds (None: no estimate) and the lines saying so."""
+
+    seconds: float | None
+    text: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,38 +73,80 @@ def recorded_times(solution: Path) -> tuple[float, dict] | None:
     return seconds, build_machine
 
 
+def seconds_per_drawn_image(count: int = DRAWN_IMAGES) -> float:
+    """Draws `count` images of the embedded dataset here, as its build does; seconds each."""
+    rng = np.random.default_rng(0)
+    started = time.perf_counter()
+    for index in range(count):
+        pixels = data.render_flower(data.CLASSES[index % len(data.CLASSES)], rng)
+        Image.fromarray(pixels).save(io.BytesIO(), format="JPEG", quality=90)
+    return (time.perf_counter() - started) / count
+
+
 def estimate(
-    solutions: list[Path], *, measure: Callable[[], float] = machine.measure_decode_rate
-) -> str:
-    """Measures this machine's JPEG decode rate and says how long `solutions` should take here.
+    solutions: list[Path],
+    *,
+    datasets_to_build: list[int] = (),
+    measure: Callable[[], float] = machine.measure_decode_rate,
+    draw: Callable[[], float] = seconds_per_drawn_image,
+) -> Estimate:
+    """Measures this machine and says how long `solutions`, and the datasets, should take.
 
     Args:
         solutions: the lessons that will run.
-        measure: returns this machine's decode rate (images/s); `PROBE_SECONDS` of work.
+        datasets_to_build: the image counts of the embedded datasets not cached yet.
+        measure: returns this machine's decode rate (images/s); taken `PROBES` times.
+        draw: returns the seconds one image of the embedded dataset takes to draw here.
 
     Returns:
-        Two or three lines; one line, measuring nothing, if the build recorded no rate.
+        An `Estimate`: two to four lines; one line, measuring nothing, if the build
+        recorded no rate.
     """
     recorded = [times for times in map(recorded_times, solutions) if times]
     if not recorded:
-        return (
+        return Estimate(
+            None,
             "No estimate: solutions/ does not record the build machine's decode rate "
-            "(python -m tools.build_notebooks records it)."
+            "(python -m tools.build_notebooks records it).",
         )
-    rate = measure()
+    rate = max(measure() for _ in range(PROBES))
     build_seconds = sum(seconds for seconds, _ in recorded)
     here_seconds = sum(
         seconds * built["jpeg_decodes_per_second"] / rate for seconds, built in recorded
     )
     reference = recorded[0][1]
+    cores = machine.usable_cores()
     lines = [
-        f"This machine decodes {rate:,.0f} JPEGs/s now ({machine.usable_cores()} cores, a "
-        f"{machine.PROBE_SECONDS:.0f}-second test); the build's machine decoded "
+        f"This machine decodes {rate:,.0f} JPEGs/s now ({cores} cores, the best of "
+        f"{PROBES} {machine.PROBE_SECONDS:.0f}-second tests); the build's machine decoded "
         f"{reference['jpeg_decodes_per_second']:,} ({reference['description']}).",
-        f"Expect about {here_seconds / 60:.0f} minutes for these {len(recorded)} lesson(s), "
+        f"The {len(recorded)} lesson(s): about {here_seconds / 60:.0f} minutes, "
         f"{here_seconds / build_seconds:.1f}x the {build_seconds / 60:.1f} they took in the "
-        "build; a line is printed at least every 30 s.",
+        "build.",
     ]
+    total = here_seconds
+    if datasets_to_build:
+        images = sum(datasets_to_build)
+        drawing = images * draw() / cores
+        total += drawing
+        lines.append(
+            f"Drawing the embedded dataset ({images:,} images, {cores} processes): about "
+            f"{drawing / 60:.0f} minutes (timed on {DRAWN_IMAGES} of its images here)."
+        )
+    lines.append(
+        f"Expect about {total / 60:.0f} minutes in all; a line is printed at least every 30 s."
+    )
     if len(recorded) < len(solutions):
         lines.append(f"({len(solutions) - len(recorded)} lesson(s) record no time: not counted.)")
-    return "\n".join(lines)
+    return Estimate(total, "\n".join(lines))
+
+
+def against_estimate(expected: Estimate, seconds: float) -> str:
+    """The closing line: what the run took beside what it expected, and their ratio."""
+    took = f"The run took {seconds / 60:.1f} minutes"
+    if expected.seconds is None:
+        return f"{took} (no estimate)."
+    return (
+        f"{took}; the estimate was {expected.seconds / 60:.1f} "
+        f"(took {seconds / expected.seconds:.2f}x the estimate)."
+    )

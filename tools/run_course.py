@@ -172,19 +172,26 @@ def main(argv: list[str] | None = None) -> int:
     parameters = absolute_paths(parse_parameters(args.p))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # For the kernels, before TF starts.
     runnable = [s for s in solutions if not missing_modules(s.stem)]
+    datasets = embedded_datasets(runnable, parameters)
     if parameters:
-        print("No estimate: -p changes the lessons' work from the build's.", flush=True)
+        expected = course_summary.Estimate(
+            None, "No estimate: -p changes the lessons' work from the build's."
+        )
     else:
-        print(course_summary.estimate(runnable), flush=True)
+        to_build = [count for count, seed in datasets if not data.is_cached(count, seed=seed)]
+        expected = course_summary.estimate(runnable, datasets_to_build=to_build)
+    print(expected.text, flush=True)
     print(KERNEL_STOP_NOTE + "\n", flush=True)
     try:
         with kernels_temporary_folder():
-            rows = build_datasets(embedded_datasets(runnable, parameters), bars=bars)
+            rows = build_datasets(datasets, bars=bars)
             rows += run_lessons(solutions, args.output_dir, parameters)
     except KeyboardInterrupt:
         print("Stopped (Ctrl-C or SIGTERM); the kernels' temporary folder is removed.")
         return 130
     print(course_summary.table(rows))
+    took = sum(row.seconds for row in rows if row.seconds is not None)
+    print(course_summary.against_estimate(expected, took))
     return 1 if any(row.result.startswith("failed") for row in rows) else 0
 
 

@@ -145,6 +145,27 @@ def _write_images(folder: Path, class_name: str, indices: range, seed: int) -> i
     return num_bytes
 
 
+def _dataset_root(cache: Path, num_images: int, seed: int) -> Path:
+    return cache / f"flowers-embedded-v{_GENERATOR_VERSION}-n{num_images}-seed{seed}"
+
+
+def is_cached(
+    num_images: int, *, seed: int = DEFAULT_SEED, cache_dir: str | os.PathLike | None = None
+) -> bool:
+    """Whether `make_flowers_dataset(num_images, seed=seed)` would find it finished in the cache.
+
+    Args:
+        num_images: number of images in all.
+        seed: seed of the generator.
+        cache_dir: where datasets are cached; `default_cache_dir()` if None.
+
+    Returns:
+        True when the dataset is there and finished (an interrupted one is not).
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return (_dataset_root(cache, num_images, seed) / _COMPLETE_MARKER).exists()
+
+
 def make_flowers_dataset(
     num_images: int = DEFAULT_NUM_IMAGES,
     *,
@@ -177,7 +198,7 @@ def make_flowers_dataset(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"`seed` must be an integer. Received: seed={seed!r}")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    root = cache / f"flowers-embedded-v{_GENERATOR_VERSION}-n{num_images}-seed{seed}"
+    root = _dataset_root(cache, num_images, seed)
     if (root / _COMPLETE_MARKER).exists():
         return root
 
