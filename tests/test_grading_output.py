@@ -22,8 +22,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.test_grade import _notebook, _processes_with, _with_todo, needs_bwrap
+from tools import build_notebooks as build
 from tools import grade, grade_kernel
-from tools.grading import judge_output, sealed, workfolder
+from tools.grading import judge_output, run, sealed, workfolder
 from utils.lab import data
 
 LAB1, LAB4 = "01_tf_data_basics", "04_train_keras"
@@ -200,3 +201,15 @@ def test_a_cells_timeout_says_which_limit_and_how_long():
     assert results[1].error == "ran past the cell's time limit (30 s)"
     results = grade_kernel.run_cells(["sleep"], [300], Sleepy(), total_limit=100)
     assert results[0].error == "ran past the submission's time limit (100 s in all)"
+
+
+def test_a_lab_cells_timeout_names_the_todo_whose_cell_came_before_it():
+    todo = nbformat.v4.new_code_cell(id="todo-2", metadata={build.METADATA_KEY: {"todo": 2}})
+    cells = [nbformat.v4.new_code_cell(id="setup"), todo, nbformat.v4.new_code_cell(id="cell-12")]
+    late = "ran past the cell's time limit (30 s)"
+    results = [grade_kernel.CellResult("timeout", error=late), grade_kernel.CellResult("ok"),
+               grade_kernel.CellResult("timeout", error=late)]  # fmt: skip
+    run.name_the_todo([(cell, "") for cell in cells], results)
+    assert [result.error for result in results] == [
+        late, "", f"{late}, after the cell of TODO 2"
+    ]  # fmt: skip

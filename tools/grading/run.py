@@ -23,7 +23,7 @@ from pathlib import Path
 from tools import grade_kernel
 from tools.grading import sealed
 from tools.grading.judge_output import JudgeOutput
-from tools.grading.model import REPO_ROOT, Limits, Options, Submission
+from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks
 from tools.grading.workfolder import DiskLimits, DiskWatch, prepare_work
 
 
@@ -77,6 +77,18 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     return results, verdicts, watch.most
 
 
+def name_the_todo(prepared: list, results: list) -> None:
+    """Adds to a lab cell's timeout the TODO whose cell came last before it (a lab cell's id
+    means nothing to a learner; its time is mostly that TODO's code)."""
+    todo = None
+    for (cell, _), result in zip(prepared, results, strict=True):
+        cell_marks = marks(cell) or cell.metadata.get(KEY, {})
+        if "todo" in cell_marks:
+            todo = cell_marks["todo"]
+        elif result.status == "timeout" and todo is not None and "check" not in cell_marks:
+            result.error += f", after the cell of TODO {todo}"
+
+
 def printed_note(results: list) -> str:
     """The feedback's line where a cell printed more than the grader keeps, else ""."""
     printed = sum(result.printed for result in results)
@@ -96,6 +108,7 @@ def step(submission: Submission) -> bool:
         submission.prepared, limits, submission.options, submission.path.stem,
         submission.judge_plan,
     )  # fmt: skip
+    name_the_todo(submission.prepared, submission.results)
     note = printed_note(submission.results)
     if note:
         submission.grade.notes.append(note)
