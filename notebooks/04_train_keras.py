@@ -38,7 +38,6 @@ MAX_LEARNING_RATE = 0.008  # The scaled peak's cap (reached at 4 replicas).
 WARMUP_FRACTION = 0.1  # Share of the steps over which the learning rate rises from 0.
 STEPS_PER_EXECUTION = 16  # Training steps per call into the compiled function, at most.
 NUM_PARALLEL_READS = 16  # Shards read at once (lab 3's NUM_PARALLEL_READS).
-NUM_TIMED_IMAGES = 4000  # Images per timed run of lab 3's and this lab's reading.
 SEED = 42
 
 # %% [markdown]
@@ -62,7 +61,6 @@ import tensorflow as tf
 from utils import (
     batch_sizes,
     checks,
-    comparison,
     display,
     float_formats,
     models,
@@ -193,8 +191,8 @@ print(f"Precision policy: {policy}")
 # ## Reading the shards: lab 3's pipeline
 #
 # The model reads what lab 3 built, but at `IMAGE_SIZE`, not the shards' `TARGET_SIZE`:
-# `tf.io.decode_jpeg(..., ratio=2)` decodes at half the size directly. Its speed beside lab
-# 3's pipeline, timed in turns:
+# `tf.io.decode_jpeg(..., ratio=2)` decodes at half the size directly, not every pixel
+# then a resize.
 
 
 # %%
@@ -214,18 +212,6 @@ def read_images(paths, deterministic=False):
 
 
 print(f"Decoding with ratio={pipeline.decode_ratio(TARGET_SIZE, IMAGE_SIZE)} for {IMAGE_SIZE} px")
-lab3_reading = pipeline.tfrecord_images(
-    train_paths, target_size=TARGET_SIZE, num_classes=len(class_names), batch_size=64
-)
-lab4_reading = read_images(train_paths).batch(64).prefetch(tf.data.AUTOTUNE)
-reading_runs = comparison.measure_in_turns(
-    {"lab 3's pipeline": lab3_reading.repeat(), "this lab's reading": lab4_reading.repeat()},
-    num_images=NUM_TIMED_IMAGES,
-    repeats=5,
-)
-lab3_rate, lab4_rate = reading_runs["lab 3's pipeline"], reading_runs["this lab's reading"]
-reading_ratio = comparison.ratio_in_turns(lab4_rate, lab3_rate)
-print(reading_ratio.summary(".2f"))  # "this lab's reading / lab 3's pipeline: ..."
 
 # %% [markdown]
 # ## 2. Augment (TODO 2)
@@ -421,9 +407,7 @@ print(
     f"{plan.total_steps} steps, {plan.images_seen:,} images seen; warm-up "
     f"{plan.warmup_steps} steps, then cosine decay.\n"
     f"Validation accuracy: final {accuracy:.2f}, best {max(per_epoch):.2f} (epoch "
-    f"{best_epoch} of {len(per_epoch)}); chance {chance:.2f}.\n"
-    f"Reading the shards: this lab {lab4_rate.median:,.0f} images/s, lab 3's pipeline "
-    f"{lab3_rate.median:,.0f}; ratio {comparison.spread(reading_ratio.values, '.2f')}."
+    f"{best_epoch} of {len(per_epoch)}); chance {chance:.2f}."
 )
 
 # %% [markdown]

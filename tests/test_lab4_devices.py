@@ -29,7 +29,7 @@ LESSON = "04_train_keras"
 # stored at 64 px and trained at 32 (decoded with ratio=2, as 192 -> 96), so that a run
 # takes about a minute on 2 cores (a 96 px image costs the model 9 times a 32 px one).
 # Not the reading-speed cell's timing.
-DATA_SIZE = {"NUM_IMAGES": 400, "TARGET_SIZE": 64, "IMAGE_SIZE": 32, "NUM_TIMED_IMAGES": 64}
+DATA_SIZE = {"NUM_IMAGES": 400, "TARGET_SIZE": 64, "IMAGE_SIZE": 32}
 # Above chance by this margin at least; and the final no more than this below the best epoch.
 MARGIN_OVER_CHANCE = 0.2
 MAX_DROP_FROM_BEST = 0.1

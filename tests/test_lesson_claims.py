@@ -340,16 +340,6 @@ def test_lab3_speed_test_repeats_the_shards_before_the_reads():
     assert "fast.repeat()" not in code.replace("`", "")
 
 
-def test_lab4_prints_the_reading_ratios_label_once():
-    # Issue 37, item 8: "This lab's reading / lab 3's pipeline: this lab's reading / ...".
-    code = _code("04_train_keras")
-    assert "reading_ratio.summary(" in code
-    for line in code.splitlines():
-        if "reading_ratio.summary(" in line:
-            assert "lab 3's pipeline" not in line.split("reading_ratio.summary(")[0], line
-    assert "comparison.spread(reading_ratio.values" in code
-
-
 def test_lab4_says_what_the_embedded_accuracy_measures():
     # Issue 37, item 9: the accuracy is on generated shapes, one per class.
     text = _text("04_train_keras").replace("\n", " ")

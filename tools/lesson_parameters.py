@@ -67,7 +67,6 @@ SMALL_PARAMETERS = {
         "TRAINING_IMAGES": 640,
         "EPOCHS": 2,
         "STEPS_PER_EXECUTION": 2,
-        "NUM_TIMED_IMAGES": 64,
     },
     "05_accelerator_waiting": {
         "NUM_IMAGES": 160,
