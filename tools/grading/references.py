@@ -15,13 +15,15 @@ from pathlib import Path
 import nbformat
 
 from tools import build_notebooks as build
+from tools.grading import model
 from tools.grading.model import KEY, REPO_ROOT, marks
 
 
 @functools.lru_cache(maxsize=16)
 def _solution_cells(path: Path, modified: float) -> tuple[dict, dict]:
     """({todo: the lab's stub}, {todo: the solution's cell}) of a lesson source as built now."""
-    lab, solution = build.split_variants(path)
+    with model._PARSE_LOCK:  # The build parses with ast, as the grader's threads do.
+        lab, solution = build.split_variants(path)
     cells = lambda notebook: {marks(c)["todo"]: c.source for c in notebook.cells  # noqa: E731
                               if c.cell_type == "code" and "todo" in marks(c)}  # fmt: skip
     return cells(lab), cells(solution)
