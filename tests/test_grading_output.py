@@ -24,7 +24,7 @@ from tests.conftest import REPO_ROOT
 from tests.test_grade import _notebook, _processes_with, _with_todo, needs_bwrap
 from tools import build_notebooks as build
 from tools import grade, grade_kernel
-from tools.grading import judge_output, run, sealed, workfolder
+from tools.grading import judge_output, model, run, sealed, workfolder
 from utils.lab import data
 
 LAB1, LAB4 = "01_tf_data_basics", "04_train_keras"
@@ -164,13 +164,13 @@ def test_judge_output_is_read_while_the_judge_prints_keeping_signed_verdicts():
 
 def test_disk_limits_from_the_solutions_run_or_the_option():
     assert workfolder.disk_limits({"tmp": 10**6, "work": 10**9}) == (
-        workfolder.DiskLimits(10**9, 4 * 10**9),
+        model.DiskLimits(10**9, 4 * 10**9),
         "4x what its solution wrote, at least 1 GB in /tmp and 2 GB in the work folder: "
         "1 GB and 4 GB",
     )
-    assert workfolder.disk_limits(None)[0] == workfolder.DiskLimits(10**9, 2 * 10**9)
+    assert workfolder.disk_limits(None)[0] == model.DiskLimits(10**9, 2 * 10**9)
     assert workfolder.disk_limits(None, 0.5) == (
-        workfolder.DiskLimits(5 * 10**8, 5 * 10**8),
+        model.DiskLimits(5 * 10**8, 5 * 10**8),
         "--disk-gb 0.5: 0.5 GB each",
     )
 
@@ -180,7 +180,7 @@ def test_disk_watch_sums_the_work_folders_and_names_the_bound(tmp_path):
     (tmp_path / "a" / "one").write_bytes(b"1" * 300_000)
     (tmp_path / "two").write_bytes(b"2" * 300_000)
     (tmp_path / "link").symlink_to(REPO_ROOT / "README.md")  # Not followed.
-    watch = workfolder.DiskWatch(workfolder.DiskLimits(10**6, 10**6), [tmp_path], lambda: [])
+    watch = workfolder.DiskWatch(model.DiskLimits(10**6, 10**6), [tmp_path], lambda: [])
     assert watch.check() == "" and 600_000 <= watch.most["work"] < 700_000
     (tmp_path / "three").write_bytes(b"3" * 500_000)
     assert watch.check() == "wrote more than 0.001 GB in its work folder"

@@ -4,14 +4,13 @@ Takes a lesson, its lab and the `Options`; gives its `Limits`. Each cell gets
 `CELL_MULTIPLE` times its solution time (at least `CELL_FLOOR` s), the submission
 `SUBMISSION_MULTIPLE` times the solution's total (at least `SUBMISSION_FLOOR` s); what a
 submission may write in `/tmp` and in its work folder, `workfolder.DISK_MULTIPLE` times
-what the solution wrote at most (at least `workfolder.TMP_FLOOR` and `WORK_FLOOR`), or
+what the solution wrote at most (at least `model.TMP_FLOOR` and `WORK_FLOOR`), or
 `--disk-gb`. The solution's run (times, bytes) is cached in the data cache (`LIMITS_FILE`),
 per lesson source and parameters.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 
@@ -22,20 +21,13 @@ from tools.grading.model import REPO_ROOT, Limits, Options
 from tools.grading.prepare import judged_cells, lab_parameters
 from tools.grading.restore import restore_protected_cells
 from tools.grading.run import run_prepared
-from tools.grading.workfolder import DiskLimits, disk_limits
+from tools.grading.workfolder import disk_limits
 from tools.lesson_parameters import SMALL_PARAMETERS
 from utils.lab import data
 
 CELL_FLOOR, CELL_MULTIPLE = 30, 10
 SUBMISSION_FLOOR, SUBMISSION_MULTIPLE = 120, 5
 LIMITS_FILE = "grader-limits.json"  # In the data cache: each lesson's solution run.
-
-
-@dataclasses.dataclass(kw_only=True)
-class BoundedLimits(Limits):
-    """A lesson's `Limits` and the bytes its submissions may write (`run.run_prepared`)."""
-
-    disk: DiskLimits = DiskLimits()
 
 
 def fixed_limits(options: Options, disk_gb: float | None = None) -> Limits | None:
@@ -48,7 +40,7 @@ def fixed_limits(options: Options, disk_gb: float | None = None) -> Limits | Non
     disk, disk_why = disk_limits(None, disk_gb)
     why = (f"--cell-timeout {cell:g} s per cell, --timeout {total:g} s per submission; "
            f"disk {disk_why}")  # fmt: skip
-    return BoundedLimits(cells={}, added=cell, total=total, why=why, disk=disk)
+    return Limits(cells={}, added=cell, total=total, why=why, disk=disk)
 
 
 def _solution_run(lesson, solution, lab, parameters, options: Options) -> dict:
@@ -98,7 +90,7 @@ def measure_limits(
     solution = build.split_variants(source)[1] if source.exists() else None
     if solution is None:
         disk, disk_why = disk_limits(None, disk_gb)
-        return BoundedLimits(
+        return Limits(
             cells={}, added=300, total=1200, disk=disk,
             why=f"no lesson source here: 300 s per cell, 1200 s in all; disk {disk_why}",
         )  # fmt: skip
@@ -115,4 +107,4 @@ def measure_limits(
         f"(at least {CELL_FLOOR} s; up to {added:.0f} s), {total:.0f} s in all "
         f"({SUBMISSION_MULTIPLE}x, at least {SUBMISSION_FLOOR} s); disk {disk_why}"
     )
-    return BoundedLimits(cells=cells, added=added, total=total, why=why, disk=disk)
+    return Limits(cells=cells, added=added, total=total, why=why, disk=disk)

@@ -73,14 +73,28 @@ class Grade:
         return round(self.total * (1 - self.penalty_percent / 100), 2)
 
 
+# What a submission may write at least, in `/tmp` and in its work folder (workfolder.py).
+TMP_FLOOR, WORK_FLOOR = 10**9, 2 * 10**9
+
+
+@dataclasses.dataclass(frozen=True)
+class DiskLimits:
+    """Bytes a submission may write: in `/tmp` (and in `/dev/shm`), and in its work folders."""
+
+    tmp_bytes: int = TMP_FLOOR
+    work_bytes: int = WORK_FLOOR
+
+
 @dataclasses.dataclass(kw_only=True)
 class Limits:
-    """Seconds a lesson's cells may take: per lab cell id, for added cells, in all."""
+    """What a lesson's submissions may take: seconds per lab cell id, for added cells and in
+    all, and the bytes they may write."""
 
     cells: dict[str, float]
     added: float
     total: float
     why: str = ""
+    disk: DiskLimits = DiskLimits()
 
     def of(self, cell_id: str) -> float:
         return self.cells.get(cell_id, self.added)

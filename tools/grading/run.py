@@ -6,7 +6,7 @@ verdicts. The work folder holds the submission's HOME and its data cache (links 
 shared, read-only datasets); it and the judge's folder are deleted when the run ends.
 What the cells printed is read as they print it and cut at `grade_kernel.OUTPUT_LIMIT`
 characters a cell; the feedback says so (`printed_note`). What they wrote is bounded
-(`workfolder.DiskLimits`, from the lesson's limits).
+(`model.DiskLimits`, from the lesson's limits).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tools import grade_kernel
 from tools.grading import sealed
 from tools.grading.judge_output import JudgeOutput
 from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks
-from tools.grading.workfolder import DiskLimits, DiskWatch, prepare_work
+from tools.grading.workfolder import DiskWatch, prepare_work
 
 
 def run_prepared(prepared: list, limits: Limits, options: Options, label: str, judge_plan: list):
@@ -32,7 +32,7 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     returns (the cells' results, the judge's verdicts, the most bytes seen written in /tmp
     and in the work folders: {"tmp": ..., "work": ...})."""
     # `limits.disk` where `limits.measure_limits` made them; a plain `Limits`, the floors.
-    disk = getattr(limits, "disk", DiskLimits())
+    disk = limits.disk
     work = Path(tempfile.mkdtemp(prefix=f"{label[:40]}-", dir=options.work_root))
     env = prepare_work(work, options.cache)
     data_folders = [options.cache] if options.cache is not None else []

@@ -22,8 +22,8 @@ import nbformat
 from tools import sandbox
 from tools.grading.judge_output import Verdict, verdict_of
 from tools.grading.judge_plan import bound_names, kernel_source
-from tools.grading.model import KEY, REPO_ROOT, marks
-from tools.grading.workfolder import DiskLimits, prepare_work
+from tools.grading.model import KEY, REPO_ROOT, DiskLimits, marks
+from tools.grading.workfolder import prepare_work
 
 SOCKET_NAME = "j.sock"  # In the work folder; short, as a Unix socket's path must be.
 _HERE = Path(__file__).parent

@@ -9,25 +9,16 @@ sandbox's `/tmp`, and says when either is past its bound.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 from tools import sandbox
-from tools.grading.model import REPO_ROOT
+from tools.grading.model import REPO_ROOT, TMP_FLOOR, WORK_FLOOR, DiskLimits
 from utils.lab import data, progress
 
-TMP_FLOOR, WORK_FLOOR, DISK_MULTIPLE = 10**9, 2 * 10**9, 4
+DISK_MULTIPLE = 4
 _FULL_MARGIN = 2**20  # A tmpfs with less than this left is full.
-
-
-@dataclasses.dataclass(frozen=True)
-class DiskLimits:
-    """Bytes a submission may write: in `/tmp` (and in `/dev/shm`), and in its work folders."""
-
-    tmp_bytes: int = TMP_FLOOR
-    work_bytes: int = WORK_FLOOR
 
 
 def gigabytes(num_bytes: float) -> str:
