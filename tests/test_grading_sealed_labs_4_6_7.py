@@ -242,6 +242,11 @@ def graded(tmp_path_factory):
         first_todo = next(i for i, c in enumerate(lab.cells) if "todo" in marks(c))
         forger.cells.insert(first_todo, nbformat.v4.new_code_cell(KERNEL_FORGER))
         nbformat.write(forger, folder / f"forger_{lesson[:2]}.ipynb")
+    lab, solution = _variants(LAB4)  # Lab 4's solution with TODO 1 left undone.
+    stub = next(c.source for c in lab.cells if marks(c).get("todo") == 1)
+    for cell in solution.cells:
+        cell.source = stub if marks(cell).get("todo") == 1 else cell.source
+    nbformat.write(solution, folder / "undone1_04.ipynb")
     output = tmp_path_factory.mktemp("grades")
     status = grade.main([str(folder), "--output-dir", str(output), "-j", "2",
                          "--cell-timeout", "400", "--timeout", "900"])  # fmt: skip
@@ -258,6 +263,7 @@ def test_solutions_score_full_marks_and_forging_blanks_zero(graded):
     expected = {
         "sol_04.ipynb": ("graded", "4", "4"),
         "forger_04.ipynb": ("graded", "0", "4"),
+        "undone1_04.ipynb": ("graded", "3", "4"),  # TODOs 3, 4 on the solution's TODO 1.
         "sol_06.ipynb": ("graded", "2", "2"),
         "forger_06.ipynb": ("graded", "0", "2"),
         "sol_07.ipynb": ("graded", "3", "3"),
@@ -284,6 +290,11 @@ def test_the_judges_messages_for_a_forging_blank(graded):
             "wrote no shards. Expected 2, named flowers-0000N-of-00002.tfrec.\n"
         ) in report
     assert "printed by the learner" not in report and "fake" not in report
+    undone = [line for line in report.splitlines() if line.startswith("- undone1_04.ipynb, ")]
+    assert undone == [
+        "- undone1_04.ipynb, TODO 1: TODO 1 (scale_for_replicas): not done yet: it returns "
+        "(Ellipsis, Ellipsis). Expected (global_batch_size, learning_rate)."
+    ]
 
 
 def test_the_wire_refuses_a_strategy_it_is_named_instead():
