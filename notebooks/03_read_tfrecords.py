@@ -255,7 +255,7 @@ fast = fast.prefetch(tf.data.AUTOTUNE)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-checks.check_fast_dataset(fast, todo=4, batch_size=BATCH_SIZE)
+checks.check_fast_dataset(fast, todo=4, batch_size=BATCH_SIZE, records=records)
 
 # %% [markdown]
 # ## The fast speed test

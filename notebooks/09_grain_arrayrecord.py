@@ -228,7 +228,12 @@ resumed_batch = next(resumed)
 # %%
 # NBVAL_CHECK_OUTPUT
 checks.check_resumed(
-    resumed_batch, todo=3, state=state, next_batch=next_batch, first_batch=first_batch
+    resumed_batch,
+    todo=3,
+    state=state,
+    next_batch=next_batch,
+    first_batch=first_batch,
+    loader=loader,
 )
 
 # %%

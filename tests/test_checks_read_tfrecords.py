@@ -171,6 +171,21 @@ def test_the_course_reader_passes_too(shard_paths, capsys):
     assert capsys.readouterr().out.startswith("TODO 2 passed")
 
 
+def test_an_order_kept_by_todo_2_does_not_fail_todo_4_too(shard_paths, capsys):
+    # One mistake, one TODO: TODO 2's records kept the files' order (no deterministic=False).
+    simulated = storage.SimulatedStorage(latency_ms=0)
+    in_order = _read_shards(simulated, shard_paths, num_parallel_calls=4)
+    fast = in_order.batch(16).map(_parse_batch, num_parallel_calls=-1).prefetch(-1)
+    checks.check_fast_dataset(fast, todo=4, batch_size=16, records=in_order)
+    assert capsys.readouterr().out.startswith("TODO 4 passed")
+    # Records read in any order, but TODO 4 reads the shards again, in order: its own mistake.
+    any_order = _read_shards(simulated, shard_paths, num_parallel_calls=4, deterministic=False)
+    ordered_again = tf.data.TFRecordDataset(shard_paths, num_parallel_reads=4).batch(16)
+    ordered_again = ordered_again.map(_parse_batch, -1).prefetch(-1)
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 4 \(fast\): expected the shards read"):
+        checks.check_fast_dataset(ordered_again, todo=4, batch_size=16, records=any_order)
+
+
 ORDER_KEPT_BY_THE_READER = (
     "expected the shards read in any order; found LegacyParallelInterleaveDatasetV2 marked "
     'deterministic: "true": it keeps the files\' order whatever the options say, as '

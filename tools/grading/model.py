@@ -23,7 +23,7 @@ _STABLE_ID = re.compile(r"^(todo|check)-(\d+)$")
 # interpreter, not per thread: two threads in `ast.parse` at once can fail with
 # "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905). The
 # grader grades submissions in threads, so every parse of its steps goes through `parse`.
-_PARSE_LOCK = threading.Lock()
+PARSE_LOCK = threading.Lock()
 
 
 @dataclasses.dataclass
@@ -159,6 +159,6 @@ def without_magics(code: str) -> str:
 
 
 def parse(code: str) -> ast.Module:
-    """`ast.parse(code)`, one thread at a time (see `_PARSE_LOCK`); raises `SyntaxError`."""
-    with _PARSE_LOCK:
+    """`ast.parse(code)`, one thread at a time (see `PARSE_LOCK`); raises `SyntaxError`."""
+    with PARSE_LOCK:
         return ast.parse(code)

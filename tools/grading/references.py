@@ -22,7 +22,7 @@ from tools.grading.model import KEY, REPO_ROOT, marks
 @functools.lru_cache(maxsize=16)
 def _solution_cells(path: Path, modified: float) -> tuple[dict, dict]:
     """({todo: the lab's stub}, {todo: the solution's cell}) of a lesson source as built now."""
-    with model._PARSE_LOCK:  # The build parses with ast, as the grader's threads do.
+    with model.PARSE_LOCK:  # The build parses with ast, as the grader's threads do.
         lab, solution = build.split_variants(path)
     cells = lambda notebook: {marks(c)["todo"]: c.source for c in notebook.cells  # noqa: E731
                               if c.cell_type == "code" and "todo" in marks(c)}  # fmt: skip
