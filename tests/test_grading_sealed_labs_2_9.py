@@ -1,5 +1,5 @@
-"""Sealed verdicts of labs 2, 5 and 9: a call fed by the judge, a folder copied back, keywords,
-Grain rebuilt.
+"""Sealed verdicts of labs 2 and 9: a call fed by the judge, a folder copied back, Grain
+rebuilt.
 
 In-process tests run the kernel's side (`export_*.py`, as the grader sends it) and the
 judge's side in one process; one grading run (bwrap where it works) grades hostile
@@ -26,19 +26,11 @@ from tools.lesson_parameters import missing_modules
 from utils import checks
 
 GRADING = REPO_ROOT / "tools" / "grading"
-LAB2, LAB5, LAB9 = "02_write_tfrecords", "05_accelerator_waiting", "09_grain_arrayrecord"
+LAB2, LAB9 = "02_write_tfrecords", "09_grain_arrayrecord"
 needs_grain = pytest.mark.skipif(bool(missing_modules(LAB9)), reason="Grain is not installed")
 # Reads every record before it writes: no file exists while the records come.
 _unsafe = _write_to_final_name
 UNSAFE = inspect.getsource(_unsafe).replace(_unsafe.__name__, "write_shard")
-# Lab 5, TODO 2 on the medians alone: a slower candidate is never "slower".
-MEDIANS_ONLY = """def verdict(candidate, baseline, *, min_effect=0.1, faster="faster",
-            slower="slower"):
-    # TODO 2: judge both the medians and the ranges.
-    if candidate.median >= (1 + min_effect) * baseline.median:
-        return faster
-    return comparison.WITHIN_NOISE
-"""
 # Lab 9, TODO 3 with no resume: an empty state beside a copy of next_batch; equal zeros.
 EMPTY_STATE = """state = {}
 next_batch = next(iterator)
@@ -77,23 +69,6 @@ class _Kernel:
     def ask(self, **request):
         answer = self.namespace["_grader_answer"]
         return json.loads(json.dumps(answer(self.wire, json.loads(wire.dumps(request)), {})))
-
-
-def test_a_call_with_keywords_fails_verdict_as_the_lab_does(tmp_path):
-    """Lab 5's check passes its runs (`RepeatedResult`s) and keywords: both cross as data."""
-    from utils import comparison
-
-    namespace = {"comparison": comparison}
-    exec(MEDIANS_ONLY, namespace)
-    kernel = _Kernel(tmp_path)
-    kernel.keep(2, verdict=namespace["verdict"])
-    judged = remote.RemoteFunction(kernel, 2, "verdict", {})
-    with pytest.raises(checks.CheckFailed) as in_the_judge:
-        checks.check_verdict(judged, todo=2)
-    with pytest.raises(checks.CheckFailed) as in_the_lab:
-        checks.check_verdict(namespace["verdict"], todo=2)
-    assert str(in_the_judge.value) == str(in_the_lab.value)
-    assert "expected 'slower'; found 'within the noise'" in str(in_the_judge.value)
 
 
 def _failure(check, function):
@@ -228,7 +203,6 @@ def graded(tmp_path_factory):
     unsafe = _set_todo(solution2, 4, UNSAFE)
     forged["x-2-unsafe.ipynb"] = unsafe
     forged["x-2-patched.ipynb"] = _set_todo(lab2, 4, "import types\n" + PATCHED_CHECKS)
-    forged["x-5-medians.ipynb"] = _set_todo(_notebook("solutions", LAB5), 2, MEDIANS_ONLY)
     if not missing_modules(LAB9):
         forged["x-9-solution.ipynb"] = _notebook("solutions", LAB9)
         forged["x-9-blank.ipynb"] = _notebook("labs", LAB9)
@@ -259,7 +233,6 @@ def test_labs_2_and_9_score_what_their_answers_earn(graded):
     expected = {
         "x-2-unsafe.ipynb": ["1", "1", "1", "0"],
         "x-2-patched.ipynb": ["0", "0", "0", "0"],
-        "x-5-medians.ipynb": ["1", "0", "", ""],
     }
     if not missing_modules(LAB9):
         expected |= {"x-9-solution.ipynb": ["1", "1", "1", ""], "x-9-blank.ipynb": ["0"] * 3 + [""],

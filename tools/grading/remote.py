@@ -72,7 +72,7 @@ class RemoteFunction:
         self._folders: dict = {}  # The judge's folders given to it: the kernel's for them.
 
     def __call__(self, *args, **keywords):
-        if keywords:  # Python values by name (lab 5's verdict): called in the kernel.
+        if keywords:  # Python values by name: called in the kernel, with them as data.
             return remote_calls.call_with_keywords(self, args, keywords)
         if any(isinstance(arg, tf.data.Dataset) for arg in args):  # The check's own.
             return remote_datasets.call(self, args)

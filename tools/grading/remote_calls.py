@@ -99,17 +99,10 @@ def call_fed(client, todo: int, name: str, args: tuple, folders: dict):
     return value
 
 
-def _argument(value):
-    """A check's argument as data; a `RepeatedResult` (lab 5's runs) by its label and runs."""
-    if type(value).__name__ == "RepeatedResult" and type(value).__module__ == "utils.comparison":
-        return {"repeated_result": [value.label, [float(v) for v in value.values]]}
-    return wire.encode(value)
-
-
 def call_with_keywords(function, args: tuple, keywords: dict):
     """Calls the learner's function in the kernel with keywords; its result comes back as data."""
-    keywords = {str(key): _argument(value) for key, value in keywords.items()}
-    encoded = {"args": [_argument(arg) for arg in args], "keywords": keywords}
+    keywords = {str(key): wire.encode(value) for key, value in keywords.items()}
+    encoded = {"args": [wire.encode(arg) for arg in args], "keywords": keywords}
     answer = function.client.ask(
         op="call_keywords", todo=function.todo, name=function.name, **encoded
     )
