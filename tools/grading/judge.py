@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import io
 import json
+import os
 import sys
 
 from tools.grading import remote, wire
@@ -102,7 +103,12 @@ def judge(job: dict, emit) -> None:
 
 
 def main() -> int:
-    out = sys.stdout
+    # The verdicts' own copy of the grader's pipe; file descriptor 1 itself then goes to
+    # the error stream, so that nothing else (a learner's graph printing to standard output
+    # from TensorFlow's C++ side) writes among the verdict lines.
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
     job = json.loads(sys.stdin.readline())
     key = bytes.fromhex(job.pop("key"))
     sys.path.insert(0, job["course"])
