@@ -75,3 +75,27 @@ def test_score_makes_a_kernels_error_one_line(tmp_path):
     submission.verdicts = {2: sealed.Verdict(False, "TODO 2 (x): not done yet")}
     score.step(submission)
     assert submission.grade.messages == {2: "your TODO 2 cell failed: ValueError: a"}
+
+
+def test_what_a_todo_cell_printed_is_shown_as_text_in_the_feedback():
+    # Issue 51 item 1: a learner's prints are kept for the feedback, up to a cap, as text.
+    printed = "batch (64, 192, 192, 3)\n```\n# Forged heading <script>\x1b[31m\tred\n"
+    grade = Grade("kim.ipynb", learner="kim", lab=LAB1, points={1: 1, 2: 1},
+                  passed={1: True, 2: True}, printed={2: printed})  # fmt: skip
+    text = feedback.feedback(grade)
+    assert text.endswith(
+        "What your TODO 2 cell printed:\n\n"
+        "````text\nbatch (64, 192, 192, 3)\n```\n# Forged heading <script>[31m\tred\n````\n"
+    )
+
+
+def test_each_todo_cells_print_is_kept_with_its_todo():
+    from tools.grading import run
+
+    cells = [
+        (nbformat.v4.new_code_cell("x = 1", metadata={KEY: {"todo": n}}), None) for n in (1, 2)
+    ]
+    cells.append((nbformat.v4.new_code_cell("check()", metadata={KEY: {"check": 2}}), None))
+    results = [CellResult("ok", output="one\n"), CellResult("ok", output=" \n"),
+               CellResult("ok", output="TODO 2 passed")]  # fmt: skip
+    assert run.todo_prints(cells, results) == {1: "one\n"}

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # Only for its name: the judge imports `plain_line` with noth
 MESSAGE_CHARACTERS = 400  # A message at most; the checks' own are shorter.
 ERROR_CHARACTERS = 200  # An error's "Type: first line" at most, as the judge reports it.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # Keeps tabs and newlines.
 # Markdown's markup characters that a message may hold as text: HTML, links and images,
 # a table's cell border, the escape itself. Backticks and underscores stay (the checks'
 # messages quote code in backticks; an underscore inside a word is no emphasis).
@@ -96,4 +97,14 @@ def feedback(grade: Grade) -> str:
     if grade.flags:
         lines.append("- Your instructor will read your code: it uses "
                      f"{', '.join(grade.flags)}.")  # fmt: skip
+    for todo, text in sorted(grade.printed.items()):
+        lines += ["", f"What your TODO {todo} cell printed:", "", *as_code_block(text)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def as_code_block(text: str) -> list[str]:
+    """`text` as a fenced block that no line of it can close: its lines, shown as text."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    shown = _CONTROL_BUT_LINES.sub("", text.rstrip())
+    return [fence + "text", *shown.splitlines(), fence]

@@ -49,6 +49,8 @@ class Grade:
     parameters: dict[str, tuple] = dataclasses.field(default_factory=dict)
     diff: str = ""
     seconds: float = 0.0
+    # TODO -> what its cell printed, as far as the grader keeps it (grade_kernel.OUTPUT_LIMIT).
+    printed: dict[int, str] = dataclasses.field(default_factory=dict)
 
     @property
     def earned(self) -> dict[int, float]:

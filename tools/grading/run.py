@@ -89,6 +89,16 @@ def name_the_todo(prepared: list, results: list) -> None:
             result.error += f", after the cell of TODO {todo}"
 
 
+def todo_prints(prepared: list, results: list) -> dict[int, str]:
+    """What each TODO's cell printed (as far as it is kept), for the learner's feedback."""
+    found = {}
+    for (cell, _), result in zip(prepared, results, strict=True):
+        todo = (marks(cell) or cell.metadata.get(KEY, {})).get("todo")
+        if todo is not None and result.output.strip():
+            found[todo] = result.output
+    return found
+
+
 def printed_note(results: list) -> str:
     """The feedback's line where a cell printed more than the grader keeps, else ""."""
     printed = sum(result.printed for result in results)
@@ -109,6 +119,7 @@ def step(submission: Submission) -> bool:
         submission.judge_plan,
     )  # fmt: skip
     name_the_todo(submission.prepared, submission.results)
+    submission.grade.printed = todo_prints(submission.prepared, submission.results)
     note = printed_note(submission.results)
     if note:
         submission.grade.notes.append(note)
