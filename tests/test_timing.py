@@ -3,6 +3,8 @@
 import os
 import platform
 import re
+import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -206,6 +208,19 @@ def test_describe_load_says_when_the_machine_was_not_idle():
     assert unknown.startswith("The machine was NOT idle: the load average before was 0.50")
 
 
+def test_load_watch_counts_a_running_child_process_as_its_own_work():
+    # A pipeline's own worker processes (Grain's mp_prefetch, a tf.data service's workers)
+    # run while they are measured: their CPU is this run's, not another program's.
+    busy_loop = (
+        "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass"
+    )
+    with machine_load.LoadWatch() as load:
+        child = subprocess.Popen([sys.executable, "-c", busy_loop])
+        time.sleep(1.0)  # Measured while the child still runs; waited for only after.
+    child.wait()
+    assert load.other_cores < 0.5, load.summary()
+
+
 def test_load_watch_sees_other_processes_and_not_its_own_work():
     with machine_load.LoadWatch() as load:
         sum(range(3_000_000))  # This process's own work does not count as other load.
@@ -223,14 +238,16 @@ def test_describe_cpu_names_a_model_and_the_cores_this_process_may_use():
 
 
 def test_load_watch_counts_a_busy_process_beside_it_as_other_load():
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # Another program: started through a shell that exits, so that it is not this
+    # process's child (a child is this run's own work: the test below).
+    loop = f"{shlex.quote(sys.executable)} -c 'while True: pass' >/dev/null 2>&1 & echo $!"
+    busy_pid = int(subprocess.run(loop, shell=True, capture_output=True, text=True).stdout)
     try:
         time.sleep(0.3)  # Let it start.
         with machine_load.LoadWatch() as load:
             time.sleep(1.0)
     finally:
-        busy.kill()
-        busy.wait()
+        os.kill(busy_pid, signal.SIGKILL)
     assert load.other_cores >= 0.5  # The loop alone keeps most of a core busy.
     on_two_cores = machine_load.describe_load(
         load_before=load.load_before,

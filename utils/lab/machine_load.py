@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
@@ -84,9 +85,16 @@ def _busy_cpu_seconds() -> float:
 
 
 def _own_cpu_seconds() -> float:
-    """Returns the CPU seconds of this process and its children it waited for."""
-    times = psutil.Process().cpu_times()
-    return times.user + times.system + times.children_user + times.children_system
+    """Returns the CPU seconds of this process and its children: those it waited for, and
+    those still running (a pipeline's own worker processes: Grain's, a tf.data service's)."""
+    process = psutil.Process()
+    times = process.cpu_times()
+    seconds = times.user + times.system + times.children_user + times.children_system
+    for child in process.children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # It may end while it is read.
+            child_times = child.cpu_times()
+            seconds += child_times.user + child_times.system
+    return seconds
 
 
 class LoadWatch:
