@@ -33,8 +33,10 @@ def test_every_change_in_the_sweep_reads_the_same_images(shard_paths):
         dataset = variants.build(shard_paths, num_classes=5, target_size=32, **settings)
         images, labels = next(iter(dataset))
         batch = min(settings["parse_batch"], 60)  # The shards hold 60 records.
-        assert tuple(images.shape) == (batch, 32, 32, 3), name
-        assert tuple(labels.shape) == (batch, 5), name
+        # In any order (deterministic=False), the short last batch (60 % 32) may come first.
+        sizes = {batch, 60 % batch} - {0}
+        assert images.shape[0] in sizes and tuple(images.shape[1:]) == (32, 32, 3), name
+        assert tuple(labels.shape) == (images.shape[0], 5), name
 
 
 def test_stage_figure_is_at_most_1000_pixels_wide(tmp_path):

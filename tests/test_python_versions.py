@@ -51,7 +51,7 @@ def test_the_grader_parses_only_through_model_parse():
 
 def test_model_parse_waits_for_another_thread_s_parse():
     parsed = threading.Event()
-    with model._PARSE_LOCK:  # Another thread is parsing.
+    with model.PARSE_LOCK:  # Another thread is parsing.
         worker = threading.Thread(target=lambda: (model.parse("x = 1"), parsed.set()))
         worker.start()
         assert not parsed.wait(0.3)
