@@ -76,6 +76,13 @@ def test_check_read_tfrecord_failures(shard_paths):
         _check_read(sparse_label, shard_paths=shard_paths)
 
 
+def _check_parallel_records(candidate, storage_):
+    """Lab 3's TODO 2 check on the 4 shards of 15 records that the fixture writes."""
+    checks.check_parallel_records(
+        candidate, todo=2, storage=storage_, num_parallel_reads=4, num_shards=4, num_records=60
+    )
+
+
 def _read_shards(storage_, shard_paths, cycle_length=4, **interleave_arguments):
     """Lab 3's TODO 2: the shards interleaved, each opened through the storage."""
     files = tf.data.Dataset.from_tensor_slices([str(path) for path in shard_paths])
@@ -90,14 +97,7 @@ def test_check_parallel_records_passes_and_fails(shard_paths, capsys):
     dataset = records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
 
     def run(candidate):
-        checks.check_parallel_records(
-            candidate,
-            todo=2,
-            storage=simulated,
-            num_parallel_reads=4,
-            num_shards=4,
-            num_records=60,
-        )
+        _check_parallel_records(candidate, simulated)
 
     run(dataset)
     assert (
@@ -160,13 +160,8 @@ def test_the_course_reader_passes_too(shard_paths, capsys):
     options = tf.data.Options()
     options.deterministic = False
     records = simulated.tfrecord_dataset(shard_paths, num_parallel_reads=4).with_options(options)
-    checks.check_parallel_records(
-        records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE),
-        todo=2,
-        storage=simulated,
-        num_parallel_reads=4,
-        num_shards=4,
-        num_records=60,
+    _check_parallel_records(
+        records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE), simulated
     )
     assert capsys.readouterr().out.startswith("TODO 2 passed")
 
@@ -238,14 +233,7 @@ def test_check_parallel_records_accepts_options_after_the_map_and_the_old_option
     options = tf.data.Options()
     options.experimental_deterministic = False  # The older name of the same option.
     after_map = records.map(_read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
-    checks.check_parallel_records(
-        after_map.with_options(options),
-        todo=2,
-        storage=simulated,
-        num_parallel_reads=4,
-        num_shards=4,
-        num_records=60,
-    )
+    _check_parallel_records(after_map.with_options(options), simulated)
     assert capsys.readouterr().out.startswith("TODO 2 passed")
 
 
