@@ -17,8 +17,12 @@ from pathlib import Path
 
 # Caches that tools keep in a checkout by design (gitignored): not counted as writes.
 CACHES_IN_THE_CHECKOUT = (
-    ".venv", "**/__pycache__/**", ".pytest_cache", ".ruff_cache", "**/.ipynb_checkpoints/**",
-)  # fmt: skip
+    ".venv",
+    "**/__pycache__/**",
+    ".pytest_cache",
+    ".ruff_cache",
+    "**/.ipynb_checkpoints/**",
+)
 # Where the course's tools write in a HOME: IPython, Jupyter, Keras, matplotlib, fontconfig,
 # Beam, Chromium (crash reports, dconf, its NSS database), Playwright, the data cache.
 HOME_PLACES = (

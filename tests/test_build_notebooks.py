@@ -230,8 +230,10 @@ def test_a_lab_is_written_as_jupyter_saves_it_with_the_kernel_s_own_metadata(tmp
 
     spec = get_kernel_dict()
     assert lab.metadata["kernelspec"] == {
-        "display_name": spec["display_name"], "language": spec["language"], "name": KERNEL_NAME,
-    }  # fmt: skip
+        "display_name": spec["display_name"],
+        "language": spec["language"],
+        "name": KERNEL_NAME,
+    }
     kernel_says = dict(IPythonKernel.language_info)
     assert lab.metadata["language_info"] == {
         key: value for key, value in kernel_says.items() if key != "version"

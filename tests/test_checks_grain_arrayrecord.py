@@ -159,8 +159,13 @@ def resume(shuffled):
     iterator, fresh = iter(loader), iter(loader)
     first_batch, _ = next(iterator), next(iterator)
     state = iterator.get_state()
-    return {"loader": loader, "first_batch": first_batch, "state": state,
-            "next_batch": next(iterator), "fresh_state": fresh.get_state()}  # fmt: skip
+    return {
+        "loader": loader,
+        "first_batch": first_batch,
+        "state": state,
+        "next_batch": next(iterator),
+        "fresh_state": fresh.get_state(),
+    }
 
 
 def _check_resumed(resume, resumed_batch, **change):
@@ -181,48 +186,87 @@ def test_check_resumed_passes_the_batch_after_the_state(resume, capsys):
 
 _ZEROS = np.zeros((1,))
 RESUME_MISTAKES = {  # resumed_batch and what else the learner set: the message, whole.
-    "resumed not done": (..., {}, "TODO 3 (resumed_batch): not done yet: resumed_batch is "
-                         "still ... (Ellipsis). Expected the iterator's state and the batches "
-                         "around it."),
-    "not a state": ("next", {"state": "state"}, "TODO 3 (state): expected the dict "
-                    "iterator.get_state() returns; found a str."),
-    "an empty state": ("next", {"state": {}}, "TODO 3 (state): expected the dict "
-                       "iterator.get_state() returns, saved after two batches; found an empty "
-                       "dict, which restores nothing. Take state = iterator.get_state()."),
-    "equal zeros": (_ZEROS.copy(), {"next_batch": _ZEROS.copy()}, "TODO 3 (next_batch): "
-                    "expected a batch (images, labels), as next() on an iterator of loader "
-                    "gives; found a ndarray."),
-    "a state of another kind": ("next", {"state": {"epoch": 2}}, "TODO 3 (state): "
-                                "expected the dict iterator.get_state() returns; found one that "
-                                "a fresh iterator of loader cannot restore (KeyError: "
-                                "'next_index'). Take state = iterator.get_state()."),
-    "a fresh iterator's state": ("first", {"state": "fresh", "next_batch": "first"},
-                                 "TODO 3 (state): expected the state after two batches of "
-                                 "iterator; found a fresh iterator's (restored, it gives the "
-                                 "loader's first batch). Take state = iterator.get_state() "
-                                 "after first_batch and second_batch."),
-    "not restored": ("first", {}, "TODO 3 (resumed_batch): expected the batch that followed "
-                     "the saved state; found the loader's first batch: the state was saved but "
-                     "not restored. Call resumed.set_state(state) before next(resumed)."),
-    "another batch": ("other", {}, "TODO 3 (resumed_batch): expected the batch a fresh "
-                      "iterator of loader gives after set_state(state); found another batch. "
-                      "Take resumed_batch = next(resumed) right after "
-                      "resumed.set_state(state)."),
-    "next batch taken late": ("next", {"next_batch": "other"}, "TODO 3 (next_batch): expected "
-                              "the batch that follows the saved state; found another batch. "
-                              "Save the state with get_state() right before "
-                              "next_batch = next(iterator)."),
-}  # fmt: skip
+    "resumed not done": (
+        ...,
+        {},
+        "TODO 3 (resumed_batch): not done yet: resumed_batch is "
+        "still ... (Ellipsis). Expected the iterator's state and the batches "
+        "around it.",
+    ),
+    "not a state": (
+        "next",
+        {"state": "state"},
+        "TODO 3 (state): expected the dict iterator.get_state() returns; found a str.",
+    ),
+    "an empty state": (
+        "next",
+        {"state": {}},
+        "TODO 3 (state): expected the dict "
+        "iterator.get_state() returns, saved after two batches; found an empty "
+        "dict, which restores nothing. Take state = iterator.get_state().",
+    ),
+    "equal zeros": (
+        _ZEROS.copy(),
+        {"next_batch": _ZEROS.copy()},
+        "TODO 3 (next_batch): "
+        "expected a batch (images, labels), as next() on an iterator of loader "
+        "gives; found a ndarray.",
+    ),
+    "a state of another kind": (
+        "next",
+        {"state": {"epoch": 2}},
+        "TODO 3 (state): "
+        "expected the dict iterator.get_state() returns; found one that "
+        "a fresh iterator of loader cannot restore (KeyError: "
+        "'next_index'). Take state = iterator.get_state().",
+    ),
+    "a fresh iterator's state": (
+        "first",
+        {"state": "fresh", "next_batch": "first"},
+        "TODO 3 (state): expected the state after two batches of "
+        "iterator; found a fresh iterator's (restored, it gives the "
+        "loader's first batch). Take state = iterator.get_state() "
+        "after first_batch and second_batch.",
+    ),
+    "not restored": (
+        "first",
+        {},
+        "TODO 3 (resumed_batch): expected the batch that followed "
+        "the saved state; found the loader's first batch: the state was saved but "
+        "not restored. Call resumed.set_state(state) before next(resumed).",
+    ),
+    "another batch": (
+        "other",
+        {},
+        "TODO 3 (resumed_batch): expected the batch a fresh "
+        "iterator of loader gives after set_state(state); found another batch. "
+        "Take resumed_batch = next(resumed) right after "
+        "resumed.set_state(state).",
+    ),
+    "next batch taken late": (
+        "next",
+        {"next_batch": "other"},
+        "TODO 3 (next_batch): expected "
+        "the batch that follows the saved state; found another batch. "
+        "Save the state with get_state() right before "
+        "next_batch = next(iterator).",
+    ),
+}
 
 
 @pytest.mark.parametrize("mistake", RESUME_MISTAKES, ids=list(RESUME_MISTAKES))
 def test_check_resumed_names_each_mistake(resume, mistake):
     resumed, change, message = RESUME_MISTAKES[mistake]
-    batches = {"next": resume["next_batch"], "first": resume["first_batch"],
-               "other": tuple(part[::-1].copy() for part in resume["next_batch"])}  # fmt: skip
+    batches = {
+        "next": resume["next_batch"],
+        "first": resume["first_batch"],
+        "other": tuple(part[::-1].copy() for part in resume["next_batch"]),
+    }
     named = {"fresh": resume["fresh_state"], **{k: _copy(v) for k, v in batches.items()}}
-    change = {key: named.get(value, value) if isinstance(value, str) else value
-              for key, value in change.items()}  # fmt: skip
+    change = {
+        key: named.get(value, value) if isinstance(value, str) else value
+        for key, value in change.items()
+    }
     resumed = _copy(batches[resumed]) if isinstance(resumed, str) else resumed
     with pytest.raises(checks.CheckFailed) as failure:
         _check_resumed(resume, resumed, **change)
@@ -241,8 +285,14 @@ def test_check_resumed_on_a_real_iterator(shuffled, restored, capsys):
     resumed = iter(loader)
     resumed.set_state(state)
     resumed_batch = next(resumed) if restored else next_batch
-    check = functools.partial(checks.check_resumed, todo=3, state=state, next_batch=next_batch,
-                              first_batch=first_batch, loader=loader)  # fmt: skip
+    check = functools.partial(
+        checks.check_resumed,
+        todo=3,
+        state=state,
+        next_batch=next_batch,
+        first_batch=first_batch,
+        loader=loader,
+    )
     try:
         if restored:
             check(resumed_batch)

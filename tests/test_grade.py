@@ -721,8 +721,12 @@ def test_the_readme_command_from_the_repository_root(tmp_path):
         ("s1_solution", "4", "4")
     ]
     assert f"Limits for {LAB1}: its solution ran in " in result.stdout  # Measured.
-    assert re.search(r"; disk 4x what its solution wrote, at least 1 GB in /tmp and 2 GB in "
-                     r"the work folder: [\d.]+ GB and [\d.]+ GB$", result.stdout, re.M)  # fmt: skip
+    assert re.search(
+        r"; disk 4x what its solution wrote, at least 1 GB in /tmp and 2 GB in "
+        r"the work folder: [\d.]+ GB and [\d.]+ GB$",
+        result.stdout,
+        re.M,
+    )
     assert re.search(r"^1 submissions in \d+ s with -j \d+: [\d.]+ s per submission$",
                      result.stdout, re.M)  # fmt: skip
     assert (output_dir / "feedback" / f"s1_solution-{LAB1}.md").exists()

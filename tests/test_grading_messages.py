@@ -38,9 +38,15 @@ def test_markdown_text_shows_markup_as_text():
 def _judged_error(tmp_path):
     """One submission's reports, its TODO 3 failed by the judge's error above."""
     _, message = run_check(LISTING, 3, {})
-    grade = Grade("kim.ipynb", learner="kim", lab=LAB1, points={1: 1, 3: 1},
-                  passed={1: True, 3: False}, messages={1: "TODO 1 passed: 9 files.", 3: message},
-                  notes=["Stopped: the cell of TODO 3 failed\nwith <i>two</i> lines"])  # fmt: skip
+    grade = Grade(
+        "kim.ipynb",
+        learner="kim",
+        lab=LAB1,
+        points={1: 1, 3: 1},
+        passed={1: True, 3: False},
+        messages={1: "TODO 1 passed: 9 files.", 3: message},
+        notes=["Stopped: the cell of TODO 3 failed\nwith <i>two</i> lines"],
+    )
     reports.write_reports([grade], tmp_path, "bwrap")
     return grade
 
@@ -69,9 +75,15 @@ def test_score_makes_a_kernels_error_one_line(tmp_path):
     cell = nbformat.v4.new_code_cell(id="todo-2")
     cell.metadata[KEY] = {"todo": 2}
     result = CellResult("error", error="ValueError: a\x07\n/etc\n/usr")
-    submission = Submission(path=Path("a.ipynb"), labs={}, limits={}, options=Options(),
-                            grade=Grade("a.ipynb", points={2: 1}), prepared=[(cell, "")],
-                            results=[result])  # fmt: skip
+    submission = Submission(
+        path=Path("a.ipynb"),
+        labs={},
+        limits={},
+        options=Options(),
+        grade=Grade("a.ipynb", points={2: 1}),
+        prepared=[(cell, "")],
+        results=[result],
+    )
     submission.verdicts = {2: sealed.Verdict(False, "TODO 2 (x): not done yet")}
     score.step(submission)
     assert submission.grade.messages == {2: "your TODO 2 cell failed: ValueError: a"}
@@ -80,8 +92,14 @@ def test_score_makes_a_kernels_error_one_line(tmp_path):
 def test_what_a_todo_cell_printed_is_shown_as_text_in_the_feedback():
     # Issue 51 item 1: a learner's prints are kept for the feedback, up to a cap, as text.
     printed = "batch (64, 192, 192, 3)\n```\n# Forged heading <script>\x1b[31m\tred\n"
-    grade = Grade("kim.ipynb", learner="kim", lab=LAB1, points={1: 1, 2: 1},
-                  passed={1: True, 2: True}, printed={2: printed})  # fmt: skip
+    grade = Grade(
+        "kim.ipynb",
+        learner="kim",
+        lab=LAB1,
+        points={1: 1, 2: 1},
+        passed={1: True, 2: True},
+        printed={2: printed},
+    )
     text = feedback.feedback(grade)
     assert text.endswith(
         "What your TODO 2 cell printed:\n\n"
@@ -96,6 +114,9 @@ def test_each_todo_cells_print_is_kept_with_its_todo():
         (nbformat.v4.new_code_cell("x = 1", metadata={KEY: {"todo": n}}), None) for n in (1, 2)
     ]
     cells.append((nbformat.v4.new_code_cell("check()", metadata={KEY: {"check": 2}}), None))
-    results = [CellResult("ok", output="one\n"), CellResult("ok", output=" \n"),
-               CellResult("ok", output="TODO 2 passed")]  # fmt: skip
+    results = [
+        CellResult("ok", output="one\n"),
+        CellResult("ok", output=" \n"),
+        CellResult("ok", output="TODO 2 passed"),
+    ]
     assert run.todo_prints(cells, results) == {1: "one\n"}

@@ -105,11 +105,16 @@ def test_a_class_solutions_full_marks_fillers_and_sleeper_stopped_with_their_lin
         ) in report
     assert re.search(
         r"- sleeper_01.ipynb: Stopped: the cell of TODO 3 ran past the cell's time limit "
-        r"\(\d+ s\); the cells after it were not run\n", report,
-    )  # fmt: skip
+        r"\(\d+ s\); the cells after it were not run\n",
+        report,
+    )
     for lesson in (LAB1, LAB4):  # Measured, as usual; the disk's from --disk-gb.
-        assert re.search(rf"^Limits for {lesson}: its solution ran in .+; disk --disk-gb 0.3: "
-                         r"0.3 GB each$", printed, re.M)  # fmt: skip
+        assert re.search(
+            rf"^Limits for {lesson}: its solution ran in .+; disk --disk-gb 0.3: "
+            r"0.3 GB each$",
+            printed,
+            re.M,
+        )
 
 
 @needs_bwrap
@@ -120,8 +125,9 @@ def test_a_class_prints_cost_nothing_and_the_feedback_says_where_they_were_cut(g
     assert re.search(
         r"^- Your cells printed 50,0\d\d,\d\d\d characters\. The grader read all of it "
         r"\(printing costs no points\) and cut what it keeps at 4,000 characters a cell\.$",
-        text, re.M,
-    )  # fmt: skip
+        text,
+        re.M,
+    )
     text = (output_dir / "feedback" / f"print_04-{LAB4}.md").read_text()
     assert "**Total: 4 / 4 points**" in text
 
@@ -152,8 +158,9 @@ sys.stderr.write("ValueError: the last line\\n")
 
 def test_judge_output_is_read_while_the_judge_prints_keeping_signed_verdicts():
     key = bytes(range(32))
-    process = subprocess.Popen([sys.executable, "-c", SIGNED, key.hex()],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-c", SIGNED, key.hex()], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     output = judge_output.JudgeOutput(process, key)
     assert process.wait(timeout=60) == 0  # It would block on a full pipe, unread.
     assert output.verdicts() == {
@@ -207,9 +214,10 @@ def test_a_lab_cells_timeout_names_the_todo_whose_cell_came_before_it():
     todo = nbformat.v4.new_code_cell(id="todo-2", metadata={build.METADATA_KEY: {"todo": 2}})
     cells = [nbformat.v4.new_code_cell(id="setup"), todo, nbformat.v4.new_code_cell(id="cell-12")]
     late = "ran past the cell's time limit (30 s)"
-    results = [grade_kernel.CellResult("timeout", error=late), grade_kernel.CellResult("ok"),
-               grade_kernel.CellResult("timeout", error=late)]  # fmt: skip
+    results = [
+        grade_kernel.CellResult("timeout", error=late),
+        grade_kernel.CellResult("ok"),
+        grade_kernel.CellResult("timeout", error=late),
+    ]
     run.name_the_todo([(cell, "") for cell in cells], results)
-    assert [result.error for result in results] == [
-        late, "", f"{late}, after the cell of TODO 2"
-    ]  # fmt: skip
+    assert [result.error for result in results] == [late, "", f"{late}, after the cell of TODO 2"]

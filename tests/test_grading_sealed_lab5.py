@@ -35,8 +35,19 @@ def graded(tmp_path_factory):
     for name, source in WRONG_FEEDS.items():
         nbformat.write(_set_todo(solution, 2, source), folder / name)
     output = tmp_path_factory.mktemp("grades")
-    status = grade.main([str(folder), "--output-dir", str(output), "-j", "2",
-                         "--cell-timeout", "400", "--timeout", "900"])  # fmt: skip
+    status = grade.main(
+        [
+            str(folder),
+            "--output-dir",
+            str(output),
+            "-j",
+            "2",
+            "--cell-timeout",
+            "400",
+            "--timeout",
+            "900",
+        ]
+    )
     with open(output / "grades.csv") as file:
         rows = {row["submission"]: row for row in csv.DictReader(file)}
     return status, rows, (output / "scores.md").read_text()

@@ -184,15 +184,23 @@ def test_a_resume_is_checked_on_the_judges_own_loader(tmp_path):
     kernel.namespace.update(data_source=source, parse=_record_and_length)
     steps = kernel.namespace["_grader_chain"](loader, kernel.namespace)
     judges = {"data_source": list(source), "parse": _record_and_length}
-    fetched = {name: remote.fetch(kernel, 3, name, {})
-               for name in ("state", "next_batch", "resumed_batch")}  # fmt: skip
-    check = functools.partial(checks.check_resumed, todo=3, first_batch=first_batch,
-                              loader=remote_grain.rebuild(steps, judges))  # fmt: skip
+    fetched = {
+        name: remote.fetch(kernel, 3, name, {}) for name in ("state", "next_batch", "resumed_batch")
+    }
+    check = functools.partial(
+        checks.check_resumed,
+        todo=3,
+        first_batch=first_batch,
+        loader=remote_grain.rebuild(steps, judges),
+    )
     check(fetched["resumed_batch"], state=fetched["state"], next_batch=fetched["next_batch"])
     kernel.keep(3, state={})
     with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(state\): .* found an empty dict"):
-        check(fetched["next_batch"], state=remote.fetch(kernel, 3, "state", {}),
-              next_batch=fetched["next_batch"])  # fmt: skip
+        check(
+            fetched["next_batch"],
+            state=remote.fetch(kernel, 3, "state", {}),
+            next_batch=fetched["next_batch"],
+        )
 
 
 @pytest.fixture(scope="module")
@@ -235,10 +243,13 @@ def test_labs_2_and_9_score_what_their_answers_earn(graded):
         "x-2-patched.ipynb": ["0", "0", "0", "0"],
     }
     if not missing_modules(LAB9):
-        expected |= {"x-9-solution.ipynb": ["1", "1", "1", ""], "x-9-blank.ipynb": ["0"] * 3 + [""],
-                     "x-9-unrestored.ipynb": ["1", "1", "0", ""],
-                     "x-9-empty-state.ipynb": ["1", "1", "0", ""],
-                     "x-9-zeros.ipynb": ["1", "1", "0", ""]}  # fmt: skip
+        expected |= {
+            "x-9-solution.ipynb": ["1", "1", "1", ""],
+            "x-9-blank.ipynb": ["0"] * 3 + [""],
+            "x-9-unrestored.ipynb": ["1", "1", "0", ""],
+            "x-9-empty-state.ipynb": ["1", "1", "0", ""],
+            "x-9-zeros.ipynb": ["1", "1", "0", ""],
+        }
         assert (  # One object in the kernel is one in the judge: its check sees it.
             "- x-9-unrestored.ipynb, TODO 3: TODO 3 (resumed_batch): expected the first batch of "
             "`resumed`, a fresh iterator after resumed.set_state(state); found next_batch itself"

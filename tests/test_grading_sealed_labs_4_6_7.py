@@ -130,8 +130,10 @@ def test_the_kernels_model_crosses_for_the_lab_strategy_and_a_stand_in(kernel):
 
 
 def _then_references(todo, lines):
-    return (f"try:\n    {lines}\nfinally:  # Grader: the judge's values.\n"
-            f"    globals().update(_grader_references.pop({todo}, {{}}))")  # fmt: skip
+    return (
+        f"try:\n    {lines}\nfinally:  # Grader: the judge's values.\n"
+        f"    globals().update(_grader_references.pop({todo}, {{}}))"
+    )
 
 
 def test_the_kernel_runs_a_check_cells_other_lines_then_takes_the_judges_values():
@@ -139,16 +141,20 @@ def test_the_kernel_runs_a_check_cells_other_lines_then_takes_the_judges_values(
     kept = {marks(c)["check"]: judge_plan.kernel_source(c, marks(c))
             for c in lab.cells if "check" in marks(c)}  # fmt: skip
     assert kept == {
-        1: _then_references(1, "global_batch_size, learning_rate = "
-                            "scale_for_replicas(choice.num_replicas)"),
+        1: _then_references(
+            1, "global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)"
+        ),
         2: "",
         3: _then_references(3, "train_dataset = make_training_dataset(train_paths)"),
         4: _then_references(4, "model = build_model(choice)"),
-    }  # fmt: skip
+    }
     # TODO 1 left undone: the cell's line binds `...`; the judge's values replace them.
     sent = {1: {"global_batch_size": 16, "learning_rate": 0.002}}
-    namespace = {"scale_for_replicas": lambda n: (..., ...), "_grader_references": sent,
-                 "choice": types.SimpleNamespace(num_replicas=1)}  # fmt: skip
+    namespace = {
+        "scale_for_replicas": lambda n: (..., ...),
+        "_grader_references": sent,
+        "choice": types.SimpleNamespace(num_replicas=1),
+    }
     exec(kept[1], namespace)
     assert (namespace["global_batch_size"], namespace["learning_rate"]) == (16, 0.002)
     assert namespace["_grader_references"] == {}
@@ -156,11 +162,16 @@ def test_the_kernel_runs_a_check_cells_other_lines_then_takes_the_judges_values(
 
 def test_the_judge_runs_a_check_cells_other_lines_after_its_check():
     lab, solution = _variants(LAB4)
-    steps = [(s["kind"], s.get("todo"), s["source"].splitlines()[-1] if s.get("source") else "")
-             for s in judge_plan.plan(lab, "")]  # fmt: skip
+    steps = [
+        (s["kind"], s.get("todo"), s["source"].splitlines()[-1] if s.get("source") else "")
+        for s in judge_plan.plan(lab, "")
+    ]
     after = steps[steps.index(("check", 1, ")")) + 1]
-    assert after == ("code", 1, "global_batch_size, learning_rate = "
-                     "scale_for_replicas(choice.num_replicas)")  # fmt: skip
+    assert after == (
+        "code",
+        1,
+        "global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)",
+    )
     (step,) = [s for s in judge_plan.plan(lab, "") if s.get("reference")]  # TODO 1's, needed.
     assert step["binds"] == ["global_batch_size", "learning_rate"]
     assert step["reference"] == next(c.source for c in solution.cells if marks(c).get("todo") == 1)
@@ -179,23 +190,33 @@ def _cell(source, **course_marks):
 def _judged(scale, references):
     """The verdicts of a lab of lab 4's shape, check 1's other line binding what TODO 3
     takes, TODO 1 kept as `scale`; and what the judge sent to the kernel."""
-    lab = nbformat.v4.new_notebook(cells=[
-        _cell("import types\nfrom utils import checks\nmine = types.SimpleNamespace(check_total="
-              "lambda todo, total: print(f'TODO {todo} passed: a total of {total}'))"),
-        _cell("def scale(n):\n    ...", todo=1),
-        _cell("checks.check_scaling(scale, todo=1, batch_per_replica=16, base_learning_rate=0.1,"
-              " max_learning_rate=0.2)\nbatch, rate = scale(1)", check=1),
-        _cell("total = batch * 2"),
-        _cell("def double(x):\n    ...", todo=3),
-        _cell("mine.check_total(3, total)", check=3),
-    ])  # fmt: skip
+    lab = nbformat.v4.new_notebook(
+        cells=[
+            _cell(
+                "import types\nfrom utils import checks\nmine = types.SimpleNamespace(check_total="
+                "lambda todo, total: print(f'TODO {todo} passed: a total of {total}'))"
+            ),
+            _cell("def scale(n):\n    ...", todo=1),
+            _cell(
+                "checks.check_scaling(scale, todo=1, batch_per_replica=16, base_learning_rate=0.1,"
+                " max_learning_rate=0.2)\nbatch, rate = scale(1)",
+                check=1,
+            ),
+            _cell("total = batch * 2"),
+            _cell("def double(x):\n    ...", todo=3),
+            _cell("mine.check_total(3, total)", check=3),
+        ]
+    )
     folder = Path(tempfile.mkdtemp(prefix="k"))  # A socket's path is short: not tmp_path.
     namespace = {}
     exec(sealed.start_code(folder / sealed.SOCKET_NAME, 60.0), namespace)
     namespace["_grader_kept"].update({"1:scale": scale, "1:": True, "3:": True})
     verdicts = []
-    job = {"socket": str(folder / sealed.SOCKET_NAME), "seconds": 60.0,
-           "plan": judge_plan.plan(lab, "", references)}  # fmt: skip
+    job = {
+        "socket": str(folder / sealed.SOCKET_NAME),
+        "seconds": 60.0,
+        "plan": judge_plan.plan(lab, "", references),
+    }
     try:
         judge.judge(job, lambda *verdict: verdicts.append(verdict))
     finally:
@@ -211,10 +232,14 @@ def test_a_wrong_todo_1_costs_todo_1_only():
     kernel and in the judge (no solution here), and TODO 3 passes."""
     verdicts, sent = _judged(lambda n: (16, 0.1), {})
     assert verdicts == [
-        (1, False, "TODO 1 (scale_for_replicas): at 2 replica(s), expected a global batch of "
-         "16 per replica x 2 = 32; found 16."),
+        (
+            1,
+            False,
+            "TODO 1 (scale_for_replicas): at 2 replica(s), expected a global batch of "
+            "16 per replica x 2 = 32; found 16.",
+        ),
         (3, True, "TODO 3 passed: a total of 32"),
-    ]  # fmt: skip
+    ]
     assert sent == {}
 
 
@@ -223,10 +248,14 @@ def test_a_todo_1_left_undone_costs_todo_1_only():
     sends the kernel its values; TODO 3 is graded on them."""
     verdicts, sent = _judged(lambda n: (..., ...), {1: SOLUTION})
     assert verdicts == [
-        (1, False, "TODO 1 (scale_for_replicas): not done yet: it returns (Ellipsis, "
-         "Ellipsis). Expected (global_batch_size, learning_rate)."),
+        (
+            1,
+            False,
+            "TODO 1 (scale_for_replicas): not done yet: it returns (Ellipsis, "
+            "Ellipsis). Expected (global_batch_size, learning_rate).",
+        ),
         (3, True, "TODO 3 passed: a total of 32"),
-    ]  # fmt: skip
+    ]
     assert sent == {1: {"batch": 16, "rate": 0.1}}
     verdicts, _ = _judged(lambda n: (..., ...), {})
     assert verdicts[1] == (3, False, "NameError: name 'total' is not defined")  # Without.

@@ -36,8 +36,19 @@ def nbval_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
     for name, variant in (("ann.ipynb", "solutions"), ("bob.ipynb", "labs")):
         nbformat.write(_with_small_parameters(_notebook(variant, LAB1)), folder / name)
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rf", "--nbval-lax",
-               "--nbval-current-env", "--nbval-cell-timeout", "300", str(folder)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-rf",
+        "--nbval-lax",
+        "--nbval-current-env",
+        "--nbval-cell-timeout",
+        "300",
+        str(folder),
+    ]
     run = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=900)
     return run.stdout
 

@@ -115,8 +115,7 @@ def test_only_the_bound_folders_are_there(tmp_path):
 
 def test_the_file_size_limit_stops_a_file_at_its_size(tmp_path):
     script = "open('big', 'wb').write(b'0' * 3_000_000)"
-    limited = sandbox.with_memory_limit([sys.executable, "-c", script], 2 * 2**30,
-                                        file_bytes=10**6)  # fmt: skip
+    limited = sandbox.with_memory_limit([sys.executable, "-c", script], 2 * 2**30, file_bytes=10**6)
     result = subprocess.run(limited, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert "OSError: [Errno 27] File too large" in result.stderr
     assert (tmp_path / "big").stat().st_size == 10**6
@@ -125,8 +124,9 @@ def test_the_file_size_limit_stops_a_file_at_its_size(tmp_path):
 @needs_bwrap
 def test_the_private_tmp_has_its_size_and_the_grader_reads_it(tmp_path):
     script = "head -c 3000000 /dev/zero > /tmp/fill || echo full; sleep 60"
-    full = sandbox.bwrap_command(BWRAP, ["sh", "-c", script], work=tmp_path,
-                                 env={"PATH": "/usr/bin:/bin"}, tmp_bytes=10**6)  # fmt: skip
+    full = sandbox.bwrap_command(
+        BWRAP, ["sh", "-c", script], work=tmp_path, env={"PATH": "/usr/bin:/bin"}, tmp_bytes=10**6
+    )
     process = subprocess.Popen(full, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout.readline() == "full\n"

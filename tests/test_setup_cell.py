@@ -529,8 +529,11 @@ def test_prepare_keeps_tensorflow_s_cuinit_error_out_of_the_learner_s_view(tmp_p
     env.pop("KERAS_BACKEND", None)
     result = subprocess.run(
         [sys.executable, "-c", LEARNER_AFTER_THE_SET_UP],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         f"Backend: tensorflow (BACKEND='tensorflow'). TensorFlow 2.20.0, Keras 3.13.2; "

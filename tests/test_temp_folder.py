@@ -211,10 +211,16 @@ def test_home_state_sees_the_course_tools_places_only(tmp_path):
 
 # The files a child session needs to run this module's checks on a checkout of its own.
 CHECK_FILES = (
-    "tests/__init__.py", "tests/conftest.py", "tests/session_state.py",
-    "tests/test_temp_folder.py", "utils/__init__.py", "utils/lab/__init__.py",
-    "utils/lab/data.py", "utils/lab/progress.py", "tests/markers.py",
-)  # fmt: skip
+    "tests/__init__.py",
+    "tests/conftest.py",
+    "tests/session_state.py",
+    "tests/test_temp_folder.py",
+    "utils/__init__.py",
+    "utils/lab/__init__.py",
+    "utils/lab/data.py",
+    "utils/lab/progress.py",
+    "tests/markers.py",
+)
 THE_CHECK = "tests/test_temp_folder.py::test_the_session_left_the_checkout_and_home_as_they_were"
 
 JUPYTER_BESIDE = """# jupyter lab stand-in: the learner's JupyterLab, in the same HOME as the tests
@@ -266,8 +272,11 @@ def run_the_check(tmp_path, child_test: str, *, beside: str | None = None):
         (checkout / name).write_bytes((conftest.REPO_ROOT / name).read_bytes())
     (checkout / "tests" / "test_child.py").write_text(child_test)
     (checkout / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
-    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
-                 "commit", "-qm", "start"]):  # fmt: skip
+    for args in (
+        ["init", "-q"],
+        ["add", "."],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
+    ):
         subprocess.run(["git", *args], cwd=checkout, check=True, capture_output=True)
     env = {**os.environ, "HOME": str(home), "SIGNALS": str(tmp_path)}
     env.pop(conftest.data.CACHE_ENV_VAR, None)
@@ -276,10 +285,22 @@ def run_the_check(tmp_path, child_test: str, *, beside: str | None = None):
             ["sh", "-c", f'"{sys.executable}" -c "$0" &', beside], env=env, check=True, timeout=30
         )
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/test_child.py", THE_CHECK],
-        cwd=checkout, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_child.py",
+            THE_CHECK,
+        ],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_check_passes_while_jupyterlab_writes_in_the_same_home(tmp_path):

@@ -163,10 +163,12 @@ def choose_sandbox(mode: str) -> tuple[str | None, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = arguments.parser(__doc__.splitlines()[0])
     parser.add_argument(
-        "--disk-gb", type=float, default=None,
+        "--disk-gb",
+        type=float,
+        default=None,
         help="GB a submission may write in its /tmp and in its work folder, each (default: "
         "from the lesson's solution, at least 1 GB and 2 GB)",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of notebooks", file=sys.stderr)
@@ -225,8 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         limits = {}
         for lesson in sorted(lessons):
-            limits[lesson] = measure_limits(lesson, labs["current"][lesson], options,
-                                            disk_gb=args.disk_gb)  # fmt: skip
+            limits[lesson] = measure_limits(
+                lesson, labs["current"][lesson], options, disk_gb=args.disk_gb
+            )
             print(f"Limits for {lesson}: {limits[lesson].why}", flush=True)
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             jobs = [

@@ -102,9 +102,13 @@ class SandboxedKernel:
         env = self.env
         if self.bwrap:
             command = sandbox.bwrap_command(
-                self.bwrap, command, work=self.work, env=env, read_only=self.read_only,
+                self.bwrap,
+                command,
+                work=self.work,
+                env=env,
+                read_only=self.read_only,
                 tmp_bytes=self.tmp_bytes,
-            )  # fmt: skip
+            )
             env = {}
         self.process = subprocess.Popen(
             command, cwd=self.work, env=env or None, stdin=subprocess.DEVNULL,

@@ -192,8 +192,10 @@ def measured_facts(root: Path, test_log: Path | None) -> dict[str, str]:
     """
     collected = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
-        cwd=root, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     count = re.search(r"^(\d+) tests? collected", collected.stdout, re.M)
     if count is None or collected.returncode != 0:
         raise NumbersError(

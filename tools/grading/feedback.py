@@ -22,8 +22,9 @@ _CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # Keeps tabs 
 # Markdown's markup characters that a message may hold as text: HTML, links and images,
 # a table's cell border, the escape itself. Backticks and underscores stay (the checks'
 # messages quote code in backticks; an underscore inside a word is no emphasis).
-_MARKDOWN = str.maketrans({"\\": "\\\\", "&": "&amp;", "<": "&lt;", ">": "&gt;",
-                           "[": "\\[", "]": "\\]", "|": "\\|"})  # fmt: skip
+_MARKDOWN = str.maketrans(
+    {"\\": "\\\\", "&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "\\[", "]": "\\]", "|": "\\|"}
+)
 
 
 def plain_line(text: object, limit: int = MESSAGE_CHARACTERS) -> str:
@@ -62,9 +63,11 @@ def junit_xml(grade: Grade) -> bytes:
 def feedback(grade: Grade) -> str:
     """A learner's feedback, in Markdown: points, the check's message, the first error."""
     lines = [f"# Feedback: {markdown_text(grade.lab or 'unknown lab')}", ""]
-    lines.append(f"Learner: {markdown_text(grade.learner)} · submission: "
-                 f"{markdown_text(grade.submission)} · course version: "
-                 f"{markdown_text(grade.version or 'unknown')}")  # fmt: skip
+    lines.append(
+        f"Learner: {markdown_text(grade.learner)} · submission: "
+        f"{markdown_text(grade.submission)} · course version: "
+        f"{markdown_text(grade.version or 'unknown')}"
+    )
     lines.append("")
     if grade.status != "graded":
         lines += [f"Not graded: {markdown_text(grade.status)}.", ""]

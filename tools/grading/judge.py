@@ -84,9 +84,10 @@ def judge(job: dict, emit) -> None:
                         problems[todo] = f"TODO {todo}: {plain_line(error)}"
             else:
                 passed, message = (
-                    (False, problems[todo]) if todo in problems
+                    (False, problems[todo])
+                    if todo in problems
                     else run_check(step["source"], todo, namespace)
-                )  # fmt: skip
+                )
                 emit(todo, passed, message)
                 after = plan[index + 1] if index + 1 < len(plan) else {}
                 values, sent = {}, {}

@@ -39,9 +39,14 @@ def split_check_cell(source: str) -> tuple[str, str]:
     lines bind what the lab takes from the TODO for the cells below (lab 4's
     `global_batch_size, learning_rate = scale_for_replicas(...)`)."""
     body = parse(without_magics(source)).body
-    checks = [node for node in body if isinstance(node, ast.Expr)
-              and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
-              and node.value.func.attr.startswith("check_")]  # fmt: skip
+    checks = [
+        node
+        for node in body
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Attribute)
+        and node.value.func.attr.startswith("check_")
+    ]
     if len(checks) == len(body):
         return source, ""
     taken = {line for node in checks for line in range(node.lineno, node.end_lineno + 1)}
@@ -65,8 +70,10 @@ def kernel_source(cell, cell_marks: dict) -> str:
     if not others:
         return ""
     todo = cell_marks["check"]
-    return (f"try:\n{textwrap.indent(others, '    ')}\nfinally:  # Grader: the judge's values.\n"
-            f"    globals().update(_grader_references.pop({todo}, {{}}))")  # fmt: skip
+    return (
+        f"try:\n{textwrap.indent(others, '    ')}\nfinally:  # Grader: the judge's values.\n"
+        f"    globals().update(_grader_references.pop({todo}, {{}}))"
+    )
 
 
 def _loads(source: str) -> set[str]:
@@ -118,9 +125,16 @@ def plan(lab: nbformat.NotebookNode, literals: str, references: dict | None = No
             checks, others = split_check_cell(cell.source)
             steps.append({"kind": "check", "todo": todo, "source": checks})
             if others:  # Run whatever the check says, as in the kernel (see above).
-                steps.append({"kind": "code", "source": others, "needed": False, "todo": todo,
-                              "reference": references.get(todo, ""),
-                              "binds": sorted(_stores(others))})  # fmt: skip
+                steps.append(
+                    {
+                        "kind": "code",
+                        "source": others,
+                        "needed": False,
+                        "todo": todo,
+                        "reference": references.get(todo, ""),
+                        "binds": sorted(_stores(others)),
+                    }
+                )
         else:
             defines = _defines_functions(cell.source)
             steps.append({"kind": "code", "source": cell.source, "needed": defines})

@@ -38,8 +38,9 @@ def fixed_limits(options: Options, disk_gb: float | None = None) -> Limits | Non
     cell = options.cell_timeout or 300
     total = options.timeout or 1200
     disk, disk_why = disk_limits(None, disk_gb)
-    why = (f"--cell-timeout {cell:g} s per cell, --timeout {total:g} s per submission; "
-           f"disk {disk_why}")  # fmt: skip
+    why = (
+        f"--cell-timeout {cell:g} s per cell, --timeout {total:g} s per submission; disk {disk_why}"
+    )
     return Limits(cells={}, added=cell, total=total, why=why, disk=disk)
 
 

@@ -24,9 +24,15 @@ def _solution_cells(path: Path, modified: float) -> tuple[dict, dict]:
     """({todo: the lab's stub}, {todo: the solution's cell}) of a lesson source as built now."""
     with model.PARSE_LOCK:  # The build parses with ast, as the grader's threads do.
         lab, solution = build.split_variants(path)
-    cells = lambda notebook: {marks(c)["todo"]: c.source for c in notebook.cells  # noqa: E731
-                              if c.cell_type == "code" and "todo" in marks(c)}  # fmt: skip
-    return cells(lab), cells(solution)
+    return _todo_cells(lab), _todo_cells(solution)
+
+
+def _todo_cells(notebook: nbformat.NotebookNode) -> dict[int, str]:
+    return {
+        marks(c)["todo"]: c.source
+        for c in notebook.cells
+        if c.cell_type == "code" and "todo" in marks(c)
+    }
 
 
 def reference_cells(lab: nbformat.NotebookNode) -> dict[int, str]:
@@ -37,6 +43,9 @@ def reference_cells(lab: nbformat.NotebookNode) -> dict[int, str]:
     if not source or not path.is_file():
         return {}
     stubs, solution = _solution_cells(path, path.stat().st_mtime)
-    ours = {marks(c)["todo"]: c.source for c in lab.cells
-            if c.cell_type == "code" and "todo" in marks(c)}  # fmt: skip
+    ours = {
+        marks(c)["todo"]: c.source
+        for c in lab.cells
+        if c.cell_type == "code" and "todo" in marks(c)
+    }
     return solution if ours == stubs else {}

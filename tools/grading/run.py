@@ -37,8 +37,12 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     env = prepare_work(work, options.cache)
     data_folders = [options.cache] if options.cache is not None else []
     read_only = [REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix), *data_folders]
-    job = {"socket": sealed.SOCKET_NAME, "seconds": limits.total, "plan": judge_plan,
-           "read_only": data_folders}  # fmt: skip
+    job = {
+        "socket": sealed.SOCKET_NAME,
+        "seconds": limits.total,
+        "plan": judge_plan,
+        "read_only": data_folders,
+    }
     judge, key, own = sealed.start_judge(job, work, options, disk)
     judge_output = JudgeOutput(judge, key)
     kernel = grade_kernel.SandboxedKernel(

@@ -98,14 +98,17 @@ def start_judge(job: dict, work: Path, options, disk: DiskLimits) -> tuple:
         f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); "
         "from tools.grading import judge; sys.exit(judge.main())"
     )
-    command = sandbox.with_memory_limit([sys.executable, "-I", "-c", start],
-                                        int(options.memory_gb * 2**30),
-                                        file_bytes=disk.work_bytes)  # fmt: skip
+    command = sandbox.with_memory_limit(
+        [sys.executable, "-I", "-c", start],
+        int(options.memory_gb * 2**30),
+        file_bytes=disk.work_bytes,
+    )
     if options.bwrap:
         read_only = [REPO_ROOT / "utils", REPO_ROOT / "tools", Path(sys.prefix),
                      Path(sys.base_prefix), work, *job.pop("read_only")]  # fmt: skip
-        command = sandbox.bwrap_command(options.bwrap, command, work=own, env=env,
-                                        read_only=read_only, tmp_bytes=disk.tmp_bytes)  # fmt: skip
+        command = sandbox.bwrap_command(
+            options.bwrap, command, work=own, env=env, read_only=read_only, tmp_bytes=disk.tmp_bytes
+        )
     else:
         job.pop("read_only")
     process = subprocess.Popen(

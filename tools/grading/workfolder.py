@@ -38,10 +38,11 @@ def disk_limits(written: dict | None, disk_gb: float | None = None) -> tuple[Dis
         max(TMP_FLOOR, DISK_MULTIPLE * written.get("tmp", 0)),
         max(WORK_FLOOR, DISK_MULTIPLE * written.get("work", 0)),
     )
-    how = (f"{DISK_MULTIPLE}x what its solution wrote, at least" if written
-           else "not measured:")  # fmt: skip
-    why = (f"{how} {gigabytes(TMP_FLOOR)} in /tmp and {gigabytes(WORK_FLOOR)} in the work "
-           f"folder: {gigabytes(limits.tmp_bytes)} and {gigabytes(limits.work_bytes)}")  # fmt: skip
+    how = f"{DISK_MULTIPLE}x what its solution wrote, at least" if written else "not measured:"
+    why = (
+        f"{how} {gigabytes(TMP_FLOOR)} in /tmp and {gigabytes(WORK_FLOOR)} in the work "
+        f"folder: {gigabytes(limits.tmp_bytes)} and {gigabytes(limits.work_bytes)}"
+    )
     return limits, why
 
 

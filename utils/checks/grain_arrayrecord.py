@@ -244,9 +244,13 @@ def _batch_after(loader, state: dict, todo: int):
         iterator.set_state(state)
         return next(iterator)
     except (*CHECK_ERRORS, IndexError) as error:
-        fail(todo, "state", "expected the dict iterator.get_state() returns; found one that a "
-             f"fresh iterator of loader cannot restore ({type(error).__name__}: "
-             f"{first_line(error)}). Take state = iterator.get_state().")  # fmt: skip
+        fail(
+            todo,
+            "state",
+            "expected the dict iterator.get_state() returns; found one that a "
+            f"fresh iterator of loader cannot restore ({type(error).__name__}: "
+            f"{first_line(error)}). Take state = iterator.get_state().",
+        )
     finally:
         getattr(iterator, "close", lambda: None)()
 
@@ -289,32 +293,56 @@ def check_resumed(
         fail(todo, "state", f"expected the dict iterator.get_state() returns; found a "
              f"{type(state).__name__}.")  # fmt: skip
     if not state:
-        fail(todo, "state", "expected the dict iterator.get_state() returns, saved after two "
-             "batches; found an empty dict, which restores nothing. Take state = "
-             "iterator.get_state().")  # fmt: skip
+        fail(
+            todo,
+            "state",
+            "expected the dict iterator.get_state() returns, saved after two "
+            "batches; found an empty dict, which restores nothing. Take state = "
+            "iterator.get_state().",
+        )
     for value, what in ((next_batch, "next_batch"), (resumed_batch, name)):
         if not _is_batch(value):
-            fail(todo, what, "expected a batch (images, labels), as next() on an iterator of "
-                 f"loader gives; found {describe(value)}.")  # fmt: skip
+            fail(
+                todo,
+                what,
+                "expected a batch (images, labels), as next() on an iterator of "
+                f"loader gives; found {describe(value)}.",
+            )
     if resumed_batch is next_batch or _shares_arrays(resumed_batch, next_batch):
         fail(todo, name, "expected the first batch of `resumed`, a fresh iterator after "
              "resumed.set_state(state); found next_batch itself (the same arrays), which "
              "shows nothing restored. Take resumed_batch = next(resumed).")  # fmt: skip
     expected = _batch_after(loader, state, todo)
     if _same(expected, first_batch):
-        fail(todo, "state", "expected the state after two batches of iterator; found a fresh "
-             "iterator's (restored, it gives the loader's first batch). Take state = "
-             "iterator.get_state() after first_batch and second_batch.")  # fmt: skip
+        fail(
+            todo,
+            "state",
+            "expected the state after two batches of iterator; found a fresh "
+            "iterator's (restored, it gives the loader's first batch). Take state = "
+            "iterator.get_state() after first_batch and second_batch.",
+        )
     if not _same(resumed_batch, expected):
         if _same(resumed_batch, first_batch):
-            fail(todo, name, "expected the batch that followed the saved state; found the "
-                 "loader's first batch: the state was saved but not restored. Call "
-                 "resumed.set_state(state) before next(resumed).")  # fmt: skip
-        fail(todo, name, "expected the batch a fresh iterator of loader gives after "
-             "set_state(state); found another batch. Take resumed_batch = next(resumed) "
-             "right after resumed.set_state(state).")  # fmt: skip
+            fail(
+                todo,
+                name,
+                "expected the batch that followed the saved state; found the "
+                "loader's first batch: the state was saved but not restored. Call "
+                "resumed.set_state(state) before next(resumed).",
+            )
+        fail(
+            todo,
+            name,
+            "expected the batch a fresh iterator of loader gives after "
+            "set_state(state); found another batch. Take resumed_batch = next(resumed) "
+            "right after resumed.set_state(state).",
+        )
     if not _same(next_batch, expected):
-        fail(todo, "next_batch", "expected the batch that follows the saved state; found "
-             "another batch. Save the state with get_state() right before "
-             "next_batch = next(iterator).")  # fmt: skip
+        fail(
+            todo,
+            "next_batch",
+            "expected the batch that follows the saved state; found "
+            "another batch. Save the state with get_state() right before "
+            "next_batch = next(iterator).",
+        )
     passed(todo, "the resumed iterator gave the batch that followed the saved state.")

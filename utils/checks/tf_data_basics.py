@@ -65,14 +65,22 @@ def check_filenames(
              "Shuffle them: .shuffle(len(source.paths), seed=SEED).")  # fmt: skip
     buffer = _shuffle_buffer(filenames)
     if buffer is not None and 0 < buffer < min(expected_count, 1000):
-        fail(todo, "filenames", f"expected a shuffle over all {expected_count} paths; found "
-             f"a buffer of {buffer}. shuffle(n) draws each element from the next n only, so "
-             f"the first path out is always one of the first {buffer}: pass a buffer of "
-             "len(source.paths).")  # fmt: skip
+        fail(
+            todo,
+            "filenames",
+            f"expected a shuffle over all {expected_count} paths; found "
+            f"a buffer of {buffer}. shuffle(n) draws each element from the next n only, so "
+            f"the first path out is always one of the first {buffer}: pass a buffer of "
+            "len(source.paths).",
+        )
     if paths == list(filenames.as_numpy_iterator()) and len(paths) > 2:
-        fail(todo, "filenames", "expected a new order on each pass (each epoch); found the same "
-             "order twice: shuffle(..., reshuffle_each_iteration=False) keeps the first pass's "
-             "order. Leave reshuffle_each_iteration at its default.")  # fmt: skip
+        fail(
+            todo,
+            "filenames",
+            "expected a new order on each pass (each epoch); found the same "
+            "order twice: shuffle(..., reshuffle_each_iteration=False) keeps the first pass's "
+            "order. Leave reshuffle_each_iteration at its default.",
+        )
     if _shuffled_without_seed(filenames):
         fail(todo, "filenames", "expected the order drawn from a seed; found shuffle() "
              "without one. Each run of the notebook then reads the files in another order, so "
@@ -83,8 +91,11 @@ def check_filenames(
 
 def _shuffle_buffer(dataset: tf.data.Dataset) -> int | None:
     """The buffer size of the last shuffle in `dataset`'s graph; None if none is read."""
-    sizes = [step.constants[1] for step in dataset_steps(dataset) or []
-             if step.op.startswith("ShuffleDataset") and len(step.constants) >= 2]  # fmt: skip
+    sizes = [
+        step.constants[1]
+        for step in dataset_steps(dataset) or []
+        if step.op.startswith("ShuffleDataset") and len(step.constants) >= 2
+    ]
     return sizes[-1] if sizes else None
 
 

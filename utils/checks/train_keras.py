@@ -245,18 +245,34 @@ def check_training_dataset(
     first, second = keys[:num_images], keys[num_images : 2 * num_images]
     small_buffer = _small_shuffle_buffer(dataset, batch_size)
     if [key for key, _ in second] == [key for key, _ in first]:
-        fail(todo, name, "expected each epoch in a new order; the second epoch repeats the "
-             "first one's. " + (small_buffer or "shuffle() after cache(): a cache after the "
-             "shuffle replays the first epoch's order."))  # fmt: skip
+        fail(
+            todo,
+            name,
+            "expected each epoch in a new order; the second epoch repeats the "
+            "first one's. "
+            + (
+                small_buffer
+                or "shuffle() after cache(): a cache after the "
+                "shuffle replays the first epoch's order."
+            ),
+        )
     per_epoch = num_images // batch_size
     repeated = _repeated_pairs(batches, per_epoch)
     if per_epoch >= MIN_BATCHES_TO_TELL and repeated > MAX_REPEATED_PAIRS:
-        fail(todo, name, f"expected new batches in each epoch; {repeated:.0%} of the pairs of "
-             "images that shared a batch in the first epoch share one again in the second. "
-             + (small_buffer or "shuffle() before batch(): shuffled after it, the same images "
-             "stay batched together in every epoch, in another order.") + " On a TPU as "
-             "anywhere, the steps then repeat the same gradients and the model generalizes "
-             "less from the same number of steps.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected new batches in each epoch; {repeated:.0%} of the pairs of "
+            "images that shared a batch in the first epoch share one again in the second. "
+            + (
+                small_buffer
+                or "shuffle() before batch(): shuffled after it, the same images "
+                "stay batched together in every epoch, in another order."
+            )
+            + " On a TPU as "
+            "anywhere, the steps then repeat the same gradients and the model generalizes "
+            "less from the same number of steps.",
+        )
     orientation = dict(first)
     seen_again = [(key, flipped) for key, flipped in second if key in orientation]
     if seen_again and all(orientation[key] == flipped for key, flipped in seen_again):
@@ -275,9 +291,14 @@ def check_training_dataset(
 def _small_shuffle_buffer(dataset, batch_size: int) -> str:
     """The hint for a shuffle whose buffer (read from the graph) is at most a batch: its
     images are drawn from their next few neighbours only. "" for none (or no graph)."""
-    buffers = [step.constants[1] for step in dataset_steps(dataset) or []
-               if step.op.startswith("ShuffleDataset") and len(step.constants) > 1
-               and isinstance(step.constants[1], int) and step.constants[1] > 0]  # fmt: skip
+    buffers = [
+        step.constants[1]
+        for step in dataset_steps(dataset) or []
+        if step.op.startswith("ShuffleDataset")
+        and len(step.constants) > 1
+        and isinstance(step.constants[1], int)
+        and step.constants[1] > 0
+    ]
     if not buffers or min(buffers) > batch_size:
         return ""
     size = min(buffers)
@@ -286,8 +307,10 @@ def _small_shuffle_buffer(dataset, batch_size: int) -> str:
         if size == 1
         else f"draws each image from the next {size} only (a batch holds {batch_size})"
     )
-    return (f"The shuffle buffer is {size}: shuffle({size}) {drawn}. Shuffle with a buffer "
-            "of thousands: shuffle(2048, seed=SEED).")  # fmt: skip
+    return (
+        f"The shuffle buffer is {size}: shuffle({size}) {drawn}. Shuffle with a buffer "
+        "of thousands: shuffle(2048, seed=SEED)."
+    )
 
 
 def _check_batches(dataset, todo: int, name: str, sizes: tuple) -> None:

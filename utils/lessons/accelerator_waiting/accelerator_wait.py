@@ -57,17 +57,19 @@ def describe_stand_in(images_per_second: float, *, batch_size: int) -> str:
         print(accelerator_wait.describe_stand_in(2120, batch_size=16))
     """
     step_ms = 1000 * batch_size / images_per_second
-    return "\n".join([
-        f"SIMULATED accelerator: {images_per_second:,.0f} images/s, a step of {batch_size} "
-        f"images takes {step_ms:.1f} ms (a sleep).",
-        f"Its default rate: a TPU v5e chip training ResNet-50 on 192 px images, estimated: "
-        f"{A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 (NVIDIA, PyTorch, mixed "
-        f"precision, 224 px) x {V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 "
-        f"TFLOPs x (224/192)^2 pixels = {STAND_IN_IMAGES_PER_SECOND:,.0f}.",
-        "Assumed: both chips reach the same share of their peak on ResNet-50; a step costs "
-        "in proportion to the pixels; the step takes no CPU from the feed (a TPU computes "
-        "on its own chip; here, a sleep).",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"SIMULATED accelerator: {images_per_second:,.0f} images/s, a step of {batch_size} "
+            f"images takes {step_ms:.1f} ms (a sleep).",
+            f"Its default rate: a TPU v5e chip training ResNet-50 on 192 px images, estimated: "
+            f"{A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 (NVIDIA, PyTorch, mixed "
+            f"precision, 224 px) x {V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 "
+            f"TFLOPs x (224/192)^2 pixels = {STAND_IN_IMAGES_PER_SECOND:,.0f}.",
+            "Assumed: both chips reach the same share of their peak on ResNet-50; a step costs "
+            "in proportion to the pixels; the step takes no CPU from the feed (a TPU computes "
+            "on its own chip; here, a sleep).",
+        ]
+    )
 
 
 @dataclasses.dataclass(frozen=True)
