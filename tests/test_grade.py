@@ -146,6 +146,18 @@ needs_bwrap = pytest.mark.skipif(
 )
 
 
+def grade_with_fixed_limits(folder, output) -> tuple[int, dict, str]:
+    """Grades `folder` into `output` with fixed limits (measuring them would run each lesson's
+    solution once more); returns (exit status, grades.csv's rows by submission, scores.md)."""
+    status = grade.main(
+        [str(folder), "--output-dir", str(output), "-j", "2"]
+        + ["--cell-timeout", "400", "--timeout", "900"]
+    )
+    with open(output / "grades.csv") as file:
+        rows = {row["submission"]: row for row in csv.DictReader(file)}
+    return status, rows, (output / "scores.md").read_text()
+
+
 # Attack 1: the shipped solution, opened from the checkout and executed.
 FROM_SOLUTIONS = """import json
 _cells = json.load(open({path!r}))["cells"]

@@ -7,15 +7,19 @@ it fails on its idle time) and one batch repeated (it fails on its batches). The
 """
 
 import copy
-import csv
 
 import nbformat
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.test_grade import KERNEL_FORGER, _cell_index, _set_todo, needs_bwrap
+from tests.test_grade import (
+    KERNEL_FORGER,
+    _cell_index,
+    _set_todo,
+    grade_with_fixed_limits,
+    needs_bwrap,
+)
 from tools import build_notebooks as build
-from tools import grade
 
 LAB5 = "05_accelerator_waiting"
 WRONG_FEEDS = {
@@ -35,22 +39,7 @@ def graded(tmp_path_factory):
     for name, source in WRONG_FEEDS.items():
         nbformat.write(_set_todo(solution, 2, source), folder / name)
     output = tmp_path_factory.mktemp("grades")
-    status = grade.main(
-        [
-            str(folder),
-            "--output-dir",
-            str(output),
-            "-j",
-            "2",
-            "--cell-timeout",
-            "400",
-            "--timeout",
-            "900",
-        ]
-    )
-    with open(output / "grades.csv") as file:
-        rows = {row["submission"]: row for row in csv.DictReader(file)}
-    return status, rows, (output / "scores.md").read_text()
+    return grade_with_fixed_limits(folder, output)
 
 
 @needs_bwrap

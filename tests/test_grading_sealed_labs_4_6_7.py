@@ -8,7 +8,6 @@ solution and of a blank lab that rewrites its kernel's replies and fakes `utils.
 """
 
 import copy
-import csv
 import shutil
 import tempfile
 import types
@@ -21,9 +20,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from tests.test_grade import KERNEL_FORGER, needs_bwrap
+from tests.test_grade import KERNEL_FORGER, grade_with_fixed_limits, needs_bwrap
 from tools import build_notebooks as build
-from tools import grade
 from tools.grading import judge, judge_plan, remote, remote_keras, remote_objects, sealed, wire
 from tools.grading.graphs import NotSealable
 from tools.grading.model import KEY, marks
@@ -277,11 +275,7 @@ def graded(tmp_path_factory):
         cell.source = stub if marks(cell).get("todo") == 1 else cell.source
     nbformat.write(solution, folder / "undone1_04.ipynb")
     output = tmp_path_factory.mktemp("grades")
-    status = grade.main([str(folder), "--output-dir", str(output), "-j", "2",
-                         "--cell-timeout", "400", "--timeout", "900"])  # fmt: skip
-    with open(output / "grades.csv") as file:
-        rows = {row["submission"]: row for row in csv.DictReader(file)}
-    return status, rows, (output / "scores.md").read_text()
+    return grade_with_fixed_limits(folder, output)
 
 
 @needs_bwrap
