@@ -97,7 +97,7 @@ def _what_is_missing(feed: tf.data.Dataset) -> str:
     ops = dataset_ops(feed) or []
     parallel = any(op.startswith(("ParallelMap", "MapAndBatch")) for op in ops)
     if not parallel:
-        return "Decode in parallel: `map(decode_one, num_parallel_calls=tf.data.AUTOTUNE)`."
+        return "Decode in parallel: `map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)`."
     if not ops or not ops[-1].startswith("Prefetch"):
         return "Make the next batches while the step runs: `prefetch(tf.data.AUTOTUNE)` last."
     return "Decode in parallel before the batch, and prefetch last."
@@ -155,8 +155,8 @@ def check_feed_keeps_up(
             todo,
             name,
             "expected new batches from the shards; found the same batch again (an input "
-            "that costs nothing, as TODO 1's). Build the feed from `serialized` and "
-            "`decode_one()`.",
+            "that costs nothing, as TODO 1's). Build the feed from "
+            "`read_shards(shard_names)` and `read_tfrecord`.",
         )
     try:
         steps = dict(batch_size=1, num_steps=8, num_warmup_steps=4)

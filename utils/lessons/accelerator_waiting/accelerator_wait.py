@@ -1,14 +1,16 @@
 """A stand-in accelerator whose steps are sleeps, and how long it waits for its batches.
 
 Lesson 5's question: does the feed keep up with the training step? The stand-in
-(`SimulatedAccelerator`) records, per step, how long it waited for its batch; the lesson's
-feeds are timed feeding it (`comparison.measure_in_turns`), and `plot_step_timelines`
-draws the waits.
+(`SimulatedAccelerator`) records, per step, how long it waited for its batch;
+`SimulatedAccelerator.compare` times the lesson's feeds feeding it, in turns, and judges
+each against the first; `plot_step_timelines` draws the waits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -39,37 +41,6 @@ STAND_IN_IMAGES_PER_SECOND = (
     / A100_PEAK_BF16_TFLOPS
     * (224 / 192) ** 2
 )
-
-
-def describe_stand_in(images_per_second: float, *, batch_size: int) -> str:
-    """Says what the stand-in accelerator takes per step, where its default rate comes from,
-    and what that estimate assumes.
-
-    Args:
-        images_per_second: the stand-in's rate (the lesson's `STAND_IN_IMAGES_PER_SECOND`).
-        batch_size: images per step.
-
-    Returns:
-        Three lines: the step time; `STAND_IN_IMAGES_PER_SECOND`'s derivation; its
-        assumptions.
-
-    Example:
-        print(accelerator_wait.describe_stand_in(2120, batch_size=16))
-    """
-    step_ms = 1000 * batch_size / images_per_second
-    return "\n".join(
-        [
-            f"SIMULATED accelerator: {images_per_second:,.0f} images/s, a step of {batch_size} "
-            f"images takes {step_ms:.1f} ms (a sleep).",
-            f"Its default rate: a TPU v5e chip training ResNet-50 on 192 px images, estimated: "
-            f"{A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 (NVIDIA, PyTorch, mixed "
-            f"precision, 224 px) x {V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 "
-            f"TFLOPs x (224/192)^2 pixels = {STAND_IN_IMAGES_PER_SECOND:,.0f}.",
-            "Assumed: both chips reach the same share of their peak on ResNet-50; a step costs "
-            "in proportion to the pixels; the step takes no CPU from the feed (a TPU computes "
-            "on its own chip; here, a sleep).",
-        ]
-    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,8 +86,9 @@ class SimulatedAccelerator:
 
     Example:
         stand_in = accelerator_wait.SimulatedAccelerator(images_per_second=2120,
-                                                         batch_size=32, num_steps=32)
-        runs = comparison.measure_in_turns(stand_in.candidates({"naive": naive}), repeats=5)
+                                                         batch_size=16, num_steps=32)
+        print(stand_in.describe())
+        lines = stand_in.compare({"from memory": in_memory, "naive": naive}, repeats=5)
     """
 
     def __init__(
@@ -201,18 +173,78 @@ class SimulatedAccelerator:
             for label, timelines in self.timelines.items()
         }
 
-    def describe_idle(self) -> list[str]:
-        """Says, for each label, how long a step waited for its batch: median and range.
+    def describe(self) -> str:
+        """Says what a step takes, where the default rate comes from and what it assumes.
 
         Returns:
-            One line per label: `label: idle <median> ms per step (<min>-<max>, N runs),
-            against a step of <step> ms`.
+            Two lines: the rate and the step; `STAND_IN_IMAGES_PER_SECOND`'s derivation
+            and its assumptions.
         """
-        return [
-            f"{idle.summary('.1f')} ms idle per step, against a step of "
-            f"{1000 * self.step_seconds:.1f} ms"
-            for idle in self.idle_runs().values()
-        ]
+        return "\n".join(
+            [
+                f"SIMULATED accelerator: {self.images_per_second:,.0f} images/s; a step of "
+                f"{self.batch_size} images is a {1000 * self.step_seconds:.1f} ms sleep, which "
+                "leaves the CPU to the feed (a TPU computes on its own chip).",
+                "Its default rate, a TPU v5e chip training ResNet-50 on 192 px images, is "
+                f"estimated: {A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 (NVIDIA, "
+                f"224 px) x {V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 TFLOPs x "
+                f"(224/192)^2 pixels = {STAND_IN_IMAGES_PER_SECOND:,.0f}, if both chips reach "
+                "the same share of their peak and a step costs in proportion to its pixels.",
+            ]
+        )
+
+    def at_speed(self, factor: float) -> SimulatedAccelerator:
+        """Returns a stand-in like this one, its rate `factor` times this one's."""
+        return SimulatedAccelerator(
+            images_per_second=factor * self.images_per_second,
+            batch_size=self.batch_size,
+            num_steps=self.num_steps,
+            num_warmup_steps=self.num_warmup_steps,
+        )
+
+    def compare(self, feeds: dict[str, tf.data.Dataset], *, repeats: int) -> list[str]:
+        """Feeds the stand-in from each dataset, `repeats` rounds in turns, and judges each
+        against the first (`comparison.measure_in_turns`, `comparison.verdict`).
+
+        Args:
+            feeds: label -> endless batches; the first is the baseline (from memory).
+            repeats: rounds.
+
+        Returns:
+            One line per feed after the first: `label: <median> images/s (<range> over N
+            rounds), <ratio>x <baseline>'s <median> (<range>); idle <ms> ms per <ms> ms
+            step, <baseline> <ms>: <verdict>.` The verdict is "beyond the noise", "small but
+            consistent", "not resolved in N rounds", or "not judged" with the cores other
+            processes kept busy.
+
+        Example:
+            lines = stand_in.compare({"from memory": in_memory, "naive": naive}, repeats=5)
+        """
+        with contextlib.redirect_stdout(io.StringIO()):  # The lines below say it once.
+            runs = comparison.measure_in_turns(self.candidates(feeds), repeats=repeats)
+        idle = self.idle_runs()
+        (base, *labels) = feeds
+        lines = []
+        for label in labels:
+            fed, baseline = runs[label], runs[base]
+            said = comparison.verdict(
+                fed,
+                baseline,
+                faster=f"faster than {base}",
+                slower="the accelerator waits",
+            )
+            lines.append(
+                f"{label}: {fed.median:,.0f} images/s ({fed.minimum:,.0f}-{fed.maximum:,.0f} "
+                f"over {fed.num_runs} rounds), {fed.median / baseline.median:.2f}x {base}'s "
+                f"{baseline.median:,.0f} ({baseline.minimum:,.0f}-{baseline.maximum:,.0f}); "
+                f"idle {idle[label].median:.1f} ms per {1000 * self.step_seconds:.1f} ms step, "
+                f"{base} {idle[base].median:.1f}: {said}."
+            )
+        return lines
+
+    def plot_last_runs(self) -> Figure:
+        """Draws the last run of each label (`plot_step_timelines`), one row each."""
+        return plot_step_timelines([runs[-1] for runs in self.timelines.values()])
 
 
 def plot_step_timelines(timelines: Sequence[StepTimeline]) -> Figure:
