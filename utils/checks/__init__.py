@@ -41,8 +41,6 @@ LESSON_OF_CHECK = {
     "check_scaling": "train_keras",
     "check_training_dataset": "train_keras",
     "check_ceiling_dataset": "where_the_time_goes",
-    "check_recompress": "write_tfrecords",
-    "check_resize_and_crop": "write_tfrecords",
     "check_to_example": "write_tfrecords",
     "check_write_shard": "write_tfrecords",
 }

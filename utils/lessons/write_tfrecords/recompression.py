@@ -1,20 +1,170 @@
-"""Measures what recompressing JPEGs buys: fewer bytes, faster decoding, at what quality.
+"""What resizing and recompressing lab 2's images buy: fewer bytes, faster decoding, at what cost.
 
-Lab 2 recompresses the resized images with the learner's own `recompress` function (its
-sample is drawn from every class by `utils.sampling`); the functions here time decoding the
-results (in turns, with `comparison.measure_in_turns`), encode at several JPEG qualities and
-measure the PSNR.
+`show_resized` shows a few images before and after the lab's `resize_and_crop`;
+`measure_recompression` runs the lab's own `resize_and_crop` and `recompress` on a sample
+drawn from every class (`utils.sampling`), times decoding in turns
+(`comparison.measure_in_turns`), and measures the bytes and the PSNR at several JPEG
+qualities. The other functions are its steps.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
-from utils import timing
+from utils import charts, comparison, display, sampling, timing
+from utils.lab import conversion, readable_images, sources
+
+# The JPEG qualities drawn in the trade-off plot; the lab's own quality is added if missing.
+QUALITIES = (50, 70, 80, 90, 95)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecompressionResult:
+    """What `measure_recompression` found on its sample.
+
+    Attributes:
+        num_images: images in the sample.
+        quality: the lab's JPEG quality.
+        original_bytes: mean bytes per image as stored in the source.
+        same_size_bytes: mean bytes per image recompressed at `quality` without resizing.
+        resized_bytes: mean bytes per image resized and recompressed at `quality`.
+        psnr_db: the PSNR of the resized images recompressed at `quality`, in dB.
+        decode_runs: images/s decoding the originals ("originals") and the resized images
+            at each quality ("resized, quality 90"), measured in turns.
+        decode_verdict: the line comparing the resized images at `quality` with the
+            originals (`comparison.describe_difference`).
+    """
+
+    num_images: int
+    quality: int
+    original_bytes: float
+    same_size_bytes: float
+    resized_bytes: float
+    psnr_db: float
+    decode_runs: dict[str, comparison.RepeatedResult]
+    decode_verdict: str
+
+
+def show_resized(
+    source: sources.ImageSource, resize_and_crop: Callable, *, target_size: int, num_images: int = 8
+):
+    """Prints the sizes of images from across `source`, then shows them resized and cropped.
+
+    A file that does not decode is skipped and listed (`readable_images.readable_sample`).
+
+    Args:
+        source: the lab's image source.
+        resize_and_crop: `resize_and_crop(image, target_size)`, the lab's function.
+        target_size: the side of the square images, in pixels.
+        num_images: how many images to show.
+
+    Returns:
+        The matplotlib Figure (`display.show_images`).
+
+    Example:
+        recompression.show_resized(source, resize_and_crop, target_size=192)
+    """
+    paths = conversion.source_paths(source)
+    spread = paths[:: max(1, len(paths) // num_images)]
+    shown_paths, images, _ = readable_images.readable_sample(spread + paths, num_images)
+    print(f"Sizes of {len(images)} images (height, width):", [i.shape[:2] for i in images])
+    labels = [source.class_names.index(Path(path).parent.name) for path in shown_paths]
+    squares = np.stack([resize_and_crop(image, target_size).numpy() for image in images])
+    resized = tf.data.Dataset.from_tensor_slices((squares, labels))
+    return display.show_images(
+        resized, class_names=source.class_names, num_images=len(images), num_columns=4
+    )
+
+
+def measure_recompression(
+    source: sources.ImageSource,
+    resize_and_crop: Callable,
+    recompress: Callable,
+    *,
+    target_size: int,
+    quality: int,
+    num_sample: int,
+    num_timed_images: int,
+    repeats: int,
+) -> RecompressionResult:
+    """Measures, on a sample from every class, what resizing and recompressing buy and cost.
+
+    Prints the sample's classes; the bytes per image of the originals, of the originals
+    recompressed at their own size, and of the images resized and recompressed; their
+    PSNR; and whether the resized images decode faster than the originals (decoding timed
+    in turns, on all cores). Draws bytes, decode speed and PSNR against the JPEG quality.
+
+    Args:
+        source: the lab's image source.
+        resize_and_crop: `resize_and_crop(image, target_size)`, the lab's function.
+        recompress: `recompress(image, quality)`, the lab's function.
+        target_size: the side of the square images, in pixels.
+        quality: the lab's JPEG quality.
+        num_sample: images in the sample (unreadable files skipped and listed).
+        num_timed_images: images decoded per timed run.
+        repeats: rounds of the decode timings.
+
+    Returns:
+        A `RecompressionResult`.
+
+    Example:
+        result = recompression.measure_recompression(source, resize_and_crop, recompress,
+            target_size=192, quality=90, num_sample=200, num_timed_images=2000, repeats=5)
+    """
+    every_class = sampling.paths_from_every_class(conversion.source_paths(source))
+    paths, _, _ = readable_images.readable_sample(every_class, num_sample)
+    per_class = [f"{name} {count}" for name, count in sampling.count_classes(paths).items()]
+    print(f"Sample: {len(paths)} images;", display.short_list(per_class))
+    original_jpegs = [tf.io.read_file(path).numpy() for path in paths]
+    originals = [tf.io.decode_jpeg(jpeg, channels=3) for jpeg in original_jpegs]
+    same_size = [recompress(image, quality).numpy() for image in originals]
+    resized = [resize_and_crop(image, target_size) for image in originals]
+    qualities = sorted({*QUALITIES, quality})
+    by_quality = encode_at_qualities(resized, recompress, qualities)
+    timers = {"originals": decode_timer(original_jpegs, num_images=num_timed_images)}
+    timers |= {
+        f"resized, quality {q}": decode_timer(jpegs, num_images=num_timed_images)
+        for q, jpegs in by_quality.items()
+    }
+    with contextlib.redirect_stdout(io.StringIO()):  # One line a run; the verdict says it.
+        runs = comparison.measure_in_turns(timers, repeats=repeats)
+    psnr_by_quality = [mean_psnr(resized, jpegs) for jpegs in by_quality.values()]
+    before, after = sampling.mean_bytes(original_jpegs), sampling.mean_bytes(by_quality[quality])
+    result = RecompressionResult(
+        num_images=len(paths),
+        quality=quality,
+        original_bytes=before,
+        same_size_bytes=sampling.mean_bytes(same_size),
+        resized_bytes=after,
+        psnr_db=psnr_by_quality[qualities.index(quality)],
+        decode_runs=runs,
+        decode_verdict=comparison.describe_difference(
+            [runs[f"resized, quality {quality}"], runs["originals"]], name="Decoding"
+        ),
+    )
+    print(
+        f"Bytes per image: originals {before:,.0f}; recompressed at their size "
+        f"{result.same_size_bytes:,.0f} ({display.describe_saving(before, result.same_size_bytes)}"
+        f"); resized to {target_size} px and recompressed {after:,.0f} "
+        f"({display.describe_saving(before, after)}), PSNR {result.psnr_db:.1f} dB at quality "
+        f"{quality}.\n{result.decode_verdict}"
+    )
+    charts.plot_quality_trade_off(
+        qualities,
+        [sampling.mean_bytes(jpegs) / 1e3 for jpegs in by_quality.values()],
+        [runs[f"resized, quality {q}"] for q in qualities],
+        reference=("originals", before / 1e3, runs["originals"].median),
+        psnr_db=psnr_by_quality,
+    )
+    return result
 
 
 def encode_at_qualities(
