@@ -3,6 +3,7 @@
 import dataclasses
 
 import pytest
+import tensorflow as tf
 
 from utils import comparison
 
@@ -88,8 +89,10 @@ def test_measure_in_turns_keeps_the_load_with_every_result():
     runs = comparison.measure_in_turns({"a": lambda: 1.0, "b": lambda: 2.0}, repeats=2)
     for result in runs.values():
         assert result.others_busy_cores >= 0 and result.num_cores >= 1
+    # The busier of the two is kept (a run this short measures the load it met, any value).
     share = comparison.ratio_in_turns(
-        runs["a"], dataclasses.replace(runs["b"], others_busy_cores=9)
+        dataclasses.replace(runs["a"], others_busy_cores=1),
+        dataclasses.replace(runs["b"], others_busy_cores=9),
     )
     assert share.others_busy_cores == 9 and share.values == (0.5, 0.5)
 
@@ -117,3 +120,49 @@ def test_describe_difference_in_three_words():
     )
     with pytest.raises(ValueError, match="at least two settings. Received: 1"):
         comparison.describe_difference([fast], name="reads")
+
+
+class _IdleWatch:
+    """Stands in for `machine_load.LoadWatch`: nothing else ran."""
+
+    other_cores, num_cores = 0.0, 2
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
+def test_compare_in_turns_judges_each_pipeline_against_the_one_before(monkeypatch, capsys):
+    rates = {10: iter([10.0, 12.0, 11.0]), 20: iter([50.0, 60.0, 55.0]), 30: iter([54, 57, 58])}
+    timed = []
+
+    def timer(dataset, *, num_images):
+        timed.append((list(dataset.as_numpy_iterator()), num_images))
+        return lambda: float(next(rates[num_images]))
+
+    monkeypatch.setattr(comparison.timing, "throughput_timer", timer)
+    monkeypatch.setattr(comparison.machine_load, "LoadWatch", _IdleWatch)
+    # A file that does not decode is skipped, not an error that stops the comparison.
+    failing = tf.data.Dataset.from_tensor_slices(["1", "x"]).map(tf.strings.to_number)
+    runs = comparison.compare_in_turns(
+        {"one": (failing, 10), "many": (failing, 20), "many, any order": (failing, 30)},
+        repeats=3,
+    )
+    assert timed == [([1.0], 10), ([1.0], 20), ([1.0], 30)]
+    assert [result.values for result in runs.values()] == [
+        (10.0, 12.0, 11.0),
+        (50.0, 60.0, 55.0),
+        (54.0, 57.0, 58.0),
+    ]
+    assert capsys.readouterr().out.splitlines() == [
+        "one: 11 (10-12, 3 runs) images/s, taken in turns",
+        "many: 55 (50-60, 3 runs) images/s, taken in turns",
+        "many, any order: 57 (54-58, 3 runs) images/s, taken in turns",
+        "many is 5.00x one (5.00-5.00x round by round): beyond the noise: faster.",
+        "many, any order is 1.05x many (0.95-1.08x round by round): not resolved in 3 rounds "
+        "(the ranges overlap).",
+    ]
+    with pytest.raises(ValueError, match=r"at least two. Received: \['one'\]"):
+        comparison.compare_in_turns({"one": (failing, 10)})

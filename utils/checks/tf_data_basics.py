@@ -1,7 +1,8 @@
-"""Checks for lab 1: listing, labelling, reading and decoding image files, in parallel."""
+"""Checks for lab 1: listing, reading and decoding image files, in parallel."""
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,8 +20,10 @@ from utils.checks._base import (
     passed,
     require_dataset,
 )
+from utils.lab import readable_images
 
 if TYPE_CHECKING:
+    from utils.lab.sources import ImageSource
     from utils.lab.storage import SimulatedStorage
 
 
@@ -110,71 +113,6 @@ def _shuffled_without_seed(dataset: tf.data.Dataset) -> bool:
     return bool(seeds) and all(seed == (0, 0) for seed in seeds)
 
 
-def _paths_of_every_class(sample_paths: Sequence[str], class_names: Sequence[str]) -> list[str]:
-    """`sample_paths`, plus one made-up path per class beside them (no file is needed)."""
-    root = str(sample_paths[0]).replace("\\", "/").rsplit("/", 2)[0] if sample_paths else "/data"
-    return [*sample_paths, *(f"{root}/{name}/{name}_0001.jpg" for name in class_names)]
-
-
-def check_label_from_path(
-    label_from_path: Callable, *, todo: int, sample_paths: Sequence[str], class_names: Sequence[str]
-) -> None:
-    """Checks that `label_from_path(path)` gives the index of the parent folder's name.
-
-    Besides `sample_paths`, it labels one path per class (the sample may miss some
-    classes), so that a label off by one or a constant label shows.
-
-    Args:
-        label_from_path: the learner's function, run eagerly once, then in `Dataset.map`.
-        todo: the TODO's number, named in every message.
-        sample_paths: image paths to label (files need not exist).
-        class_names: the class names, in label order.
-
-    Raises:
-        CheckFailed: naming the TODO and the path, when a label is missing, not one
-            integer, or not the index of the path's folder.
-
-    Example:
-        checks.check_label_from_path(label_from_path, todo=2, sample_paths=paths,
-                                     class_names=CLASSES)
-    """
-    __tracebackhide__ = True
-    name = "label_from_path"
-    expected = "an integer tensor: the index of the parent folder's name in the class names"
-    paths = _paths_of_every_class(list(sample_paths), class_names)
-    call_eagerly(label_from_path, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected)
-    try:
-        labels = tf.data.Dataset.from_tensor_slices(paths).map(label_from_path)
-        found = list(labels.as_numpy_iterator())
-    except CHECK_ERRORS as error:
-        fail(todo, name, f"expected {expected}, computed with TensorFlow ops (it runs inside "
-             f"Dataset.map); found an error: {first_line(error)}")  # fmt: skip
-    spec = labels.element_spec
-    if not isinstance(spec, tf.TensorSpec) or not (spec.dtype.is_integer or spec.dtype.is_bool):
-        found_kind = f"a {spec.dtype.name} tensor" if isinstance(spec, tf.TensorSpec) else spec
-        hint = ("the folder's name itself. Compare it with class_names and take tf.argmax() "
-                "of that" if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
-                else "tf.argmax() gives an integer; cast with tf.cast(..., tf.int32)")  # fmt: skip
-        fail(todo, name, f"expected {expected}; found {found_kind}: {hint}.")
-    shapes = sorted({np.shape(label) for label in found})
-    if shapes != [()]:
-        fail(todo, name, f"expected one number per path (shape ()); found shape {shapes[-1]}. "
-             "tf.argmax() of the comparison `class_names == folder` gives one number.")  # fmt: skip
-    wanted = [list(class_names).index(_folder_of(path)) for path in paths]
-    found = [int(label) for label in found]
-    if all(label == right + 1 for label, right in zip(found, wanted, strict=True)):
-        fail(todo, name,
-             f"expected labels {wanted[-len(class_names) :]} for the classes in order; found "
-             f"{found[-len(class_names) :]}, each one too high. Indices start at 0.")  # fmt: skip
-    for path, label, right in zip(paths, found, wanted, strict=True):
-        if label != right:
-            fail(todo, name,
-                 f"expected label {right} ({class_names[right]}) for {path}; found {label}. "
-                 "The label is the index of the parent folder's name in "
-                 "`source.class_names`.")  # fmt: skip
-    passed(todo, f"{len(sample_paths)} labels match their folders.")
-
-
 def _map_one(function: Callable, path: str, what: str, hint: str, *, todo, name, expected):
     """`function` mapped over a dataset of one path; an error names the file, `what`."""
     __tracebackhide__ = True
@@ -185,71 +123,99 @@ def _map_one(function: Callable, path: str, what: str, hint: str, *, todo, name,
              f"for {what}: {first_line(error)}{hint}")  # fmt: skip
 
 
+def _one_path_per_class(source: ImageSource, count: int) -> list[str]:
+    """The first `count` readable paths of `source`, taken from its classes in turn."""
+    by_class = [[p for p in source.paths if _folder_of(p) == name] for name in source.class_names]
+    in_turns = [path for paths in itertools.zip_longest(*by_class) for path in paths if path]
+    return readable_images.readable_sample(in_turns, count, verbose=False)[0]
+
+
 def check_read_and_decode(
-    read_and_decode: Callable,
-    *,
-    todo: int,
-    sample_paths: Sequence[str],
-    storage: SimulatedStorage,
-    class_names: Sequence[str],
+    read_and_decode: Callable, *, todo: int, storage: SimulatedStorage, source: ImageSource
 ) -> None:
     """Checks `read_and_decode(path) -> (image, label)`: uint8 RGB images read from `storage`.
 
-    Besides `sample_paths`, it decodes files it writes: grayscale and CMYK JPEGs and PNGs
-    (one transparent), of 1 or 4 channels without `channels=3`, whatever the learner's are.
+    It decodes 5 images of `source` (one per class, as far as the classes go) and files it
+    writes: grayscale and CMYK JPEGs and PNGs (one transparent), of 1 or 4 channels
+    without `channels=3`, whatever the learner's are.
 
     Args:
         read_and_decode: the learner's function, run eagerly once, then in `Dataset.map`.
         todo: the TODO's number, named in every message.
-        sample_paths: image files to decode, in class folders.
         storage: the storage the lab reads through (its requests are counted).
-        class_names: the class names, in label order.
+        source: the lab's images; a label is an index into its `class_names`.
 
     Raises:
         CheckFailed: naming the TODO and the file, when an image is not uint8
             (height, width, 3), a label is wrong, or the files bypass `storage`.
 
     Example:
-        checks.check_read_and_decode(read_and_decode, todo=3, sample_paths=paths,
-                                     storage=storage, class_names=CLASSES)
+        checks.check_read_and_decode(read_and_decode, todo=2, storage=storage, source=source)
     """
     __tracebackhide__ = True
     name = "read_and_decode"
     expected = "(image, label): a uint8 image of shape (height, width, 3) and its label"
     channels_hint = "Images may have 1 or 4 channels: decode with tf.io.decode_jpeg(image_bytes, "
     channels_hint += "channels=3)."
+    class_names = list(source.class_names)
+    sample_paths = _one_path_per_class(source, 5)
     with tempfile.TemporaryDirectory() as folder:
         traps = _samples.write_channel_traps(folder, class_names)
         described = {path: (path, "") for path in sample_paths}  # (what, hint) of each file.
-        described |= {path: (f"{what} the check wrote ({path})", " " + channels_hint)
-                      for path, what in traps}  # fmt: skip
+        described |= {
+            path: (f"{what} the check wrote ({path})", " " + channels_hint) for path, what in traps
+        }
         paths = list(described)
         storage.reset_counters()
-        call_eagerly(read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name,
-                     expected=expected)  # fmt: skip
+        call_eagerly(
+            read_and_decode, (tf.constant(paths[0]),), todo=todo, name=name, expected=expected
+        )
         found = []
         for path, (what, hint) in described.items():
-            pair = _map_one(read_and_decode, path, what, hint, todo=todo, name=name,
-                            expected=expected)  # fmt: skip
+            pair = _map_one(
+                read_and_decode, path, what, hint, todo=todo, name=name, expected=expected
+            )
             if not isinstance(pair, tuple) or len(pair) != 2:
                 fail(todo, name, f"expected {expected}; found {type(pair).__name__} for {what}.")
             image, label = pair
             if image.dtype != "uint8" or image.ndim != 3 or image.shape[-1] != 3:
-                fail(todo, name,
-                     f"expected a uint8 image of shape (height, width, 3); found {image.dtype} "
-                     f"of shape {tuple(image.shape)} for {what}. {channels_hint}")  # fmt: skip
-            right = list(class_names).index(_folder_of(path))
-            if np.shape(label) != () or int(label) != right:
-                fail(todo, name, f"expected label {right} for {path}; found {label}. Use TODO 2.")
+                fail(
+                    todo,
+                    name,
+                    f"expected a uint8 image of shape (height, width, 3); found {image.dtype} "
+                    f"of shape {tuple(image.shape)} for {what}. {channels_hint}",
+                )
+            right = class_names.index(_folder_of(path))
+            if np.shape(label) != () or not np.issubdtype(np.asarray(label).dtype, np.integer):
+                fail(
+                    todo,
+                    name,
+                    f"expected label {right} (an integer) for {path}; found {label!r}. The "
+                    "label is label_from_path(path).",
+                )
+            if int(label) != right:
+                fail(
+                    todo,
+                    name,
+                    f"expected label {right} for {path}; found {label}. The label is "
+                    "label_from_path(path).",
+                )
             found.append(image)
         num_requests = storage.num_requests
     if storage.simulated and num_requests < len(paths):
-        fail(todo, name, f"expected {len(paths)} reads from the simulated storage; found "
-             f"{num_requests}. Read with storage.read_file(path), not tf.io.read_file, "
-             "so that each image pays the storage latency.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected {len(paths)} reads from the simulated storage; found {num_requests}. "
+            "Read with simulated_storage.read_file(path), not tf.io.read_file, so that each "
+            "image pays the storage latency.",
+        )
     sizes = {tuple(image.shape) for image in found[: len(sample_paths)]}
-    passed(todo, f"{len(sample_paths)} images decoded to uint8 (height, width, 3); "
-           f"{len(sizes)} sizes. Grayscale, CMYK and PNG files too.")  # fmt: skip
+    passed(
+        todo,
+        f"{len(sample_paths)} images decoded to uint8 (height, width, 3); {len(sizes)} sizes. "
+        "Grayscale, CMYK and PNG files too.",
+    )
 
 
 def _check_parallel_settings(dataset: Any, todo: int, name: str, num_parallel_reads: int):
@@ -265,21 +231,39 @@ def _check_parallel_settings(dataset: Any, todo: int, name: str, num_parallel_re
     parallel = ("ParallelMapDataset", "ParallelInterleaveDataset")
     calls = [step.constants[-1] for step in steps or [] if step.op.startswith(parallel)]
     if steps is not None and not calls:
-        fail(todo, name, f"expected a map with num_parallel_calls={num_parallel_reads}; found "
-             "none: the images are read one at a time. Pass "
-             "num_parallel_calls=NUM_PARALLEL_READS.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected a map with num_parallel_calls={num_parallel_reads}; found none: the "
+            "images are read one at a time. Pass num_parallel_calls=NUM_PARALLEL_READS to map().",
+        )
     if calls and max(calls) == tf.data.AUTOTUNE:
-        fail(todo, name, f"expected num_parallel_calls={num_parallel_reads} "
-             "(NUM_PARALLEL_READS); found tf.data.AUTOTUNE, which sizes itself from this "
-             "machine's cores, so the reads in flight would change from one machine to the "
-             "next. Pass num_parallel_calls=NUM_PARALLEL_READS.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected num_parallel_calls={num_parallel_reads} (NUM_PARALLEL_READS); found "
+            "tf.data.AUTOTUNE, which sizes itself from this machine's cores, so the reads in "
+            "flight would change from one machine to the next. Pass "
+            "num_parallel_calls=NUM_PARALLEL_READS.",
+        )
+    if calls and max(calls) < wanted:
+        fail(
+            todo,
+            name,
+            f"expected num_parallel_calls={num_parallel_reads} (NUM_PARALLEL_READS); found "
+            f"{max(calls)}: at most {max(calls)} reads wait at once. Pass "
+            "num_parallel_calls=NUM_PARALLEL_READS.",
+        )
     threads = dataset.options().threading.private_threadpool_size
-    if calls and max(calls) >= wanted and (threads or 0) < wanted:
-        fail(todo, name, f"expected a thread pool of {num_parallel_reads} threads "
-             f"(options.threading.private_threadpool_size); found {threads or 'the default'}, "
-             "one thread per core, and a read that waits holds its thread. Apply "
-             "tf.data.Options() with threading.private_threadpool_size = NUM_PARALLEL_READS "
-             "using with_options().")  # fmt: skip
+    if calls and (threads or 0) < wanted:
+        fail(
+            todo,
+            name,
+            f"expected the map applied to `filenames`, which carries a pool of "
+            f"{num_parallel_reads} threads (the cell above the TODO); found "
+            f"{threads or 'the default pool'}, one thread per core, and a read that waits "
+            "holds its thread. Start from filenames.map(...).",
+        )
 
 
 def check_parallel_reading(
@@ -289,7 +273,7 @@ def check_parallel_reading(
 
     It reads `3 * num_parallel_reads` elements and asks the storage for the most
     requests it saw at once; at least half of `num_parallel_reads` passes. Without a
-    simulated latency there is nothing to overlap, and only the type is checked.
+    simulated latency there is nothing to overlap, and only the graph is checked.
 
     Args:
         dataset: what the TODO built; expected a `tf.data.Dataset` of (image, label).
@@ -298,10 +282,11 @@ def check_parallel_reading(
         num_parallel_reads: the reads the lab asks to keep in flight.
 
     Raises:
-        CheckFailed: naming the TODO, when it is not a dataset or fewer reads overlap.
+        CheckFailed: naming the TODO, when it is not a dataset, its map reads one image
+            at a time, `AUTOTUNE` or fewer at once, or fewer reads overlap.
 
     Example:
-        checks.check_parallel_reading(parallel, todo=4, storage=storage, num_parallel_reads=16)
+        checks.check_parallel_reading(parallel, todo=3, storage=storage, num_parallel_reads=16)
     """
     __tracebackhide__ = True
     name = "parallel"
@@ -309,8 +294,11 @@ def check_parallel_reading(
     require_dataset(dataset, todo, name, expected)
     _check_parallel_settings(dataset, todo, name, num_parallel_reads)
     if not storage.simulated or storage.latency_ms == 0:
-        passed(todo, "a parallel map with its own threads (reads in flight are only measured "
-                     "on simulated storage).")  # fmt: skip
+        passed(
+            todo,
+            "a parallel map with its own threads (reads in flight are only measured on "
+            "simulated storage).",
+        )
         return
     storage.reset_counters()
     # A file of the learner's folder that does not decode is not this TODO's concern.
@@ -318,9 +306,11 @@ def check_parallel_reading(
         pass
     wanted = max(2, num_parallel_reads // 2)
     if storage.max_in_flight < wanted:
-        threads = dataset.options().threading.private_threadpool_size
-        fail(todo, name, f"expected about {num_parallel_reads} reads in flight; found at most "
-             f"{storage.max_in_flight} (thread pool size: {threads or 'default, one per core'}). "
-             "Pass num_parallel_calls=NUM_PARALLEL_READS to map(), and give the pipeline as "
-             "many threads with options.threading.private_threadpool_size.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected about {num_parallel_reads} reads in flight; found at most "
+            f"{storage.max_in_flight}. Read with read_and_decode, which reads through "
+            "simulated_storage, in a map with num_parallel_calls=NUM_PARALLEL_READS.",
+        )
     passed(todo, f"reads overlap (at least {wanted} in flight).")
