@@ -8,96 +8,64 @@
 # %% [markdown]
 # # Lab 4 · Train a Keras model on TPU, GPU or CPU from the TFRecord pipeline
 #
-# **Goal:** train a Keras model from lab 3's shards, the same notebook on a TPU, GPUs or
-# the CPU, with a pipeline that serves every epoch from memory in a new order.
+# By the end you can train one Keras model on every device of a TPU, GPUs or the CPU, fed
+# by a pipeline that serves every epoch from memory in a new order.
+#
+# **On Colab's TPU:** choose *Runtime > Change runtime type > v5e-1 TPU*. Keras runs on
+# JAX there (the runtime has no TensorFlow); the set-up installs `tensorflow-cpu` for
+# `tf.data` only. A v5e-1 is one device: `DataParallel` puts the whole batch on it (a
+# v5e-8 splits it eight ways). The first epoch waits for XLA to compile the model; the
+# later ones take seconds.
 #
 # **You will:**
 #
-# 1. Scale the batch size and the learning rate with the number of replicas (TODO 1).
-# 2. Augment the images inside the pipeline (TODO 2).
-# 3. Build the training pipeline (TODO 3).
-# 4. Build and compile the model under the strategy (TODO 4).
+# 1. Put one copy of the model on every device (TODO 1).
+# 2. Build the training pipeline on your lab 3 reader (TODO 2).
 
 # %% tags=["parameters"]
-# The set-up reads BACKEND ("auto", "tensorflow" or "jax"), so the parameters come first.
 BACKEND = "auto"  # "auto": JAX on Colab's TPU runtime (it has no TensorFlow), else TensorFlow.
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
-NUM_IMAGES = 3670  # Size of the embedded dataset (ignored for other sources).
-TARGET_SIZE = 192  # Image size in the shards (lab 2's TARGET_SIZE).
-NUM_SHARDS = 16  # Shards (lab 2's NUM_SHARDS); written here if lab 2 did not.
-SHARDS_DIR = None  # None: where lab 2 wrote them; or the folder (or gs://) you wrote them to.
-DEVICE = "auto"  # "auto", or force "tpu", "gpu" or "cpu".
-IMAGE_SIZE = 96  # The model's input size: decoded at that size from TARGET_SIZE.
+NUM_IMAGES = 3670  # Size of the embedded dataset.
+TARGET_SIZE = 192  # Lab 2's TARGET_SIZE: the shards' image size.
+NUM_SHARDS = 16  # Lab 2's NUM_SHARDS; written here if lab 2 did not.
+SHARDS_DIR = None  # None: where lab 2 wrote them.
+NUM_PARALLEL_READS = 16  # Lab 3's NUM_PARALLEL_READS.
+IMAGE_SIZE = 96  # The model's input size.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
-BATCH_PER_REPLICA = 16  # Images per replica per step: a multiple of 8 (see TODO 1).
-TRAINING_IMAGES = 12_000  # How long to train: images seen in all, on any number of devices.
-CRITICAL_BATCH_SIZE = 48  # Steps are counted as if the global batch were at most this.
-EPOCHS = 6  # fit()'s epochs: how many times the training stops to evaluate.
-BASE_LEARNING_RATE = 0.002  # Peak learning rate for one replica.
-MAX_LEARNING_RATE = 0.008  # The scaled peak's cap (reached at 4 replicas).
-WARMUP_FRACTION = 0.1  # Share of the steps over which the learning rate rises from 0.
-STEPS_PER_EXECUTION = 16  # Training steps per call into the compiled function, at most.
-NUM_PARALLEL_READS = 16  # Shards read at once (lab 3's NUM_PARALLEL_READS).
+BATCH_PER_REPLICA = None  # Images per device per step; None: 128, or 16 on the CPU.
+TRAINING_IMAGES = 12_000  # Images the model learns from, in all.
+EPOCHS = 6  # Evaluations on the validation shards.
+STEPS_PER_EXECUTION = 16  # Training steps per call into the compiled step.
 SEED = 42
 
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell first: it finds the course's `utils` (beside `labs/` in a checkout) or
-# installs it, installs TensorFlow where it is missing, and says which backend Keras runs on.
+# Run this cell first: it finds the course's `utils` or installs it, installs TensorFlow
+# where it is missing, and says which backend Keras runs on.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/setup_cell.py).
 
 # %%
-import tempfile
-import warnings
-from pathlib import Path
+import contextlib
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from utils import (
-    batch_sizes,
-    checks,
-    display,
-    float_formats,
-    models,
-    pipeline,
-    strategy,
-    training,
-)
+from utils import batch_sizes, checks, models, training
 from utils.lab import shard_cache, sources
 
 # %% [markdown]
-# ## The device and the shards
+# ## The shards, and lab 3's reader
 #
-# `strategy.find_strategy()` takes the best device here and prints which. On TensorFlow it
-# is, in short (`utils/strategy.py` also tries a TPU by name and says why each failed):
-#
-# ```python
-# try:  # A TPU VM's own TPU (Kaggle, Google Cloud).
-#     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
-#     tf.config.experimental_connect_to_cluster(resolver)
-#     tf.tpu.experimental.initialize_tpu_system(resolver)
-#     tf_strategy = tf.distribute.TPUStrategy(resolver)
-# except (ValueError, RuntimeError, tf.errors.OpError):  # No TPU: every GPU, else the CPU.
-#     gpus = tf.config.list_logical_devices("GPU")
-#     tf_strategy = tf.distribute.MirroredStrategy() if gpus else tf.distribute.get_strategy()
-# ```
-#
-# On JAX (Colab's TPU runtime) it is one line:
-# `keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))`.
-# Either way each device runs one copy (replica) of the model on a share of every batch.
-# Colab's TPU is a v5e-1 (one replica), Kaggle's a v5e-8 (eight).
-#
-# Shards split by file keep validation images out of training: the last `VALIDATION_SHARDS`
-# are for validation (lab 2 shuffled the images: every shard mixes classes).
+# The last `VALIDATION_SHARDS` shards are held out for validation (lab 2 shuffled the
+# images: every shard mixes classes). Below is your code from lab 3 (TODOs 1 and 2), here
+# reading the shards from this disk: `open_tfrecord` is `tf.data.TFRecordDataset`.
 
 # %%
 keras.utils.set_random_seed(SEED)
-choice = strategy.find_strategy(DEVICE)
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
 shard_set = shard_cache.ensure_shards(
     source, SHARDS_DIR, target_size=TARGET_SIZE, num_shards=NUM_SHARDS, seed=SEED
@@ -106,157 +74,151 @@ class_names, shard_paths = shard_set.class_names, shard_set.paths
 train_paths, validation_paths = shard_paths[:-VALIDATION_SHARDS], shard_paths[-VALIDATION_SHARDS:]
 num_train = sum(shard_set.record_counts[path] for path in train_paths)
 num_validation = sum(shard_set.record_counts[path] for path in validation_paths)
-print(
-    f"Training: {len(train_paths)} shards, {num_train} images; "
-    f"validation: {len(validation_paths)} shards, {num_validation} images"
-)
+print(f"Training: {num_train}; validation: {VALIDATION_SHARDS} shards, {num_validation} images")
+
+# %%
+open_tfrecord = tf.data.TFRecordDataset
+features = {  # lab 3's TODO 1
+    "image": tf.io.FixedLenFeature([], tf.string),
+    "class": tf.io.FixedLenFeature([], tf.int64),
+    "one_hot_class": tf.io.VarLenFeature(tf.float32),
+    "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
+}
+
+
+def read_tfrecord(serialized):  # lab 3's TODO 1
+    """Parses one record; returns (uint8 image of static shape, float32 one-hot label)."""
+    record = tf.io.parse_single_example(serialized, features)
+    image = tf.io.decode_jpeg(record["image"], channels=3)
+    image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
+    one_hot = tf.sparse.to_dense(record["one_hot_class"])
+    one_hot = tf.reshape(one_hot, [len(class_names)])
+    return image, one_hot
+
+
+def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):  # lab 3's TODO 2
+    """Every record of the files in `filenames` (a dataset of paths), many at once, any order."""
+    return filenames.interleave(
+        open_tfrecord,
+        cycle_length=num_parallel_reads,
+        num_parallel_calls=num_parallel_reads,
+        deterministic=False,
+    )
 
 
 # %% [markdown]
-# ## 1. Batch size and learning rate (TODO 1)
+# ## 1. One replica per device (TODO 1)
 #
-# Each replica takes `BATCH_PER_REPLICA` images a step (on a TPU a multiple of 8: arrays
-# are laid out in tiles of 8 x 128). With more replicas the global batch grows, and the
-# learning rate with it (the "linear scaling rule"), up to `MAX_LEARNING_RATE`, above which
-# training can diverge.
+# Data parallelism: each device holds a copy of the model (a replica) and takes an equal
+# share of every batch; the replicas' gradients are summed at each step, so every copy
+# stays the same. On JAX, `keras.distribution.DataParallel(devices=...)` describes this:
+# a one-dimensional mesh of the devices, each batch split along its first axis, every
+# weight copied on each. Keras uses it once it is set with
+# `keras.distribution.set_distribution()`. `keras.distribution.list_devices()` names the
+# devices Keras trains on here: a TPU's or the GPUs, else the CPU's.
 #
-# **TODO 1.** Complete `scale_for_replicas(num_replicas)`: the global batch and the learning
-# rate for `num_replicas` replicas, starting from `BASE_LEARNING_RATE` for one. The check
-# tries 1, 2 and 8 replicas.
+# **TODO 1.** Bind `devices` to the names of all the devices Keras trains on here and,
+# on JAX, make `fit()` train with one replica on each of them.
 
 # %%
-batch_per_replica = BATCH_PER_REPLICA
-
-
-def scale_for_replicas(num_replicas):
-    """Returns (global_batch_size, learning_rate) for `num_replicas` replicas."""
-    # TODO 1: scale the batch size and the learning rate with the replicas.
-    ### BEGIN SOLUTION
-    global_batch_size = batch_per_replica * num_replicas
-    learning_rate = min(BASE_LEARNING_RATE * num_replicas, MAX_LEARNING_RATE)
-    ### END SOLUTION
-    return global_batch_size, learning_rate
-
+# TODO 1: every device, one replica each.
+### BEGIN SOLUTION
+devices = keras.distribution.list_devices()
+if keras.backend.backend() == "jax":
+    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+### END SOLUTION
 
 # %%
 # NBVAL_CHECK_OUTPUT
-checks.check_scaling(
-    scale_for_replicas,
-    todo=1,
-    batch_per_replica=batch_per_replica,
-    base_learning_rate=BASE_LEARNING_RATE,
-    max_learning_rate=MAX_LEARNING_RATE,
-)
-global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)
+checks.check_distribution(devices, todo=1)
+num_replicas = len(devices)
 
 # %% [markdown]
-# How long to train? Counted in epochs, 8 replicas would take 8 times fewer steps than one:
-# too few. So `training.plan_training()` turns `TRAINING_IMAGES` into steps of the global
-# batch (docs/lessons.md says why it stops shrinking them at `CRITICAL_BATCH_SIZE`). The
-# learning rate warms up from 0, then falls along half a cosine to 0.
+# On TensorFlow a `tf.distribute` strategy does the same, and the model is built under its
+# `scope()`: a TPU VM's TPU (TensorFlow cannot use Colab's), else a replica on each of
+# `devices`.
+
 
 # %%
-global_batch_size = batch_sizes.cap_batch_size(
-    global_batch_size, num_images=num_train, num_replicas=choice.num_replicas, purpose="training"
-)
+def tensorflow_strategy(devices):
+    """TensorFlow's strategy: a TPU VM's TPU, else one replica on each of `devices`."""
+    tf.get_logger().setLevel("ERROR")  # Trying a TPU logs INFO lines, found or not.
+    try:  # Without a TPU, this raises.
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError):
+        several = len(devices) > 1
+        return tf.distribute.MirroredStrategy(devices) if several else tf.distribute.get_strategy()
+
+
+scope = contextlib.nullcontext()  # On JAX the distribution places the weights.
+if keras.backend.backend() == "tensorflow":
+    tf_strategy = tensorflow_strategy(devices)
+    num_replicas, scope = tf_strategy.num_replicas_in_sync, tf_strategy.scope()
+print(f"Keras on {keras.backend.backend()}: {num_replicas} replica(s) in sync on {devices}")
+
+# %% [markdown]
+# ## The batch, the learning rate and the plan
+#
+# A TPU takes 128 images per device and step (its matrix units work on tiles of 8 x 128).
+# A CPU-only run takes 16, so that it ends in minutes: past a batch of 48 more images a
+# step no longer cut the steps needed (docs/lessons.md), so a larger batch sees more
+# images, each costing CPU time. The learning rate grows with the global batch, up to
+# 0.008; it warms up from 0, then falls along half a cosine.
+
+# %%
+kind = keras.distribution.list_devices()[0].split(":")[0]  # "tpu", "gpu" or "cpu".
+batch_per_replica = BATCH_PER_REPLICA or (16 if kind == "cpu" else 128)
+global_batch_size = batch_per_replica * num_replicas
+learning_rate = min(0.002 * global_batch_size / 16, 0.008)
 plan = training.plan_training(
     training_images=TRAINING_IMAGES,
     global_batch_size=global_batch_size,
     epochs=EPOCHS,
-    steps_per_execution=strategy.supported_steps_per_execution(choice, STEPS_PER_EXECUTION),
-    warmup_fraction=WARMUP_FRACTION,
-    critical_batch_size=CRITICAL_BATCH_SIZE,
+    # Keras fails with more than 1 under MirroredStrategy (keras-team/keras#19246).
+    steps_per_execution=STEPS_PER_EXECUTION if num_replicas == 1 else 1,
+    critical_batch_size=48,
 )
-steps_per_epoch, steps_per_execution = plan.steps_per_epoch, plan.steps_per_execution
 print(plan.describe())
-print(f"That is {plan.images_seen / num_train:.1f} passes over the {num_train} training images.")
-learning_rate_schedule = training.warmup_cosine(learning_rate, plan)
-for step in sorted({0, plan.warmup_steps // 2, plan.warmup_steps, plan.total_steps - 1}):
-    print(f"Step {step}: learning rate {float(learning_rate_schedule(step)):.2e}")
+
 
 # %% [markdown]
-# Mixed precision: TPUs compute in bfloat16, GPUs in float16, the weights stay float32.
-# Each format's range, and what becomes of a gradient of 1e-8:
-
-# %%
-print("\n".join(float_formats.describe_float_formats()))
-policy = strategy.PRECISION_POLICY[choice.kind]
-keras.mixed_precision.set_global_policy(policy)
-print(f"Precision policy: {policy}")
-
-# %% [markdown]
-# A float16 gradient that becomes 0 stops learning (Keras scales the loss for
-# `mixed_float16`); bfloat16 keeps it, so TPUs need no loss scaling. The CPU: float32.
+# ## 2. The training pipeline (TODO 2)
 #
-# ## Reading the shards: lab 3's pipeline
-#
-# The model reads what lab 3 built, but at `IMAGE_SIZE`, not the shards' `TARGET_SIZE`:
-# `tf.io.decode_jpeg(..., ratio=2)` decodes at half the size directly, not every pixel
-# then a resize.
+# `augment` takes whole batches: it resizes them to the model's `IMAGE_SIZE` and flips
+# each image at random, so that every epoch shows the model a little more variety.
 
 
 # %%
-def read_images(paths, deterministic=False):
-    """Reads the shards as lab 3 does, at IMAGE_SIZE, into (image, one-hot label) pairs."""
-    batches = pipeline.tfrecord_images(
-        paths,
-        target_size=TARGET_SIZE,
-        image_size=IMAGE_SIZE,
-        num_classes=len(class_names),
-        batch_size=64,  # Records parsed and decoded per map call (lab 3's BATCH_SIZE).
-        num_parallel_reads=NUM_PARALLEL_READS,
-        deterministic=deterministic,
-        prefetch=False,
-    )
-    return batches.unbatch()  # Single images: the training pipeline shuffles them.
+def resize(images, labels):
+    """A batch at the model's input size, IMAGE_SIZE (the shards hold TARGET_SIZE)."""
+    return tf.cast(tf.image.resize(images, [IMAGE_SIZE] * 2, method="area"), tf.uint8), labels
 
 
-print(f"Decoding with ratio={pipeline.decode_ratio(TARGET_SIZE, IMAGE_SIZE)} for {IMAGE_SIZE} px")
-
-# %% [markdown]
-# ## 2. Augment (TODO 2)
-#
-# Flowers photographed from above look like flowers when mirrored, left to right or top
-# to bottom. Flipping at random shows the model more variety at no cost in data.
-#
-# **TODO 2.** Complete `augment(images, labels)`: each image of the batch flipped at random,
-# on its own, left to right and top to bottom (`tf.image` has both).
-
-
-# %%
 def augment(images, labels):
-    """Flips each image of a batch at random, left-right and up-down."""
-    # TODO 2: flip at random, both ways.
-    ### BEGIN SOLUTION
+    """A batch resized, each image flipped at random, left-right and up-down."""
+    images, labels = resize(images, labels)
     images = tf.image.random_flip_left_right(images)
-    images = tf.image.random_flip_up_down(images)
-    ### END SOLUTION
-    return images, labels
+    return tf.image.random_flip_up_down(images), labels
 
-
-# %%
-# NBVAL_CHECK_OUTPUT
-checks.check_augment(augment, todo=2, image_size=IMAGE_SIZE)
 
 # %% [markdown]
-# ## 3. The training pipeline (TODO 3)
-#
-# The steps: `cache()` (memory), `shuffle(buffer, seed=...)`, `repeat()`,
-# `batch(..., drop_remainder=True)` (TPUs want one static size), `map()`, `prefetch()`.
-# Their order matters.
-#
-# **TODO 3.** Complete `make_training_dataset(paths)`, from `read_images(paths)`: every
-# epoch served from memory, in a new order and in new batches of `global_batch_size`
-# images, flipped by `augment`, the next batches prepared ahead, without end. The check
-# reads a few epochs of it, deleting its copy of the shards after the first.
+# **TODO 2.** Complete `make_training_dataset(paths)`: the images of the shards in
+# `paths`, read with lab 3's reader, every epoch served from memory, in a new order and in
+# new batches of exactly `global_batch_size` images, each batch augmented, the next
+# batches prepared while the model trains, without end. The check reads a few epochs,
+# deleting its copy of the shards after the first.
 
 
 # %%
 def make_training_dataset(paths):
-    """The endless, shuffled, augmented, batched training dataset."""
-    # TODO 3: cache, shuffle, repeat, batch (static size), augment, prefetch.
+    """The endless, shuffled, augmented, batched training dataset of the shards `paths`."""
+    # TODO 2: the training pipeline.
     ### BEGIN SOLUTION
-    dataset = read_images(paths).cache()
+    records = read_shards(tf.data.Dataset.from_tensor_slices(paths))
+    dataset = records.map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE).cache()
     dataset = dataset.shuffle(2048, seed=SEED).repeat()
     dataset = dataset.batch(global_batch_size, drop_remainder=True)
     dataset = dataset.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
@@ -268,153 +230,66 @@ def make_training_dataset(paths):
 # %%
 # NBVAL_CHECK_OUTPUT
 checks.check_training_dataset(
-    make_training_dataset,
-    train_paths,
-    todo=3,
-    batch_size=global_batch_size,
-    image_size=IMAGE_SIZE,
-    num_classes=len(class_names),
-    num_images=num_train,
+    make_training_dataset, train_paths, todo=2, batch_size=global_batch_size, image_size=IMAGE_SIZE
 )
 train_dataset = make_training_dataset(train_paths)
 
 # %% [markdown]
-# Validation reads the held-out shards in a fixed order (`deterministic=True`), unshuffled
-# and unaugmented, in batches split evenly over the replicas.
+# ## Train
+#
+# Validation reads the held-out shards once, unshuffled and unflipped, in batches split
+# evenly over the replicas. The model is built under the strategy's scope (TensorFlow)
+# and trained in mixed precision on a TPU (bfloat16) or GPU (float16).
+# Chance level is what always answering the most common class scores. On the embedded
+# images each class is one generated flower shape: a high score says the pipeline and the
+# training work end to end, nothing about real flowers.
 
 # %%
 validation_batch_size = batch_sizes.even_batch_size(
-    num_validation, max_batch_size=global_batch_size, num_replicas=choice.num_replicas
+    num_validation, max_batch_size=global_batch_size, num_replicas=num_replicas
 )
-validation_batches = num_validation // validation_batch_size
-validation_dataset = read_images(validation_paths, deterministic=True)
-validation_dataset = validation_dataset.batch(validation_batch_size, drop_remainder=True)
-validation_dataset = validation_dataset.prefetch(tf.data.AUTOTUNE)
-left_out = num_validation - validation_batches * validation_batch_size
-batches = f"{validation_batches} batch(es) of {validation_batch_size} images"
-print(f"Validation: {batches} ({left_out} left out)")
-
-# %% [markdown]
-# ## 4. The model, under the strategy (TODO 4)
-#
-# On TensorFlow the variables must be made under `choice.scope()`: one copy per replica.
-#
-# **TODO 4.** Complete `build_model(choice)`: `models.small_convnet(IMAGE_SIZE,
-# len(class_names))`, made under the strategy and compiled to train with Adam on
-# `learning_rate_schedule`, a categorical cross-entropy loss, an accuracy metric and the
-# plan's `steps_per_execution`. The check also calls it with another strategy.
-
-
-# %%
-def build_model(choice):
-    """The compiled model, its variables made under `choice.scope()`."""
-    # TODO 4: build and compile the model under the strategy.
-    ### BEGIN SOLUTION
-    with choice.scope():
-        model = models.small_convnet(IMAGE_SIZE, len(class_names))
-        model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate_schedule),
-            loss="categorical_crossentropy",
-            metrics=["accuracy"],
-            steps_per_execution=steps_per_execution,
-        )
-    ### END SOLUTION
-    return model
-
-
-# %%
-# NBVAL_CHECK_OUTPUT
-checks.check_compiled_model(
-    build_model,
-    todo=4,
-    choice=choice,
-    learning_rate=learning_rate_schedule,
-    steps_per_execution=steps_per_execution,
-    image_size=IMAGE_SIZE,
-    num_classes=len(class_names),
-)
-model = build_model(choice)
-
-# %% [markdown]
-# ## Train
-#
-# Chance level is what always answering the most common class scores. On the embedded
-# images each class is one generated flower shape: a high score says the pipeline and the
-# training loop work end to end; it says nothing about real flowers (`DATA_SOURCE =
-# "flower_photos"`, online).
-
-# %%
-# On JAX, Keras warns "Your input ran out of data" when the finite validation set ends
-# inside a call of `steps_per_execution` steps: expected here, the set is read whole.
-warnings.filterwarnings("ignore", message="Your input ran out of data")
+validation = read_shards(tf.data.Dataset.from_tensor_slices(validation_paths)).map(read_tfrecord)
+validation_dataset = validation.batch(validation_batch_size, drop_remainder=True).map(resize)
+policy = {"tpu": "mixed_bfloat16", "gpu": "mixed_float16"}.get(kind, "float32")
+keras.mixed_precision.set_global_policy(policy)
+with scope:
+    model = models.small_convnet(IMAGE_SIZE, len(class_names))
+    model.compile(
+        optimizer=keras.optimizers.Adam(training.warmup_cosine(learning_rate, plan)),
+        loss="categorical_crossentropy",
+        metrics=["accuracy"],
+        steps_per_execution=plan.steps_per_execution,
+    )
 answers = training.ValidationAnswers(validation_dataset)  # The share answered right, per epoch.
 history = model.fit(
     train_dataset,
-    validation_data=validation_dataset,
     epochs=plan.epochs,
-    steps_per_epoch=steps_per_epoch,
-    shuffle=False,  # The dataset shuffles itself; fit() cannot shuffle a tf.data.Dataset.
-    callbacks=[training.LearningRateLog(), answers],  # "learning_rate", "val_answers_right"
+    steps_per_epoch=plan.steps_per_epoch,
+    callbacks=[answers],
+    shuffle=False,  # The dataset shuffles itself.
     verbose=2,
 )
-figure = training.plot_history(history, title=f"Training on {choice.kind}")
-
-# %%
-# Counted from the model's own answers, image by image (`training.ValidationAnswers`): on
-# 8 TensorFlow replicas, Keras's accuracy metric disagreed with the answers and the loss.
-per_epoch = history.history[training.ANSWERS_KEY]
-accuracy, best_epoch = per_epoch[-1], int(np.argmax(per_epoch)) + 1  # The last: the final model.
-chance = np.bincount(answers.labels).max() / len(answers.labels)
-print(
-    f"Validation accuracy {accuracy:.2f}; best epoch {best_epoch} of {len(per_epoch)}: "
-    f"{max(per_epoch):.2f}; chance level {chance:.2f} "
-    f"({len(answers.labels)} images, {len(class_names)} classes)"
-)
-display.say_if_too_few_per_class(num_train, num_classes=len(class_names))
-rates = ", ".join(f"{rate:.1e}" for rate in history.history["learning_rate"])
-print(f"Learning rate at each epoch's end: {rates}")
-# Sixteen validation images, titled with the model's answer; wrong answers in red.
-images, labels = next(validation_dataset.unbatch().batch(16).as_numpy_iterator())
-figure = display.show_predictions(
-    images, np.argmax(labels, axis=1), model.predict(images, verbose=0), class_names=class_names
-)
-
-# %% [markdown]
-# ## Save and reload
-#
-# `model.save()` writes a `.keras` zip: architecture, weights, optimizer state and
-# schedule. Reloaded, it predicts the same.
-
-# %%
-with tempfile.TemporaryDirectory() as scratch:  # Deleted at the end of the block.
-    saved_path = Path(scratch) / "flowers.keras"
-    model.save(saved_path)
-    saved_megabytes = saved_path.stat().st_size / 1e6
-    reloaded = keras.models.load_model(saved_path)
-before = model.predict(images, verbose=0)
-after = reloaded.predict(images, verbose=0)
-match = np.allclose(before, after, atol=1e-5)
-print(f"Saved {saved_path.name}: {saved_megabytes:.1f} MB")
-print(f"Reloaded predictions match: {match} (largest difference {abs(before - after).max():.1e})")
+figure = training.plot_history(history, title=f"Training on {num_replicas} {kind} replica(s)")
 
 # %% [markdown]
 # ## What you measured
 
 # %% tags=["summary"]
+per_epoch = history.history[training.ANSWERS_KEY]
+chance = np.bincount(answers.labels).max() / len(answers.labels)
+best = int(np.argmax(per_epoch)) + 1
 print(
-    f"Device: {choice.kind} on {choice.backend}, {choice.num_replicas} replica(s); global batch "
-    f"{global_batch_size}, peak learning rate {learning_rate:g}, precision {policy}.\n"
-    f"{plan.total_steps} steps, {plan.images_seen:,} images seen; warm-up "
-    f"{plan.warmup_steps} steps, then cosine decay.\n"
-    f"Validation accuracy: final {accuracy:.2f}, best {max(per_epoch):.2f} (epoch "
-    f"{best_epoch} of {len(per_epoch)}); chance {chance:.2f}."
+    f"{num_replicas} {kind} replica(s), global batch {global_batch_size}, peak learning rate "
+    f"{learning_rate:g}, precision {policy}.\nValidation accuracy {per_epoch[-1]:.2f}; best "
+    f"epoch {best} of {len(per_epoch)}: {max(per_epoch):.2f}; chance level {chance:.2f}"
 )
 
 # %% [markdown]
-# **Takeaway.** One notebook trains on a TPU, GPUs or the CPU: find the strategy, scale the
-# batch and the learning rate with its replicas, and build the model under its scope. The
-# pipeline caches, shuffles and batches so that every epoch is new and served from memory.
-# Whether the accelerator still waits for input: lesson 5 (`05_accelerator_waiting`).
+# **Takeaway.** One notebook trains on a TPU, GPUs or the CPU: one replica per device,
+# a batch that grows with them, and the model's weights placed by the distribution (JAX)
+# or built under the strategy's scope (TensorFlow). The pipeline caches, shuffles, batches
+# and prefetches, so that every epoch is new and served from memory. Whether the
+# accelerator still waits for its input: lesson 5.
 #
-# *Changed from the original course:* today's TPU VMs need `tpu="local"`, and Keras 3
-# changed several APIs it used (details: docs/lessons.md).
+# Background (the critical batch size, float formats, TPU Nodes, what Keras 3 changed from
+# the original course): docs/lessons.md.

@@ -1,19 +1,19 @@
-"""Checks for lab 4: scaling with replicas, augmentation, the training pipeline, the model.
+"""Checks for lab 4: one replica per device (the distribution), the training pipeline.
 
-Each probes the usual mistake: scaling at 1, 2 and 8 replicas; the pipeline read for two
-epochs with its shards taken away after one. The model's check is in `train_keras_model`.
+`check_distribution` compares the devices the TODO names with those Keras trains on here
+and, on JAX, reads the distribution set in this process. `check_training_dataset` reads
+the pipeline for two epochs and more, its shards taken away after the first.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
-import numbers
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -23,21 +23,15 @@ from utils.checks._base import (
     call_eagerly,
     dataset_ops,
     dataset_steps,
+    describe,
     fail,
     first_line,
     passed,
     require_dataset,
-    require_result,
-)
-from utils.checks.train_keras_model import (
-    _stand_in_choice,  # noqa: F401 (tools/grading/export_objects.py imports it from here)
-    check_compiled_model,
 )
 
-__all__ = ["check_augment", "check_compiled_model", "check_scaling", "check_training_dataset"]
+__all__ = ["check_distribution", "check_training_dataset"]
 
-# The replica counts TODO 1 is probed with: one (this laptop), two, and a TPU's eight cores.
-PROBED_REPLICAS = (1, 2, 8)
 # Pairs of images batched together in epoch 1 and again in epoch 2: a few in ten at most
 # with a shuffle before the batch; all when whole batches are shuffled, and about half or
 # more when an endless stream is batched, then shuffled.
@@ -47,94 +41,101 @@ MIN_BATCHES_TO_TELL = 4
 _AFTER_PREFETCH = {*OPTIONS_ONLY_OPS, "ModelDataset"}  # Ops that change nothing prefetched.
 
 
-def check_scaling(
-    scale_for_replicas: Callable,
-    *,
-    todo: int,
-    batch_per_replica: int,
-    base_learning_rate: float,
-    max_learning_rate: float,
-) -> None:
-    """Checks `scale_for_replicas(n)` -> (global batch, learning rate) at 1, 2 and 8 replicas.
+def device_name(device: object) -> str:
+    """Returns Keras's name of a device ("cpu:0") however it is given, else its repr.
 
     Args:
-        scale_for_replicas: the learner's function, called eagerly.
-        todo: the TODO's number, named in every message.
-        batch_per_replica: the batch each replica gets.
-        base_learning_rate: the learning rate for one replica.
-        max_learning_rate: the cap of the scaled learning rate.
-
-    Raises:
-        CheckFailed: naming the TODO and the replica count, when the global batch is not
-            `batch_per_replica` x replicas or the rate is not the base x replicas, capped.
-
-    Example:
-        checks.check_scaling(scale_for_replicas, todo=1, batch_per_replica=32,
-                             base_learning_rate=0.002, max_learning_rate=0.008)
+        device: a name ("cpu:0", "/device:CPU:0", "/job:localhost/.../device:CPU:0"), a JAX
+            device (`jax.devices()`), or a `tf.config.LogicalDevice`.
     """
+    if hasattr(device, "platform") and hasattr(device, "id"):  # A JAX device.
+        return f"{device.platform}:{device.id}"
+    name = getattr(device, "name", device)
+    if not isinstance(name, str) or ":" not in name:
+        return repr(device)
+    return ":".join(name.rsplit("/", 1)[-1].lower().split(":")[-2:])
+
+
+def _device_names(devices: object, todo: int, expected: list[str]) -> list[str]:
+    """The names of `devices`; fails unless it is a sequence of devices."""
     __tracebackhide__ = True
-    name, expected = "scale_for_replicas", "(global_batch_size, learning_rate)"
-    for n in PROBED_REPLICAS:
-        found = call_eagerly(scale_for_replicas, (n,), todo=todo, name=name, expected=expected)
-        if not isinstance(found, tuple) or len(found) != 2:
-            fail(todo, name, f"expected it to return {expected}; found {found!r}.")
-        batch, rate = found
-        if not isinstance(batch, numbers.Integral) or batch != batch_per_replica * n:
-            fail(todo, name, f"at {n} replica(s), expected a global batch of {batch_per_replica} "
-                 f"per replica x {n} = {batch_per_replica * n}; found {batch}.")  # fmt: skip
-        wanted = min(base_learning_rate * n, max_learning_rate)
-        if not isinstance(rate, numbers.Real) or not math.isclose(rate, wanted):
-            fail(todo, name, f"at {n} replica(s), expected a learning rate of min("
-                 f"{base_learning_rate:g} x {n}, {max_learning_rate:g}) = {wanted:g}; found "
-                 f"{rate!r}. Scale it with the replicas, but never above "
-                 "MAX_LEARNING_RATE.")  # fmt: skip
-    probed = ", ".join(str(n) for n in PROBED_REPLICAS)
-    passed(todo, f"batch size and learning rate scale with {probed} replicas, capped.")
+    wanted = f"the names of the {len(expected)} device(s) Keras trains on here, {expected}"
+    if devices is Ellipsis:
+        fail(todo, "devices", f"not done yet: devices is still ... (Ellipsis). Expected {wanted}.")
+    if isinstance(devices, str | bytes) or not isinstance(devices, Sequence | np.ndarray):
+        fail(todo, "devices", f"expected a list: {wanted}; found {describe(devices)}.")
+    return [device_name(device) for device in devices]
 
 
-def check_augment(augment: Callable, *, todo: int, image_size: int) -> None:
-    """Checks `augment(images, labels)`: same shapes and labels, images changed at random.
+def check_distribution(devices: Sequence, *, todo: int) -> None:
+    """Checks `devices` (every device Keras trains on here) and, on JAX, the distribution set.
 
     Args:
-        augment: the learner's function, run eagerly once, then in `Dataset.map`.
+        devices: the devices the TODO binds: names ("cpu:0"), JAX devices or TensorFlow's
+            logical devices.
         todo: the TODO's number, named in every message.
-        image_size: the side of the square images, in pixels.
 
     Raises:
-        CheckFailed: naming the TODO, when shapes, dtype or labels change, or the images
-            are flipped always or never.
+        CheckFailed: naming the TODO, when `devices` leaves out a device, names another
+            kind, or, on JAX, no `DataParallel` over exactly `devices` is set.
 
     Example:
-        checks.check_augment(augment, todo=2, image_size=96)
+        checks.check_distribution(devices, todo=1)
     """
     __tracebackhide__ = True
-    name = "augment"
-    expected = "(images, labels) of the same shapes, the images flipped at random"
-    images = np.zeros((8, image_size, image_size, 3), np.uint8)
-    images[:, : image_size // 2, : image_size // 4] = 255  # Any flip changes it.
-    labels = np.eye(8, 5, dtype=np.float32)
-    try:
-        require_result(augment(tf.constant(images), tf.constant(labels)), todo, name, expected)
-        batches = tf.data.Dataset.from_tensors((images, labels)).repeat(6)
-        found = list(batches.map(augment).as_numpy_iterator())
-    except CHECK_ERRORS as error:
-        fail(todo, name, f"expected {expected}, with TensorFlow ops (it runs inside "
-             f"Dataset.map); found an error: {first_line(error)}")  # fmt: skip
-    changed = 0
-    for new_images, new_labels in found:
-        if new_images.shape != images.shape or new_images.dtype != images.dtype:
-            fail(todo, name, f"expected images of shape {images.shape} and dtype uint8; "
-                 f"found {new_images.shape}, {new_images.dtype}.")  # fmt: skip
-        if not np.array_equal(new_labels, labels):
-            fail(todo, name, "expected the labels unchanged; they changed.")
-        changed += int(np.sum(np.any(new_images != images, axis=(1, 2, 3))))
-    total = len(found) * len(images)
-    if changed == 0:
-        fail(todo, name, f"expected some images changed at random; all {total} came back as is.")
-    if changed == total:
-        fail(todo, name, f"expected a random choice per image; all {total} were changed. Use "
-             "the random_* functions, which flip each image or not, at random.")  # fmt: skip
-    passed(todo, "labels kept, images flipped at random (some changed, some not).")
+    expected = keras.distribution.list_devices()
+    found = _device_names(devices, todo, expected)
+    idle = [device for device in expected if device not in found]
+    if idle and found and set(found) <= set(expected):
+        fail(
+            todo,
+            "devices",
+            f"expected all {len(expected)} devices Keras trains on here, "
+            f"{expected}; found {len(found)}, {found}. The other {len(idle)} would sit idle: "
+            "keras.distribution.list_devices() names them all.",
+        )
+    if sorted(found) != sorted(expected):
+        fail(
+            todo,
+            "devices",
+            f"expected the devices Keras trains on here, {expected}; found "
+            f"{found}. keras.distribution.list_devices() names them (a TPU's or the GPUs, "
+            "else the CPU's).",
+        )
+    live = ""
+    if keras.backend.backend() == "jax":
+        distribution = keras.distribution.distribution()
+        if distribution is None:
+            fail(
+                todo,
+                "devices",
+                "expected fit() to train on every device; Keras has no "
+                "distribution set. Make keras.distribution.DataParallel(devices=devices) "
+                "and pass it to keras.distribution.set_distribution().",
+            )
+        if not isinstance(distribution, keras.distribution.DataParallel):
+            fail(
+                todo,
+                "devices",
+                f"expected a DataParallel distribution (a copy of the "
+                f"model on each device, each batch split over them); found "
+                f"{type(distribution).__name__}.",
+            )
+        mesh = [device_name(device) for device in distribution.device_mesh.devices.flat]
+        if sorted(mesh) != sorted(found):
+            fail(
+                todo,
+                "devices",
+                f"expected the distribution set over `devices`, {found}; "
+                f"it is over {mesh}. Make it with DataParallel(devices=devices).",
+            )
+        live = "; keras.distribution.distribution() is a DataParallel over them"
+    kinds = sorted({name.split(":")[0].upper() for name in found})
+    passed(
+        todo,
+        f"all {len(found)} {'/'.join(kinds)} device(s) Keras trains on here, one "
+        f"replica each{live}.",
+    )
 
 
 def _read(iterator, count: int, keys: list | None = None, batches: list | None = None) -> None:
@@ -145,16 +146,23 @@ def _read(iterator, count: int, keys: list | None = None, batches: list | None =
         count -= len(images)
         if keys is None:
             continue
-        hashes = [[hash(np.ascontiguousarray(v).tobytes()) for v in
-                   (im, im[:, ::-1], im[::-1], im[::-1, ::-1])] for im in images]  # fmt: skip
+        hashes = [
+            [
+                hash(np.ascontiguousarray(v).tobytes())
+                for v in (im, im[:, ::-1], im[::-1], im[::-1, ::-1])
+            ]
+            for im in images
+        ]
         keys += [(min(h), h[0]) for h in hashes]
         batches.append([min(h) for h in hashes])
 
 
 def _repeated_pairs(batches: list, per_epoch: int) -> float:
     """The share of pairs of images together in a batch of epoch 2 that were so in epoch 1."""
-    pairs = [[p for b in epoch for p in itertools.combinations(sorted(b), 2)]
-             for epoch in (batches[:per_epoch], batches[per_epoch : 2 * per_epoch])]  # fmt: skip
+    pairs = [
+        [p for b in epoch for p in itertools.combinations(sorted(b), 2)]
+        for epoch in (batches[:per_epoch], batches[per_epoch : 2 * per_epoch])
+    ]
     together = set(pairs[0])
     return sum(pair in together for pair in pairs[1]) / len(pairs[1]) if pairs[1] else 0.0
 
@@ -167,9 +175,13 @@ def _require_paths_read(make_training_dataset: Callable, missing: list, todo: in
         next(iter(make_training_dataset(missing)))
     except Exception:  # noqa: BLE001 (any error or none: it did read `paths`)
         return
-    fail(todo, "make_training_dataset", "expected it to read the shards in `paths`, its "
-         "argument; given paths of shards that do not exist, it still gave a batch: it reads "
-         "other files. Start from read_images(paths).")  # fmt: skip
+    fail(
+        todo,
+        "make_training_dataset",
+        "expected it to read the shards in `paths`, its "
+        "argument; given paths of shards that do not exist, it still gave a batch: it reads "
+        "other files. Read them with read_shards(), from a dataset of `paths`.",
+    )
 
 
 def check_training_dataset(
@@ -179,8 +191,6 @@ def check_training_dataset(
     todo: int,
     batch_size: int,
     image_size: int,
-    num_classes: int,
-    num_images: int,
 ) -> None:
     """Checks `make_training_dataset(paths)` by reading two epochs and more from a copy.
 
@@ -194,9 +204,7 @@ def check_training_dataset(
         paths: the training shards.
         todo: the TODO's number, named in every message.
         batch_size: the batch size the lab asks for.
-        image_size: the side of the images in the shards, in pixels.
-        num_classes: the length of the one-hot labels.
-        num_images: the images the shards hold together (one epoch).
+        image_size: the side of the images the batches must hold, in pixels.
 
     Raises:
         CheckFailed: naming the TODO, when the batches are not of static shape, the
@@ -205,9 +213,8 @@ def check_training_dataset(
             prefetch is not last (read from its graph).
 
     Example:
-        checks.check_training_dataset(make_training_dataset, train_paths, todo=3,
-                                      batch_size=32, image_size=96, num_classes=5,
-                                      num_images=2983)
+        checks.check_training_dataset(make_training_dataset, train_paths, todo=2,
+                                      batch_size=16, image_size=96)
     """
     __tracebackhide__ = True
     name = "make_training_dataset"
@@ -218,13 +225,19 @@ def check_training_dataset(
         copies = [str(scratch / f"{i:05d}_{Path(str(p)).name}") for i, p in enumerate(paths)]
         for path, copy in zip(paths, copies, strict=True):
             tf.io.gfile.copy(str(path), copy)
-        dataset = call_eagerly(make_training_dataset, (copies,), todo=todo, name=name,
-                               expected=expected)  # fmt: skip
+        num_images = sum(1 for _ in tf.data.TFRecordDataset(copies))  # One epoch.
+        dataset = call_eagerly(
+            make_training_dataset, (copies,), todo=todo, name=name, expected=expected
+        )
         require_dataset(dataset, todo, name, expected)
-        _check_batches(dataset, todo, name, (batch_size, image_size, num_classes))
+        _check_batches(dataset, todo, name, (batch_size, image_size))
         if dataset.cardinality() != tf.data.INFINITE_CARDINALITY:
-            fail(todo, name, "expected an endless dataset (fit() is told how many steps make "
-                 "an epoch); this one ends. Add repeat() after shuffle().")  # fmt: skip
+            fail(
+                todo,
+                name,
+                "expected an endless dataset (fit() is told how many steps make "
+                "an epoch); this one ends. Add repeat() after shuffle().",
+            )
         iterator = iter(dataset)
         try:
             _read(iterator, num_images + batch_size, keys, batches)  # Past the first epoch.
@@ -235,10 +248,14 @@ def check_training_dataset(
             _read(iterator, num_images, keys, batches)
             _read(iterator, 4096 + 8 * batch_size)
         except CHECK_ERRORS:
-            fail(todo, name, "expected every epoch after the first to come from cache(); it "
-                 "read the shards again. Put cache() right after read_images(paths), before "
-                 "repeat(): repeat() before cache() caches an endless stream that never "
-                 "replays.")  # fmt: skip
+            fail(
+                todo,
+                name,
+                "expected every epoch after the first to come from cache(); it "
+                "read the shards again. Put cache() right after map(read_tfrecord), before "
+                "repeat(): repeat() before cache() caches an endless stream that never "
+                "replays.",
+            )
         _require_paths_read(make_training_dataset, copies, todo)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -276,16 +293,28 @@ def check_training_dataset(
     orientation = dict(first)
     seen_again = [(key, flipped) for key, flipped in second if key in orientation]
     if seen_again and all(orientation[key] == flipped for key, flipped in seen_again):
-        fail(todo, name, f"expected the images flipped anew in each epoch; all "
-             f"{len(seen_again)} images seen in both epochs came back exactly as before. Map "
-             "augment after batch(), after cache().")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected the images flipped anew in each epoch; all "
+            f"{len(seen_again)} images seen in both epochs came back exactly as before. Map "
+            "augment after batch(), after cache().",
+        )
     _check_prefetch_last(dataset, todo, name)
-    untold = "" if per_epoch >= MIN_BATCHES_TO_TELL else (
-        f" (new batches in each epoch not checked: an epoch of {num_images} images holds "
-        f"{per_epoch} batch{'es' * (per_epoch != 1)} of {batch_size}, and it takes "
-        f"{MIN_BATCHES_TO_TELL} to tell)")  # fmt: skip
-    passed(todo, f"endless batches of {batch_size} images of {(image_size, image_size, 3)}; "
-           f"later epochs from the cache, each in a new order, flipped anew{untold}.")  # fmt: skip
+    untold = (
+        ""
+        if per_epoch >= MIN_BATCHES_TO_TELL
+        else (
+            f" (new batches in each epoch not checked: an epoch of {num_images} images holds "
+            f"{per_epoch} batch{'es' * (per_epoch != 1)} of {batch_size}, and it takes "
+            f"{MIN_BATCHES_TO_TELL} to tell)"
+        )
+    )
+    passed(
+        todo,
+        f"endless batches of {batch_size} images of {(image_size, image_size, 3)}; "
+        f"later epochs from the cache, each in a new order, flipped anew{untold}.",
+    )
 
 
 def _small_shuffle_buffer(dataset, batch_size: int) -> str:
@@ -316,15 +345,33 @@ def _small_shuffle_buffer(dataset, batch_size: int) -> str:
 def _check_batches(dataset, todo: int, name: str, sizes: tuple) -> None:
     """Fails unless the elements are (uint8 images, labels) of static batch shapes."""
     __tracebackhide__ = True
-    batch_size, image_size, num_classes = sizes
+    batch_size, image_size = sizes
     specs = tf.nest.flatten(dataset.element_spec)
     if len(specs) != 2:
-        fail(todo, name, f"expected (image, label) pairs; found {dataset.element_spec}.")
+        fail(
+            todo,
+            name,
+            f"expected (image, label) pairs; found {dataset.element_spec}. Parse each "
+            "record with map(read_tfrecord).",
+        )
     wanted = (batch_size, image_size, image_size, 3)
-    if tuple(specs[0].shape) != wanted or tuple(specs[1].shape) != (batch_size, num_classes):
-        fail(todo, name, f"expected images of static shape {wanted} and labels "
-             f"{(batch_size, num_classes)}; found {specs[0].shape} and {specs[1].shape}. Batch "
-             "with drop_remainder=True so that every batch has the same, known size.")  # fmt: skip
+    images, labels = tuple(specs[0].shape), tuple(specs[1].shape)
+    if images[:1] != (batch_size,) or labels[:1] != (batch_size,):
+        fail(
+            todo,
+            name,
+            f"expected batches of exactly {batch_size} images, a static size; found images "
+            f"of shape {images} and labels {labels}. Batch with "
+            "batch(global_batch_size, drop_remainder=True) so that every batch has the same, "
+            "known size.",
+        )
+    if images != wanted:
+        fail(
+            todo,
+            name,
+            f"expected images of shape {wanted}; found {images}. Map augment over the "
+            "batches (it resizes them to IMAGE_SIZE): map(augment) after batch().",
+        )
     if specs[0].dtype != tf.uint8:
         fail(todo, name, f"expected uint8 images; found {specs[0].dtype.name}.")
 
@@ -337,7 +384,11 @@ def _check_prefetch_last(dataset, todo: int, name: str) -> None:
     if ops is None or last == "PrefetchDataset":
         return
     where = "none" if "PrefetchDataset" not in ops else f"one, but {last} comes after it"
-    fail(todo, name, f"expected prefetch(tf.data.AUTOTUNE) at the end; found {where}. Without "
-         "it, the accelerator waits at every step while the CPU batches and augments the next "
-         "batch: on a TPU each step then takes the input's time plus the compute's, instead "
-         "of the longer of the two.")  # fmt: skip
+    fail(
+        todo,
+        name,
+        f"expected prefetch(tf.data.AUTOTUNE) at the end; found {where}. Without "
+        "it, the accelerator waits at every step while the CPU batches and augments the next "
+        "batch: on a TPU each step then takes the input's time plus the compute's, instead "
+        "of the longer of the two.",
+    )
