@@ -1,12 +1,9 @@
-"""Checks for lab 3: parse a record, read shards in parallel, parse in batches, prefetch.
-
-The parallel reading's and the fast pipeline's checks are in `read_tfrecords_parallel`.
-"""
+"""Checks for lab 3: parse a record (TODO 1); read many shards at once, in any order (TODO 2)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -14,23 +11,82 @@ import tensorflow as tf
 from utils import records
 from utils.checks._base import (
     CHECK_ERRORS,
+    DataProblem,
+    dataset_steps,
     fail,
     first_line,
     passed,
+    require_dataset,
     require_result,
 )
-from utils.checks.read_tfrecords_parallel import (
-    check_fast_dataset,
-    check_parallel_records,
-    raise_if_data_problem,
-)
+from utils.lab import shard_files
 
-__all__ = [
-    "check_fast_dataset",
-    "check_parallel_records",
-    "check_parse_batch",
-    "check_read_tfrecord",
-]
+if TYPE_CHECKING:
+    from utils.lab.shard_cache import ShardSet
+    from utils.lab.storage import SimulatedStorage
+
+
+def raise_if_data_problem(error: Exception, todo: int, shard_paths: Sequence[str] = ()) -> None:
+    """Raises `DataProblem` naming the damaged shards when `error` comes from the data.
+
+    TensorFlow reports a truncated or corrupted shard as `DataLossError` (or, read through
+    `pipeline.checked_records`, as "Damaged shard"): that is not the learner's TODO failing.
+
+    Args:
+        error: the error the learner's code raised.
+        todo: the TODO's number.
+        shard_paths: the shards read, searched for the damaged ones.
+
+    Raises:
+        DataProblem: when `error` comes from a damaged shard; otherwise nothing happens.
+    """
+    __tracebackhide__ = True
+    if not (isinstance(error, tf.errors.DataLossError) or "Damaged shard" in str(error)):
+        return
+    damaged = shard_files.find_damaged_shards(list(shard_paths)) if shard_paths else []
+    where = "; ".join(damaged) if damaged else first_line(error)
+    raise DataProblem(
+        f"Not a problem of TODO {todo}: a shard is damaged (truncated or corrupted): {where}. "
+        "Write the shards again (lab 2, or conversion.convert()), then run this cell again."
+    ) from None
+
+
+def _fail_unless_any_order(dataset: tf.data.Dataset, todo: int, name: str) -> None:
+    """Fails unless `dataset`'s reads give their records in any order.
+
+    Any order: every interleave in the graph marked `deterministic: "false"` (the
+    `deterministic=False` argument), or `options.deterministic = False` on the dataset and
+    no interleave marked "true". `tf.data.TFRecordDataset(paths, num_parallel_reads=16)`
+    builds an interleave marked "true": it keeps the files' order whatever the options say.
+    """
+    __tracebackhide__ = True
+    steps = dataset_steps(dataset) or []
+    marks = [step.deterministic for step in steps if "Interleave" in step.op]
+    if "true" in marks:
+        ordered = next(s.op for s in steps if "Interleave" in s.op and s.deterministic == "true")
+        fail(
+            todo,
+            name,
+            "expected the shards read in any order; found "
+            f'{ordered} marked deterministic: "true": it keeps the files\' order whatever '
+            "the options say, as tf.data.TFRecordDataset(paths, num_parallel_reads=<an "
+            "integer>) always does. Interleave the files instead, with deterministic=False: "
+            "filenames.interleave(open_tfrecord, cycle_length=..., num_parallel_calls=..., "
+            "deterministic=False).",
+        )
+    if marks and all(mark == "false" for mark in marks):
+        return
+    if dataset.options().deterministic is not False:
+        fail(
+            todo,
+            name,
+            "expected the records in the order they arrive; found the files' order kept "
+            f"(options.deterministic={dataset.options().deterministic}"
+            f"{', an interleave() without deterministic=False' if marks else ''}): a late "
+            "shard then holds up every record behind it. Pass deterministic=False to "
+            "interleave(); options set with with_options() count only on the dataset it "
+            "returns, not on the one you called it on.",
+        )
 
 
 def _sample_records(shard_paths: Sequence[str], count: int, todo: int) -> list[bytes]:
@@ -51,13 +107,7 @@ def _expected_pairs(serialized: Sequence[bytes]):
 
 
 def check_read_tfrecord(
-    read_tfrecord: Callable,
-    features: Any,
-    *,
-    todo: int,
-    shard_paths: Sequence[str],
-    target_size: int,
-    num_classes: int,
+    read_tfrecord: Callable, features: Any, *, todo: int, shards: ShardSet
 ) -> None:
     """Checks `features` (the parsing spec) and `read_tfrecord(serialized) -> (image, one_hot)`.
 
@@ -65,9 +115,9 @@ def check_read_tfrecord(
         read_tfrecord: the learner's function, run eagerly once, then in `Dataset.map`.
         features: the learner's parsing spec; expected a dict of `tf.io` features.
         todo: the TODO's number, named in every message.
-        shard_paths: the shards; the first records of the first one are parsed.
-        target_size: the side of the images in the shards, in pixels.
-        num_classes: the length of the one-hot labels.
+        shards: the shards (`shard_cache.ensure_shards`): the first records of the first
+            one are parsed; the images are `shards.target_size` square, the one-hot
+            labels as long as `shards.class_names`.
 
     Raises:
         CheckFailed: naming the TODO, when the spec misses a feature or a default, the
@@ -75,11 +125,11 @@ def check_read_tfrecord(
         DataProblem: when the first shard is damaged (not the TODO's fault).
 
     Example:
-        checks.check_read_tfrecord(read_tfrecord, features, todo=1, shard_paths=shards,
-                                   target_size=192, num_classes=5)
+        checks.check_read_tfrecord(read_tfrecord, features, todo=1, shards=shards)
     """
     __tracebackhide__ = True
     name = "read_tfrecord"
+    target_size, num_classes = shards.target_size, len(shards.class_names)
     if features is Ellipsis or read_tfrecord is Ellipsis:
         fail(todo, name, "not done yet: features is still ... (Ellipsis). Expected a dict.")
     if not isinstance(features, dict):
@@ -108,7 +158,7 @@ def check_read_tfrecord(
     except CHECK_ERRORS as error:
         fail(todo, name, f"a record without 'size' does not parse: {first_line(error)}")
 
-    serialized = _sample_records(shard_paths, 8, todo)
+    serialized = _sample_records(shards.paths, 8, todo)
     expected = f"(uint8 image of shape ({target_size}, {target_size}, 3), one-hot label)"
     try:
         result = read_tfrecord(tf.constant(serialized[0]))
@@ -140,55 +190,104 @@ def check_read_tfrecord(
     passed(todo, f"{len(found)} records parsed to {expected}.")
 
 
-def check_parse_batch(
-    parse_batch: Callable, *, todo: int, read_tfrecord: Callable, shard_paths: Sequence[str]
+def _interleave_step(steps: list) -> Any:
+    """The last interleave step of a dataset's graph, or None."""
+    interleaves = [step for step in steps if "Interleave" in step.op]
+    return interleaves[-1] if interleaves else None
+
+
+def check_read_shards(
+    records: Any,
+    *,
+    todo: int,
+    storage: SimulatedStorage,
+    shards: ShardSet,
+    num_parallel_reads: int,
 ) -> None:
-    """Checks `parse_batch(serialized_batch)` gives what `read_tfrecord` gives, batched.
+    """Checks TODO 2's `records = read_shards(names)`: every record, many shards at once, any order.
+
+    A damaged shard (TensorFlow's `DataLossError`) raises `DataProblem` naming it, not a
+    failure of the TODO.
 
     Args:
-        parse_batch: the learner's function, run eagerly once, then in `Dataset.map`.
+        records: what `read_shards` returned for a dataset of the shards' paths; expected
+            a `tf.data.Dataset` of serialized records.
         todo: the TODO's number, named in every message.
-        read_tfrecord: the reference, one record at a time (TODO 1's).
-        shard_paths: the shards; the first records of the first one are parsed.
+        storage: the storage the shards are opened through (`open_tfrecord`'s).
+        shards: the shards (`shard_cache.ensure_shards`): their paths and record count.
+        num_parallel_reads: the shards `read_shards` was asked to read at once.
 
     Raises:
-        CheckFailed: naming the TODO, when the batch's shapes are not static or a record
-            of the batch differs from `read_tfrecord`'s.
-        DataProblem: when the first shard is damaged (not the TODO's fault).
+        CheckFailed: naming the TODO, when the records come in the files' order (by the
+            options, or by a reader that ignores them, such as `TFRecordDataset(paths,
+            num_parallel_reads=16)`), are parsed or batched already, are not all there
+            once each, bypass the storage, or come from fewer shards at once than asked
+            (`cycle_length` without `num_parallel_calls`).
+        DataProblem: naming the damaged shards, when reading meets one.
 
     Example:
-        checks.check_parse_batch(parse_batch, todo=3, read_tfrecord=read_tfrecord,
-                                 shard_paths=shards)
+        checks.check_read_shards(records, todo=2, storage=simulated_storage, shards=shards,
+                                 num_parallel_reads=16)
     """
     __tracebackhide__ = True
-    name = "parse_batch"
-    expected = "(images of shape (batch, size, size, 3), one-hot labels of shape (batch, classes))"
-    records = _sample_records(shard_paths, 6, todo)
-    try:
-        result = parse_batch(tf.constant(records))
-        require_result(result, todo, name, expected)
-        batches = tf.data.Dataset.from_tensor_slices(records).batch(3).map(parse_batch)
-        found = list(batches.as_numpy_iterator())
+    name = "read_shards"
+    expected = "a tf.data.Dataset of the shards' serialized records"
+    if records is None:
+        fail(todo, name, f"not done yet: it returns None. Expected {expected}.")
+    require_dataset(records, todo, name, expected)
+    spec = records.element_spec
+    if not isinstance(spec, tf.TensorSpec) or spec.dtype != tf.string or spec.shape.rank != 0:
+        fail(
+            todo,
+            name,
+            f"expected one serialized record (a scalar tf.string) per element; found {spec}. "
+            "Return the records as they come from the files: read_tfrecord parses them "
+            "later.",
+        )
+    _fail_unless_any_order(records, todo, name)
+    steps = dataset_steps(records)
+    interleave = _interleave_step(steps) if steps is not None else None
+    if steps is not None and interleave is None:
+        fail(
+            todo,
+            name,
+            "expected the shards interleaved; found no interleave(): "
+            "filenames.interleave(open_tfrecord, cycle_length=..., num_parallel_calls=..., "
+            "deterministic=False) reads several at once.",
+        )
+    wanted = min(num_parallel_reads, len(shards.paths))
+    if interleave is not None and interleave.op == "InterleaveDataset":
+        fail(
+            todo,
+            name,
+            f"expected {wanted} shards read at once; found an interleave() without "
+            "num_parallel_calls: cycle_length alone opens that many files but reads them "
+            "one after another. Pass num_parallel_reads as its cycle_length and "
+            "num_parallel_calls.",
+        )
+    storage.reset_counters()
+    try:  # One more than expected at most: a dataset that repeats forever ends too.
+        count = sum(1 for _ in records.take(shards.num_records + 1))
     except CHECK_ERRORS as error:
+        raise_if_data_problem(error, todo, shards.paths)
+        fail(todo, name, f"reading it fails: {first_line(error)}")
+    if count != shards.num_records:
+        more = "more than that (does it repeat?)" if count > shards.num_records else count
+        fail(todo, name, f"expected all {shards.num_records} records, once each; found {more}.")
+    if storage.simulated and storage.latency_ms and storage.num_requests == 0:
         fail(
             todo,
             name,
-            f"expected {expected}, parsed with tf.io.parse_example; found an error: "
-            f"{first_line(error)}",
+            "expected the shards read from the simulated storage; it saw no request. Open "
+            "each shard with open_tfrecord (tf.data.TFRecordDataset with the storage's "
+            "wait), not tf.data.TFRecordDataset itself.",
         )
-    image_spec, label_spec = tf.nest.flatten(batches.element_spec)[:2]
-    single = tf.data.Dataset.from_tensor_slices(records).map(read_tfrecord).element_spec
-    if image_spec.shape[1:] != single[0].shape or label_spec.shape[1:] != single[1].shape:
+    if storage.simulated and storage.latency_ms and storage.max_in_flight < max(2, wanted // 2):
         fail(
             todo,
             name,
-            f"expected batches of static shape (None, *{tuple(single[0].shape)}) and (None, "
-            f"*{tuple(single[1].shape)}); found {image_spec.shape} and {label_spec.shape}.",
+            f"expected about {wanted} shards read at once; found at most "
+            f"{storage.max_in_flight}. Pass num_parallel_reads as interleave()'s cycle_length "
+            "and num_parallel_calls.",
         )
-    images = np.concatenate([batch[0] for batch in found])
-    labels = np.concatenate([batch[1] for batch in found])
-    for index, record in enumerate(records):
-        image, label = read_tfrecord(tf.constant(record))
-        if not np.array_equal(images[index], image) or not np.array_equal(labels[index], label):
-            fail(todo, name, f"record {index} of the batch differs from read_tfrecord's.")
-    passed(todo, f"{len(records)} records in batches of 3 match read_tfrecord, one by one.")
+    passed(todo, f"all {count} records, read in parallel, in any order.")
