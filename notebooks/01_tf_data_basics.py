@@ -121,14 +121,16 @@ def read_and_decode(path):
 checks.check_read_and_decode(read_and_decode, todo=2, storage=simulated_storage, source=source)
 
 # %% [markdown]
-# Nine of them, with their class and size (height x width). The sizes differ, so they
-# cannot be stacked into a batch as they are: lab 2 resizes them.
+# Nine of them, with their class and size (height x width):
 
 # %%
 images_and_labels = filenames.map(read_and_decode).ignore_errors()
 figure = display.show_images(images_and_labels, class_names=source.class_names)
 
 # %% [markdown]
+# The sizes differ, so these images cannot be stacked into a batch as they are: lab 2
+# resizes them.
+#
 # ## The speed test: one object at a time
 #
 # An accelerator wants thousands of images per second. How many does reading one object at
@@ -176,7 +178,7 @@ checks.check_parallel_reading(
 # ## What you measured
 #
 # `map()` hands out results in its input's order, so one read in the slow tail
-# (`LATENCY_P99_MS`) holds up every image behind it. With `deterministic = False` it hands
+# (`LATENCY_P99_MS`) holds up every image behind it: head-of-line blocking. With `deterministic = False` it hands
 # out whichever is ready first; training does not need the order. For scale, the local
 # disk: the same map with no storage to wait for, what the CPU can decode. The four, timed
 # in turns, `SPEED_TEST_REPEATS` rounds, a median and a range each, and each against the

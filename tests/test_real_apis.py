@@ -105,3 +105,21 @@ def test_lab4_shows_the_device_detection_it_runs():
     assert "tf.distribute.cluster_resolver.TPUClusterResolver(" in strategy_source
     assert "_TPU_ERRORS = (ValueError, RuntimeError, tf.errors.OpError)" in strategy_source
     assert "keras.distribution.DataParallel(devices=devices)" in strategy_source
+
+
+LAB1 = REPO_ROOT / "notebooks" / "01_tf_data_basics.py"
+
+
+def test_lab1_todo_3_is_tf_datas_parallel_map_of_the_learners_filenames():
+    lab, solution = build.split_variants(LAB1)
+    (todo_3,) = [c.source for c in solution.cells if c.id == "todo-3"]
+    assert "map" in _calls(todo_3) and "filenames.map(read_and_decode" in todo_3
+    assert _keywords(todo_3, "map") == {"num_parallel_calls": "NUM_PARALLEL_READS"}
+    (stub,) = [c.source for c in lab.cells if c.id == "todo-3"]
+    assert "map" not in _calls(stub) and "parallel = ..." in stub
+
+
+def test_lab1_states_its_goal_and_its_takeaway():
+    code = LAB1.read_text()
+    assert code.splitlines()[3].startswith("# **Goal:** by the end you can read images")
+    assert "# **Takeaway.**" in code
