@@ -23,7 +23,6 @@ from utils.checks._base import (
     call_eagerly,
     dataset_ops,
     dataset_steps,
-    describe,
     fail,
     first_line,
     passed,
@@ -63,7 +62,11 @@ def _device_names(devices: object, todo: int, expected: list[str]) -> list[str]:
     if devices is Ellipsis:
         fail(todo, "devices", f"not done yet: devices is still ... (Ellipsis). Expected {wanted}.")
     if isinstance(devices, str | bytes) or not isinstance(devices, Sequence | np.ndarray):
-        fail(todo, "devices", f"expected a list: {wanted}; found {describe(devices)}.")
+        fail(
+            todo,
+            "devices",
+            f"expected a list: {wanted}; found {devices!r} ({type(devices).__name__}).",
+        )
     return [device_name(device) for device in devices]
 
 
