@@ -265,6 +265,19 @@ def check_read_shards(
             "one after another. Pass num_parallel_reads as its cycle_length and "
             "num_parallel_calls.",
         )
+    if interleave is not None and interleave.op.startswith("ParallelInterleave"):
+        # Its constant inputs end: cycle_length, block_length, two buffer sizes, then
+        # num_parallel_calls (-1: AUTOTUNE; a cycle_length of AUTOTUNE is resolved from
+        # the cores when the dataset is made).
+        cycle, calls = interleave.constants[-5], interleave.constants[-1]
+        if any(value is not None and 0 < value < wanted for value in (cycle, calls)):
+            fail(
+                todo,
+                name,
+                f"expected {wanted} shards read at once; found an interleave() of "
+                f"cycle_length={cycle}, num_parallel_calls={calls} (AUTOTUNE, -1, counts "
+                "the cores, not the storage's wait). Pass num_parallel_reads as both.",
+            )
     storage.reset_counters()
     try:  # One more than expected at most: a dataset that repeats forever ends too.
         count = sum(1 for _ in records.take(shards.num_records + 1))
