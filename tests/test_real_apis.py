@@ -2,22 +2,12 @@
 
 import ast
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 
 SOURCE = REPO_ROOT / "notebooks" / "03_read_tfrecords.py"
-
-
-def _todo_cells(variant: str = "solution") -> dict[int, str]:
-    """The code of each TODO cell of lab 3's solution (or lab), by TODO number."""
-    lab, solution = build.split_variants(SOURCE)
-    notebook = solution if variant == "solution" else lab
-    cells = {}
-    for cell in notebook.cells:
-        todo = cell.metadata.get("tpu_speed_pipelines", {}).get("todo")
-        if cell.cell_type == "code" and todo is not None:
-            cells[todo] = cell.source
-    return cells
 
 
 def _calls(source: str) -> set[str]:
@@ -41,47 +31,126 @@ def _keywords(source: str, call: str) -> dict[str, str]:
     return {}
 
 
-def test_todo_2_is_tf_datas_interleave_with_its_parallel_and_order_arguments():
-    todo_2 = _todo_cells()[2]
-    assert "interleave" in _calls(todo_2)
-    assert "tfrecord_dataset" not in todo_2  # The course's wrapper is not the learner's answer.
-    arguments = _keywords(todo_2, "interleave")
-    assert arguments == {
+READER = ("features", "read_tfrecord", "read_shards")  # Lab 3's TODOs 1 and 2.
+OPENERS = {  # What `open_tfrecord` is in each lab that carries the reader.
+    "03_read_tfrecords": "simulated_storage.open_tfrecord",
+    "04_train_keras": "tf.data.TFRecordDataset",
+    "05_accelerator_waiting": "tf.data.TFRecordDataset",
+}
+
+
+def _top_level(stem: str) -> dict[str, ast.stmt]:
+    """The top-level assignments and functions of a lesson's solution, by name."""
+    _, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{stem}.py")
+    found = {}
+    for cell in solution.cells:
+        if cell.cell_type != "code" or "setup" in cell.metadata.get("tags", []):
+            continue
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.FunctionDef):
+                found[node.name] = node
+            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                found[node.targets[0].id] = node
+    return found
+
+
+def _reader_problems(read_shards: ast.FunctionDef) -> list[str]:
+    """What lab 3's `read_shards` lacks of tf.data's own parallel, any-order reader."""
+    calls = [
+        node
+        for node in ast.walk(read_shards)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "interleave"
+    ]
+    if len(calls) != 1:
+        return [f"{len(calls)} calls of interleave(), not 1"]
+    (call,) = calls
+    arguments = {keyword.arg: ast.unparse(keyword.value) for keyword in call.keywords}
+    wanted = {
         "cycle_length": "num_parallel_reads",
         "num_parallel_calls": "num_parallel_reads",
         "deterministic": "False",
     }
-    # The one-file opener keeps the simulated latency: it is TFRecordDataset for one file.
-    assert "simulated_storage.open_tfrecord" in todo_2
+    problems = [
+        f"{name}={arguments.get(name)}, not {value}"
+        for name, value in wanted.items()
+        if arguments.get(name) != value
+    ]
+    if [ast.unparse(argument) for argument in call.args] != ["open_tfrecord"]:
+        problems.append(f"opens {[ast.unparse(a) for a in call.args]}, not open_tfrecord")
+    return problems
+
+
+def test_todo_2_is_tf_datas_interleave_with_its_parallel_and_order_arguments():
+    lab3 = _top_level("03_read_tfrecords")
+    assert _reader_problems(lab3["read_shards"]) == []
+    assert "tfrecord_dataset" not in ast.unparse(lab3["read_shards"])  # Not the course's.
+
+
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ("deterministic=False,", "deterministic=None, not False"),
+        ("num_parallel_calls=num_parallel_reads,", "num_parallel_calls=None, not"),
+        ("cycle_length=num_parallel_reads,", "cycle_length=None, not"),
+    ],
+    ids=["order kept", "one file at a time", "as many files as tf.data likes"],
+)
+def test_the_reader_test_fails_without_an_interleave_argument(change, problem):
+    source = SOURCE.read_text()
+    assert change in source
+    start = source.index("def read_shards(")
+    end = source.index("shard_names = ", start)
+    changed = ast.parse(source[start:end].replace(change, "", 1)).body[0]
+    assert any(found.startswith(problem) for found in _reader_problems(changed))
 
 
 def test_the_lab_leaves_the_reader_to_the_learner():
-    todo_2 = _todo_cells("lab")[2]
+    lab, _ = build.split_variants(SOURCE)
+    (todo_2,) = [
+        cell.source
+        for cell in lab.cells
+        if cell.metadata.get("tpu_speed_pipelines", {}).get("todo") == 2
+    ]
     assert "interleave" not in _calls(todo_2)
-    assert "records = ..." in todo_2 and "dataset = ..." in todo_2
+    assert "open_tfrecord = simulated_storage.open_tfrecord" in todo_2  # Given, above it.
+    assert "records = read_shards(shard_names)" in todo_2  # What the check and judge read.
+
+
+def test_labs_3_4_and_5_carry_the_same_reader():
+    # Issue 50 item 3: labs 4 and 5 read with the learner's lab 3 reader, a copy in each
+    # (labs are uploaded alone): the same statements, docstrings included.
+    labs = {stem: _top_level(stem) for stem in OPENERS}
+    for stem, found in labs.items():
+        assert ast.unparse(found["open_tfrecord"].value) == OPENERS[stem], stem
+        for name in READER:
+            assert ast.dump(found[name]) == ast.dump(labs["03_read_tfrecords"][name]), (
+                f"{stem}'s {name} differs from lab 3's"
+            )
 
 
 def test_the_speed_test_times_autotune_against_the_number_in_the_same_rounds():
     code = SOURCE.read_text()
-    timed = code[code.index("timed = {") : code.index("speed_runs = comparison.measure_in_turns(")]
-    assert '"TFRecords, AUTOTUNE reads": (' in timed
-    assert "read_shards(endless_names, AUTOTUNE)" in timed
-    assert '"TFRecords, fast": (fast_pipeline(read_shards(endless_names))' in timed
-    # Both rules are stated, after the cells that print what backs them.
+    timed = code[code.index("speed_runs = comparison.compare_in_turns(") :]
+    timed = timed[: timed.index("repeats=SPEED_TEST_REPEATS")]
+    assert '"shards, AUTOTUNE reads": (batches(read_shards(endless_names, AUTOTUNE))' in timed
+    assert '"shards, parallel reads": (batches(read_shards(endless_names))' in timed
+    assert '"files, one at a time": (files.map(read_image_file)' in timed
+    # Both rules are stated, after the cell that prints what backs them.
     rules = code.index("Two rules of `tf.data` follow")
-    assert code.index("shards in flight, on {os.cpu_count()} cores") < rules
-    assert "keeps the files'\n# order whatever `deterministic` says" in code
+    assert code.index("speed_test.shards_in_flight(read_shards(shard_names, reads)") < rules
+    assert code.index("speed_test.reading_order(tf_reader") < rules
+    assert "keeps the files' order whatever `deterministic`\n# says" in code
 
 
 def test_the_lab_states_its_goal_and_its_takeaway():
     code = SOURCE.read_text()
-    assert code.splitlines()[3].startswith("# **Goal:** read lab 2's 16 shards many at a time")
+    assert code.splitlines()[3].startswith("# **Goal:** by the end you can read lab 2's 16 shards")
     assert "# **Takeaway.**" in code
 
 
 def test_two_stubs_are_two_names_to_the_judge():
-    # Lab 3's blank TODO 2 binds `records` and `dataset` to `...`: the judge fetched only
-    # `dataset` and failed on "same as records" ("TODO 2: 'records'") instead of "not done".
+    # A blank TODO that binds two names to `...` (lab 3's did): the judge fetched one and
+    # failed on "same as records" ("TODO 2: 'records'") instead of "not done".
     from tools.grading import export_grain
 
     sentinel = object()
