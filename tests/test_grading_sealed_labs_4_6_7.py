@@ -8,21 +8,20 @@ solution and of a blank lab that rewrites its kernel's replies and fakes `utils.
 """
 
 import copy
+import json
 import shutil
 import tempfile
-import types
 from pathlib import Path
 
 import keras
 import nbformat
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from tests.test_grade import KERNEL_FORGER, grade_with_fixed_limits, needs_bwrap
 from tools import build_notebooks as build
-from tools.grading import judge, judge_plan, remote, remote_keras, remote_objects, sealed, wire
+from tools.grading import judge, judge_plan, remote, remote_keras, sealed
 from tools.grading.graphs import NotSealable
 from tools.grading.model import KEY, marks
 from tools.lesson_parameters import missing_modules
@@ -81,8 +80,11 @@ def _compiled_model(loss="categorical_crossentropy"):
 
 def test_a_model_is_rebuilt_from_its_configuration_by_keras():
     model = _compiled_model()
-    answer = {"model": model.to_json(), "compile": __import__("json").dumps(
-        model.get_compile_config()), "in_scope": None}  # fmt: skip
+    answer = {
+        "model": model.to_json(),
+        "compile": json.dumps(model.get_compile_config()),
+        "in_scope": None,
+    }
     rebuilt = remote_keras.rebuild(answer)
     assert rebuilt is not model and rebuilt.input_shape == (None, 16, 16, 3)
     assert rebuilt.steps_per_execution == 4 and rebuilt.loss == "categorical_crossentropy"
@@ -98,33 +100,13 @@ def test_a_model_with_code_of_the_learners_is_refused_not_run():
     lambda_model = keras.Sequential([keras.Input((3,)), keras.layers.Lambda(lambda x: x * 2)])
     own_loss = _compiled_model(loss=_own_loss)
     for model in (lambda_model, own_loss):
-        answer = {"model": model.to_json(), "compile": __import__("json").dumps(
-            model.get_compile_config()), "in_scope": None}  # fmt: skip
+        answer = {
+            "model": model.to_json(),
+            "compile": json.dumps(model.get_compile_config()),
+            "in_scope": None,
+        }
         with pytest.raises(NotSealable, match="rebuilt from its configuration with Keras's own"):
             remote_keras.rebuild(answer)
-
-
-def test_the_kernels_model_crosses_for_the_lab_strategy_and_a_stand_in(kernel):
-    from utils.checks.train_keras import _stand_in_choice
-
-    namespace, keep = kernel
-    namespace["choice"] = object()  # The kernel's own; the judge's is another object.
-    built_with = []
-
-    def build_model(choice):
-        built_with.append(choice)
-        with choice.scope() if hasattr(choice, "scope") else __import__("contextlib").nullcontext():
-            return _compiled_model()
-
-    function = keep(4, "build_model", build_model)
-    lab_choice, stand_in = _stand_in_choice(), _stand_in_choice()
-    function.namespace = {"choice": lab_choice}
-    model = function(lab_choice)
-    assert built_with[-1] is namespace["choice"] and model.steps_per_execution == 4
-    other = function(stand_in)
-    assert built_with[-1] is not stand_in and type(built_with[-1]).__name__ == "StrategyChoice"
-    made_in = stand_in.strategy.extended.variable_created_in_scope
-    assert other.weights and all(made_in(weight.value) for weight in other.weights)
 
 
 def _then_references(todo, lines):
@@ -136,26 +118,20 @@ def _then_references(todo, lines):
 
 def test_the_kernel_runs_a_check_cells_other_lines_then_takes_the_judges_values():
     lab, _ = _variants(LAB4)
-    kept = {marks(c)["check"]: judge_plan.kernel_source(c, marks(c))
-            for c in lab.cells if "check" in marks(c)}  # fmt: skip
+    kept = {
+        marks(c)["check"]: judge_plan.kernel_source(c, marks(c))
+        for c in lab.cells
+        if "check" in marks(c)
+    }
     assert kept == {
-        1: _then_references(
-            1, "global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)"
-        ),
-        2: "",
-        3: _then_references(3, "train_dataset = make_training_dataset(train_paths)"),
-        4: _then_references(4, "model = build_model(choice)"),
+        1: _then_references(1, "num_replicas = len(devices)"),
+        2: _then_references(2, "train_dataset = make_training_dataset(train_paths)"),
     }
-    # TODO 1 left undone: the cell's line binds `...`; the judge's values replace them.
-    sent = {1: {"global_batch_size": 16, "learning_rate": 0.002}}
-    namespace = {
-        "scale_for_replicas": lambda n: (..., ...),
-        "_grader_references": sent,
-        "choice": types.SimpleNamespace(num_replicas=1),
-    }
-    exec(kept[1], namespace)
-    assert (namespace["global_batch_size"], namespace["learning_rate"]) == (16, 0.002)
-    assert namespace["_grader_references"] == {}
+    # TODO 1 left undone: the cell's line fails on `...`; the judge's values replace it.
+    namespace = {"devices": ..., "_grader_references": {1: {"num_replicas": 1}}}
+    with pytest.raises(TypeError, match="has no len"):
+        exec(kept[1], namespace)
+    assert namespace["num_replicas"] == 1 and namespace["_grader_references"] == {}
 
 
 def test_the_judge_runs_a_check_cells_other_lines_after_its_check():
@@ -164,19 +140,14 @@ def test_the_judge_runs_a_check_cells_other_lines_after_its_check():
         (s["kind"], s.get("todo"), s["source"].splitlines()[-1] if s.get("source") else "")
         for s in judge_plan.plan(lab, "")
     ]
-    after = steps[steps.index(("check", 1, ")")) + 1]
-    assert after == (
-        "code",
-        1,
-        "global_batch_size, learning_rate = scale_for_replicas(choice.num_replicas)",
-    )
+    after = steps[steps.index(("check", 1, "checks.check_distribution(devices, todo=1)")) + 1]
+    assert after == ("code", 1, "num_replicas = len(devices)")
     (step,) = [s for s in judge_plan.plan(lab, "") if s.get("reference")]  # TODO 1's, needed.
-    assert step["binds"] == ["global_batch_size", "learning_rate"]
+    assert step["binds"] == ["num_replicas"]
     assert step["reference"] == next(c.source for c in solution.cells if marks(c).get("todo") == 1)
-    assert "min(BASE_LEARNING_RATE * num_replicas, MAX_LEARNING_RATE)" in step["reference"]
-    # No check reads what checks 3 and 4 bind after them: the judge runs neither.
+    assert "keras.distribution.set_distribution(" in step["reference"]
+    # No check reads what check 2 binds after it: the judge does not run it.
     assert not [s for s in steps if "make_training_dataset(train_paths)" in s[2]]
-    assert not [s for s in steps if "model = build_model(choice)" in s[2]]
 
 
 def _cell(source, **course_marks):
@@ -185,21 +156,32 @@ def _cell(source, **course_marks):
     return cell
 
 
+CHECKS_OF_THE_LAB = """import types
+from utils import checks
+
+
+def check_scale(scale, todo):
+    if scale(2) != (32, 0.2):
+        found = scale(2)
+        raise checks.CheckFailed(f"TODO {todo} (scale): at 2, expected (32, 0.2); found {found}.")
+    print(f"TODO {todo} passed: scaled")
+
+
+def check_total(todo, total):
+    print(f"TODO {todo} passed: a total of {total}")
+
+
+mine = types.SimpleNamespace(check_scale=check_scale, check_total=check_total)"""
+
+
 def _judged(scale, references):
     """The verdicts of a lab of lab 4's shape, check 1's other line binding what TODO 3
     takes, TODO 1 kept as `scale`; and what the judge sent to the kernel."""
     lab = nbformat.v4.new_notebook(
         cells=[
-            _cell(
-                "import types\nfrom utils import checks\nmine = types.SimpleNamespace(check_total="
-                "lambda todo, total: print(f'TODO {todo} passed: a total of {total}'))"
-            ),
+            _cell(CHECKS_OF_THE_LAB),
             _cell("def scale(n):\n    ...", todo=1),
-            _cell(
-                "checks.check_scaling(scale, todo=1, batch_per_replica=16, base_learning_rate=0.1,"
-                " max_learning_rate=0.2)\nbatch, rate = scale(1)",
-                check=1,
-            ),
+            _cell("mine.check_scale(scale, todo=1)\nbatch, rate = scale(1)", check=1),
             _cell("total = batch * 2"),
             _cell("def double(x):\n    ...", todo=3),
             _cell("mine.check_total(3, total)", check=3),
@@ -230,12 +212,7 @@ def test_a_wrong_todo_1_costs_todo_1_only():
     kernel and in the judge (no solution here), and TODO 3 passes."""
     verdicts, sent = _judged(lambda n: (16, 0.1), {})
     assert verdicts == [
-        (
-            1,
-            False,
-            "TODO 1 (scale_for_replicas): at 2 replica(s), expected a global batch of "
-            "16 per replica x 2 = 32; found 16.",
-        ),
+        (1, False, "TODO 1 (scale): at 2, expected (32, 0.2); found (16, 0.1)."),
         (3, True, "TODO 3 passed: a total of 32"),
     ]
     assert sent == {}
@@ -246,12 +223,7 @@ def test_a_todo_1_left_undone_costs_todo_1_only():
     sends the kernel its values; TODO 3 is graded on them."""
     verdicts, sent = _judged(lambda n: (..., ...), {1: SOLUTION})
     assert verdicts == [
-        (
-            1,
-            False,
-            "TODO 1 (scale_for_replicas): not done yet: it returns (Ellipsis, "
-            "Ellipsis). Expected (global_batch_size, learning_rate).",
-        ),
+        (1, False, "TODO 1 (scale): at 2, expected (32, 0.2); found (Ellipsis, Ellipsis)."),
         (3, True, "TODO 3 passed: a total of 32"),
     ]
     assert sent == {1: {"batch": 16, "rate": 0.1}}
@@ -284,16 +256,16 @@ def test_solutions_score_full_marks_and_forging_blanks_zero(graded):
     assert status == 0
     found = {name: (row["status"], row["total"], row["maximum"]) for name, row in rows.items()}
     expected = {
-        "sol_04.ipynb": ("graded", "4", "4"),
-        "forger_04.ipynb": ("graded", "0", "4"),
-        "undone1_04.ipynb": ("graded", "3", "4"),  # TODOs 3, 4 on the solution's TODO 1.
+        "sol_04.ipynb": ("graded", "2", "2"),
+        "forger_04.ipynb": ("graded", "0", "2"),
+        "undone1_04.ipynb": ("graded", "1", "2"),  # TODO 2 on the solution's TODO 1.
         "sol_06.ipynb": ("graded", "2", "2"),
         "forger_06.ipynb": ("graded", "0", "2"),
         "sol_07.ipynb": ("graded", "3", "3"),
         "forger_07.ipynb": ("graded", "0", "3"),
     }
-    assert found == {name: row for name, row in expected.items() if name[-8:-6] in
-                     {lesson[:2] for lesson in LESSONS}}  # fmt: skip
+    graded_labs = {lesson[:2] for lesson in LESSONS}
+    assert found == {name: row for name, row in expected.items() if name[-8:-6] in graded_labs}
 
 
 @needs_bwrap
@@ -303,10 +275,11 @@ def test_the_judges_messages_for_a_forging_blank(graded):
         "- forger_07.ipynb, TODO 3: TODO 3 (through_service): not done yet: it returns "
         "Ellipsis. Expected the dataset, run by the tf.data service.\n"
     ) in report
-    assert (
-        "- forger_04.ipynb, TODO 1: TODO 1 (scale_for_replicas): not done yet: it returns "
-        "(Ellipsis, Ellipsis). Expected (global_batch_size, learning_rate).\n"
-    ) in report
+    not_done = (
+        "TODO 1 (devices): not done yet: devices is still ... (Ellipsis). Expected the names "
+        "of the 1 device(s) Keras trains on here, ['cpu:0']."
+    )
+    assert f"- forger_04.ipynb, TODO 1: {not_done}\n" in report
     if LAB6 in LESSONS:
         assert (
             "- forger_06.ipynb, TODO 2: TODO 2 (build_conversion): not done yet: the pipeline "
@@ -314,19 +287,7 @@ def test_the_judges_messages_for_a_forging_blank(graded):
         ) in report
     assert "printed by the learner" not in report and "fake" not in report
     undone = [line for line in report.splitlines() if line.startswith("- undone1_04.ipynb, ")]
-    assert undone == [
-        "- undone1_04.ipynb, TODO 1: TODO 1 (scale_for_replicas): not done yet: it returns "
-        "(Ellipsis, Ellipsis). Expected (global_batch_size, learning_rate)."
-    ]
-
-
-def test_the_wire_refuses_a_strategy_it_is_named_instead():
-    from utils.checks.train_keras import _stand_in_choice
-
-    with pytest.raises(wire.WireError, match="a StrategyChoice does not cross"):
-        wire.encode(_stand_in_choice())
-    assert remote_objects.caller((1, _stand_in_choice())) is remote_keras.call
-    assert remote_objects.caller((np.ones(2), "x")) is None
+    assert undone == [f"- undone1_04.ipynb, TODO 1: {not_done}"]
 
 
 class _Converter:  # A learner's DoFn, as lab 6 writes it (made a beam.DoFn below).
