@@ -7,7 +7,8 @@ each a Grain transformation with its settings (`["batch", 16, true]`), down to a
 MapDataset or a data source the notebook binds to a name; a function it maps is named by
 the notebook's name for it. The judge makes the same steps itself, with its own objects
 of those names (`remote_grain.py`): no Python of the learner's crosses. Two names of one
-TODO that hold one batch (`_grader_same_as`) are said to be one.
+TODO that hold one batch (`_grader_same_as`) are said to be one. The settings Grain keeps
+private are read through `utils.lab.framework_internals`, in the kernel.
 """
 
 
@@ -28,34 +29,40 @@ def _grader_name_of(value, namespace):
     return names[0] if names else None
 
 
-_GRADER_SKIPPED = {"WithOptionsIterDataset", "ProcessPrefetchIterDataset",
-                   "_MpContextIterDataset", "_LazyWorkerSliceIterDataset"}  # fmt: skip
-
-
 def _grader_step(node, kind, namespace):
     """(the step of a Grain dataset's node as data, its parents to follow)."""
-    parents = list(getattr(node, "_parents", ()) or ())
-    if kind in _GRADER_SKIPPED:  # What mp_prefetch adds around each worker's pipeline.
+    from utils.lab import framework_internals as internals
+
+    parents = list(getattr(node, "parents", ()) or ())
+    if kind in internals.GRAIN_WORKER_WRAPPERS:  # What mp_prefetch adds around each worker.
         return None, parents
-    if kind == "InterleaveIterDataset":  # mp_prefetch: one input per worker process.
-        workers = list(node._datasets)
-        if all(type(w).__name__ == "ProcessPrefetchIterDataset" for w in workers):
-            return ["mp_prefetch", len(workers)], workers[:1]
-    settings = {
-        "BatchIterDataset": lambda: ["batch", int(node._batch_size), bool(node._drop_remainder)],
-        "PrefetchIterDataset": lambda: ["to_iter_dataset", int(node._read_options.num_threads),
-                                        int(node._read_options.prefetch_buffer_size)],
-        "MapMapDataset": lambda: ["map", _grader_name_of(node._transform, namespace)],
-        "MapIterDataset": lambda: ["map", _grader_name_of(node._transform, namespace)],
-        "ShuffleMapDataset": lambda: ["shuffle", int(node._seed)],
-        "WindowShuffleMapDataset": lambda: ["window_shuffle", int(node._window_size),
-                                            int(node._seed)],
-        "RepeatMapDataset": lambda: ["repeat", node._num_epochs, bool(node._reseed_each_epoch)],
-        "SourceMapDataset": lambda: ["source", _grader_name_of(node._source, namespace)],
-    }  # fmt: skip
-    if kind not in settings:
+    settings = internals.grain_settings(node)
+    if settings is None:
         return ["unknown", kind], []
-    return settings[kind](), parents
+    if kind == "InterleaveIterDataset":  # mp_prefetch: one input per worker process.
+        workers = settings["datasets"]
+        if not all(type(w).__name__ == "ProcessPrefetchIterDataset" for w in workers):
+            return ["unknown", kind], []
+        return ["mp_prefetch", len(workers)], workers[:1]
+    steps = {
+        "BatchIterDataset": lambda s: ["batch", int(s["batch_size"]), bool(s["drop_remainder"])],
+        "PrefetchIterDataset": lambda s: [
+            "to_iter_dataset",
+            int(s["read_options"].num_threads),
+            int(s["read_options"].prefetch_buffer_size),
+        ],
+        "MapMapDataset": lambda s: ["map", _grader_name_of(s["transform"], namespace)],
+        "MapIterDataset": lambda s: ["map", _grader_name_of(s["transform"], namespace)],
+        "ShuffleMapDataset": lambda s: ["shuffle", int(s["seed"])],
+        "WindowShuffleMapDataset": lambda s: [
+            "window_shuffle",
+            int(s["window_size"]),
+            int(s["seed"]),
+        ],
+        "RepeatMapDataset": lambda s: ["repeat", s["num_epochs"], bool(s["reseed_each_epoch"])],
+        "SourceMapDataset": lambda s: ["source", _grader_name_of(s["source"], namespace)],
+    }
+    return steps[kind](settings), parents
 
 
 def _grader_chain(value, namespace):

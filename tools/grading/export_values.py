@@ -4,6 +4,8 @@ Sent as text into the kernel, before `export_server.py` (see there): `_grader_ke
 each TODO cell, `_grader_answer` for each question of the judge's: a value described
 (`wire.py` data, a dataset's graph, "a function"), a function traced for the judge's
 arguments (tensors, or constants), or called with them; `export_calls.py` adds the rest.
+What TensorFlow keeps private (a callback's function) is read through the course's
+`utils.lab.framework_internals`, imported in the kernel.
 """
 
 _grader_kept = {}
@@ -32,7 +34,7 @@ def _grader_roles(graph_def, namespace):
     object bound to `name` in the notebook, `["function", module, name]` for a function;
     None where it is neither. The judge binds only methods of the course's own objects.
     """
-    from tensorflow.python.ops import script_ops
+    from utils.lab.framework_internals import python_callback
 
     roles = {}
     functions = graph_def.library.function
@@ -41,7 +43,7 @@ def _grader_roles(graph_def, namespace):
         if "token" not in node.attr:
             continue
         token = node.attr["token"].s.decode()
-        callback = script_ops._py_funcs.get(token)
+        callback = python_callback(token)
         inner = getattr(callback, "__wrapped__", callback)
         owner, role = getattr(inner, "__self__", None), None
         if owner is not None:
@@ -64,7 +66,7 @@ def _grader_describe(wire, value, namespace):
         return {"kind": "missing"}
     if isinstance(value, tf.data.Dataset):
         graph = tf.raw_ops.DatasetToGraphV2(
-            input_dataset=value._variant_tensor, external_state_policy=1
+            input_dataset=tf.data.experimental.to_variant(value), external_state_policy=1
         ).numpy()
         roles = _grader_roles(tf.compat.v1.GraphDef.FromString(graph), namespace)
         return {"kind": "dataset", "graph": base64.b64encode(graph).decode(),

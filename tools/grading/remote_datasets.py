@@ -10,7 +10,6 @@ cross as data; a `ShardingPolicy` by its name. Python callbacks are bound as for
 from __future__ import annotations
 
 import tensorflow as tf
-from tensorflow.python.eager import context
 
 from tools.grading import wire
 from tools.grading.graphs import NotSealable, learner_graph
@@ -35,20 +34,20 @@ def call(function, args: tuple):
     if "value" in answer:  # Not a dataset: `...`, None or other data.
         return wire.decode(answer["value"])
     graph_def = learner_graph(answer, function.namespace)
-    for definition in graph_def.library.function:  # The result's own functions, run eagerly.
-        context.context().add_function_def(definition)
     captured = {name: wire.decode(value) for name, value in answer["captures"]}
-    spec = wire.decode(answer["spec"])
     datasets = [arg for arg in args if isinstance(arg, tf.data.Dataset)]
 
-    @tf.function
-    def run(*inputs):
+    def imported(*variants):
         mapping = {name: tf.constant(value) for name, value in captured.items()}
-        for name, dataset in zip(answer["inputs"], inputs, strict=True):
-            mapping[name] = dataset._variant_tensor
+        mapping.update(zip(answer["inputs"], variants, strict=True))
         (variant,) = tf.graph_util.import_graph_def(
             graph_def, input_map=mapping, return_elements=[answer["output"]], name="learner"
         )
-        return tf.data.experimental.from_variant(variant, spec)
+        return variant
 
-    return run(*datasets)
+    # `wrap_function` runs a GraphDef in TF2 and makes its functions (the learner's `map`
+    # functions) known to the eager runtime that iterates the result.
+    variants = [tf.TensorSpec([], tf.variant)] * len(datasets)
+    run = tf.compat.v1.wrap_function(imported, variants)
+    variant = run(*[tf.data.experimental.to_variant(dataset) for dataset in datasets])
+    return tf.data.experimental.from_variant(variant, wire.decode(answer["spec"]))

@@ -187,7 +187,7 @@ def dataset_steps(dataset: tf.data.Dataset) -> list[DatasetStep] | None:
         the graph cannot be read.
     """
     try:
-        graph = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor)
+        graph = tf.raw_ops.DatasetToGraphV2(input_dataset=tf.data.experimental.to_variant(dataset))
         graph_def = tf.compat.v1.GraphDef.FromString(graph.numpy())
     except (AttributeError, TypeError, ValueError, tf.errors.OpError):
         return None
