@@ -13,9 +13,9 @@
 #
 # **On Colab's TPU:** choose *Runtime > Change runtime type > v5e-1 TPU*. Keras runs on
 # JAX there (the runtime has no TensorFlow); the set-up installs `tensorflow-cpu` for
-# `tf.data` only. A v5e-1 is one device: `DataParallel` puts the whole batch on it (a
-# v5e-8 splits it eight ways). The first epoch waits for XLA to compile the model; the
-# later ones take seconds.
+# `tf.data` only. A v5e-1 is one device: `DataParallel` puts each whole batch on it (a
+# v5e-8 would split it eight ways). Expect the first epoch to wait for XLA to compile the
+# model, and each later epoch to take seconds.
 #
 # **You will:**
 #
@@ -23,19 +23,19 @@
 # 2. Build the training pipeline on your lab 3 reader (TODO 2).
 
 # %% tags=["parameters"]
-BACKEND = "auto"  # "auto": JAX on Colab's TPU runtime (it has no TensorFlow), else TensorFlow.
+BACKEND = "auto"  # "auto": JAX on Colab's TPU runtime, else TensorFlow.
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
-NUM_IMAGES = 3670  # Size of the embedded dataset.
-TARGET_SIZE = 192  # Lab 2's TARGET_SIZE: the shards' image size.
-NUM_SHARDS = 16  # Lab 2's NUM_SHARDS; written here if lab 2 did not.
+NUM_IMAGES = 3670  # Images of the embedded dataset.
+TARGET_SIZE = 192  # Lab 2's TARGET_SIZE.
+NUM_SHARDS = 16  # Lab 2's NUM_SHARDS.
 SHARDS_DIR = None  # None: where lab 2 wrote them.
 NUM_PARALLEL_READS = 16  # Lab 3's NUM_PARALLEL_READS.
 IMAGE_SIZE = 96  # The model's input size.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
-BATCH_PER_REPLICA = None  # Images per device per step; None: 128, or 16 on the CPU.
-TRAINING_IMAGES = 12_000  # Images the model learns from, in all.
+BATCH_PER_REPLICA = None  # Per device and step; None: 128, or 16 on the CPU.
+TRAINING_IMAGES = 12_000  # Images the model learns from.
 EPOCHS = 6  # Evaluations on the validation shards.
-STEPS_PER_EXECUTION = 16  # Training steps per call into the compiled step.
+STEPS_PER_EXECUTION = 16  # Steps per call into the compiled step.
 SEED = 42
 
 # %% [markdown]
@@ -60,9 +60,9 @@ from utils.lab import shard_cache, sources
 # %% [markdown]
 # ## The shards, and lab 3's reader
 #
-# The last `VALIDATION_SHARDS` shards are held out for validation (lab 2 shuffled the
-# images: every shard mixes classes). Below is your code from lab 3 (TODOs 1 and 2), here
-# reading the shards from this disk: `open_tfrecord` is `tf.data.TFRecordDataset`.
+# The last `VALIDATION_SHARDS` shards are held out for validation (every shard mixes
+# classes). Below them is your code from lab 3 (TODOs 1 and 2), reading from this disk:
+# `open_tfrecord` is `tf.data.TFRecordDataset`.
 
 # %%
 keras.utils.set_random_seed(SEED)
@@ -110,15 +110,14 @@ def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):  # lab 3's TO
 # ## 1. One replica per device (TODO 1)
 #
 # Data parallelism: each device holds a copy of the model (a replica) and takes an equal
-# share of every batch; the replicas' gradients are summed at each step, so every copy
-# stays the same. On JAX, `keras.distribution.DataParallel(devices=...)` describes this:
-# a one-dimensional mesh of the devices, each batch split along its first axis, every
-# weight copied on each. Keras uses it once it is set with
-# `keras.distribution.set_distribution()`. `keras.distribution.list_devices()` names the
-# devices Keras trains on here: a TPU's or the GPUs, else the CPU's.
+# share of every batch; the gradients are summed over the replicas at each step, so the
+# copies stay equal. On JAX, `keras.distribution.DataParallel(devices=...)` says so: each
+# batch split along its first axis over the devices, every weight copied on each. `fit()`
+# uses it once it is set with `keras.distribution.set_distribution()`.
+# `keras.distribution.list_devices()` names the devices Keras trains on here.
 #
 # **TODO 1.** Bind `devices` to the names of all the devices Keras trains on here and,
-# on JAX, make `fit()` train with one replica on each of them.
+# on JAX, make `fit()` train with one replica on each.
 
 # %%
 # TODO 1: every device, one replica each.
@@ -135,14 +134,13 @@ num_replicas = len(devices)
 
 # %% [markdown]
 # On TensorFlow a `tf.distribute` strategy does the same, and the model is built under its
-# `scope()`: a TPU VM's TPU (TensorFlow cannot use Colab's), else a replica on each of
-# `devices`.
+# `scope()`: a TPU VM's TPU, else a replica on each of `devices`.
 
 
 # %%
 def tensorflow_strategy(devices):
     """TensorFlow's strategy: a TPU VM's TPU, else one replica on each of `devices`."""
-    tf.get_logger().setLevel("ERROR")  # Trying a TPU logs INFO lines, found or not.
+    tf.get_logger().setLevel("ERROR")  # Trying a TPU logs INFO lines.
     try:  # Without a TPU, this raises.
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
         tf.config.experimental_connect_to_cluster(resolver)
@@ -153,7 +151,7 @@ def tensorflow_strategy(devices):
         return tf.distribute.MirroredStrategy(devices) if several else tf.distribute.get_strategy()
 
 
-scope = contextlib.nullcontext()  # On JAX the distribution places the weights.
+scope = contextlib.nullcontext()  # JAX: the distribution places the weights.
 if keras.backend.backend() == "tensorflow":
     tf_strategy = tensorflow_strategy(devices)
     num_replicas, scope = tf_strategy.num_replicas_in_sync, tf_strategy.scope()
@@ -162,11 +160,11 @@ print(f"Keras on {keras.backend.backend()}: {num_replicas} replica(s) in sync on
 # %% [markdown]
 # ## The batch, the learning rate and the plan
 #
-# A TPU takes 128 images per device and step (its matrix units work on tiles of 8 x 128).
-# A CPU-only run takes 16, so that it ends in minutes: past a batch of 48 more images a
-# step no longer cut the steps needed (docs/lessons.md), so a larger batch sees more
-# images, each costing CPU time. The learning rate grows with the global batch, up to
-# 0.008; it warms up from 0, then falls along half a cosine.
+# Each device takes 128 images a step, a batch that keeps a TPU's matrix units busy. A
+# CPU-only run takes 16, so that it ends in minutes: steps count as if a batch held at
+# most 48 images (the critical batch size, docs/lessons.md), so larger batches process
+# more images for the same training. The learning rate grows with the global batch, up
+# to 0.008, warms up from 0, then falls along half a cosine.
 
 # %%
 kind = keras.distribution.list_devices()[0].split(":")[0]  # "tpu", "gpu" or "cpu".
@@ -177,7 +175,7 @@ plan = training.plan_training(
     training_images=TRAINING_IMAGES,
     global_batch_size=global_batch_size,
     epochs=EPOCHS,
-    # Keras fails with more than 1 under MirroredStrategy (keras-team/keras#19246).
+    # Above 1, Keras fails under MirroredStrategy (keras-team/keras#19246).
     steps_per_execution=STEPS_PER_EXECUTION if num_replicas == 1 else 1,
     critical_batch_size=48,
 )
@@ -188,7 +186,7 @@ print(plan.describe())
 # ## 2. The training pipeline (TODO 2)
 #
 # `augment` takes whole batches: it resizes them to the model's `IMAGE_SIZE` and flips
-# each image at random, so that every epoch shows the model a little more variety.
+# each image at random, so that each epoch shows the model some new variety.
 
 
 # %%
@@ -206,10 +204,10 @@ def augment(images, labels):
 
 # %% [markdown]
 # **TODO 2.** Complete `make_training_dataset(paths)`: the images of the shards in
-# `paths`, read with lab 3's reader, every epoch served from memory, in a new order and in
-# new batches of exactly `global_batch_size` images, each batch augmented, the next
-# batches prepared while the model trains, without end. The check reads a few epochs,
-# deleting its copy of the shards after the first.
+# `paths`, read with lab 3's reader, every epoch from memory, in a new order and in new
+# batches of exactly `global_batch_size` images, each batch augmented, the next batches
+# prepared while the model trains, without end. The check reads a few epochs, deleting its
+# copy of the shards after the first.
 
 
 # %%
@@ -238,11 +236,11 @@ train_dataset = make_training_dataset(train_paths)
 # ## Train
 #
 # Validation reads the held-out shards once, unshuffled and unflipped, in batches split
-# evenly over the replicas. The model is built under the strategy's scope (TensorFlow)
-# and trained in mixed precision on a TPU (bfloat16) or GPU (float16).
-# Chance level is what always answering the most common class scores. On the embedded
-# images each class is one generated flower shape: a high score says the pipeline and the
-# training work end to end, nothing about real flowers.
+# evenly over the replicas. The model is built under the strategy's scope (TensorFlow) and
+# computes in bfloat16 on a TPU, float16 on a GPU. Chance level is what always answering
+# the most common class scores. On the embedded images each class is one generated flower
+# shape: a high score says the pipeline and the training loop work end to end; it says
+# nothing about real flowers.
 
 # %%
 validation_batch_size = batch_sizes.even_batch_size(
@@ -260,7 +258,7 @@ with scope:
         metrics=["accuracy"],
         steps_per_execution=plan.steps_per_execution,
     )
-answers = training.ValidationAnswers(validation_dataset)  # The share answered right, per epoch.
+answers = training.ValidationAnswers(validation_dataset)  # The share right, per epoch.
 history = model.fit(
     train_dataset,
     epochs=plan.epochs,
@@ -285,11 +283,8 @@ print(
 )
 
 # %% [markdown]
-# **Takeaway.** One notebook trains on a TPU, GPUs or the CPU: one replica per device,
-# a batch that grows with them, and the model's weights placed by the distribution (JAX)
-# or built under the strategy's scope (TensorFlow). The pipeline caches, shuffles, batches
-# and prefetches, so that every epoch is new and served from memory. Whether the
-# accelerator still waits for its input: lesson 5.
-#
-# Background (the critical batch size, float formats, TPU Nodes, what Keras 3 changed from
-# the original course): docs/lessons.md.
+# **Takeaway.** One notebook trains on a TPU, GPUs or the CPU: one replica per device, a
+# batch that grows with them, the weights placed by the distribution (JAX) or the
+# strategy's scope (TensorFlow). The pipeline caches, shuffles, batches and prefetches, so
+# that every epoch is new and served from memory. Does the accelerator still wait for its
+# input? Lesson 5 (`05_accelerator_waiting`). Background: docs/lessons.md.
