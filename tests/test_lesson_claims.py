@@ -56,11 +56,6 @@ def _code_above(cells, phrase):
         ),
         ("08_where_the_time_goes", "(see the\n#   count above)", "ablation.first_bytes_ms"),
         ("08_where_the_time_goes", "The dashed line is the decode\n# ceiling", "ceiling=ceiling"),
-        (
-            "04_train_keras",
-            "bfloat16 keeps it, so TPUs need no loss scaling",
-            "float_formats.describe_float_formats()",
-        ),
         ("05_accelerator_waiting", "The timeline draws each feed's", "plot_step_timelines("),
         ("05_accelerator_waiting", "differ only by their\n# idle time", "stand_in.describe_idle()"),
         ("05_accelerator_waiting", "Each verdict compares a feed", 'wait_runs["fed from memory"]'),
