@@ -32,7 +32,9 @@ def test_check_to_example_passes_and_names_the_wrong_feature(capsys):
     with pytest.raises(checks.CheckFailed, match=r"expected a feature 'size'"):
         run(with_feature("size", None))
     floats = tf.train.Feature(float_list=tf.train.FloatList(value=[2.0]))
-    with pytest.raises(checks.CheckFailed, match=r"expected 'class' as int64_list; found float_list.$"):
+    with pytest.raises(
+        checks.CheckFailed, match=r"expected 'class' as int64_list; found float_list.$"
+    ):
         run(with_feature("class", floats))
     resized = tf.train.Feature(int64_list=tf.train.Int64List(value=[192, 192]))
     with pytest.raises(checks.CheckFailed, match=r"expected size=\[300, 400\]; found \[192, 192\]"):
@@ -159,3 +161,69 @@ def test_check_write_shard_failures():
 
     with pytest.raises(checks.CheckFailed, match=r"expected a shard named flowers03-5.tfrec"):
         checks.check_write_shard(no_rename, todo=2)
+
+
+def _to_example_with(name, make_feature):
+    """The reference `to_example`, but feature `name` built by `make_feature(...)`."""
+
+    def to_example(*args):
+        features = dict(records.to_example(*args).features.feature)
+        features[name] = make_feature(*args)
+        return tf.train.Example(features=tf.train.Features(feature=features))
+
+    return to_example
+
+
+EXPECTED = (
+    "TODO 1 (to_example): expected a tf.train.Example with the features image, class, label, "
+    "size, one_hot_class; found "
+)
+
+
+def test_check_to_example_explains_the_likeliest_mistakes():
+    def failure(to_example):
+        with pytest.raises(checks.CheckFailed) as failed:
+            checks.check_to_example(to_example, todo=1, class_names=data.CLASSES)
+        return str(failed.value)
+
+    bytes_list, int64_list = tf.train.BytesList, tf.train.Int64List
+    not_a_list = _to_example_with(
+        "image", lambda jpeg, *_: tf.train.Feature(bytes_list=bytes_list(value=jpeg))
+    )
+    assert failure(not_a_list) == EXPECTED + (
+        "an error: expected bytes, int found. A feature holds a list: "
+        "BytesList(value=[image_jpeg]), not value=image_jpeg (bytes taken one by one are ints)."
+    )
+    index_not_a_list = _to_example_with(
+        "class", lambda _, index, *__: tf.train.Feature(int64_list=int64_list(value=index))
+    )
+    assert failure(index_not_a_list).endswith(
+        "A feature holds a list: Int64List(value=[class_index]), not value=class_index."
+    )
+    text = _to_example_with(
+        "label",
+        lambda _, index, __, names: tf.train.Feature(bytes_list=bytes_list(value=[names[index]])),
+    )
+    assert failure(text) == EXPECTED + (
+        "an error: expected bytes, str found. A bytes_list holds bytes, not text: encode the "
+        "class name (class_names[class_index].encode())."
+    )
+
+    def a_dict(image_jpeg, *_):
+        image = tf.train.Feature(bytes_list=bytes_list(value=[image_jpeg]))
+        return tf.train.Example(features={"image": image})
+
+    assert failure(a_dict) == EXPECTED + (
+        'an error: Protocol message Features has no "image" field. tf.train.Example takes '
+        "features=tf.train.Features(feature=<your dict>), not the dict itself."
+    )
+    resized = _to_example_with(
+        "size", lambda *_: tf.train.Feature(int64_list=int64_list(value=[192, 192]))
+    )
+    assert failure(resized) == (
+        "TODO 1 (to_example): expected size=[300, 400]; found [192, 192]. It holds "
+        "original_size: the image's (height, width) BEFORE resizing."
+    )
+    assert failure(lambda *args: records.to_example(*args).SerializeToString()) == EXPECTED + (
+        "a bytes. Return the Example itself, not its bytes."
+    )

@@ -3,7 +3,7 @@ rebuilt.
 
 In-process tests run the kernel's side (`export_*.py`, as the grader sends it) and the
 judge's side in one process; one grading run (bwrap where it works) grades hostile
-submissions of both labs end to end (lab 2's solution scores 4/4 in tests/test_grade.py).
+submissions of both labs end to end (lab 2's solution scores 2/2 in tests/test_grade.py).
 """
 
 import csv
@@ -21,8 +21,8 @@ from tests.conftest import REPO_ROOT
 from tests.test_checks_write_tfrecords import _write_to_final_name
 from tests.test_grade import KERNEL_FORGER, _cell_index, _notebook, _set_todo, _with_todo
 from tools import grade
+from tools.building.lesson_parameters import missing_modules
 from tools.grading import graphs, remote, remote_calls, wire
-from tools.lesson_parameters import missing_modules
 from utils import checks
 
 GRADING = REPO_ROOT / "tools" / "grading"
@@ -73,15 +73,15 @@ class _Kernel:
 
 def _failure(check, function):
     with pytest.raises(checks.CheckFailed) as failure:
-        check(function, todo=4)
+        check(function, todo=2)
     return str(failure.value)
 
 
 def test_a_fed_call_fails_write_shard_as_the_lab_does(tmp_path):
     """The judge's iterator feeds the kernel's function; the judge reads its folder's copy."""
     kernel = _Kernel(tmp_path)
-    kernel.keep(4, write_shard=_unsafe)
-    judged = remote.RemoteFunction(kernel, 4, "write_shard", {})
+    kernel.keep(2, write_shard=_unsafe)
+    judged = remote.RemoteFunction(kernel, 2, "write_shard", {})
     in_the_judge = _failure(checks.check_write_shard, judged)
     assert in_the_judge == _failure(checks.check_write_shard, _unsafe)
     assert "no file existed while they came" in in_the_judge
@@ -110,7 +110,7 @@ def test_a_kernel_that_asks_on_after_the_last_record_is_refused(tmp_path):
             return {"state": "wants"}
 
     with pytest.raises(graphs.NotSealable, match="asked for records after the last one"):
-        remote_calls.call_fed(Greedy(), 4, "write_shard", (iter([b"a", b"b"]),), {})
+        remote_calls.call_fed(Greedy(), 2, "write_shard", (iter([b"a", b"b"]),), {})
 
 
 def test_only_built_in_errors_are_raised_in_the_judge():
@@ -208,9 +208,9 @@ def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
     lab2, solution2 = _notebook("labs", LAB2), _notebook("solutions", LAB2)
     forged = {}
-    unsafe = _set_todo(solution2, 4, UNSAFE)
+    unsafe = _set_todo(solution2, 2, UNSAFE)
     forged["x-2-unsafe.ipynb"] = unsafe
-    forged["x-2-patched.ipynb"] = _set_todo(lab2, 4, "import types\n" + PATCHED_CHECKS)
+    forged["x-2-patched.ipynb"] = _set_todo(lab2, 2, "import types\n" + PATCHED_CHECKS)
     if not missing_modules(LAB9):
         forged["x-9-solution.ipynb"] = _notebook("solutions", LAB9)
         forged["x-9-blank.ipynb"] = _notebook("labs", LAB9)
@@ -239,8 +239,8 @@ def test_labs_2_and_9_score_what_their_answers_earn(graded):
     rows, report = graded
     found = {name: [row[f"TODO {n}"] for n in range(1, 5)] for name, row in rows.items()}
     expected = {
-        "x-2-unsafe.ipynb": ["1", "1", "1", "0"],
-        "x-2-patched.ipynb": ["0", "0", "0", "0"],
+        "x-2-unsafe.ipynb": ["1", "0", "", ""],
+        "x-2-patched.ipynb": ["0", "0", "", ""],
     }
     if not missing_modules(LAB9):
         expected |= {
@@ -266,11 +266,11 @@ def test_labs_2_and_9_score_what_their_answers_earn(graded):
         )
     assert found == expected
     assert (
-        "- x-2-unsafe.ipynb, TODO 4: TODO 4 (write_shard): expected the records to go into a "
+        "- x-2-unsafe.ipynb, TODO 2: TODO 2 (write_shard): expected the records to go into a "
         "file as they come (a shard can be larger than memory); no file existed while they "
         "came." in report
     )
     assert (  # Its check, patched in its kernel, printed "passed"; the judge's did not.
-        "- x-2-patched.ipynb, TODO 4: TODO 4 (write_shard): expected the path of the shard "
+        "- x-2-patched.ipynb, TODO 2: TODO 2 (write_shard): expected the path of the shard "
         "written; found an error: 'ellipsis' object is not callable." in report
     )

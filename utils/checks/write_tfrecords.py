@@ -24,8 +24,7 @@ _FEATURE_KINDS = {
 _ERROR_HINTS = {
     "int found": "A feature holds a list: BytesList(value=[image_jpeg]), not "
     "value=image_jpeg (bytes taken one by one are ints).",
-    "not iterable": "A feature holds a list: Int64List(value=[class_index]), not "
-    "value=class_index.",
+    "iterable": "A feature holds a list: Int64List(value=[class_index]), not value=class_index.",
     "str found": "A bytes_list holds bytes, not text: encode the class name "
     "(class_names[class_index].encode()).",
     'has no "': "tf.train.Example takes features=tf.train.Features(feature=<your dict>), "
