@@ -70,7 +70,7 @@ def test_check_in_memory_names_todo_1_and_the_mistake(make, message):
 
 
 def _slow_records():
-    """Endless records that take 2 ms each to decode (a sleep), as lesson 5's `decode_one`."""
+    """Endless records that take 2 ms each to decode (a sleep), as lesson 5's `read_tfrecord`."""
 
     def decode(index):
         def slowly(value):
@@ -101,8 +101,9 @@ def _made_ahead():
 def test_check_feed_keeps_up_passes_a_parallel_prefetched_feed(capsys):
     accelerator_waiting.check_feed_keeps_up(_made_ahead(), todo=2, naive=_naive())
     assert capsys.readouterr().out == (
-        "TODO 2 passed: the stand-in, its step as long as the naive feed takes to make a "
-        "batch, waited under 25% of each step for your batches.\n"
+        "TODO 2 passed: the stand-in, its step twice as long as the naive feed takes to make "
+        "a batch, waited under 25% of a step for your batches, under half as long as for the "
+        "naive feed's.\n"
     )
 
 
@@ -138,12 +139,12 @@ def _not_full():
         (
             lambda: tf.data.Dataset.from_tensors(next(iter(_naive()))).repeat(),
             "TODO 2 (feed): expected new batches from the shards; found the same batch again "
-            "(an input that costs nothing, as TODO 1's). Build the feed from `serialized` and "
-            "`decode_one()`.",
+            "(an input that costs nothing, as TODO 1's). Build the feed from "
+            "`read_shards(shard_names)` and `read_tfrecord`.",
         ),
         (
             _naive,
-            "Decode in parallel: `map(decode_one, num_parallel_calls=tf.data.AUTOTUNE)`.",
+            "Decode in parallel: `map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)`.",
         ),
     ],
     ids=["stub", "not batched", "no drop_remainder", "one batch repeated", "the naive feed"],
@@ -157,9 +158,10 @@ def test_check_feed_keeps_up_says_how_long_the_stand_in_waited():
     with pytest.raises(checks.CheckFailed) as failure:
         accelerator_waiting.check_feed_keeps_up(_naive(), todo=2, naive=_naive())
     assert re.match(
-        r"TODO 2 \(feed\): expected the stand-in to wait at most 25% of its step \([\d.]+ ms, "
-        r"as long as the naive feed takes to make a batch\) for each batch; it waited [\d.]+ "
-        r"ms for yours, [\d.]+ ms for the naive feed \(medians of 3 rounds\)\.",
+        r"TODO 2 \(feed\): expected the stand-in, its step [\d.]+ ms \(twice as long as the "
+        r"naive feed takes to make a batch\), to wait at most 25% of a step for each of your "
+        r"batches, and at most half as long as for the naive feed's; it waited [\d.]+ ms for "
+        r"yours, [\d.]+ ms for the naive feed's \(medians of 5 rounds\)\. Decode in parallel",
         str(failure.value),
     )
 
