@@ -3,16 +3,19 @@
 The replicas themselves are built and run by `python -m tools.replicas` in `.ci/run`.
 """
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools.lesson_parameters import SMALL_PARAMETERS
+from tests.conftest import REAL_HOME
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 from tools.replicas import __main__ as command
-from tools.replicas import environments, execute, runs
+from tools.replicas import environments, execute, internals_check, runs
 
 LISTED = {replica.name: replica for replica in environments.replicas()}
 
@@ -277,3 +280,93 @@ def test_bwrap_probe_says_false_without_bwrap(monkeypatch):
 
     monkeypatch.setattr(subprocess, "run", missing)
     assert execute.bwrap_works() is False
+
+
+# The replicas' venvs with TensorFlow, where this machine has them cached (building one
+# needs the network: `python -m tools.replicas` does). Their versions: colab-gpu TensorFlow
+# 2.20.0 and Keras 3.13.2, kaggle-tpu tensorflow-cpu 2.20.0 and Keras 3.15.1, Grain 0.2.18.
+CACHE = (
+    os.environ.get(environments.CACHE_ENV_VAR) or REAL_HOME / ".cache/tpu_speed_pipelines/replicas"
+)
+CACHED = {name: Path(CACHE) / f"{name}-{LISTED[name].key}" for name in ("colab-gpu", "kaggle-tpu")}
+
+
+@pytest.mark.parametrize("name", sorted(CACHED))
+def test_the_graders_internals_hold_on_each_replicas_versions(name):
+    venv = CACHED[name]
+    if not (venv / "ready").is_file():
+        pytest.skip(f"{name}'s venv is not cached here (python -m tools.replicas builds it)")
+    *checks, versions = execute.check_internals(venv / "bin" / "python")
+    pins = _pins(name)
+    expected = {
+        "tensorflow": pins.get("tensorflow") or pins["tensorflow-cpu"],
+        "keras": pins["keras"],
+        "grain": pins["grain"],
+    }
+    assert versions == {"versions": expected}
+    assert [c["check"] for c in checks] == list(internals_check.CHECKS)
+    assert [c for c in checks if not c["ok"]] == []
+
+
+def test_a_failed_internals_check_is_a_failed_row_naming_it(monkeypatch):
+    said = [
+        {"check": "python_callback", "ok": False, "detail": "AttributeError: _py_funcs"},
+        {"check": "grain_settings", "ok": True, "detail": "9 steps"},
+        {"versions": {"tensorflow": "2.22.0", "keras": "3.16.0", "grain": None}},
+    ]
+    monkeypatch.setattr(execute, "check_internals", lambda python: said)
+    rows = execute.internals_rows("colab-gpu", Path("python"))
+    assert [(r.what, r.passed, r.detail) for r in rows] == [
+        (
+            "grader's internals: python_callback (tensorflow 2.22.0, keras 3.16.0)",
+            False,
+            "AttributeError: _py_funcs",
+        ),
+        ("grader's internals: grain_settings (tensorflow 2.22.0, keras 3.16.0)", True, ""),
+    ]
+
+
+def test_a_lab_passes_grading_on_full_marks_for_its_solution_and_zero_for_its_blank():
+    scored = {
+        "solution-01_tf_data_basics.ipynb": "4/4",
+        "blank-01_tf_data_basics.ipynb": "0/4",
+        "solution-02_write_tfrecords.ipynb": "3/4",
+        "blank-02_write_tfrecords.ipynb": "0/4",
+        "solution-03_read_tfrecords.ipynb": "4/4",
+        "blank-03_read_tfrecords.ipynb": "grader error: prepare: FileNotFoundError: x",
+    }
+    lessons = ["01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords", "05_x"]
+    rows = execute.grade_rows("colab-gpu", scored, lessons)
+    assert [(r.what, r.passed, r.detail) for r in rows] == [
+        ("grade lab 01: solution full marks, blank lab zero", True, ""),
+        ("grade lab 02: solution full marks, blank lab zero", False, "solution 3/4; blank lab 0/4"),
+        (
+            "grade lab 03: solution full marks, blank lab zero",
+            False,
+            "solution 4/4; blank lab grader error: prepare: FileNotFoundError: x",
+        ),
+        (
+            "grade lab 05: solution full marks, blank lab zero",
+            False,
+            "solution not graded; blank lab not graded",
+        ),
+    ]
+
+
+def test_ci_grades_the_core_labs_on_colab_gpu_and_full_on_kaggle_tpu_too():
+    core = [f"{n:02d}" for n in range(1, 6)]
+    assert [lesson[:2] for lesson in runs.CORE] == core
+    assert runs.GRADED == {"colab-gpu": runs.CORE}
+    assert runs.FULL_GRADED == {"colab-gpu": runs.CORE, "kaggle-tpu": runs.CORE}
+
+
+def test_the_grades_csv_is_read_as_scores_or_the_graders_status(tmp_path):
+    path = tmp_path / "grades.csv"
+    path.write_text(
+        "learner,submission,total,maximum,status\nx,solution-01.ipynb,4,4,graded\n"
+        "y,blank-01.ipynb,,,grader error: prepare: FileNotFoundError: x\n"
+    )
+    assert execute.scores(path) == {
+        "solution-01.ipynb": "4/4",
+        "blank-01.ipynb": "grader error: prepare: FileNotFoundError: x",
+    }

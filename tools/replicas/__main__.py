@@ -1,5 +1,9 @@
 """`python -m tools.replicas [--only NAME ...] [--full] [--keep]`: each replica, its plan run.
 
+In a replica with TensorFlow, the grader's checks of TensorFlow, Keras and Grain
+(`internals_check.py`) run first; after its plan, its core labs are graded
+(`runs.GRADED`: each solution full marks, each blank lab zero).
+
 Each replica's venv comes from the cache (`$TPU_SPEED_PIPELINES_REPLICAS`, else
 ~/.cache/tpu_speed_pipelines/replicas/), or is built there from its list first. A replica
 that cannot be built says so in one line, naming the package, and fails the command. The
@@ -57,8 +61,14 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(execute.Result(replica.name, "build the venv", False, 0.0, str(error)))
                 continue
             rows.append(execute.Result(replica.name, f"venv {venv.name}", True, minutes))
+            if any(venv.glob("lib/python*/site-packages/tensorflow")):
+                rows += execute.internals_rows(replica.name, venv / "bin" / "python")
             plan = (planned.FULL_PLANS if options.full else planned.PLANS)[replica.name]()
             rows += execute.run_replica(replica.name, venv, plan, work / replica.name, cache)
+            graded = (planned.FULL_GRADED if options.full else planned.GRADED).get(replica.name)
+            if graded:
+                grading = work / f"{replica.name}-grading"
+                rows += execute.grade_replica(replica.name, venv, graded, grading, cache)
             print(table(rows[first:]), flush=True)
     finally:
         if options.keep:

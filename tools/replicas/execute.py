@@ -13,16 +13,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import nbformat
 
 from tools import build_notebooks as build
+from tools.building.setup_cell import SETUP_TAG
 from tools.replicas import runs as planned
 from tools.replicas.environments import working_copy
-from tools.setup_cell import SETUP_TAG
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("driver.py")
@@ -82,8 +84,10 @@ def _notebook(run: planned.Run) -> nbformat.NotebookNode:
 
 def _drive(python: Path, work: Path, specs: list[dict], environment: dict, sandbox: bool):
     """Runs the driver over `specs`; returns {name: (seconds, error)}."""
-    writable = [work, *{Path(s["env"][planned.DATA_CACHE]) for s in specs
-                        if planned.DATA_CACHE in s["env"]}]  # fmt: skip
+    writable = [
+        work,
+        *{Path(s["env"][planned.DATA_CACHE]) for s in specs if planned.DATA_CACHE in s["env"]},
+    ]
     for folder in writable:
         folder.mkdir(parents=True, exist_ok=True)
     path = work / f"runs-{specs[0]['name']}.json"
@@ -91,8 +95,21 @@ def _drive(python: Path, work: Path, specs: list[dict], environment: dict, sandb
     command = [str(python), str(DRIVER), str(path)]
     if sandbox:  # Read-only root, the work and data folders writable, loopback alone.
         binds = [arg for folder in writable for arg in ("--bind", str(folder), str(folder))]
-        command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *binds,
-                   "--unshare-net", "--unshare-pid", "--die-with-parent", *command]  # fmt: skip
+        command = [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            *binds,
+            "--unshare-net",
+            "--unshare-pid",
+            "--die-with-parent",
+            *command,
+        ]
     env = ["env", "-i", *(f"{k}={v}" for k, v in environment.items())]
     result = subprocess.run([*env, *command], capture_output=True, text=True)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -115,9 +132,13 @@ def run_replica(name: str, venv: Path, runs: list[planned.Run], work: Path, cach
     argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     spec = {"argv": argv, "display_name": "replica", "language": "python"}
     (kernels / "kernel.json").write_text(json.dumps(spec))
-    environment = {"PATH": f"{python.parent}:/usr/bin:/bin", "JUPYTER_PATH": str(work / "kernels"),
-                   "TPU_SPEED_PIPELINES_NO_PROGRESS": "1", "PIP_CACHE_DIR": str(cache / "pip"),
-                   "LANG": "C.UTF-8"}  # fmt: skip
+    environment = {
+        "PATH": f"{python.parent}:/usr/bin:/bin",
+        "JUPYTER_PATH": str(work / "kernels"),
+        "TPU_SPEED_PIPELINES_NO_PROGRESS": "1",
+        "PIP_CACHE_DIR": str(cache / "pip"),
+        "LANG": "C.UTF-8",
+    }
     specs = []
     for run in runs:
         folder, home, tmp = (work / f"{run.name}{end}" for end in ("", "-home", "-tmp"))
@@ -127,10 +148,16 @@ def run_replica(name: str, venv: Path, runs: list[planned.Run], work: Path, cach
         env = {"HOME": str(home), "TMPDIR": str(tmp), **run.env}
         if planned.DATA_CACHE in env:
             env[planned.DATA_CACHE] = str(cache / f"data-{name}")
-        specs.append({"name": run.name, "input": str(folder / f"{run.lesson}.ipynb"),
-                      "output": str(work / f"{run.name}.out.ipynb"), "cwd": str(folder),
-                      "parameters": run.parameters,
-                      "env": env})  # fmt: skip
+        specs.append(
+            {
+                "name": run.name,
+                "input": str(folder / f"{run.lesson}.ipynb"),
+                "output": str(work / f"{run.name}.out.ipynb"),
+                "cwd": str(folder),
+                "parameters": run.parameters,
+                "env": env,
+            }
+        )
     before = versions(python)
     found = _drive(python, work, specs[:1], environment, sandbox=False)
     after = versions(python)
@@ -164,3 +191,122 @@ def timed(function, *args):
     started = time.monotonic()
     value = function(*args)
     return value, (time.monotonic() - started) / 60
+
+
+# What the grader needs besides a platform's packages (tools.grade builds labs with
+# jupytext): pure Python, installed into the grading copy only, with no dependency moved.
+GRADER_PACKAGES = ("jupytext==1.19.6", "mdit-py-plugins==0.7.0")
+GRADE_LIMITS = ["--cell-timeout", "400", "--timeout", "900", "-j", "2"]  # As tests/test_grade.
+
+
+def check_internals(python: Path) -> list[dict]:
+    """Runs `internals_check.py` in `python`; returns its JSON lines (the last: versions)."""
+    command = [str(python), str(Path(__file__).with_name("internals_check.py"))]
+    environment = {
+        "PATH": f"{python.parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(REPO_ROOT),
+        "LANG": "C.UTF-8",
+        "HOME": "/tmp",
+    }
+    result = subprocess.run(command, capture_output=True, text=True, env=environment)
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    if not lines or "versions" not in lines[-1]:
+        return [
+            {
+                "check": "internals_check.py",
+                "ok": False,
+                "detail": (result.stderr.strip().splitlines() or ["no output"])[-1][:300],
+            }
+        ]
+    return lines
+
+
+def internals_rows(name: str, python: Path) -> list[Result]:
+    """One row per check of `internals_check.py` on the replica's versions."""
+    *checks, versions = check_internals(python)
+    said = ", ".join(f"{k} {v}" for k, v in versions.get("versions", {}).items() if v)
+    return [
+        Result(
+            name,
+            f"grader's internals: {c['check']} ({said})",
+            c["ok"],
+            0.0,
+            "" if c["ok"] else c["detail"],
+        )
+        for c in checks
+    ]
+
+
+def scores(grades_csv: Path) -> dict[str, str]:
+    """{submission file: "total/maximum", or the grader's status where it has no total}."""
+    import csv
+
+    with open(grades_csv) as file:
+        rows = list(csv.DictReader(file))
+    return {
+        row["submission"]: f"{row['total']}/{row['maximum']}" if row["total"] else row["status"]
+        for row in rows
+    }
+
+
+def grade_rows(name: str, scored: dict[str, str], lessons) -> list[Result]:
+    """A row per lab: its solution must score full marks and its blank lab zero."""
+    rows = []
+    for lesson in lessons:
+        solution = scored.get(f"solution-{lesson}.ipynb", "not graded")
+        blank = scored.get(f"blank-{lesson}.ipynb", "not graded")
+        total, _, maximum = solution.partition("/")
+        passed = bool(maximum) and total == maximum and blank.startswith("0/")
+        what = f"grade lab {lesson[:2]}: solution full marks, blank lab zero"
+        detail = "" if passed else f"solution {solution}; blank lab {blank}"
+        rows.append(Result(name, what, passed, 0.0, detail[:300]))
+    return rows
+
+
+def grade_replica(name: str, venv: Path, lessons, work: Path, cache: Path) -> list[Result]:
+    """Grades each lab's solution and blank lab (`solutions/`, `labs/`) with `tools.grade`
+    in a working copy of `venv`: the grader's kernels and judge on the replica's versions."""
+    work.mkdir(parents=True)
+    python = working_copy(venv, work / "venv") / "bin" / "python"
+    uv = [sys.executable, "-m", "uv", "--quiet", "pip", "install", "--no-deps"]
+    installed = subprocess.run(
+        [*uv, "--python", str(python), *GRADER_PACKAGES], capture_output=True, text=True
+    )
+    if installed.returncode != 0:
+        said = (installed.stderr.strip().splitlines() or ["no message"])[-1]
+        return [Result(name, "install the grader's packages", False, 0.0, said[:300])]
+    submissions = work / "submissions"
+    submissions.mkdir()
+    for lesson in lessons:
+        shutil.copy(
+            REPO_ROOT / "solutions" / f"{lesson}.ipynb", submissions / f"solution-{lesson}.ipynb"
+        )
+        shutil.copy(REPO_ROOT / "labs" / f"{lesson}.ipynb", submissions / f"blank-{lesson}.ipynb")
+    (work / "home").mkdir()
+    environment = {
+        "PATH": f"{python.parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(REPO_ROOT),
+        "HOME": str(work / "home"),
+        "LANG": "C.UTF-8",
+        "TPU_SPEED_PIPELINES_NO_PROGRESS": "1",
+    }
+    command = [
+        str(python),
+        "-m",
+        "tools.grade",
+        str(submissions),
+        "--output-dir",
+        str(work / "grades"),
+        *GRADE_LIMITS,
+    ]
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=REPO_ROOT)
+    minutes = (time.monotonic() - started) / 60
+    grades = work / "grades" / "grades.csv"
+    if result.returncode != 0 or not grades.exists():
+        said = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        return [Result(name, "tools.grade", False, minutes, said[:300])]
+    rows = grade_rows(name, scores(grades), lessons)
+    for row in rows:
+        row.minutes = minutes / len(rows)
+    return rows

@@ -3,7 +3,7 @@
 A lab runs to its first TODO: it must stop there, at that TODO's check, with the check's
 plain one-line message (`CheckFailed: TODO n (...): not done yet ...`), and at no cell
 before. A solution runs end to end without an error. Small parameters are the tests' own
-(`tools.lesson_parameters`); the JAX runs of lessons 4 and 5 take the lessons' defaults.
+(`tools.building.lesson_parameters`); the JAX runs of lessons 4 and 5 take the lessons' defaults.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import dataclasses
 
 import nbformat
 
-from tools.build_outputs import METADATA_KEY
-from tools.build_variants import REPO_ROOT
-from tools.lesson_parameters import SMALL_PARAMETERS
+from tools.building.lesson_parameters import SMALL_PARAMETERS
+from tools.building.outputs import METADATA_KEY
+from tools.building.variants import REPO_ROOT
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 ALL_LESSONS = tuple(path.stem for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")))
@@ -101,6 +101,17 @@ PLANS = {
         + jax_runs(8, (), JAX_LESSONS)
     ),
 }
+
+
+# Each core lab graded by `tools.grade` in the replicas with TensorFlow: its solution must
+# score full marks and its blank lab zero, with the grader's kernels and judge on the
+# replica's TensorFlow and Keras (`execute.grade_replica`), so that an upgrade that breaks
+# the grader fails here rather than turning a lab into "no verdict". CI grades them on
+# colab-gpu (TensorFlow 2.20, Keras 3.13); `--full` on kaggle-tpu too (Keras 3.15). Where a
+# replica has TensorFlow, `internals_check.py` runs there first (`execute.internals_rows`).
+CORE = tuple(lesson for lesson in ALL_LESSONS if lesson[:2] <= "05")
+GRADED = {"colab-gpu": CORE}
+FULL_GRADED = {"colab-gpu": CORE, "kaggle-tpu": CORE}
 
 
 def first_todo(notebook: nbformat.NotebookNode) -> int:
