@@ -7,8 +7,16 @@ import sys
 
 import pytest
 
-from tools import benchmark, grain_loader
-from tools.course_benchmark import cores, grain_best, growth, pipelines, report, settings
+from tools import benchmark
+from tools.course_benchmark import (
+    cores,
+    grain_best,
+    grain_loader,
+    growth,
+    pipelines,
+    report,
+    settings,
+)
 from tools.course_benchmark.settings import CEILING, REPO_ROOT, Row
 
 CORE_COUNTS = settings.counts_up_to(len(os.sched_getaffinity(0)))

@@ -1,11 +1,11 @@
-"""Tests of tools/benchmark_decode.py: its command line and inputs (structure, not timings)."""
+"""Tests of tools/course_benchmark/decode.py: its command line, inputs (structure, not timings)."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-from tools import benchmark_decode
+from tools.course_benchmark import decode as benchmark_decode
 from utils.lessons.accelerator_waiting import decode_less
 
 

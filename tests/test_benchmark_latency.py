@@ -1,6 +1,6 @@
-"""Tests of tools/benchmark_latency.py: the variants it measures and its table (no timing)."""
+"""Tests of tools/course_benchmark/latency.py: the variants it measures, its table (no timing)."""
 
-from tools import benchmark_latency
+from tools.course_benchmark import latency as benchmark_latency
 
 
 def test_variants_cover_the_simulations_cost_and_the_knobs_at_50_ms():

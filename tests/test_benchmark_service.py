@@ -1,10 +1,10 @@
-"""Test of tools/benchmark_service.py on tiny parameters: its rows, not its timings."""
+"""Test of tools/course_benchmark/service.py on tiny parameters: its rows, not its timings."""
 
 import re
 
 import pytest
 
-from tools import benchmark_service
+from tools.course_benchmark import service as benchmark_service
 
 LABELS = [benchmark_service.NO_SERVICE, "service, 1 worker", "service, 2 workers"]
 

@@ -39,8 +39,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools import setup_cell
-from tools.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
+from tools.building import setup_cell
+from tools.building.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
 
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 VERSION = setup_cell.course_version()

@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools import build_outputs, machine, setup_cell
+from tools.building import machine, setup_cell
+from tools.building import outputs as build_outputs
 
 TMP = tempfile.gettempdir().rstrip("/")
 MINIMAL_LESSON = '''# %% [markdown]

@@ -1,4 +1,4 @@
-"""Tests of tools/build_saved.py: the lessons' cells tagged `save`, written into `utils`."""
+"""Tests of tools/building/saved.py: the lessons' cells tagged `save`, written into `utils`."""
 
 import re
 import shutil
@@ -8,8 +8,8 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.test_build_notebooks import SETUP_LESSON, UNEXECUTED
 from tools import build_notebooks as build
-from tools import build_saved
-from tools.build_regions import BuildError
+from tools.building import saved as build_saved
+from tools.building.regions import BuildError
 
 LESSON = '''# %%
 import math
@@ -31,7 +31,7 @@ def scaled(x, *, unit=helpers.UNIT):
 # %%
 print(scaled([1]))
 '''
-MARKER = "# Generated from notebooks/09_test_lesson.py (TODO 2) by tools/build_saved.py."
+MARKER = "# Generated from notebooks/09_test_lesson.py (TODO 2) by tools/building/saved.py."
 HELPERS = f'''"""Helpers."""
 
 import math
@@ -165,7 +165,7 @@ def test_lab_3s_parse_batch_cannot_be_saved_it_reads_the_notebooks_names(tmp_pat
     """Why `pipeline.parse_batch` is not lab 3's, generated (tests/test_one_copy.py)."""
     lesson = (REPO_ROOT / "notebooks" / "03_read_tfrecords.py").read_text()
     tagged = lesson.replace("# %%\ndef decode(", '# %% tags=["save"]\ndef decode(')
-    marker = "# Generated from notebooks/03_read_tfrecords.py (TODO 3) by tools/build_saved.py."
+    marker = "# Generated from notebooks/03_read_tfrecords.py (TODO 3) by tools/building/saved.py."
     pipeline = (REPO_ROOT / "utils" / "pipeline.py").read_text()
     helpers = pipeline.replace("\n\ndef parse_batch(", f"\n\n{marker}\ndef parse_batch(")
     assert tagged != lesson and helpers != pipeline
@@ -189,7 +189,7 @@ def test_build_writes_it_check_names_it_and_embed_only_rewrites_it(tmp_path):
     lesson = SETUP_LESSON.replace("# %%\ndef double(", '# %% tags=["save"]\ndef double(')
     assert lesson != SETUP_LESSON
     (root / "notebooks" / "09_test_lesson.py").write_text(lesson)
-    marker = "# Generated from notebooks/09_test_lesson.py (TODO 2) by tools/build_saved.py."
+    marker = "# Generated from notebooks/09_test_lesson.py (TODO 2) by tools/building/saved.py."
     helpers = root / "utils" / "timing.py"
     helpers.write_text(f"SPEED = 0\n\n\n{marker}\ndef double(x):\n    return x\n")
     assert build.check(root)[0] == (
@@ -208,7 +208,7 @@ def test_build_writes_it_check_names_it_and_embed_only_rewrites_it(tmp_path):
 def test_the_course_saves_lab_2s_and_lesson_5s_solutions():
     saved = build_saved.saved_functions(REPO_ROOT, build.lesson_sources(REPO_ROOT))
     assert {name: marker for name, (marker, _) in saved.items()} == {
-        name: f"# Generated from notebooks/{lesson}.py (TODO {todo}) by tools/build_saved.py."
+        name: f"# Generated from notebooks/{lesson}.py (TODO {todo}) by tools/building/saved.py."
         for name, lesson, todo in [
             ("resize_and_crop", "02_write_tfrecords", 1),
             ("recompress", "02_write_tfrecords", 2),

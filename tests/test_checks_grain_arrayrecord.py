@@ -5,7 +5,7 @@ import functools
 import numpy as np
 import pytest
 
-from tools.lesson_parameters import missing_modules
+from tools.building.lesson_parameters import missing_modules
 from utils import checks
 
 pytestmark = pytest.mark.skipif(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import build_saved
+from tools.building import saved as build_saved
 
 UTILS = Path(__file__).resolve().parents[1] / "utils"
 
@@ -107,7 +107,7 @@ def test_the_package_is_found():
 
 @pytest.mark.parametrize("name, path", MODULES, ids=[name for name, _ in MODULES])
 def test_every_public_function_has_types_and_a_google_docstring(name, path):
-    """A function generated from a lesson's solution cell (`tools/build_saved.py`) is the
+    """A function generated from a lesson's solution cell (`tools/building/saved.py`) is the
     lesson's code as the learner writes it: its contract is the TODO's text."""
     lines = path.read_text().splitlines()
     tree = ast.parse(path.read_text(), filename=str(path))

@@ -14,9 +14,10 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools import grade, grade_kernel, sandbox, setup_cell
-from tools.grading import sealed
-from tools.lesson_parameters import missing_modules
+from tools import grade
+from tools.building import setup_cell
+from tools.building.lesson_parameters import missing_modules
+from tools.grading import grade_kernel, sandbox, sealed
 
 KEY = build.METADATA_KEY
 # Every lesson, from the files (an optional one whose modules are missing is left out).

@@ -13,7 +13,6 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 from tools import grade
-from tools.grade_kernel import CellResult
 from tools.grading import (
     flags,
     identify,
@@ -25,6 +24,7 @@ from tools.grading import (
     versions,
 )
 from tools.grading.feedback import feedback
+from tools.grading.grade_kernel import CellResult
 from tools.grading.model import KEY, Grade, Limits, Options, Submission, marks, todo_of
 
 LAB1 = "01_tf_data_basics"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grade_kernel import CellResult
 from tools.grading import feedback, reports, score, sealed
+from tools.grading.grade_kernel import CellResult
 from tools.grading.judge import run_check
 from tools.grading.model import KEY, Grade, Options, Submission
 

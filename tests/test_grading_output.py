@@ -23,8 +23,8 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.test_grade import _notebook, _processes_with, _with_todo, needs_bwrap
 from tools import build_notebooks as build
-from tools import grade, grade_kernel
-from tools.grading import judge_output, model, run, sealed, workfolder
+from tools import grade
+from tools.grading import grade_kernel, judge_output, model, run, sealed, workfolder
 from utils.lab import data
 
 LAB1, LAB4 = "01_tf_data_basics", "04_train_keras"

@@ -21,10 +21,10 @@ import tensorflow as tf
 from tests.conftest import REPO_ROOT
 from tests.test_grade import KERNEL_FORGER, grade_with_fixed_limits, needs_bwrap
 from tools import build_notebooks as build
+from tools.building.lesson_parameters import missing_modules
 from tools.grading import judge, judge_plan, remote, remote_keras, sealed
 from tools.grading.graphs import NotSealable
 from tools.grading.model import KEY, marks
-from tools.lesson_parameters import missing_modules
 from utils import models
 
 LAB4, LAB6, LAB7 = "04_train_keras", "06_convert_with_beam", "07_scale_out_reading"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tools.lesson_parameters import missing_modules
+from tools.building.lesson_parameters import missing_modules
 from utils import records
 from utils.lab import storage
 from utils.lessons.grain_arrayrecord import grain_arrayrecord

@@ -1,4 +1,4 @@
-"""Tests of tools/grain_loader.py and grain_reads.py: copies, per-epoch waits, batches."""
+"""Tests of tools/course_benchmark/grain_loader.py, grain_reads.py: copies, waits, batches."""
 
 import os
 import pickle
@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from tools import grain_loader, grain_reads
+from tools.course_benchmark import grain_loader, grain_reads
 
 pytest.importorskip("grain", reason="Grain is not installed: pip install -r requirements-grain.txt")
 pytest.importorskip(
@@ -152,7 +152,7 @@ def test_decode_record_with_tensorflows_decoder_gives_its_pixels(copies):
 def test_example_proto_parses_tensorflows_examples_to_the_same_bytes(copies):
     from tensorflow.core.example import example_pb2
 
-    from tools.example_proto import Example
+    from tools.course_benchmark.example_proto import Example
 
     shards, _ = copies
     for record in _tfrecords(shards[0])[:5]:
@@ -168,7 +168,7 @@ def test_a_worker_parses_and_decodes_without_importing_tensorflow(copies, tmp_pa
     record_file = tmp_path / "record.bin"
     record_file.write_bytes(_tfrecords(shards[0])[0])
     code = (
-        "import sys, pathlib; from tools import grain_loader; "
+        "import sys, pathlib; from tools.course_benchmark import grain_loader; "
         f"image, _ = grain_loader.decode_record(pathlib.Path({str(record_file)!r}).read_bytes(), "
         "num_classes=5); print(image.shape, 'tensorflow' in sys.modules)"
     )

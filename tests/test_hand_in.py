@@ -1,4 +1,4 @@
-"""Tests of the hand-in cells: tools/hand_in_code.py, as the build puts it in every lab.
+"""Tests of the hand-in cells: tools/grading/hand_in_code.py, as the build puts it in every lab.
 
 The code runs in the learner's kernel: the checks again ("N of M TODOs pass"), and a copy
 of the saved notebook named as the grader's `--id-pattern` reads it. The build makes the
@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.test_build_notebooks import EXECUTABLE_LESSON, _lesson_root
 from tools import build_notebooks as build
-from tools import hand_in_code
+from tools.grading import hand_in_code
 from tools.grading.identify import learner_id
 from tools.grading.prepare import judged_cells
 from tools.grading.restore import restore_protected_cells

@@ -1,7 +1,8 @@
-"""The layering of `utils` holds: `lint-imports` checks pyproject.toml's import-linter contracts.
+"""The layering of `utils` and `tools` holds: `lint-imports` checks pyproject.toml's contracts.
 
-Each contract is shown to break on the import it forbids, added to a copy of `utils`. And no
-module of `utils` imports one that imports it back (on grimp's graph, import-linter's own).
+Each contract is shown to break on the import it forbids, added to a copy of `utils` and
+`tools`. And no module of `utils` or `tools` imports one that imports it back (on grimp's
+graph, import-linter's own).
 """
 
 import os
@@ -14,11 +15,11 @@ import grimp
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools import setup_cell
+from tools.building import setup_cell
 
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"  # requirements-dev.txt's pin.
 CONTRACTS = [c["name"] for c in setup_cell.read_pyproject()["tool"]["importlinter"]["contracts"]]
-FROM_TOOLS, INDEPENDENT, LESSONS_PROTECTED, CHECKS_PROTECTED = CONTRACTS
+FROM_TOOLS, INDEPENDENT, LESSONS_PROTECTED, CHECKS_PROTECTED, BUILD, GRADER = CONTRACTS
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -46,7 +47,7 @@ def test_the_checkout_keeps_every_contract():
     assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in result.stdout
 
 
-# A copy of `utils` with new modules (no module imports them, so no other path changes).
+# A copy of `utils` and `tools` with new modules (no module imports them, so no other path changes).
 PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
 
 
@@ -85,6 +86,16 @@ PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
             (CHECKS_PROTECTED,),
             "utils.probe -> utils.checks._base (l.3)",
         ),
+        (
+            {"tools/building/probe.py": "from tools.grading import wire\n"},
+            (BUILD,),
+            "tools.building.probe -> tools.grading.wire (l.3)",
+        ),
+        (
+            {"tools/grading/probe.py": "from tools.course_benchmark import settings\n"},
+            (GRADER,),
+            "tools.grading.probe -> tools.course_benchmark.settings (l.3)",
+        ),
     ],
     ids=[
         "utils imports tools",
@@ -94,16 +105,17 @@ PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
         "the lab imports a lesson's equipment",
         "the top imports a lesson's equipment",
         "the top imports the checks",
+        "the build imports the grader",
+        "the grader imports a benchmark",
     ],
 )
 def test_an_import_the_contracts_forbid_breaks_exactly_its_contracts(
     tmp_path, modules, broken, why
 ):
-    shutil.copytree(
-        REPO_ROOT / "utils", tmp_path / "utils", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "__init__.py").write_text('"""The maintainers\' commands."""\n')
+    for package in ("utils", "tools"):
+        shutil.copytree(
+            REPO_ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path)
     for name, text in modules.items():
         (tmp_path / name).write_text(f'"""A probe."""\n\n{text}')
@@ -136,3 +148,11 @@ def test_no_module_of_utils_imports_one_that_imports_it_back():
         "utils.display -> utils.lab.arguments",
         "utils.lab.arguments -> utils.display",
     ]
+
+
+def test_no_module_of_tools_imports_one_that_imports_it_back():
+    """The build's steps imported `variants` back for its `Lesson` (now in `model.py`)."""
+    graph = grimp.build_graph("tools", cache_dir=None)
+    assert _cycles(graph) == []
+    graph.add_import(importer="tools.building.model", imported="tools.building.variants")
+    assert "tools.building.model -> tools.building.variants" in _cycles(graph)

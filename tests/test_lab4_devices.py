@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools.lesson_parameters import KERNEL_OPTIONS
+from tools.building.lesson_parameters import KERNEL_OPTIONS
 
 LESSON = "04_train_keras"
 # Lab 4 with its default training recipe (batch per replica, images seen, epochs, steps per

@@ -4,7 +4,7 @@ import nbformat
 import pytest
 
 from tools import lesson_load
-from tools.build_outputs import METADATA_KEY
+from tools.building.outputs import METADATA_KEY
 
 
 def _notebook(cells, **metadata):

@@ -5,7 +5,7 @@ import tempfile
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT
-from tools import build_outputs
+from tools.building import outputs as build_outputs
 
 
 def test_a_prefixed_scratch_folder_is_shown_as_tmpdir():

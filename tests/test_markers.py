@@ -6,7 +6,7 @@ import sys
 
 from tests import markers
 from tests.conftest import REPO_ROOT
-from tools import setup_cell
+from tools.building import setup_cell
 
 # CONTRIBUTING.md's quick command leaves out every tier.
 QUICK = " and ".join(f"not {marker}" for marker in markers.MODULES_BY_MARKER)

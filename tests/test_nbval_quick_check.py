@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from tests.test_grade import _notebook
-from tools.lesson_parameters import SMALL_PARAMETERS
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 
 LAB1 = "01_tf_data_basics"
 

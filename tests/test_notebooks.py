@@ -19,8 +19,8 @@ import pytest
 
 from tests.conftest import REAL_HOME, REPO_ROOT
 from tools import build_notebooks as build
-from tools import build_variants
-from tools.lesson_parameters import (
+from tools.building import variants as build_variants
+from tools.building.lesson_parameters import (
     KERNEL_OPTIONS,
     SMALL_PARAMETERS,
     install_command,

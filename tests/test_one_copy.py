@@ -2,7 +2,7 @@
 
 A lesson's cell tagged `save` holds a TODO's function that is also a helper; the build
 writes it into the `utils` module that hands it out, below a `# Generated from` line
-(tools/build_saved.py, d2l's `#@save`). Here:
+(tools/building/saved.py, d2l's `#@save`). Here:
 - the modules hold what the lessons give (the build's own comparison), and each saved
   function, read with `ast`, is its lesson's, statement for statement and docstring
   included (the module's own prefix aside: `comparison.WITHIN_NOISE` is `WITHIN_NOISE` in
@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tools import build_notebooks, build_saved
+from tools import build_notebooks
+from tools.building import saved as build_saved
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB_2 = "notebooks/02_write_tfrecords.py"
@@ -99,7 +100,7 @@ def test_each_saved_function_is_its_lessons_solution(lesson, name, module):
     lesson_lines = (ROOT / lesson).read_text().splitlines()
     function_lines = lesson_lines[taught_node.lineno - 1 : taught_node.end_lineno]
     todo = next(m.group(1) for m in map(build_notebooks.TODO_LINE.match, function_lines) if m)
-    marker = f"# Generated from {lesson} (TODO {todo}) by tools/build_saved.py."
+    marker = f"# Generated from {lesson} (TODO {todo}) by tools/building/saved.py."
     assert lines[helper.lineno - 2] == marker
     taught = ast.unparse(_WithoutPrefix(module_name).visit(taught_node))
     solved = ast.unparse(helper)

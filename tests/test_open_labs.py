@@ -28,7 +28,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import open_labs
-from tools.lesson_parameters import SMALL_PARAMETERS
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 
 README_COMMAND = ".venv/bin/python -m tools.open_labs"
 CHROMIUM = "/usr/bin/chromium"

@@ -1,8 +1,8 @@
-"""Tests of tools/read_routing.py."""
+"""Tests of tools/course_benchmark/read_routing.py."""
 
 import tensorflow as tf
 
-from tools import read_routing
+from tools.course_benchmark import read_routing
 from utils.lab import storage
 
 

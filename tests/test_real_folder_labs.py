@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
-from tools.lesson_parameters import SMALL_PARAMETERS
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 
 LABS = ["01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords", "04_train_keras"]
 # Lab 3 times and traces more images than a small folder holds (its timeline raises when

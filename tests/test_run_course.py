@@ -9,7 +9,9 @@ import nbformat
 import pytest
 
 from tests import conftest
-from tools import course_summary, lesson_parameters, machine, run_course
+from tools import run_course
+from tools.building import lesson_parameters, machine
+from tools.course_run import course_summary
 
 
 def test_summary_text_reads_the_cells_tagged_summary():

@@ -1,4 +1,4 @@
-"""Tests of the generated set-up cell (tools/setup_cell.py), utils/lab/runtime.py, packages.py."""
+"""Tests of the set-up cell (tools/building/setup_cell.py), utils/lab/runtime.py, packages.py."""
 
 import ast
 import hashlib
@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import DOCUMENTS, REPO_ROOT
 from tools import build_notebooks as build
-from tools import build_variants, lesson_modules, setup_cell
+from tools.building import lesson_modules, setup_cell
+from tools.building import variants as build_variants
 from utils import checks
 from utils.lab import packages, runtime
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tools import machine
+from tools.building import machine
 from utils import comparison, models, timing
 from utils.lab import machine_load, storage
 

@@ -4,7 +4,7 @@ The wheel is built offline from a copy of the checkout's sources (pip, `--no-bui
 with requirements-dev.txt's setuptools). A fresh venv that sees this environment's packages
 but not the course (`tests/test_bootstrap.py`'s `_fresh_environment`) then runs lab 1's
 set-up cell with `$TPU_SPEED_PIPELINES_SOURCE` naming the wheel (pip installs it from the
-file) and imports every module a lesson's lab embeds (`tools/lesson_modules.py`).
+file) and imports every module a lesson's lab embeds (`tools/building/lesson_modules.py`).
 """
 
 import json
@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.test_bootstrap import COURSE_ENTRIES, _fresh_environment
-from tools import lesson_modules, setup_cell
+from tools.building import lesson_modules, setup_cell
 
 # What the build reads, and the packages it must leave out (tools, tests).
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "utils", "tools", "tests", "notebooks")

@@ -8,8 +8,8 @@ In one run, on the same embedded images and the same storage setting (local disk
 3. the original course's TFRecord pipeline (per-record `parse_single_example`,
    `num_parallel_reads=AUTOTUNE`, order not kept);
 4. the course pipeline (lab 3's: 16 parallel reads, parse by batch, prefetch);
-5. Grain + ArrayRecord, what a JAX user picks instead (`tools.grain_loader`): the same
-   records in ArrayRecord files, a global shuffle, Grain's 16 reading threads, parsed with
+5. Grain + ArrayRecord, what a JAX user picks instead (`course_benchmark.grain_loader`): the
+   same records in ArrayRecord files, a global shuffle, Grain's 16 reading threads, parsed with
    protobuf and decoded with Pillow (libjpeg-turbo), batched alike; each file pays the
    same first-byte wait once per epoch; and once more with every record read a request
    of its own (random reads straight from object storage; not in turns with the
@@ -37,21 +37,27 @@ after and the cores other processes kept busy: "The machine was NOT idle" when t
 over a tenth of the cores (`machine_load.describe_load`). Prints one table, and writes
 `benchmark.json` and `benchmark.png` to `--output-dir`.
 
+The side benchmarks, one module each in `tools/course_benchmark/`, run with their name
+first (`SIDE_BENCHMARKS`; `python -m tools.benchmark NAME --help` for a side benchmark's options).
+
 Usage:
     python -m tools.benchmark            # about 9 minutes on an idle 2-core VM, cache warm
     python -m tools.benchmark --quick    # small sizes, 2 rounds: what the tests run
+    python -m tools.benchmark latency --quick   # a side benchmark: decode, latency, service,
+                                                # training or big-folder
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from tools import machine
+from tools.building import machine
 from tools.course_benchmark import cores, grain_best
 from tools.course_benchmark.growth import (
     format_shard_counts,
@@ -79,9 +85,27 @@ from tools.course_benchmark.settings import (
 )
 from utils.lab import progress
 
+# `python -m tools.benchmark NAME ...`: NAME -> (its module, what it measures).
+SIDE_BENCHMARKS = {
+    "decode": ("tools.course_benchmark.decode", '"decode less": random crops, 3 ways'),
+    "latency": ("tools.course_benchmark.latency", "the course pipeline behind remote storage"),
+    "service": ("tools.course_benchmark.service", "lesson 7's pipeline, tf.data service"),
+    "training": ("tools.course_benchmark.training", "lab 4's recipe: accuracy over seeds"),
+    "big-folder": ("tools.course_benchmark.big_folder", "labs 2 and 3 on a big folder"),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SIDE_BENCHMARKS:
+        return importlib.import_module(SIDE_BENCHMARKS[argv[0]][0]).main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.benchmark",
+        description=__doc__.splitlines()[0],
+        epilog="Side benchmarks (python -m tools.benchmark NAME --help): "
+        + "; ".join(f"{name}: {what}" for name, (_, what) in SIDE_BENCHMARKS.items())
+        + ".",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="small sizes, 2 rounds for the headline"
     )
@@ -111,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.read_one_epoch:
         print(json.dumps(read_one_epoch(args.read_one_epoch)))
         return 0
-    from tools import grain_loader
+    from tools.course_benchmark import grain_loader
     from utils.lab import machine_load
 
     grain_skipped = grain_loader.missing_reason()

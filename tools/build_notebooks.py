@@ -6,11 +6,11 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
    TODOs numbered 1..N in order, matching the numbered learning objectives "(TODO n)" of the
    first cell, and each TODO cell followed by a check cell that passes `todo=n`; no cell
    empty.
-   Put the set-up code (tools/setup_cell.py) into the one code cell tagged `setup`; turn
+   Put the set-up code (tools/building/setup_cell.py) into the one code cell tagged `setup`; turn
    each `# NBVAL_CHECK_OUTPUT` line into the cell's tag `nbval-check-output` (out of the
    learner's view) and tag every other code cell `nbval-ignore-output`, so that strict
    nbval compares only the outputs the lesson marks as deterministic.
-   Add the hand-in cells, tagged `hand_in` (the grader skips them): tools/hand_in_code.py
+   Add the hand-in cells, tagged `hand_in` (the grader skips them): tools/grading/hand_in_code.py
    in a hidden cell after the set-up cell; at the end, a "Hand in" text and a cell that
    sets `LEARNER_ID` and calls `hand_in({n: lambda: <TODO n's check call>, ...})`, each
    call taken from its check cell, where it must be a statement of its own.
@@ -19,13 +19,13 @@ Steps, for each `notebooks/NN_*.py` (jupytext percent format):
 3. Solution: drop the marker lines, execute it with papermill on the embedded dataset
    (default parameters), keep the outputs, and write `solutions/NN_*.ipynb`.
 Before them, the lessons' cells tagged `save` are written into the `utils` modules that
-hand their functions out (`tools/build_saved.py`): one copy of each solved function that is
+hand their functions out (`tools/building/saved.py`): one copy of each solved function that is
 also a helper. The set-up cells embed `utils`, so this comes first (`--embed-only` too).
 
-Steps 1-2 and the solution's preparation are `tools/build_variants.py`'s (named in `STEPS`,
+Steps 1-2 and the solution's preparation are `tools/building/variants.py`'s (named in `STEPS`,
 one function each, run in order by `split_variants`); the regions and stubs are
-`tools/build_regions.py`'s job, executing a solution and keeping only its outputs
-`tools/build_outputs.py`'s. This module runs them, and `--check` and `--embed-only`.
+`tools/building/regions.py`'s job, executing a solution and keeping only its outputs
+`tools/building/outputs.py`'s. This module runs them, and `--check` and `--embed-only`.
 
 `--check` builds in memory, writes nothing, and fails naming each generated file that
 differs from what its source gives (outputs aside), each `utils` module whose saved
@@ -47,15 +47,16 @@ from pathlib import Path
 
 import nbformat
 
-from tools import build_saved, setup_cell
-from tools.build_outputs import (  # noqa: F401  (re-exported: the build's names)
+from tools.building import saved as build_saved
+from tools.building import setup_cell
+from tools.building.outputs import (  # noqa: F401  (re-exported: the build's names)
     EXECUTION_SECONDS,
     METADATA_KEY,
     execute_solution,
     strip_outputs,
     without_machine_paths,
 )
-from tools.build_regions import (  # noqa: F401  (re-exported: the build's names)
+from tools.building.regions import (  # noqa: F401  (re-exported: the build's names)
     BEGIN,
     END,
     TODO_LINE,
@@ -65,7 +66,7 @@ from tools.build_regions import (  # noqa: F401  (re-exported: the build's names
     make_stub,
     todo_number,
 )
-from tools.build_variants import (  # noqa: F401  (re-exported: the build's names)
+from tools.building.variants import (  # noqa: F401  (re-exported: the build's names)
     BUILD_COMMAND,
     DEFAULT_POINTS,
     GRADED_NOTE,

@@ -16,7 +16,7 @@
    text, checks) comes from the lab; the learner's TODO cells (found by metadata, stable
    id `todo-n`, or `# TODO n:` line; of two copies the last) and added cells stay in place.
 4. Run the learner's cells, without the lab's check calls, one by one in a kernel
-   sandboxed with bubblewrap (`tools/grade_kernel.py`): only the virtual environment,
+   sandboxed with bubblewrap (`tools/grading/grade_kernel.py`): only the virtual environment,
    Python, `utils/` and the data cache are there (no solutions, lesson sources or git
    history), no network, its own PID namespace, a memory limit. After each TODO the kernel
    keeps what the TODO made; the judge, a second sandboxed process that never runs learner
@@ -53,7 +53,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools import sandbox
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 from tools.grading import (
     arguments,
     class_files,
@@ -63,6 +63,7 @@ from tools.grading import (
     prepare,
     restore,
     run,
+    sandbox,
     versions,
 )
 from tools.grading import score as scoring
@@ -77,7 +78,6 @@ from tools.grading.reports import GRADER_FILES, remove_old_reports, write_report
 from tools.grading.restore import learner_cells, restore_protected_cells
 from tools.grading.score import score
 from tools.grading.versions import choose_lab, load_labs
-from tools.lesson_parameters import SMALL_PARAMETERS
 from utils.lab import data
 
 # The steps of one submission, in order; a step that returns False ends its grading.

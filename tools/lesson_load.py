@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.build_outputs import METADATA_KEY
+from tools.building.outputs import METADATA_KEY
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORE_LESSONS = ("01", "02", "03", "04", "05")

@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from tools import machine
+from tools.building import machine
 from tools.pipeline_profile import shard_counts, stages, sweep
 from tools.pipeline_profile.variants import NUM_IMAGES
 from utils.lab import progress

@@ -38,7 +38,8 @@ from pathlib import Path
 
 import nbformat
 
-from tools import build_notebooks, lesson_load, lesson_parameters, run_course
+from tools import build_notebooks, lesson_load, run_course
+from tools.building import lesson_parameters
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUMMARY_TAG = "summary"

@@ -3,7 +3,7 @@
 Steps:
 1. Without `-p`, measure this machine's JPEG decode rate for 2 s and print how long the
    lessons should take here: the build's times scaled by the build machine's rate against
-   this one's (tools/course_summary.py). Then say, in one line, that the error line a
+   this one's (tools/course_run/course_summary.py). Then say, in one line, that the error line a
    kernel may log as it is stopped is harmless.
 2. Build the embedded dataset the lessons read if it is not cached yet, named, with a
    progress bar on a terminal.
@@ -43,11 +43,11 @@ from pathlib import Path
 
 import nbformat
 
-from tools import course_summary
-from tools.course_summary import Row
-from tools.heartbeat import HEARTBEAT_SECONDS, Heartbeat
-from tools.kernel_environment import environment, kernels_temporary_folder
-from tools.lesson_parameters import KERNEL_OPTIONS, install_command, missing_modules
+from tools.building.lesson_parameters import KERNEL_OPTIONS, install_command, missing_modules
+from tools.course_run import course_summary
+from tools.course_run.course_summary import Row
+from tools.course_run.heartbeat import HEARTBEAT_SECONDS, Heartbeat
+from tools.course_run.kernel_environment import environment, kernels_temporary_folder
 from utils.lab import data, progress
 from utils.lessons.scale_out_reading import host_processes
 

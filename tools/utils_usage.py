@@ -1,9 +1,9 @@
 """Who uses each name of `utils/`: the lessons (directly or through what they call), tools, tests.
 
-A lab's set-up cell embeds the `utils/` modules its lesson reaches (`tools/setup_cell.py`),
+A lab's set-up cell embeds the `utils/` modules its lesson reaches (`tools/building/setup_cell.py`),
 so what a lesson reaches is shipped to learners. This measures what a learner needs: it
 parses each module, lists its top-level names (functions, classes, constants) with their
-line counts (`tools/utils_references.py`), and follows references from the lessons
+line counts (`tools/building/utils_references.py`), and follows references from the lessons
 (`notebooks/*.py` and the set-up cell's template) through `utils` itself. A name no lesson
 reaches is maintainers' machinery: the report says who uses it (other unreached utils,
 tools, tests, nobody).
@@ -21,8 +21,8 @@ import argparse
 import ast
 from pathlib import Path
 
-from tools import lesson_modules
-from tools.utils_references import (
+from tools.building import lesson_modules
+from tools.building.utils_references import (
     PACKAGE,
     REPO_ROOT,
     Module,
@@ -41,7 +41,7 @@ def lesson_roots(root: Path = REPO_ROOT) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for path in sorted((root / "notebooks").glob("*.py")):
         found |= file_refs(path, submodules, root)
-    template = root / "tools" / "setup_cell_template.py"
+    template = root / "tools" / "building" / "setup_cell_template.py"
     if template.exists():
         for node in ast.walk(ast.parse(template.read_text())):
             if isinstance(node, ast.Assign) and any(

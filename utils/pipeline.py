@@ -55,7 +55,7 @@ def parse_batch(
 
     Lab 3's TODO 3 (notebooks/03_read_tfrecords.py) with the notebook's `features`,
     `decode`, `TARGET_SIZE` and `class_names` as arguments (so it is not saved from the
-    lesson: tools/build_saved.py) and a smaller decode added; at `image_size=None`
+    lesson: tools/building/saved.py) and a smaller decode added; at `image_size=None`
     tests/test_one_copy.py checks it returns the lesson's values.
 
     Args:
@@ -113,7 +113,7 @@ def tfrecord_images(
     while this epoch's last records are read. A `repeat()` after the pipeline starts it
     again at each epoch, and every shard waits for its first byte at once: behind remote
     storage that pause cost the benchmark's pipeline a tenth of its speed
-    (`python -m tools.benchmark_latency`).
+    (`python -m tools.benchmark latency`).
 
     Args:
         filenames: shard paths.

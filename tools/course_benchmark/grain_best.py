@@ -41,7 +41,7 @@ def choose(array_records: list[str], num_classes: int, settings: dict) -> dict:
         `{"chosen": {"num_workers", "decoder", "label"}, "candidates": {label: figures}}`,
         each candidate's figures with its `num_workers` and `decoder`, in the order measured.
     """
-    from tools import grain_loader
+    from tools.course_benchmark import grain_loader
     from utils import comparison
     from utils.lab import storage
 

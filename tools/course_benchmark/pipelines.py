@@ -49,7 +49,7 @@ def pipelines(
     import keras
     import tensorflow as tf
 
-    from tools import read_routing
+    from tools.course_benchmark import read_routing
     from utils.lab import conversion
 
     slow = storage.latency_ms > 0
@@ -103,7 +103,7 @@ def pipelines(
         return dataset.batch(BATCH_SIZE).prefetch(tf.data.AUTOTUNE).repeat()
 
     def grain_arrayrecord(request_per_record=False, num_workers=0, decoder="pillow"):
-        from tools import grain_loader
+        from tools.course_benchmark import grain_loader
 
         return grain_loader.grain_images(
             array_records,
@@ -173,8 +173,7 @@ def compare_pipelines(settings: dict) -> tuple[dict, dict | None]:
     Returns:
         (`Row` -> figures, `grain_best.choose`'s result or None without Grain).
     """
-    from tools import grain_loader
-    from tools.course_benchmark import grain_best
+    from tools.course_benchmark import grain_best, grain_loader
     from utils import pipeline
     from utils.lab import storage
 

@@ -11,7 +11,7 @@
 6. `prepare`: the code the learner's kernel runs (its cells without their checks, what
    each TODO made kept) and the judge's plan (`prepare.py`, `sealed.py`, `judge_plan.py`).
 7. `run`: the cells in a sandboxed kernel, the judge beside it in a sandbox of its own
-   (`run.py`, `judge.py`, with `tools/grade_kernel.py`).
+   (`run.py`, `judge.py`, with `tools/grading/grade_kernel.py`).
 8. `score`: each TODO's verdict (the judge's) and message (`score.py`).
 
 Around them: time limits per lesson (`limits.py`) and the reports (`reports.py`,

@@ -17,12 +17,12 @@ import json
 import nbformat
 
 from tools import build_notebooks as build
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 from tools.grading.model import REPO_ROOT, Limits, Options
 from tools.grading.prepare import judged_cells, lab_parameters
 from tools.grading.restore import restore_protected_cells
 from tools.grading.run import run_prepared
 from tools.grading.workfolder import disk_limits
-from tools.lesson_parameters import SMALL_PARAMETERS
 from utils.lab import data
 
 CELL_FLOOR, CELL_MULTIPLE = 30, 10

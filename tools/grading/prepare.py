@@ -15,9 +15,9 @@ import copy
 
 import nbformat
 
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 from tools.grading import judge_plan, sealed
 from tools.grading.model import KEY, Submission, marks, parse
-from tools.lesson_parameters import SMALL_PARAMETERS
 
 
 def lab_parameters(lab: nbformat.NotebookNode, injected: dict) -> dict:

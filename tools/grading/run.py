@@ -20,8 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools import grade_kernel
-from tools.grading import sealed
+from tools.grading import grade_kernel, sealed
 from tools.grading.judge_output import JudgeOutput
 from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks
 from tools.grading.workfolder import DiskWatch, prepare_work

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools import sandbox
+from tools.grading import sandbox
 from tools.grading.judge_output import Verdict, verdict_of
 from tools.grading.judge_plan import bound_names, kernel_source
 from tools.grading.model import KEY, REPO_ROOT, DiskLimits, marks

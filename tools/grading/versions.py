@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 
 from tools import build_notebooks as build
-from tools import setup_cell
+from tools.building import setup_cell
 from tools.grading.model import KEY, REPO_ROOT, Submission, marks
 
 

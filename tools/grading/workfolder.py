@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tools import sandbox
+from tools.grading import sandbox
 from tools.grading.model import REPO_ROOT, TMP_FLOOR, WORK_FLOOR, DiskLimits
 from utils.lab import data, progress
 

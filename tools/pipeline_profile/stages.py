@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tools import machine
+from tools.building import machine
 from tools.pipeline_profile.variants import STAGES, build, ceiling, load_shards, time_with_cpu
 
 NUM_TIMED = 8000  # Images per run.

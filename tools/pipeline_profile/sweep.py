@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools import machine
+from tools.building import machine
 from tools.pipeline_profile.variants import build, ceiling, load_shards, time_with_cpu
 
 NUM_SWEEP = 4000  # Images per run in the sweep: two candidates or four per change.

@@ -14,7 +14,7 @@ import time
 import papermill
 from papermill.exceptions import PapermillExecutionError
 
-KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]  # As tools.lesson_parameters.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]  # As tools.building.lesson_parameters.
 
 
 def main(path: str) -> None:

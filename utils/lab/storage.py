@@ -33,7 +33,7 @@ TAIL_RATIO = 10.0
 STREAM_MEGABYTES_PER_SECOND = 85.0
 # Records whose bytes are charged to their stream at once: about 1 MB of the course's
 # 192 px JPEGs. The bandwidth is the same whatever the step; each charge is one Python call
-# under the GIL, a cost real storage does not have. `python -m tools.benchmark_latency`,
+# under the GIL, a cost real storage does not have. `python -m tools.benchmark latency`,
 # CPU per image under the object-storage model against the simulation at 0 ms (medians of
 # 7 rounds): charged per 8 records, 238 against 208 us; per 64, 215 against 210 us.
 _RECORDS_PER_CHARGE = 64
@@ -66,7 +66,8 @@ class SimulatedStorage(StorageWaits):
         simulated: False for real remote storage (a `gs://` source): nothing is added.
         read_bytes: the function that reads a file's bytes once the wait is over, like
             `tf.io.read_file` (the default, taken when the storage is made): the storage's
-            read hook. The benchmark's `tools.read_routing` relies on it to reach the disk.
+            read hook. The benchmark's read routing (`tools/course_benchmark/`) reaches the disk
+            with it.
 
     Raises:
         ValueError: if a latency is negative, the p99 is below the median, or a bandwidth

@@ -15,9 +15,9 @@ Steps:
    against the target (1.5x).
 
 Usage:
-    python -m tools.benchmark_decode                  # about a minute on 2 cores
-    python -m tools.benchmark_decode --shards-dir DIR --num-images 200 --repeats 5
-    python -m tools.benchmark_decode --jpeg-source embedded   # the larger originals
+    python -m tools.benchmark decode                  # about a minute on 2 cores
+    python -m tools.benchmark decode --shards-dir DIR --num-images 200 --repeats 5
+    python -m tools.benchmark decode --jpeg-source embedded   # the larger originals
 """
 
 from __future__ import annotations
@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import sys
 from pathlib import Path
 
 from PIL import Image
 
-from tools import machine
+from tools.building import machine
 
 TARGET_RATIO = 1.5
 DATASET_SIZE = 3670  # The embedded dataset, as in lesson 5.
@@ -47,7 +46,7 @@ def _positive_int(text: str) -> int:
 
 def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.benchmark_decode", description=__doc__.split("\n")[0]
+        prog="python -m tools.benchmark decode", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--shards-dir", help="a folder of TFRecord shards (default: the "
                         "embedded dataset's 192 px shards, written if missing)")  # fmt: skip
@@ -129,7 +128,3 @@ def main(argv=None) -> int:
         verdict = "meets" if ratio.median >= TARGET_RATIO else "misses"
         print(f"Target: {ratio.summary('.2f')}; {verdict} the {TARGET_RATIO}x target.")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,16 +16,16 @@ from pathlib import Path
 
 import nbformat
 
-from tools import machine
-from tools.build_regions import BuildError
-from tools.lesson_parameters import KERNEL_OPTIONS
+from tools.building import machine
+from tools.building.lesson_parameters import KERNEL_OPTIONS
+from tools.building.regions import BuildError
 from utils.lab import progress
 
 METADATA_KEY = "tpu_speed_pipelines"
 # In a solution's metadata: how long its execution took, in seconds (the lesson times in README.md).
 EXECUTION_SECONDS = "execution_seconds"
-# ... and the machine it ran on, with its JPEG decode rate (`tools.machine.build_machine`): the
-# course run scales the lesson times by it.
+# ... and the machine it ran on, with its JPEG decode rate
+# (`tools.building.machine.build_machine`): the course run scales the lesson times by it.
 BUILD_MACHINE = "build_machine"
 
 

@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools import sandbox
+from tools.grading import sandbox
 
 OUTPUT_LIMIT = 4000  # Characters of printed text kept per cell.
 KERNEL_START_SECONDS = 120

@@ -6,14 +6,14 @@ A benchmark, not a test: run it on an idle machine. Steps:
    how the labs scale with the number of files, not what the photos show).
 2. Run lab 2, then lab 3, as solutions built from notebooks/ (unexecuted, as
    tools/build_notebooks.py makes them) with papermill, each in a process of its own,
-   with the small parameters of tools/lesson_parameters.py, DATA_SOURCE = the folder
+   with the small parameters of tools/building/lesson_parameters.py, DATA_SOURCE = the folder
    and the shards in a new temporary folder (lab 3 reads lab 2's).
 3. Print, per lab: the wall time, and the peak resident memory of its kernel and of
    the process that ran papermill.
 
 Usage:
-    python -m tools.benchmark_big_folder --num-images 20000
-    python -m tools.benchmark_big_folder --num-images 600  # a quick check that it runs
+    python -m tools.benchmark big-folder --num-images 20000
+    python -m tools.benchmark big-folder --num-images 600  # a quick check that it runs
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
+from tools.building.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
 from utils.lab import data, progress
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LABS = ("02_write_tfrecords", "03_read_tfrecords")
 NUM_DISTINCT_IMAGES = 500
 PEAK_GOAL_MEGABYTES = 1536
@@ -99,7 +99,9 @@ def run_one(lab: str, parameters: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.benchmark big-folder", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--num-images", type=int, default=20000)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # Internal: run one lab (JSON).
     args = parser.parse_args(argv)
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         for lab in LABS:
             parameters = {**SMALL_PARAMETERS[lab], "DATA_SOURCE": str(folder)}
             parameters["OUTPUT_DIR" if lab.startswith("02") else "SHARDS_DIR"] = shards
-            command = [sys.executable, "-m", "tools.benchmark_big_folder"]
+            command = [sys.executable, "-m", "tools.benchmark", "big-folder"]
             command += ["--one", json.dumps([lab, parameters])]
             done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
             if done.returncode:
@@ -132,7 +134,3 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

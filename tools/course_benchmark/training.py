@@ -16,8 +16,8 @@ Steps:
    0.03 of its run's best epoch.
 
 Usage:
-    python -m tools.benchmark_training                       # 5 seeds x 2 settings
-    python -m tools.benchmark_training --settings jax8 --runs 1 --parameters NUM_IMAGES=400
+    python -m tools.benchmark training                       # 5 seeds x 2 settings
+    python -m tools.benchmark training --settings jax8 --runs 1 --parameters NUM_IMAGES=400
 """
 
 from __future__ import annotations
@@ -27,12 +27,11 @@ import ast
 import dataclasses
 import os
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LESSON = "04_train_keras"
 MIN_FINAL_ACCURACY = 0.85
 MAX_DROP_FROM_BEST = 0.03
@@ -78,7 +77,7 @@ def _parameter(text: str) -> tuple[str, object]:
 
 def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.benchmark_training", description=__doc__.split("\n")[0]
+        prog="python -m tools.benchmark training", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=["cpu", "jax8"],
                         help="where to train (default: cpu jax8)")  # fmt: skip
@@ -99,7 +98,7 @@ def run_lab4(setting: str, seed: int, parameters: dict, scratch: Path) -> RunRes
     import papermill
 
     from tools import build_notebooks as build
-    from tools.lesson_parameters import KERNEL_OPTIONS
+    from tools.building.lesson_parameters import KERNEL_OPTIONS
 
     _, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{LESSON}.py")
     path = scratch / f"{LESSON}_{setting}_{seed}.ipynb"
@@ -175,7 +174,3 @@ def main(argv=None) -> int:
         f">= {MIN_FINAL_ACCURACY} and within {MAX_DROP_FROM_BEST} of the best epoch."
     )
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,11 +2,11 @@
 
 A lesson source marks where the set-up goes with a code cell tagged `setup`; the build
 (`tools/build_notebooks.py`) replaces that cell's code with `render(...)`: the cell's code
-(`tools/setup_cell_template.py`) with this lesson's tokens filled in.
+(`tools/building/setup_cell_template.py`) with this lesson's tokens filled in.
 
 The lab carries its course. A learner often has the lab file and nothing else (uploaded
 to Colab, imported into Kaggle, downloaded into Workbench), so every generated notebook
-holds the course files its lesson reaches (`tools/lesson_modules.py`: the `utils/` modules
+holds the course files its lesson reaches (`tools/building/lesson_modules.py`: the `utils/` modules
 it imports, at any depth) as a JSON map {path: text}, xz-compressed, base85-encoded, with
 the SHA-256 of the map (`payload`). The
 cell uses, in this order and saying which: a clone beside the notebook (`utils/` in the
@@ -47,10 +47,10 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, as a package (requirements-dev.txt).
     import tomli as tomllib
 
-from tools import lesson_modules
-from tools.setup_cell_template import TEMPLATE
+from tools.building import lesson_modules
+from tools.building.setup_cell_template import TEMPLATE
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_ENV_VAR = "TPU_SPEED_PIPELINES_SOURCE"
 CACHE_ENV_VAR = "TPU_SPEED_PIPELINES_CACHE"  # As utils.lab.data.CACHE_ENV_VAR.
 SETUP_TAG = "setup"
@@ -138,7 +138,7 @@ def pinned_requirements(path: Path) -> list[str]:
 def course_files(stem: str, root: Path = REPO_ROOT) -> dict[str, str]:
     """Returns the course files lesson `stem` reaches: {"utils/....py": text}, by path.
 
-    Only what the lesson imports, at any depth (`tools/lesson_modules.py`): a lab carries
+    Only what the lesson imports, at any depth (`tools/building/lesson_modules.py`): a lab carries
     its own lesson's modules, not the whole package.
     """
     return {name: (root / name).read_text() for name in lesson_modules.lesson_files(stem, root)}

@@ -14,17 +14,16 @@ For each it prints images/s, this process's CPU time per image and the cores it 
 other load than images/s do: it is the figure to compare on a busy machine.
 
 Usage:
-    python -m tools.benchmark_latency                # about 3 minutes on an idle 2-core VM
-    python -m tools.benchmark_latency --quick        # 300 images, 2 rounds: a smoke test
+    python -m tools.benchmark latency                # about 3 minutes on an idle 2-core VM
+    python -m tools.benchmark latency --quick        # 300 images, 2 rounds: a smoke test
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 
-from tools import machine
+from tools.building import machine
 from utils.lab import progress
 
 BASELINE = "simulation @ 0 ms"
@@ -131,7 +130,9 @@ def format_results(results: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.benchmark latency", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="300 images, 2 rounds")
     parser.add_argument("--rounds", type=int, default=None, help="rounds in turns (default 7)")
     args = parser.parse_args(argv)
@@ -147,7 +148,3 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(format_results(results)))
     print(load.summary())
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

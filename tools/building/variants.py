@@ -4,38 +4,38 @@
 model): split the source into lab and solution, validate the TODOs and checks, add the
 hand-in cells, stamp the course version, put the set-up code, tag the unchecked outputs,
 add the header. The rules each step enforces are listed in `tools/build_notebooks.py`'s
-docstring; regions and stubs are `tools/build_regions.py`'s job, the hand-in cells
-`tools/build_hand_in.py`'s, the header `tools/build_header.py`'s.
+docstring; regions and stubs are `tools/building/regions.py`'s job, the hand-in cells
+`tools/building/hand_in.py`'s, the header `tools/building/header.py`'s.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import re
 from pathlib import Path
 
 import jupytext
 import nbformat
 
-from tools import setup_cell
-from tools.build_hand_in import (  # noqa: F401  (HAND_IN_...: build_notebooks's names)
+from tools.building import setup_cell
+from tools.building.hand_in import (  # noqa: F401  (HAND_IN_...: build_notebooks's names)
     HAND_IN_CODE,
     HAND_IN_CODE_HEADER,
     HAND_IN_TAG,
     add_hand_in,
 )
-from tools.build_header import (  # noqa: F401  (BUILD_COMMAND...: build_notebooks's names)
+from tools.building.header import (  # noqa: F401  (BUILD_COMMAND...: build_notebooks's names)
     BUILD_COMMAND,
     GRADED_NOTE,
     SOLUTION_NOTE,
     add_header,
     graded_note,
 )
-from tools.build_outputs import METADATA_KEY
-from tools.build_regions import BuildError, cell_regions, find_regions, make_stub, todo_number
+from tools.building.model import Lesson
+from tools.building.outputs import METADATA_KEY
+from tools.building.regions import BuildError, cell_regions, find_regions, make_stub, todo_number
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 OBJECTIVE_LINE = re.compile(r"^#?\s*(\d+)\.\s.*\(TODO (\d+)\)", re.MULTILINE)
 CHECK_CALL = re.compile(r"checks\.check_\w+\((?:.|\n)*\btodo=(\d+)")
 # A TODO cell's points: `# %% points=2` on its cell in the source; 1 when unset.
@@ -43,27 +43,6 @@ DEFAULT_POINTS = 1
 # nbval's two ways to say "compare this cell's output": the sources' comment, the labs' tag.
 CHECK_OUTPUT_MARKER = "# NBVAL_CHECK_OUTPUT"
 CHECK_OUTPUT_TAG = "nbval-check-output"
-
-
-@dataclasses.dataclass
-class Lesson:
-    """One lesson being built: its source, and the lab and solution the steps make of it."""
-
-    source_path: Path
-    root: Path
-    lab: nbformat.NotebookNode | None = None
-    solution: nbformat.NotebookNode | None = None
-    todos: list[int] = dataclasses.field(default_factory=list)
-
-    @property
-    def source_name(self) -> str:
-        """The source's path from the root, as messages name it."""
-        return self.source_path.relative_to(self.root).as_posix()
-
-    @property
-    def variants(self) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-        """(lab, solution)."""
-        return self.lab, self.solution
 
 
 def split_into_lab_and_solution(lesson: Lesson) -> None:

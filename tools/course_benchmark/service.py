@@ -16,8 +16,8 @@ Steps:
    other programs share the machine; the cores divided by it is what the CPU allows.
 
 Usage:
-    python -m tools.benchmark_service                   # about 2 minutes on 2 idle cores
-    python -m tools.benchmark_service --latency-ms 0    # no waiting: where CPU is the limit
+    python -m tools.benchmark service                   # about 2 minutes on 2 idle cores
+    python -m tools.benchmark service --latency-ms 0    # no waiting: where CPU is the limit
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def format_rows(results: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.benchmark_service")
+    parser = argparse.ArgumentParser(prog="python -m tools.benchmark service")
     parser.add_argument("--num-images", type=int, default=3670, help="embedded dataset size")
     parser.add_argument("--num-shards", type=int, default=16)
     parser.add_argument("--target-size", type=int, default=192)
@@ -162,7 +162,3 @@ def main(argv: list[str] | None = None) -> int:
         "{:.2f}.".format(*load_before, *load_after)
     )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import nbformat
 
-from tools import setup_cell
-from tools.build_outputs import METADATA_KEY
-from tools.build_regions import BuildError
-
-if TYPE_CHECKING:
-    from tools.build_variants import Lesson
+from tools.building import setup_cell
+from tools.building.model import Lesson
+from tools.building.outputs import METADATA_KEY
+from tools.building.regions import BuildError
 
 BUILD_COMMAND = "make build"
 # What an instructor's grading (tools/grade.py) scores, said in every lab's header.

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tools.grain_reads import StorageReads
+from tools.course_benchmark.grain_reads import StorageReads
 
 if TYPE_CHECKING:
     from utils.lab.storage import SimulatedStorage
@@ -110,7 +110,7 @@ def decode_record(
     Raises:
         ValueError: if `decoder` is not one of DECODERS.
     """
-    from tools.example_proto import Example
+    from tools.course_benchmark.example_proto import Example
 
     if decoder not in DECODERS:
         raise ValueError(f"`decoder` must be one of {DECODERS}. Received: decoder={decoder!r}")

@@ -10,7 +10,7 @@ import ast
 import dataclasses
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "utils"
 
 

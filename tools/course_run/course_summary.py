@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from tools import machine
-from tools.build_outputs import BUILD_MACHINE, EXECUTION_SECONDS, METADATA_KEY
+from tools.building import machine
+from tools.building.outputs import BUILD_MACHINE, EXECUTION_SECONDS, METADATA_KEY
 from utils.lab import data
 
 # The decode probe, taken this many times: the fastest is kept, so that a moment when

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # What every lab imports before its own code: the package, the set-up's runtime, the checks.
 ALWAYS = ("utils/__init__.py", "utils/lab/runtime.py", "utils/checks/__init__.py",

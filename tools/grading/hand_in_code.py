@@ -1,6 +1,6 @@
 """The code of every lab's hand-in cells: runs in the learner's kernel, pasted by the build.
 
-The build (`tools/build_variants.py`) pastes this file, as it is, into a hidden cell after
+The build (`tools/building/variants.py`) pastes this file, as it is, into a hidden cell after
 the set-up cell of every lab and solution (so that "Run all" defines it before a failing
 check stops the run); the last cell sets `LEARNER_ID` and calls `hand_in(...)` with the
 lab's own check calls. It is not in `utils/`: every set-up cell embeds all of `utils/`

@@ -3,7 +3,7 @@
 d2l-en's `#@save`, here a cell tag (`# %% tags=["save"]`): not in the cell's text, so a lab,
 whose function is still a stub, does not say it is saved. Each saved function is written into
 the `utils` module that hands it out, below the line `# Generated from <lesson> (TODO n) by
-tools/build_saved.py.` put once above its `def`: not into a module of their own, as
+tools/building/saved.py.` put once above its `def`: not into a module of their own, as
 `write_shard` reads `shard_files`' names and `shard_files` calls it, and `utils` has no
 import cycle (tests/test_utils_usage.py). A step of the build
 (`tools/build_notebooks.py`): read each tagged cell as the solution has it (marker and
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import jupytext
 
-from tools.build_regions import BEGIN, END, TODO_LINE, BuildError
+from tools.building.regions import BEGIN, END, TODO_LINE, BuildError
 
 SAVE_TAG = "save"
-BLOCK_LINE = re.compile(r"^# Generated from \S+ \(TODO \d+\) by tools/build_saved\.py\.$")
+BLOCK_LINE = re.compile(r"^# Generated from \S+ \(TODO \d+\) by tools/building/saved\.py\.$")
 COMMAND = "Run: make build (or, without executing, python -m tools.build_notebooks --embed-only)"
 
 
@@ -54,7 +54,7 @@ def saved_functions(root: Path, sources: list[Path]) -> dict[str, tuple[str, str
                         f"{where}: a cell tagged `{SAVE_TAG}` holds only functions, each saved "
                         f"once; found `{ast.unparse(node).splitlines()[0]}`."
                     )
-                marker = f"# Generated from {name} (TODO {todos[0]}) by tools/build_saved.py."
+                marker = f"# Generated from {name} (TODO {todos[0]}) by tools/building/saved.py."
                 found[node.name] = (marker, ast.get_source_segment(code, node, padded=True))
     return found
 
@@ -101,7 +101,7 @@ def generated(root: Path, sources: list[Path]) -> dict[Path, str]:
     """
     saved, placed, texts = saved_functions(root, sources), {}, {}
     for path in sorted((root / "utils").rglob("*.py")):
-        if "by tools/build_saved.py." not in (text := path.read_text()):
+        if "by tools/building/saved.py." not in (text := path.read_text()):
             continue
         tree, lines = ast.parse(text), text.splitlines(keepends=True)
         defs = {node.lineno: node for node in tree.body if isinstance(node, ast.FunctionDef)}

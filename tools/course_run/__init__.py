@@ -1,0 +1,1 @@
+"""The course run (`python -m tools.run_course`): estimate, table, heartbeat, kernels' setting."""
