@@ -169,7 +169,12 @@ print(f"Keras on {keras.backend.backend()}: {num_replicas} replica(s) in sync on
 # %%
 kind = keras.distribution.list_devices()[0].split(":")[0]  # "tpu", "gpu" or "cpu".
 batch_per_replica = BATCH_PER_REPLICA or (16 if kind == "cpu" else 128)
-global_batch_size = batch_per_replica * num_replicas
+global_batch_size = batch_sizes.cap_batch_size(  # At most the training images.
+    batch_per_replica * num_replicas,
+    num_images=num_train,
+    num_replicas=num_replicas,
+    purpose="training",
+)
 learning_rate = min(0.002 * global_batch_size / 16, 0.008)
 plan = training.plan_training(
     training_images=TRAINING_IMAGES,
