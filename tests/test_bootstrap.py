@@ -22,6 +22,7 @@ versions (these are requirements-dev.txt's), and pip resolving TensorFlow's depe
 """
 
 import base64
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -32,6 +33,7 @@ import sysconfig
 import time
 import venv
 import zipfile
+from importlib.util import find_spec
 from pathlib import Path
 
 import nbformat
@@ -274,19 +276,55 @@ def test_setup_cell_with_an_unusable_source_fails_in_one_line(tmp_path):
     assert "\x1b[" not in result.stderr
 
 
-@needs_bwrap
-def test_upload_only_with_tensorflow_runs_labs_1_and_4(tmp_path):
+def _kaggle(folder):
     """Kaggle or Workbench: Jupyter and TensorFlow, no course, nothing else."""
-    python = _fresh_environment(tmp_path, "kaggle", COURSE_ENTRIES)
-    decoy_lab = _notebook("01_tf_data_basics", "lab")
+    python = _fresh_environment(folder, "kaggle", COURSE_ENTRIES)
     runs = [
-        ("lab01", decoy_lab, SMALL_PARAMETERS["01_tf_data_basics"]),
+        ("lab01", _notebook("01_tf_data_basics", "lab"), SMALL_PARAMETERS["01_tf_data_basics"]),
         ("solution01", _notebook("01_tf_data_basics", "solution"),
          SMALL_PARAMETERS["01_tf_data_basics"]),
         ("solution04", _notebook("04_train_keras", "solution"), LAB4_PARAMETERS),
     ]  # fmt: skip
-    executed, stdout, _ = _run_upload_only(tmp_path, python, runs)
-    assert stdout.splitlines() == [f"FAILED {tmp_path / 'lab01.out.ipynb'} CheckFailed"]
+    return python, _run_upload_only(folder, python, runs)
+
+
+def _colab_tpu(folder):
+    """Colab's TPU runtime: JAX, no TensorFlow; a wheel folder is the package index."""
+    python = _fresh_environment(folder, "colab", COURSE_ENTRIES + TENSORFLOW_ENTRIES)
+    wheels = _tensorflow_wheel(folder / "wheels", folder)
+    runs = [
+        ("solution04", _notebook("04_train_keras", "solution"),
+         {**LAB4_PARAMETERS, "BACKEND": "jax"}),
+    ]  # fmt: skip
+    env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
+    return python, _run_upload_only(folder, python, runs, env=env)
+
+
+def _offline_colab_tpu(folder):
+    """Colab's TPU runtime with the network cut: TensorFlow cannot be had."""
+    python = _fresh_environment(folder, "colab", COURSE_ENTRIES + TENSORFLOW_ENTRIES)
+    runs = [("lab01", _notebook("01_tf_data_basics", "lab"), {})]
+    return python, _run_upload_only(folder, python, runs)
+
+
+@pytest.fixture(scope="module")
+def upload_only(tmp_path_factory):
+    """`run(platform)`: (its folder, Python, `_run_upload_only`'s result) for `_kaggle`,
+    `_colab_tpu` (where JAX is installed) and `_offline_colab_tpu`, all started at once: each
+    is a sandbox of its own that mostly waits (on its kernel's start, on pip). The module
+    ends when all three have."""
+    platforms = [_kaggle, _offline_colab_tpu] + ([_colab_tpu] if find_spec("jax") else [])
+    folders = {platform: tmp_path_factory.mktemp(platform.__name__[1:]) for platform in platforms}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(platforms)) as pool:
+        futures = {platform: pool.submit(platform, folder) for platform, folder in folders.items()}
+        yield lambda platform: (folders[platform], *futures[platform].result())
+
+
+@needs_bwrap
+def test_upload_only_with_tensorflow_runs_labs_1_and_4(upload_only):
+    """Kaggle or Workbench: Jupyter and TensorFlow, no course, nothing else."""
+    folder, _, (executed, stdout, _) = upload_only(_kaggle)
+    assert stdout.splitlines() == [f"FAILED {folder / 'lab01.out.ipynb'} CheckFailed"]
     for name in ("lab01", "solution01", "solution04"):
         printed, error = _setup_output(executed[name])
         lines = printed.splitlines()
@@ -306,17 +344,10 @@ def test_upload_only_with_tensorflow_runs_labs_1_and_4(tmp_path):
 
 
 @needs_bwrap
-def test_upload_only_on_jax_installs_tensorflow_from_the_index(tmp_path):
+def test_upload_only_on_jax_installs_tensorflow_from_the_index(upload_only):
     """Colab's TPU runtime: JAX, no TensorFlow; a wheel folder is the package index."""
     pytest.importorskip("jax", reason="the Colab-like environment needs jax")
-    python = _fresh_environment(tmp_path, "colab", COURSE_ENTRIES + TENSORFLOW_ENTRIES)
-    wheels = _tensorflow_wheel(tmp_path / "wheels", tmp_path)
-    runs = [
-        ("solution04", _notebook("04_train_keras", "solution"),
-         {**LAB4_PARAMETERS, "BACKEND": "jax"}),
-    ]  # fmt: skip
-    env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
-    executed, stdout, _ = _run_upload_only(tmp_path, python, runs, env=env)
+    _, python, (executed, stdout, _) = upload_only(_colab_tpu)
     assert stdout == ""
     printed, error = _setup_output(executed["solution04"])
     lines = printed.splitlines()
@@ -340,12 +371,10 @@ def test_upload_only_on_jax_installs_tensorflow_from_the_index(tmp_path):
 
 
 @needs_bwrap
-def test_upload_only_without_tensorflow_anywhere_fails_in_one_line(tmp_path):
+def test_upload_only_without_tensorflow_anywhere_fails_in_one_line(upload_only):
     """Colab's TPU runtime with the network cut: TensorFlow cannot be had."""
-    python = _fresh_environment(tmp_path, "colab", COURSE_ENTRIES + TENSORFLOW_ENTRIES)
-    runs = [("lab01", _notebook("01_tf_data_basics", "lab"), {})]
-    executed, stdout, seconds = _run_upload_only(tmp_path, python, runs)
-    assert stdout.splitlines() == [f"FAILED {tmp_path / 'lab01.out.ipynb'} SetupFailed"]
+    folder, _, (executed, stdout, seconds) = upload_only(_offline_colab_tpu)
+    assert stdout.splitlines() == [f"FAILED {folder / 'lab01.out.ipynb'} SetupFailed"]
     printed, error = _setup_output(executed["lab01"])
     assert printed.splitlines() == [
         _embedded_line("01_tf_data_basics"),

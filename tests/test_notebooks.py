@@ -7,16 +7,14 @@ passes every check; a lab with one TODO left as its stub fails at that TODO's ow
 import ast
 import copy
 import json
-import os
 import re
 import subprocess
 import sys
-from unittest import mock
 
 import nbformat
-import papermill
 import pytest
 
+from tests import notebook_runs
 from tests.conftest import REAL_HOME, REPO_ROOT
 from tools import build_notebooks as build
 from tools.building import variants as build_variants
@@ -54,39 +52,53 @@ TODO_CASES = [(lesson, todo) for lesson in ALL_LESSONS for todo in _todos(lesson
 LAB_CASES = [_skip_without_modules(lesson, lesson, todo) for lesson, todo in TODO_CASES]
 
 
-def _run(notebook, path):
-    """Executes `notebook` with the lesson's small parameters; returns (output, error).
+# Lesson 5's checks time the learner's feed (idle time per step): it runs alone.
+TIMED_LESSONS = ("05_accelerator_waiting",)
 
-    The kernel gets an empty folder of its own as TMPDIR, which must be empty at the end:
-    a lesson deletes what it made there (its outputs, and Beam's working folders).
+
+def _job(notebook, path):
+    """Writes `notebook` to `path`; returns its run with the lesson's small parameters.
+
+    The kernel gets an empty folder of its own as TMPDIR, which must be empty at the end
+    (`_result`): a lesson deletes what it made there (its outputs, and Beam's working folders).
     """
     nbformat.write(notebook, path)
-    output = path.with_name(path.stem + ".executed.ipynb")
     scratch = path.with_name(path.stem + ".tmpdir")
     scratch.mkdir()
-    try:
-        with mock.patch.dict(os.environ, {"TMPDIR": str(scratch)}):
-            _execute(path, output)
-    except papermill.PapermillExecutionError as error:
-        return nbformat.read(output, as_version=4), error
-    # TensorFlow's autograph writes its converted functions there and removes them at
-    # interpreter exit, which papermill's shutdown may not wait for (it kills a kernel slow
-    # to exit): TensorFlow's, not the lesson's; tools.run_course removes them with the
-    # kernels' own temporary folder (tests/test_run_course.py).
-    left = sorted(p.name for p in scratch.iterdir() if not p.name.startswith(AUTOGRAPH_FILES))
-    assert left == [], f"{path.stem} left {left} in its TMPDIR"
-    return nbformat.read(output, as_version=4), None
-
-
-def _execute(path, output):
-    papermill.execute_notebook(
-        str(path),
-        str(output),
-        parameters=SMALL_PARAMETERS[path.name.split(".")[0]],
-        cwd=str(REPO_ROOT / "labs"),
-        progress_bar=False,
-        **KERNEL_OPTIONS,
+    lesson = path.name.split(".")[0]
+    return notebook_runs.Job(
+        input=path,
+        output=path.with_name(path.stem + ".executed.ipynb"),
+        parameters=SMALL_PARAMETERS[lesson],
+        cwd=REPO_ROOT / "labs",
+        tmpdir=scratch,
+        options=KERNEL_OPTIONS,
+        alone=lesson in TIMED_LESSONS,
     )
+
+
+def _result(job, error):
+    """(executed notebook, the error it stopped at or None) of a run of `_job`."""
+    if error is None:
+        # TensorFlow's autograph writes its converted functions there and removes them at
+        # interpreter exit, which papermill's shutdown may not wait for (it kills a kernel
+        # slow to exit): TensorFlow's, not the lesson's; tools.run_course removes them with
+        # the kernels' own temporary folder (tests/test_run_course.py).
+        left = sorted(
+            p.name for p in job.tmpdir.iterdir() if not p.name.startswith(AUTOGRAPH_FILES)
+        )
+        assert left == [], f"{job.input.stem} left {left} in its TMPDIR"
+    return nbformat.read(job.output, as_version=4), error
+
+
+def _selected_lessons(request, fixture):
+    """The lessons of this module's selected tests that use `fixture` (and can run here)."""
+    lessons = set()
+    for item in request.session.items:
+        if getattr(item, "module", None) is request.module and fixture in item.fixturenames:
+            params = item.callspec.params if hasattr(item, "callspec") else {}
+            lessons |= {params[k] for k in ("lesson", "executed_solution") if k in params}
+    return sorted(lesson for lesson in lessons if not missing_modules(lesson))
 
 
 def _lab_with_todos_filled(lesson, keep_stub=()):
@@ -178,25 +190,50 @@ def _trials(notebook):
     return found
 
 
+def _runs_at_first_call(request, fixture, make_job):
+    """`run(lesson)` for a fixture: at its first call it runs every lesson that this session's
+    selected tests call it for (`notebook_runs.execute_all`: two at a time), then returns
+    `_result` of the lesson's run; `make_job(lesson)` writes the notebook, gives the `Job`."""
+    done = {}
+
+    def run(lesson):
+        if lesson not in done:
+            names = sorted({lesson, *_selected_lessons(request, fixture)} - set(done))
+            jobs = {name: make_job(name) for name in names}
+            for name, error in notebook_runs.execute_all(jobs).items():
+                done[name] = jobs[name], error
+        return _result(*done[lesson])
+
+    return run
+
+
 @pytest.fixture(scope="module")
-def solution_runs(tmp_path_factory):
+def solution_runs(request, tmp_path_factory):
     """`run(lesson)`: (executed path, executed solution, trials), run once per lesson; cached.
 
     The solution is built from the source, so that this runs what the lead will commit
     (the sync test compares the committed files with the source). The executed copy
     written for nbval is the solution's alone: the trial cells are taken out of it.
     """
+
+    jobs = {}
+
+    def make_job(lesson):
+        lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+        path = tmp_path_factory.mktemp("solutions") / f"{lesson}.ipynb"
+        jobs[lesson] = _job(_with_trials(lab, solution), path)
+        return jobs[lesson]
+
+    run_once = _runs_at_first_call(request, "solution_runs", make_job)
     runs = {}
 
     def run(lesson):
         if lesson not in runs:
-            lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
-            path = tmp_path_factory.mktemp("solutions") / f"{lesson}.ipynb"
-            notebook, error = _run(_with_trials(lab, solution), path)
+            notebook, error = run_once(lesson)
             assert error is None, f"{lesson} failed: {error}"
             trials = _trials(notebook)
             notebook.cells = [c for c in notebook.cells if "trial" not in c.metadata.get(KEY, {})]
-            executed = path.with_name(f"{lesson}.executed.ipynb")
+            executed = jobs[lesson].output
             nbformat.write(notebook, executed)
             runs[lesson] = executed, notebook, trials
         return runs[lesson]
@@ -282,18 +319,14 @@ def test_committed_solution_carries_outputs_of_a_full_run(lesson):
 
 
 @pytest.fixture(scope="module")
-def generated_lab_runs(tmp_path_factory):
+def generated_lab_runs(request, tmp_path_factory):
     """`run(lesson)`: the lab as generated (every TODO a stub), run once; cached."""
-    runs = {}
 
-    def run(lesson):
-        if lesson not in runs:
-            lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
-            folder = tmp_path_factory.mktemp(f"lab{lesson[:2]}")
-            runs[lesson] = _run(lab, folder / f"{lesson}.ipynb")
-        return runs[lesson]
+    def make_job(lesson):
+        lab = nbformat.read(REPO_ROOT / "labs" / f"{lesson}.ipynb", as_version=4)
+        return _job(lab, tmp_path_factory.mktemp(f"lab{lesson[:2]}") / f"{lesson}.ipynb")
 
-    return run
+    return _runs_at_first_call(request, "generated_lab_runs", make_job)
 
 
 def _up_to_check(notebook, todo):
