@@ -217,7 +217,5 @@ def test_stand_in_default_is_the_published_estimate_and_lesson_5_uses_it():
         "SIMULATED accelerator: 2,120 images/s; a step of 16 images is a 7.5 ms sleep, which "
         "leaves the CPU to the feed (a TPU computes on its own chip)."
     )
-    assert (
-        "x 197/312 peak bf16 TFLOPs x (224/192)^2 pixels = 2,123, if both chips reach" in (lines[1])
-    )
+    assert "x 197/312 peak bf16 TFLOPs x (224/192)^2 = 2,123, if both chips reach the" in (lines[1])
     assert len(lines) == 2

@@ -185,11 +185,11 @@ class SimulatedAccelerator:
                 f"SIMULATED accelerator: {self.images_per_second:,.0f} images/s; a step of "
                 f"{self.batch_size} images is a {1000 * self.step_seconds:.1f} ms sleep, which "
                 "leaves the CPU to the feed (a TPU computes on its own chip).",
-                "Its default rate, a TPU v5e chip training ResNet-50 on 192 px images, is "
-                f"estimated: {A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 (NVIDIA, "
-                f"224 px) x {V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 TFLOPs x "
-                f"(224/192)^2 pixels = {STAND_IN_IMAGES_PER_SECOND:,.0f}, if both chips reach "
-                "the same share of their peak and a step costs in proportion to its pixels.",
+                "Its default rate, a TPU v5e chip training ResNet-50 at 192 px, is estimated: "
+                f"{A100_RESNET50_IMAGES_PER_SECOND:,} images/s on an A100 (NVIDIA, 224 px) x "
+                f"{V5E_PEAK_BF16_TFLOPS}/{A100_PEAK_BF16_TFLOPS} peak bf16 TFLOPs x (224/192)^2 "
+                f"= {STAND_IN_IMAGES_PER_SECOND:,.0f}, if both chips reach the same share of "
+                "their peak and a step costs in proportion to its pixels.",
             ]
         )
 
