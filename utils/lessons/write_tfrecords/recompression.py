@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
+from matplotlib.figure import Figure
 
 from utils import charts, comparison, display, sampling, timing
 from utils.lab import conversion, readable_images, sources
@@ -55,7 +56,7 @@ class RecompressionResult:
 
 def show_resized(
     source: sources.ImageSource, resize_and_crop: Callable, *, target_size: int, num_images: int = 8
-):
+) -> Figure:
     """Prints the sizes of images from across `source`, then shows them resized and cropped.
 
     A file that does not decode is skipped and listed (`readable_images.readable_sample`).
