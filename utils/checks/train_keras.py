@@ -40,7 +40,7 @@ MIN_BATCHES_TO_TELL = 4
 _AFTER_PREFETCH = {*OPTIONS_ONLY_OPS, "ModelDataset"}  # Ops that change nothing prefetched.
 
 
-def device_name(device: object) -> str:
+def _device_name(device: object) -> str:
     """Returns Keras's name of a device ("cpu:0") however it is given, else its repr.
 
     Args:
@@ -67,7 +67,7 @@ def _device_names(devices: object, todo: int, expected: list[str]) -> list[str]:
             "devices",
             f"expected a list: {wanted}; found {devices!r} ({type(devices).__name__}).",
         )
-    return [device_name(device) for device in devices]
+    return [_device_name(device) for device in devices]
 
 
 def check_distribution(devices: Sequence, *, todo: int) -> None:
@@ -124,7 +124,7 @@ def check_distribution(devices: Sequence, *, todo: int) -> None:
                 f"model on each device, each batch split over them); found "
                 f"{type(distribution).__name__}.",
             )
-        mesh = [device_name(device) for device in distribution.device_mesh.devices.flat]
+        mesh = [_device_name(device) for device in distribution.device_mesh.devices.flat]
         if sorted(mesh) != sorted(found):
             fail(
                 todo,
