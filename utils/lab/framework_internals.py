@@ -4,9 +4,10 @@ The one module of the course that names a library's private attribute or module:
 (tests/test_framework_internals.py) fails on one anywhere else in tools/ or utils/. Each
 function says what it reaches and why no public API does. The grader's code that runs in
 the learner's kernel (tools/grading/export_values.py, export_grain.py) calls them there,
-where the lab has put the course on the path. Checked on each supported version by
-`tools/replicas/internals_check.py`: TensorFlow 2.20 and 2.21, Keras 3.13 and 3.15, Grain
-0.2.18 (docs/replicas.md).
+where the lab has put the course on the path. Each is checked on each supported version
+(TensorFlow 2.20 and 2.21, Keras 3.13 and 3.15, Grain 0.2.18) by
+`tools/replicas/internals_check.py`: in the course's venv (tests/test_framework_internals.py)
+and in the replicas' (tests/test_replicas.py, `python -m tools.replicas`).
 """
 
 from __future__ import annotations
