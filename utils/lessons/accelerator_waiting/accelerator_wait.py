@@ -194,7 +194,14 @@ class SimulatedAccelerator:
         )
 
     def at_speed(self, factor: float) -> SimulatedAccelerator:
-        """Returns a stand-in like this one, its rate `factor` times this one's."""
+        """A stand-in like this one, at another rate.
+
+        Args:
+            factor: its rate over this one's.
+
+        Returns:
+            A new `SimulatedAccelerator`: the same batch and steps, `factor` times the rate.
+        """
         return SimulatedAccelerator(
             images_per_second=factor * self.images_per_second,
             batch_size=self.batch_size,
@@ -243,7 +250,11 @@ class SimulatedAccelerator:
         return lines
 
     def plot_last_runs(self) -> Figure:
-        """Draws the last run of each label (`plot_step_timelines`), one row each."""
+        """Draws the last run of each label (`plot_step_timelines`), one row each.
+
+        Returns:
+            The matplotlib Figure.
+        """
         return plot_step_timelines([runs[-1] for runs in self.timelines.values()])
 
 
