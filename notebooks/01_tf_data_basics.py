@@ -18,13 +18,13 @@
 # which backend Keras runs on.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import tensorflow as tf
 
-from utils import charts, checks, comparison, display, timing
-from utils.lab import sources, storage
+from utils import charts, checks, comparison, display, storage, timing
+from utils.lab import sources
 
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # Or "flower_photos", a local folder, "gs://.../*/*.jpg".

@@ -17,13 +17,13 @@
 # installs it, installs TensorFlow where it is missing, and says which backend Keras runs on.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import tensorflow as tf
 
-from utils import checks, records
-from utils.lab import conversion, shard_cache, shard_files, sources, validation
+from utils import checks, records, shard_files
+from utils.lab import conversion, shard_cache, sources, validation
 from utils.lessons.write_tfrecords import recompression, report
 
 # %% tags=["parameters"]

@@ -16,13 +16,13 @@
 # which backend Keras runs on.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import tensorflow as tf
 
-from utils import charts, checks, comparison
-from utils.lab import shard_cache, sources, storage
+from utils import charts, checks, comparison, storage
+from utils.lab import shard_cache, sources
 from utils.lessons.read_tfrecords import speed_test
 
 AUTOTUNE = tf.data.AUTOTUNE

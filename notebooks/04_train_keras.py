@@ -45,7 +45,7 @@ SEED = 42
 # where it is missing, and says which backend Keras runs on.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import contextlib

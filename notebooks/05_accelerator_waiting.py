@@ -40,7 +40,7 @@ SEED = 42
 # installs it, and installs TensorFlow where it is missing.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import tensorflow as tf

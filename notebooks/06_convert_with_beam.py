@@ -23,7 +23,7 @@
 # missing, and says which backend Keras runs on, and why.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import hashlib
@@ -37,8 +37,8 @@ import apache_beam as beam
 import tensorflow as tf
 from apache_beam.io import fileio
 
-from utils import charts, checks, records, timing
-from utils.lab import conversion, data, readable_images, shard_files, sources, validation
+from utils import charts, checks, readable_images, records, shard_files, timing
+from utils.lab import conversion, data, sources, validation
 from utils.lessons.convert_with_beam import beam_conversion
 
 print(f"Apache Beam {beam.__version__}")

@@ -26,7 +26,7 @@
 # says which backend Keras runs on, and why.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import math
@@ -34,8 +34,8 @@ import os
 
 import tensorflow as tf
 
-from utils import charts, checks, comparison, pipeline, random_crops, sampling
-from utils.lab import machine_load, readable_images, shard_cache, sources
+from utils import charts, checks, comparison, pipeline, random_crops, readable_images, sampling
+from utils.lab import machine_load, shard_cache, sources
 from utils.lessons.scale_out_reading import data_service, host_processes, multi_host
 
 # %% tags=["parameters"]

@@ -22,15 +22,15 @@
 # missing, and says which backend Keras runs on, and why.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import os
 
 import tensorflow as tf
 
-from utils import charts, checks, comparison, pipeline, records
-from utils.lab import machine_load, shard_cache, sources, storage
+from utils import charts, checks, comparison, pipeline, records, storage
+from utils.lab import machine_load, shard_cache, sources
 from utils.lessons.where_the_time_goes import ablation_chart, knobs, pipeline_trace
 
 # %% tags=["parameters"]

@@ -49,7 +49,7 @@ SEED = 42
 # missing, and says which backend Keras runs on, and why.
 
 # %% tags=["setup"]
-# The build puts the set-up code here (tools/setup_cell.py).
+# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import json
@@ -59,8 +59,8 @@ import grain
 import keras
 import tensorflow as tf
 
-from utils import charts, checks, comparison, models, pipeline, training
-from utils.lab import machine_load, shard_cache, sources, storage
+from utils import charts, checks, comparison, models, pipeline, storage, training
+from utils.lab import machine_load, shard_cache, sources
 from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
 grain_arrayrecord.use_flag_defaults()  # Grain's workers read absl flags; take the defaults.

@@ -94,7 +94,8 @@ def small_flowers():
 @pytest.fixture(scope="session")
 def write_small_shards(small_flowers, tmp_path_factory):
     """Returns `write(num_shards, target_size=32)`: shard paths of the 60 images, made once."""
-    from utils.lab import conversion, shard_files, sources
+    from utils import shard_files
+    from utils.lab import conversion, sources
 
     made = {}
 

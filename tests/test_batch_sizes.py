@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from utils import batch_sizes, checks, pipeline
-from utils.lab import conversion, shard_files, sources, storage
+from utils import batch_sizes, checks, pipeline, shard_files, storage
+from utils.lab import conversion, sources
 
 
 def test_fit_batch_size_of_a_30_record_folder_at_the_default_batch_says_what_to_set(capsys):

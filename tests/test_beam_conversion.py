@@ -5,8 +5,8 @@ import hashlib
 import pytest
 import tensorflow as tf
 
-from utils import records
-from utils.lab import conversion, data, shard_cache, shard_files, sources, validation
+from utils import records, shard_files
+from utils.lab import conversion, data, shard_cache, sources, validation
 
 pytest.importorskip(
     "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"

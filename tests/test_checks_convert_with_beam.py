@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from utils import records
-from utils.lab import data, readable_images
+from utils import readable_images, records
+from utils.lab import data
 
 pytest.importorskip(
     "apache_beam", reason="Apache Beam is not installed: pip install -r requirements-beam.txt"

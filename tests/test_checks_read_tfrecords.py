@@ -5,9 +5,9 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from utils import checks
+from utils import checks, storage
 from utils.checks import read_tfrecords
-from utils.lab import shard_cache, storage
+from utils.lab import shard_cache
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ import re
 import pytest
 import tensorflow as tf
 
-from utils import checks
-from utils.lab import data, storage
+from utils import checks, storage
+from utils.lab import data
 
 
 @pytest.fixture

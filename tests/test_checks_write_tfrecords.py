@@ -3,8 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from utils import checks, records
-from utils.lab import data, shard_files
+from utils import checks, records, shard_files
+from utils.lab import data
 
 
 def test_check_to_example_passes_and_names_the_wrong_feature(capsys):

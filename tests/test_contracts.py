@@ -99,9 +99,9 @@ def test_the_package_is_found():
     assert "utils.checks.tf_data_basics" in names and "utils.timing" in names
     assert {
         "utils.records",
-        "utils.lab.shard_files",
+        "utils.shard_files",
         "utils.lab.conversion",
-        "utils.lab.storage",
+        "utils.storage",
     } <= set(names)
 
 

@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import records
+from utils import records, shard_files
 from utils.lab import (
     conversion,
     data,
     image_loading,
     shard_cache,
-    shard_files,
     shard_metadata,
     sources,
     validation,

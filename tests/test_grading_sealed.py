@@ -16,7 +16,7 @@ from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 from tools.grading import flags, graphs, judge_plan, sealed, wire
 from tools.grading.model import KEY
-from utils.lab import storage
+from utils import storage
 
 LAB1 = "01_tf_data_basics"
 
@@ -155,6 +155,6 @@ def test_only_the_courses_own_callbacks_are_bound():
     assert graphs._callback(["object", "simulated_storage", "_wait_for_path"], namespace)
     for role in (["object", "simulated_storage", "__init__"],
                  ["object", "simulated_storage", "reset_counters"],
-                 ["function", "utils.lab.storage", "SimulatedStorage"], None, "x"):  # fmt: skip
+                 ["function", "utils.storage", "SimulatedStorage"], None, "x"):  # fmt: skip
         assert graphs._callback(role, namespace) is None
     assert judges.latency_ms == 50

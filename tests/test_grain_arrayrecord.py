@@ -11,8 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tools.building.lesson_parameters import missing_modules
-from utils import records
-from utils.lab import storage
+from utils import records, storage
 from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
 pytestmark = pytest.mark.skipif(

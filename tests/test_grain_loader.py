@@ -66,7 +66,7 @@ def test_missing_reason_names_the_package_and_the_requirement_file(monkeypatch):
 
 
 def test_storage_reads_wait_once_per_file_and_epoch_even_on_many_threads(copies):
-    from utils.lab import storage
+    from utils import storage
 
     _, paths = copies
     simulated = storage.SimulatedStorage(latency_ms=30)
@@ -85,7 +85,7 @@ def test_storage_reads_wait_once_per_file_and_epoch_even_on_many_threads(copies)
 
 
 def test_storage_reads_with_a_request_per_record_wait_for_each_record(copies):
-    from utils.lab import storage
+    from utils import storage
 
     _, paths = copies
     simulated = storage.SimulatedStorage(latency_ms=0)
@@ -178,7 +178,7 @@ def test_a_worker_parses_and_decodes_without_importing_tensorflow(copies, tmp_pa
 
 
 def test_storage_reads_pickle_their_storage_as_settings_and_leave_out_an_empty_one(copies):
-    from utils.lab import storage
+    from utils import storage
 
     _, paths = copies
     slow = pickle.loads(pickle.dumps(grain_reads.StorageReads(paths, storage.SimulatedStorage(30))))

@@ -5,8 +5,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from utils import comparison, pipeline
-from utils.lab import storage
+from utils import comparison, pipeline, storage
 from utils.lessons.where_the_time_goes import knob_settings, knobs
 
 

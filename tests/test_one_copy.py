@@ -44,7 +44,7 @@ HANDED_OUT = [
     (LAB_2, "resize_and_crop", "utils.records"),
     (LAB_2, "recompress", "utils.records"),
     (LAB_2, "to_example", "utils.records"),
-    (LAB_2, "write_shard", "utils.lab.shard_files"),
+    (LAB_2, "write_shard", "utils.shard_files"),
 ]
 # (lesson source, function, helper module): the helper adds knobs; checked by running both.
 GENERALIZED = [
@@ -65,7 +65,7 @@ def _functions(path: Path) -> dict[str, ast.FunctionDef]:
 
 
 class _WithoutPrefix(ast.NodeTransformer):
-    """`shard_files.shard_name` in the lesson is `shard_name` inside utils/lab/shard_files.py."""
+    """`shard_files.shard_name` in the lesson is `shard_name` inside utils/shard_files.py."""
 
     def __init__(self, module_name: str):
         self.module_name = module_name

@@ -13,7 +13,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils.lab import conversion, shard_files, shard_metadata, validation
+from utils import shard_files
+from utils.lab import conversion, shard_metadata, validation
 
 USER_FILES = {
     "notes.txt": b"my notes",

@@ -19,8 +19,8 @@ import tensorflow as tf
 from PIL import Image, ImageCms
 
 from tests.conftest import REPO_ROOT
-from utils import records
-from utils.lab import conversion, output_checks, shard_files, shard_metadata, sources
+from utils import records, shard_files
+from utils.lab import conversion, output_checks, shard_metadata, sources
 
 USER_FILES = {"notes.txt": b"my notes, not the course's", "flowers00-9.tfrec.bak": b"mine"}
 

@@ -14,8 +14,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from utils import records
-from utils.lab import conversion, conversion_report, image_loading, readable_images, sources
+from utils import readable_images, records
+from utils.lab import conversion, conversion_report, image_loading, sources
 
 MAGENTA, RED = (255, 0, 255), (255, 0, 0)
 

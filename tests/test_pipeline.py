@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import pipeline, records
+from utils import pipeline, records, storage
 from utils.checks._base import dataset_ops, dataset_steps
-from utils.lab import sources, storage
+from utils.lab import sources
 
 
 @pytest.fixture(scope="module")

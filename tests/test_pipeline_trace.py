@@ -7,8 +7,7 @@ import matplotlib.image
 import matplotlib.pyplot as plt
 import pytest
 
-from utils import pipeline
-from utils.lab import storage
+from utils import pipeline, storage
 from utils.lessons.where_the_time_goes import pipeline_trace
 
 

@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from tools.course_benchmark import read_routing
-from utils.lab import storage
+from utils import storage
 
 
 def test_routing_tf_read_file_sends_library_reads_through_the_storage(small_flowers):

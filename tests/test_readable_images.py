@@ -1,8 +1,8 @@
-"""Tests of utils/lab/readable_images.py (decodable samples: tests/test_real_folders.py)."""
+"""Tests of utils/readable_images.py (decodable samples: tests/test_real_folders.py)."""
 
 import pytest
 
-from utils.lab import readable_images
+from utils import readable_images
 
 
 @pytest.mark.parametrize(

@@ -16,16 +16,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import checks, pipeline, records
-from utils.lab import (
-    conversion,
-    readable_images,
-    shard_cache,
-    shard_files,
-    shard_metadata,
-    sources,
-    validation,
-)
+from utils import checks, pipeline, readable_images, records, shard_files
+from utils.lab import conversion, shard_cache, shard_metadata, sources, validation
 
 LOOK_ALIKES = {
     "name-00000-of-00010": b"a user's file named like a Beam shard",
@@ -281,7 +273,7 @@ def test_check_parallel_records_on_a_damaged_shard_blames_the_shard_not_the_todo
     _truncate(shards[3])
     options = tf.data.Options()
     options.deterministic = False
-    from utils.lab import storage
+    from utils import storage
 
     dataset = storage.read_tfrecords([str(p) for p in shards], num_parallel_reads=4)
 

@@ -1,9 +1,9 @@
-"""Tests of utils/lab/shard_files.py: shard names, finding shards, the sidecar."""
+"""Tests of utils/shard_files.py: shard names, finding shards, the sidecar."""
 
 from pathlib import Path
 
-from utils import records
-from utils.lab import shard_files, shard_metadata
+from utils import records, shard_files
+from utils.lab import shard_metadata
 
 
 def test_shard_names_carry_index_and_count():

@@ -6,8 +6,8 @@ import re
 import pytest
 import tensorflow as tf
 
+from utils import storage
 from utils.comparison import RepeatedResult
-from utils.lab import storage
 from utils.lab.shard_cache import ShardSet
 from utils.lessons.read_tfrecords import speed_test
 

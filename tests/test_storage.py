@@ -1,4 +1,4 @@
-"""Tests of utils/lab/storage.py: the simulated remote storage."""
+"""Tests of utils/storage.py: the simulated remote storage."""
 
 import os
 import subprocess
@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
+from utils import storage
 from utils.checks._base import dataset_steps
-from utils.lab import storage
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import pytest
 import tensorflow as tf
 
 from tools.building import machine
-from utils import comparison, models, timing
-from utils.lab import machine_load, storage
+from utils import comparison, models, storage, timing
+from utils.lab import machine_load
 
 
 def _slow_first_element(seconds):

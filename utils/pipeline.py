@@ -10,9 +10,8 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from utils import records
-from utils.lab import shard_files
-from utils.lab.storage import SimulatedStorage, read_tfrecords
+from utils import records, shard_files
+from utils.storage import SimulatedStorage, read_tfrecords
 
 
 def decode_ratio(target_size: int, image_size: int) -> int:

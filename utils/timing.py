@@ -16,7 +16,7 @@ from utils.lab import arguments
 if TYPE_CHECKING:
     import keras
 
-    from utils.lab.storage import SimulatedStorage
+    from utils.storage import SimulatedStorage
 
 
 @dataclasses.dataclass(frozen=True)

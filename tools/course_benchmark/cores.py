@@ -56,8 +56,7 @@ def measure_on_cores(num_cores: int, settings: dict, *, reverse: bool = False) -
     cores = pin(num_cores)
     from tools.course_benchmark.measure import quietly, rate
     from tools.course_benchmark.pipelines import benchmark_data, course_dataset
-    from utils import comparison, pipeline
-    from utils.lab import storage
+    from utils import comparison, pipeline, storage
 
     _, shard_set, jpegs = benchmark_data(settings)
     local = storage.SimulatedStorage(latency_ms=LATENCIES_MS[0])

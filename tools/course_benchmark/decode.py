@@ -79,8 +79,8 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
     """Returns the JPEG bytes of the first `num_images` records of the shards."""
     import tensorflow as tf
 
-    from utils import records
-    from utils.lab import shard_cache, shard_files, sources
+    from utils import records, shard_files
+    from utils.lab import shard_cache, sources
 
     if shards_dir is None:
         source = sources.resolve_source("embedded", num_images=DATASET_SIZE, seed=42)

@@ -42,8 +42,7 @@ def choose(array_records: list[str], num_classes: int, settings: dict) -> dict:
         each candidate's figures with its `num_workers` and `decoder`, in the order measured.
     """
     from tools.course_benchmark import grain_loader
-    from utils import comparison
-    from utils.lab import storage
+    from utils import comparison, storage
 
     local = storage.SimulatedStorage(latency_ms=0)
     settings_by_label = {

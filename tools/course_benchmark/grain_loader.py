@@ -28,7 +28,7 @@ import numpy as np
 from tools.course_benchmark.grain_reads import StorageReads
 
 if TYPE_CHECKING:
-    from utils.lab.storage import SimulatedStorage
+    from utils.storage import SimulatedStorage
 
 # Grain's reading threads. The reads block on the simulated first-byte wait, and Pillow
 # releases the GIL while it decodes: as many threads as the course pipeline has reads in

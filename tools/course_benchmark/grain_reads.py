@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from utils.lab.storage import SimulatedStorage
+    from utils.storage import SimulatedStorage
 
 FRAMING_BYTES = 16  # A TFRecord record's framing, charged as `tfrecord_dataset` does.
 # What a worker process needs to rebuild the storage (`SimulatedStorage`'s arguments).
@@ -99,7 +99,7 @@ class StorageReads:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if self._storage is not None:
-            from utils.lab.storage import SimulatedStorage
+            from utils.storage import SimulatedStorage
 
             self._storage = SimulatedStorage(**self._storage)
         self._start()

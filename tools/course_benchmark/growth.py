@@ -38,8 +38,7 @@ def read_one_epoch(shards_dir: str) -> dict:
         the timed seconds; the peak memory is the whole process's.
     """
 
-    from utils import pipeline
-    from utils.lab import shard_files
+    from utils import pipeline, shard_files
 
     paths = shard_files.find_shards(shards_dir)
     dataset = pipeline.tfrecord_images(

@@ -35,8 +35,7 @@ NUM_SHARDS = 16
 def variants(shard_paths: list[str], num_classes: int) -> dict:
     """Returns the course pipeline's variants, by name: functions that make the dataset."""
 
-    from utils import pipeline
-    from utils.lab import storage
+    from utils import pipeline, storage
 
     def course(simulated=None, *, repeat_after=False, **settings):
         def make():

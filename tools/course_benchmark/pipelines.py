@@ -174,8 +174,7 @@ def compare_pipelines(settings: dict) -> tuple[dict, dict | None]:
         (`Row` -> figures, `grain_best.choose`'s result or None without Grain).
     """
     from tools.course_benchmark import grain_best, grain_loader
-    from utils import pipeline
-    from utils.lab import storage
+    from utils import pipeline, storage
 
     source, shard_set, stored_jpegs = benchmark_data(settings)
     shard_paths = shard_set.paths

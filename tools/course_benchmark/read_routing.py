@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
-from utils.lab.storage import SimulatedStorage
+from utils.storage import SimulatedStorage
 
 
 @contextlib.contextmanager

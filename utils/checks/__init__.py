@@ -6,7 +6,8 @@ Each lesson's checks live in a module named after it (`tf_data_basics` for
 `notebooks/01_tf_data_basics.py`); what they share is in `_base` and `_samples`.
 
 A lesson's check module is imported when one of its checks is first used
-(`checks.check_filenames`): a lab carries only its own lesson's module (tools/setup_cell.py).
+(`checks.check_filenames`): a lab carries only its own lesson's module
+(tools/building/setup_cell.py).
 """
 
 from __future__ import annotations

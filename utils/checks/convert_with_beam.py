@@ -9,10 +9,10 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from utils import records
+from utils import readable_images, records, shard_files
 from utils.checks import _samples
 from utils.checks._base import CHECK_ERRORS, fail, first_line, passed
-from utils.lab import data, readable_images, shard_files, sources, validation
+from utils.lab import data, sources, validation
 
 
 def _write_dofn_samples(folder: Path, class_names: Sequence[str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tensorflow as tf
 
-from utils import records
+from utils import records, shard_files
 from utils.checks._base import (
     CHECK_ERRORS,
     DataProblem,
@@ -19,11 +19,10 @@ from utils.checks._base import (
     require_dataset,
     require_result,
 )
-from utils.lab import shard_files
 
 if TYPE_CHECKING:
     from utils.lab.shard_cache import ShardSet
-    from utils.lab.storage import SimulatedStorage
+    from utils.storage import SimulatedStorage
 
 
 def raise_if_data_problem(error: Exception, todo: int, shard_paths: Sequence[str] = ()) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tensorflow as tf
 
+from utils import readable_images
 from utils.checks import _samples
 from utils.checks._base import (
     CHECK_ERRORS,
@@ -20,11 +21,10 @@ from utils.checks._base import (
     passed,
     require_dataset,
 )
-from utils.lab import readable_images
 
 if TYPE_CHECKING:
     from utils.lab.sources import ImageSource
-    from utils.lab.storage import SimulatedStorage
+    from utils.storage import SimulatedStorage
 
 
 def _folder_of(path: bytes | str) -> str:

@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import records
+from utils import records, shard_files
 from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_result
-from utils.lab import shard_files
 
 _FEATURE_KINDS = {
     "image": "bytes_list",

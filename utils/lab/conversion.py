@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import errors, records
-from utils.lab import arguments, data, output_checks, output_folder, progress, shard_files, sources
+from utils import errors, records, shard_files
+from utils.lab import arguments, data, output_checks, output_folder, progress, sources
 from utils.lab.conversion_report import ConversionReport, SkippedImage, SmallImage
 from utils.lab.image_loading import LoadedImage, load_images, why_unreadable
 from utils.lab.shard_metadata import write_metadata

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from utils import errors
-from utils.lab import data, readable_images
+from utils import errors, readable_images
+from utils.lab import data
 
 FLOWER_PHOTOS_URL = (
     "https://storage.googleapis.com/download.tensorflow.org/example_images/flower_photos.tgz"

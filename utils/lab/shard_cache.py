@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import records
-from utils.lab import arguments, conversion, data, output_checks, shard_files, sources
+from utils import records, shard_files
+from utils.lab import arguments, conversion, data, output_checks, sources
 from utils.lab.shard_metadata import METADATA_FILE, read_json, read_metadata, write_json
 
 

@@ -10,7 +10,8 @@ import glob
 import os
 from pathlib import Path
 
-from utils.lab import data, readable_images, remote_sources
+from utils import readable_images
+from utils.lab import data, remote_sources
 
 _EXPECTED = (
     'Expected "embedded", "flower_photos", a local folder laid out as <folder>/<class>/*.jpg '

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import errors, records
-from utils.lab import progress, shard_files, shard_metadata
+from utils import errors, records, shard_files
+from utils.lab import progress, shard_metadata
 
 # Beyond this many classes the table is folded: a column a class would not fit a screen.
 MAX_CLASS_COLUMNS = 12

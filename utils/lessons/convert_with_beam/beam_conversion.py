@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import errors, records
-from utils.lab import conversion, data, output_folder, readable_images, shard_files, shard_metadata
+from utils import errors, readable_images, records, shard_files
+from utils.lab import conversion, data, output_folder, shard_metadata
 
 if TYPE_CHECKING:
     import apache_beam

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from utils.lab.storage import SimulatedStorage
+    from utils.storage import SimulatedStorage
 
 # One record per chunk, stored as it is: any record is read alone (random access), and
 # the JPEG bytes are not compressed a second time.
@@ -210,7 +210,7 @@ class StorageSource:
         from utils.lab import runtime
 
         with runtime.stderr_dropped():  # In a worker: TensorFlow's import lines (absl, oneDNN).
-            from utils.lab.storage import SimulatedStorage
+            from utils.storage import SimulatedStorage
 
         self.__dict__.update(state, _streams={}, _lock=threading.Lock())
         self._storage = SimulatedStorage(**self._settings, seed=os.getpid())

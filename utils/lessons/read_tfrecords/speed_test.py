@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from utils import comparison, display
 from utils.lab.shard_cache import ShardSet
-from utils.lab.storage import SimulatedStorage
+from utils.storage import SimulatedStorage
 
 
 def describe_shards(shards: ShardSet) -> str:

@@ -148,7 +148,7 @@ def shards_with_latency(
     """
     import tensorflow as tf
 
-    from utils.lab import storage
+    from utils import storage
 
     if latency_ms < 0:
         raise ValueError(f"`latency_ms` must be >= 0. Received: latency_ms={latency_ms}")

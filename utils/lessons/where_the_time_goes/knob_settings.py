@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from utils.lab import shard_files
+from utils import shard_files
 
 # The knobs switched both ways, each with the course pipeline's own setting first.
 SWITCHES = [("deterministic", False), ("prefetch", True), ("cache", False)]

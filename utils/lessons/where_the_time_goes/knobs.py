@@ -22,7 +22,7 @@ from utils.lab import arguments
 from utils.lessons.where_the_time_goes import knob_settings
 
 if TYPE_CHECKING:
-    from utils.lab.storage import SimulatedStorage
+    from utils.storage import SimulatedStorage
 
 # tf.data's parallel interleave with both `cycle_length` and `num_parallel_calls` AUTOTUNE
 # (`num_parallel_reads=tf.data.AUTOTUNE` here) reads ceil(cores / 3) inputs at once and opens

@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 from matplotlib.figure import Figure
 
-from utils import charts, comparison, display, sampling, timing
-from utils.lab import conversion, readable_images, sources
+from utils import charts, comparison, display, readable_images, sampling, timing
+from utils.lab import conversion, sources
 
 # The JPEG qualities drawn in the trade-off plot; the lab's own quality is added if missing.
 QUALITIES = (50, 70, 80, 90, 95)

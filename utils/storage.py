@@ -1,7 +1,8 @@
 """Simulated remote object storage: first-byte latency (fixed or long-tailed) and bandwidth.
 
-Objects are image files (`read_file`, lab 1) or TFRecord files (`tfrecord_dataset`, lab 3),
-read with tf.data through the waits of `storage_waits.StorageWaits` (the model itself).
+Objects are image files (`read_file`, lab 1) or TFRecord files (`open_tfrecord`, lab 3's
+reader; `tfrecord_dataset`, `utils.pipeline`'s), read with tf.data through the waits of
+`utils.lab.storage_waits.StorageWaits` (the model itself).
 
 The object-storage model's default numbers, and where they come from (lab 3 cites them):
 - `MEDIAN_LATENCY_MS`: AWS's S3 guide says small requests see median latencies "in the
