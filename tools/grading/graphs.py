@@ -50,7 +50,7 @@ def _callback(role, namespace: dict):
     return None
 
 
-def _register(callback) -> str:
+def register_callback(callback) -> str:
     """Registers `callback` with TensorFlow as the kernel's `tf.numpy_function` did; returns
     the token a graph's node calls it by (public API only: a graph of its own, kept)."""
     graph = tf.Graph()
@@ -75,7 +75,7 @@ def bind_callbacks(graph_def, roles: dict, namespace: dict) -> None:
                     "it calls Python code of its own in the graph (tf.py_function or "
                     "tf.numpy_function), which is not graded: use TensorFlow operations"
                 )
-            tokens[token] = _register(callback)
+            tokens[token] = register_callback(callback)
         node.attr["token"].s = tokens[token].encode()
 
 

@@ -82,7 +82,7 @@ def check_callback_bound():
         calls.append(int(x))
         return x + 100
 
-    token = graphs._register(judges)
+    token = graphs.register_callback(judges)
 
     @tf.function
     def run(x):
