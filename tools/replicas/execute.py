@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -200,15 +201,18 @@ GRADE_LIMITS = ["--cell-timeout", "400", "--timeout", "900", "-j", "2"]  # As te
 
 
 def check_internals(python: Path) -> list[dict]:
-    """Runs `internals_check.py` in `python`; returns its JSON lines (the last: versions)."""
+    """Runs `internals_check.py` in `python`, HOME and TMPDIR an empty folder of its own;
+    returns its JSON lines (the last: the versions)."""
     command = [str(python), str(Path(__file__).with_name("internals_check.py"))]
-    environment = {
-        "PATH": f"{python.parent}:/usr/bin:/bin",
-        "PYTHONPATH": str(REPO_ROOT),
-        "LANG": "C.UTF-8",
-        "HOME": "/tmp",
-    }
-    result = subprocess.run(command, capture_output=True, text=True, env=environment)
+    with tempfile.TemporaryDirectory() as home:
+        environment = {
+            "PATH": f"{python.parent}:/usr/bin:/bin",
+            "PYTHONPATH": str(REPO_ROOT),
+            "LANG": "C.UTF-8",
+            "HOME": home,
+            "TMPDIR": home,
+        }
+        result = subprocess.run(command, capture_output=True, text=True, env=environment)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     if not lines or "versions" not in lines[-1]:
         return [
