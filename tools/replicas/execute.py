@@ -6,6 +6,10 @@ may reach the package index (the set-up installs what the platform lacks, as a l
 first lab does; pip's cache is kept beside the venvs); the package set before and after it
 is compared with what the set-up said it moved. The other runs find it installed and run
 under bubblewrap with no network (`bwrap --unshare-net`), where bwrap can run.
+
+It also runs the grader there: `internals_check.py` in the replica's Python
+(`internals_rows`), and `tools.grade` on labs' solutions and blank labs in a working copy
+(`grade_replica`: each solution full marks, each blank lab zero).
 """
 
 from __future__ import annotations
