@@ -62,7 +62,7 @@ print("Shards will go to:", output_dir)
 # below runs them on every image.
 
 
-# %%
+# %% tags=["save"]
 def resize_and_crop(image, target_size):
     """Crops the centre square of `image`, then resizes it to `target_size` x `target_size`."""
     side = tf.reduce_min(tf.shape(image)[:2])
@@ -76,6 +76,7 @@ def recompress(image, quality):
     return tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
 
 
+# %%
 figure = recompression.show_resized(source, resize_and_crop, target_size=TARGET_SIZE)
 
 # %% [markdown]

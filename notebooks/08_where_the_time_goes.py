@@ -60,10 +60,11 @@ SEED = 42
 # The shards lab 2 wrote (or written now, as in lab 3), on lab 3's simulated storage:
 # lognormal first bytes (median `LATENCY_MS`, 99th percentile `LATENCY_P99_MS`) and
 # `STREAM_MEGABYTES_PER_SECOND` per stream; lab 3 says where those numbers come from.
-# Lab 3's answers come from the course's `utils`: `records_in_any_order` reads the shards
-# in parallel, in any order (its TODO 2), and `parse_batch` parses a batch (its TODO 3).
-# The course pipeline, `pipeline.tfrecord_images`, is lab 3's `fast` with one change its
-# knobs below explain: the passes are repeated before the reads, not after the pipeline.
+# Here the reading comes from the course's `utils`: `records_in_any_order` reads the shards
+# in parallel, in any order (lab 3's TODO 2), and `parse_batch` parses a whole batch of
+# records in one call. The course pipeline, `pipeline.tfrecord_images`, is lab 3's speed
+# test pipeline with two changes its knobs below explain: it parses by batch, and the
+# passes are repeated before the reads, not after the pipeline.
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
@@ -91,7 +92,7 @@ records_in_any_order = simulated_storage.tfrecord_dataset(
 
 
 def parse_batch(serialized_batch):
-    """Lab 3's TODO 3: parses a batch of records, decodes each image."""
+    """Parses a batch of records in one call, then decodes each image."""
     return pipeline.parse_batch(
         serialized_batch, target_size=TARGET_SIZE, num_classes=len(class_names)
     )

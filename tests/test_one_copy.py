@@ -9,12 +9,10 @@ writes it into the `utils` module that hands it out, below a `# Generated from` 
   `comparison.py`);
 - each is defined once in `utils`, in its module (`HANDED_OUT`); `NOT_COPIES` lists
   namesakes that do another job, with the reason;
-- `GENERALIZED`: lab 3's `parse_batch` reads its notebook's `features`, `decode`,
-  `TARGET_SIZE` and `class_names`, so it cannot be saved (the build refuses it:
-  tests/test_build_saved.py); `pipeline.parse_batch` takes those as arguments and adds a
-  smaller decode. Run with the lesson's settings on the same records, it returns the
-  lesson's values. Lesson 8's ceiling, a solved assignment, is run beside
-  `pipeline.decode_ceiling_dataset` the same way.
+- a saved cell is a TODO's solution or code the lab gives whole (`(given code)`: lab 2's
+  `resize_and_crop` and `recompress`);
+- lesson 8's ceiling, a solved assignment, is run beside `pipeline.decode_ceiling_dataset`
+  and returns the same batches.
 A last test checks that every function holding a solution region whose name is also a `def`
 in `utils/` is saved, generalized or listed in `NOT_COPIES`.
 """
@@ -35,7 +33,6 @@ from tools.building import saved as build_saved
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB_2 = "notebooks/02_write_tfrecords.py"
-LAB_3 = "notebooks/03_read_tfrecords.py"
 LESSON_8 = "notebooks/08_where_the_time_goes.py"
 
 # (lesson source, function, helper module): the lesson's cell is tagged `save`, and the
@@ -45,10 +42,6 @@ HANDED_OUT = [
     (LAB_2, "recompress", "utils.records"),
     (LAB_2, "to_example", "utils.records"),
     (LAB_2, "write_shard", "utils.shard_files"),
-]
-# (lesson source, function, helper module): the helper adds knobs; checked by running both.
-GENERALIZED = [
-    (LAB_3, "parse_batch", "utils.pipeline"),  # + image_size (smaller decode), keyword sizes
 ]
 # (lesson source, function): a `utils` namesake that is not a copy, and why.
 NOT_COPIES = {
@@ -99,8 +92,9 @@ def test_each_saved_function_is_its_lessons_solution(lesson, name, module):
     lines, taught_node = path.read_text().splitlines(), _functions(ROOT / lesson)[name]
     lesson_lines = (ROOT / lesson).read_text().splitlines()
     function_lines = lesson_lines[taught_node.lineno - 1 : taught_node.end_lineno]
-    todo = next(m.group(1) for m in map(build_notebooks.TODO_LINE.match, function_lines) if m)
-    marker = f"# Generated from {lesson} (TODO {todo}) by tools/building/saved.py."
+    todos = [m.group(1) for m in map(build_notebooks.TODO_LINE.match, function_lines) if m]
+    origin = f"TODO {todos[0]}" if todos else "given code"
+    marker = f"# Generated from {lesson} ({origin}) by tools/building/saved.py."
     assert lines[helper.lineno - 2] == marker
     taught = ast.unparse(_WithoutPrefix(module_name).visit(taught_node))
     solved = ast.unparse(helper)
@@ -144,35 +138,6 @@ def _lesson_namespace(lesson: str, names: list[str], **given) -> dict:
     namespace = dict(given)
     exec(compile(ast.Module(body=wanted, type_ignores=[]), lesson, "exec"), namespace)
     return namespace
-
-
-def test_parse_batch_of_lab_3_equals_pipeline_parse_batch_at_the_lesson_settings(
-    write_small_shards,
-):
-    import tensorflow as tf
-
-    from utils import pipeline
-    from utils.lab import data
-
-    class_names = list(data.CLASSES)
-    lesson = _lesson_namespace(
-        LAB_3,
-        ["features", "decode", "parse_batch"],
-        tf=tf,
-        TARGET_SIZE=32,
-        class_names=class_names,
-    )
-    batches = tf.data.TFRecordDataset(write_small_shards(2)).batch(16)
-    num_images = 0
-    for serialized_batch in batches:
-        images, one_hots = lesson["parse_batch"](serialized_batch)
-        helper_images, helper_one_hots = pipeline.parse_batch(
-            serialized_batch, target_size=32, num_classes=len(class_names)
-        )
-        np.testing.assert_array_equal(images.numpy(), helper_images.numpy())
-        np.testing.assert_array_equal(one_hots.numpy(), helper_one_hots.numpy())
-        num_images += len(images)
-    assert num_images == 60
 
 
 def test_ceiling_of_lesson_8_equals_pipeline_decode_ceiling_dataset():
@@ -239,12 +204,9 @@ def _solved_functions() -> set[tuple[str, str]]:
 
 def test_every_solved_function_with_a_utils_namesake_is_saved_or_listed():
     with_namesake = {key for key in _solved_functions() if key[1] in _utils_defs()}
-    listed = {(lesson, name) for lesson, name, _ in HANDED_OUT + GENERALIZED} | set(NOT_COPIES)
+    saved = {(lesson, name) for lesson, name, _ in HANDED_OUT}
+    given = saved - _solved_functions()  # Saved whole from a cell without a TODO.
+    assert given == {(LAB_2, "resize_and_crop"), (LAB_2, "recompress")}
+    listed = saved | set(NOT_COPIES)
     assert with_namesake - listed == set(), "tag its cell `save`, or list it in NOT_COPIES"
-    assert listed - with_namesake == set(), "these are listed but no longer pairs"
-
-
-@pytest.mark.parametrize("lesson, name, module", GENERALIZED)
-def test_table_names_functions_that_exist(lesson, name, module):
-    assert name in _functions(ROOT / lesson)
-    assert callable(getattr(importlib.import_module(module), name))
+    assert listed - given - with_namesake == set(), "these are listed but no longer pairs"

@@ -1,9 +1,9 @@
 """One image as a TFRecord: the record's schema, the image transforms, and building and parsing it.
 
-`resize_and_crop`, `recompress` and `to_example` are lab 2's first three TODOs, written here
-by the build from the lesson's solution (notebooks/02_write_tfrecords.py, tools/building/saved.py):
-one copy. `conversion.convert` and `beam_conversion` run them, and lab 3 parses what they
-wrote with `parse_record`.
+`resize_and_crop` and `recompress` (lab 2's given code) and `to_example` (its TODO 1) are
+written here by the build from the lesson's solution (notebooks/02_write_tfrecords.py,
+tools/building/saved.py): one copy. `conversion.convert` and `beam_conversion` run them,
+and lab 3 parses what they wrote with `parse_record`.
 """
 
 from __future__ import annotations
@@ -40,17 +40,13 @@ SCHEMA = {
 
 # Cropping first gives the picture that resizing the shorter side first would, but the resize
 # costs what its output costs: a 60000 x 10 panorama is cut to 10 x 10 before any resize.
-# Generated from notebooks/02_write_tfrecords.py (TODO 1) by tools/building/saved.py.
+# Generated from notebooks/02_write_tfrecords.py (given code) by tools/building/saved.py.
 def resize_and_crop(image, target_size):
     """Crops the centre square of `image`, then resizes it to `target_size` x `target_size`."""
-    height, width = tf.shape(image)[0], tf.shape(image)[1]
-    side = tf.minimum(height, width)
-    cropped = tf.image.crop_to_bounding_box(
-        image, (height - side) // 2, (width - side) // 2, side, side
-    )
-    resized = tf.image.resize(cropped, [target_size, target_size], antialias=True)
-    square = tf.saturate_cast(tf.round(resized), tf.uint8)
-    return square
+    side = tf.reduce_min(tf.shape(image)[:2])
+    square = tf.image.resize_with_crop_or_pad(image, side, side)  # Crops: side fits.
+    resized = tf.image.resize(square, [target_size, target_size], antialias=True)
+    return tf.saturate_cast(tf.round(resized), tf.uint8)
 
 
 # EXIF Orientation (tag 0x0112): how a viewer turns the stored pixels to show the photo.
@@ -335,14 +331,13 @@ def _decode_jpeg(image_bytes: tf.Tensor, ratio: int) -> tf.Tensor:
     return tf.io.decode_jpeg(image_bytes, channels=3, ratio=ratio)
 
 
-# Generated from notebooks/02_write_tfrecords.py (TODO 2) by tools/building/saved.py.
+# Generated from notebooks/02_write_tfrecords.py (given code) by tools/building/saved.py.
 def recompress(image, quality):
     """Encodes a uint8 image as JPEG at `quality`; returns a scalar string tensor."""
-    jpeg = tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
-    return jpeg
+    return tf.io.encode_jpeg(image, quality=quality, optimize_size=True)
 
 
-# Generated from notebooks/02_write_tfrecords.py (TODO 3) by tools/building/saved.py.
+# Generated from notebooks/02_write_tfrecords.py (TODO 1) by tools/building/saved.py.
 def to_example(image_jpeg, class_index, original_size, class_names):
     """Returns the tf.train.Example of one image (fields as in records.SCHEMA)."""
     one_hot = [0.0] * len(class_names)

@@ -52,7 +52,7 @@ def temporary_path(output_dir: str, index: int) -> str:
     return f"{output_dir}/{SHARD_PREFIX}{index:02d}{SHARD_SUFFIX}{TEMPORARY_SUFFIX}"
 
 
-# Generated from notebooks/02_write_tfrecords.py (TODO 4) by tools/building/saved.py.
+# Generated from notebooks/02_write_tfrecords.py (TODO 2) by tools/building/saved.py.
 def write_shard(serialized_examples, output_dir, index):
     """Writes the records to shard `index` in `output_dir`; returns the shard's path."""
     temporary = temporary_path(output_dir, index)

@@ -3,7 +3,8 @@
 d2l-en's `#@save`, here a cell tag (`# %% tags=["save"]`): not in the cell's text, so a lab,
 whose function is still a stub, does not say it is saved. Each saved function is written into
 the `utils` module that hands it out, below the line `# Generated from <lesson> (TODO n) by
-tools/building/saved.py.` put once above its `def`: not into a module of their own, as
+tools/building/saved.py.` (or `(given code)`, for a cell the lab gives whole) put once above
+its `def`: not into a module of their own, as
 `write_shard` reads `shard_files`' names and `shard_files` calls it, and `utils` has no
 import cycle (tests/test_utils_usage.py). A step of the build
 (`tools/build_notebooks.py`): read each tagged cell as the solution has it (marker and
@@ -25,7 +26,9 @@ import jupytext
 from tools.building.regions import BEGIN, END, TODO_LINE, BuildError
 
 SAVE_TAG = "save"
-BLOCK_LINE = re.compile(r"^# Generated from \S+ \(TODO \d+\) by tools/building/saved\.py\.$")
+BLOCK_LINE = re.compile(
+    r"^# Generated from \S+ \((TODO \d+|given code)\) by tools/building/saved\.py\.$"
+)
 COMMAND = "Run: make build (or, without executing, python -m tools.build_notebooks --embed-only)"
 
 
@@ -33,7 +36,7 @@ def saved_functions(root: Path, sources: list[Path]) -> dict[str, tuple[str, str
     """Returns {name: (marker line, function text)} of the lessons' cells tagged `save`.
 
     Raises:
-        BuildError: naming the cell, if it has no single TODO, or holds not only functions.
+        BuildError: naming the cell, if it has more than one TODO, or holds not only functions.
     """
     found: dict[str, tuple[str, str]] = {}
     for source in sources:
@@ -44,8 +47,11 @@ def saved_functions(root: Path, sources: list[Path]) -> dict[str, tuple[str, str
                 continue
             where, lines = f"{name} (cell {index + 1})", cell.source.splitlines()
             todos = [m.group(1) for m in map(TODO_LINE.match, lines) if m]
-            if cell.cell_type != "code" or len(todos) != 1:
-                raise BuildError(f"{where}: a cell tagged save is a code cell with one TODO.")
+            if cell.cell_type != "code" or len(todos) > 1:
+                raise BuildError(
+                    f"{where}: a cell tagged save is a code cell with one TODO at most."
+                )
+            origin = f"TODO {todos[0]}" if todos else "given code"
             kept = [line for line in lines if line.strip() not in (BEGIN, END)]
             code = "\n".join(line for line in kept if not TODO_LINE.match(line))
             for node in ast.parse(code).body:
@@ -54,7 +60,7 @@ def saved_functions(root: Path, sources: list[Path]) -> dict[str, tuple[str, str
                         f"{where}: a cell tagged `{SAVE_TAG}` holds only functions, each saved "
                         f"once; found `{ast.unparse(node).splitlines()[0]}`."
                     )
-                marker = f"# Generated from {name} (TODO {todos[0]}) by tools/building/saved.py."
+                marker = f"# Generated from {name} ({origin}) by tools/building/saved.py."
                 found[node.name] = (marker, ast.get_source_segment(code, node, padded=True))
     return found
 
