@@ -17,7 +17,7 @@ from utils import errors
 SAMPLE_A_FOLDER_WITH_A_TRUNCATED_JPEG = """
 import sys
 import tensorflow as tf
-from utils.lab import readable_images
+from utils import readable_images
 pixels = tf.random.stateless_uniform([64, 64, 3], seed=(1, 2), maxval=256, dtype=tf.int32)
 image = tf.io.encode_jpeg(tf.cast(pixels, tf.uint8)).numpy()
 open(sys.argv[1] + "/good.jpg", "wb").write(image)

@@ -30,7 +30,8 @@ _KILLED_RUN = """
 import os, signal, sys
 from pathlib import Path
 import tensorflow as tf
-from utils.lab import conversion, shard_files, sources
+from utils import shard_files
+from utils.lab import conversion, sources
 
 source, output_dir, num_shards, moment = sys.argv[1:]
 moves = []
