@@ -60,7 +60,6 @@ utils.checks.tf_data_basics.check_filenames = lambda *a, **k: print("TODO 1 pass
 utils.checks.check_filenames = utils.checks.tf_data_basics.check_filenames
 checks = utils.checks
 """
-# TODO 2 answers 0 for every path; the patched reference makes every expected label 0 too.
 # Appended to TODO 1 of a solution: every attack is tried; `filenames` survives only if the
 # memory limit stopped the allocation.
 ATTACK = """
@@ -91,12 +90,12 @@ import os
 for _path in ["leak.txt", "/tmp/shared-by-x.txt", "~/.ipython/profile_default/startup/00-x.py"]:
     assert not os.path.exists(os.path.expanduser(_path)), "a file from another submission"
 """
-HELPER = """def folder_name(path):
-    return tf.strings.split(path, "/")[-2]
+HELPER = """def decode(path):
+    return tf.io.decode_jpeg(simulated_storage.read_file(path), channels=3)
 """
-USES_HELPER = """def label_from_path(path):
-    # TODO 2: return the index of the parent folder's name.
-    return tf.argmax(tf.cast(class_names == folder_name(path), tf.int32))
+USES_HELPER = """def read_and_decode(path):
+    # TODO 2: the decoded image and its label.
+    return decode(path), label_from_path(path)
 """
 
 
@@ -183,14 +182,24 @@ _s.path.insert(0, _o.getcwd())
 for _name in [n for n in _s.modules if n.split(".")[0] == "utils"]:
     del _s.modules[_name]
 """
-WRONG_RESIZE_PATCHED_MEAN = """import numpy as np
+# Lab 2's TODO 1 without its one-hot feature, numpy's mean patched: the judge runs no numpy
+# of the kernel's.
+WRONG_EXAMPLE_PATCHED_MEAN = """import numpy as np
 np.mean = lambda *args, **kwargs: 0.0
 
 
-def resize_and_crop(image, target_size):
-    # TODO 1: a stretched square, not a crop.
-    square = tf.saturate_cast(tf.image.resize(image, [target_size, target_size]), tf.uint8)
-    return square
+def to_example(image_jpeg, class_index, original_size, class_names):
+    # TODO 1: four features of five.
+    def feature(**kind):
+        return tf.train.Feature(**kind)
+
+    features = {
+        "image": feature(bytes_list=tf.train.BytesList(value=[image_jpeg])),
+        "class": feature(int64_list=tf.train.Int64List(value=[class_index])),
+        "label": feature(bytes_list=tf.train.BytesList(value=[class_names[class_index].encode()])),
+        "size": feature(int64_list=tf.train.Int64List(value=list(original_size))),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=features))
 """
 
 # Sealed verdicts (lab 1): the kernel's replies, hooks and modules no longer decide.
@@ -222,14 +231,15 @@ EXPORT_FORGER = """filenames = ...
 def _grader_describe(wire, value, namespace):
     return {"kind": "value", "value": wire.encode([b"/data/daisy/%d.jpg" % i for i in range(100)])}
 """
-PYTHON_IN_GRAPH = """def label_from_path(path):
-    # TODO 2: return the index of the parent folder's name, computed in Python.
+PYTHON_IN_GRAPH = """def read_and_decode(path):
+    # TODO 2: the decoded image and its label, the label computed in Python.
     import numpy as np
 
     def label_of(path_bytes):
         return np.int64(list(source.class_names).index(path_bytes.decode().split("/")[-2]))
 
-    return tf.numpy_function(label_of, [path], tf.int64)
+    image = tf.io.decode_jpeg(simulated_storage.read_file(path), channels=3)
+    return image, tf.numpy_function(label_of, [path], tf.int64)
 """
 
 # Found by a hostile tester: a module planted in the kernel's work folder, which the judge
@@ -289,21 +299,21 @@ def graded(tmp_path_factory):
           "x-other-course.ipynb")  # fmt: skip
     shipped = str(REPO_ROOT / "solutions" / f"{LAB1}.ipynb")
     from_solutions = copy.deepcopy(lab)
-    for todo in (1, 2, 3, 4):
+    for todo in (1, 2, 3):
         from_solutions = _set_todo(
             from_solutions, todo, FROM_SOLUTIONS.format(path=shipped, todo=todo)
         )
     write(from_solutions, "x-1-solutions.ipynb")
     write(_set_todo(lab, 1, FORGER), "x-2-forger.ipynb")
     params = _with_todo(
-        solution, 4, lambda s: "NUM_PARALLEL_READS = 1\nsimulated_storage.latency_ms = 0\n" + s
+        solution, 3, lambda s: "NUM_PARALLEL_READS = 1\nsimulated_storage.latency_ms = 0\n" + s
     )
     write(params, "x-3-parameters.ipynb")
-    write(_set_todo(_notebook("solutions", LAB2), 1, WRONG_RESIZE_PATCHED_MEAN), "x-4-numpy.ipynb")
+    write(_set_todo(_notebook("solutions", LAB2), 1, WRONG_EXAMPLE_PATCHED_MEAN), "x-4-numpy.ipynb")
     write(_set_todo(lab, 1, DECOY), "x-5-decoy.ipynb")
     write(_with_todo(solution, 2, lambda s: SLEEPER + s), "x-loop.ipynb")
     write(_with_todo(solution, 2, lambda s: s + "\n  misaligned = 1\n"), "x-indent.ipynb")
-    write(_with_todo(solution, 3, lambda s: "import os\nos._exit(1)\n" + s), "x-crash.ipynb")
+    write(_with_todo(solution, 2, lambda s: "import os\nos._exit(1)\n" + s), "x-crash.ipynb")
     old = _old_build(solution)
     write(old, "x-old-build.ipynb")
     other_version = copy.deepcopy(solution)
@@ -367,7 +377,7 @@ def graded(tmp_path_factory):
 
 
 def _points(row):
-    return [row[f"TODO {n}"] for n in range(1, 5)]
+    return [row[f"TODO {n}"] for n in range(1, 4)]
 
 
 def test_the_whole_grade_table(graded):
@@ -375,52 +385,63 @@ def test_the_whole_grade_table(graded):
     assert status == 0
     table = {name: (row["learner"], _points(row), row["total"], row["maximum"], row["flags"])
              for name, row in rows.items() if row["submission"]}  # fmt: skip
+    # Lab 1 has 3 TODOs (filenames, read_and_decode, parallel), labs 2 and 3 two each: the
+    # table's columns go to TODO 3, empty where a lab has fewer.
     expected = {
-        "ann_01.ipynb": ("ann", ["1"] * 4, "4", "4", ""),
-        "bob_01.ipynb": ("bob", ["1", "0", "0", "0"], "1", "4", ""),  # TODO 1: an override.
-        "cat_02.ipynb": ("cat", ["1"] * 4, "4", "4", ""),
-        "x-broken.ipynb": ("x-broken", [""] * 4, "", "", ""),
-        "x-other-course.ipynb": ("x-other-course", [""] * 4, "", "", ""),
+        "ann_01.ipynb": ("ann", ["1"] * 3, "3", "3", ""),
+        "bob_01.ipynb": ("bob", ["1", "0", "0"], "1", "3", ""),  # TODO 1: an override.
+        "cat_02.ipynb": ("cat", ["1", "1", ""], "2", "2", ""),
+        "x-broken.ipynb": ("x-broken", [""] * 3, "", "", ""),
+        "x-other-course.ipynb": ("x-other-course", [""] * 3, "", "", ""),
         "x-1-solutions.ipynb": (
-            "x-1-solutions", ["0"] * 4, "0", "4",
+            "x-1-solutions", ["0"] * 3, "0", "3",
             "exec/eval/compile; paths outside the work folder",
         ),
-        "x-2-forger.ipynb": ("x-2-forger", ["0"] * 4, "0", "4", "processes"),
+        "x-2-forger.ipynb": ("x-2-forger", ["0"] * 3, "0", "3", "processes"),
+        # TODO 3's map asks for 1 read at a time (the kernel's NUM_PARALLEL_READS), so its
+        # graph fails the judge's check, whatever the kernel's storage latency is.
         "x-3-parameters.ipynb": (
-            "x-3-parameters", ["1", "1", "1", "0"], "3", "4", "lab objects; reassigned parameters",
+            "x-3-parameters", ["1", "1", "0"], "2", "3", "lab objects; reassigned parameters",
         ),
-        "x-4-numpy.ipynb": ("x-4-numpy", ["0", "1", "1", "1"], "3", "4", "imported modules"),
+        # Lab 2's TODO 1 lacks a feature (numpy patched in vain); its TODO 2 is right.
+        "x-4-numpy.ipynb": ("x-4-numpy", ["0", "1", ""], "1", "2", "imported modules"),
         "x-5-decoy.ipynb": (
-            "x-5-decoy", ["0"] * 4, "0", "4",
+            "x-5-decoy", ["0"] * 3, "0", "3",
             "imported modules; sys.modules; sys.path; aliased os/sys",
         ),
-        "x-loop.ipynb": ("x-loop", ["1", "0", "0", "0"], "1", "4", ""),
-        "x-indent.ipynb": ("x-indent", ["1", "0", "0", "0"], "1", "4", ""),
-        "x-crash.ipynb": ("x-crash", ["1", "1", "0", "0"], "2", "4", ""),
-        "x-old-build.ipynb": ("x-old-build", ["1"] * 4, "4", "4", ""),
-        "x-other-version.ipynb": ("x-other-version", ["1"] * 4, "4", "4", ""),
-        "x-edited.ipynb": ("dee", ["1"] * 4, "4", "4", ""),
-        "x-cheat.ipynb": ("x-cheat", ["0"] * 4, "0", "4", "imported modules; import system"),
-        "y-victim.ipynb": ("y-victim", ["1"] * 4, "4", "4", "paths outside the work folder"),
+        # TODO 2's cell stopped by its time limit; TODO 3 not run.
+        "x-loop.ipynb": ("x-loop", ["1", "0", "0"], "1", "3", ""),
+        # TODO 2's cell does not compile; TODO 3 maps the read_and_decode it never defined.
+        "x-indent.ipynb": ("x-indent", ["1", "0", "0"], "1", "3", ""),
+        # The kernel dies in TODO 2's cell: TODO 1's verdict is kept, TODO 3 never runs.
+        "x-crash.ipynb": ("x-crash", ["1", "0", "0"], "1", "3", ""),
+        "x-old-build.ipynb": ("x-old-build", ["1"] * 3, "3", "3", ""),
+        "x-other-version.ipynb": ("x-other-version", ["1"] * 3, "3", "3", ""),
+        "x-edited.ipynb": ("dee", ["1"] * 3, "3", "3", ""),
+        "x-cheat.ipynb": ("x-cheat", ["0"] * 3, "0", "3", "imported modules; import system"),
+        "y-victim.ipynb": ("y-victim", ["1"] * 3, "3", "3", "paths outside the work folder"),
         "x-6-replies.ipynb": (
-            "x-6-replies", ["0"] * 4, "0", "4",
+            "x-6-replies", ["0"] * 3, "0", "3",
             "imported modules; sys.modules; IPython hooks; hidden cells",
         ),
         "x-7-export.ipynb": (
-            "x-7-export", ["0"] * 4, "0", "4", "paths outside the work folder; the grader's names",
+            "x-7-export", ["0"] * 3, "0", "3", "paths outside the work folder; the grader's names",
         ),
+        # TODO 2's label is Python in the graph (refused); TODO 3 maps that function.
         "x-8-python-in-graph.ipynb": (
-            "x-8-python-in-graph", ["1", "0", "0", "0"], "1", "4", "IPython hooks",
+            "x-8-python-in-graph", ["1", "0", "0"], "1", "3", "IPython hooks",
         ),
-        "x-12-storage-init.ipynb": ("x-12-storage-init", ["0"] * 4, "0", "4", ""),
+        # TODO 1's paths pass through a call of the storage's __init__ (refused), and so does
+        # TODO 3's map of them; TODO 2 reads the check's own paths with the solution's code.
+        "x-12-storage-init.ipynb": ("x-12-storage-init", ["0", "1", "0"], "1", "3", ""),
         "x-10-lab3-replies.ipynb": (
-            "x-10-lab3-replies", ["0"] * 4, "0", "4",
+            "x-10-lab3-replies", ["0", "0", ""], "0", "2",
             "imported modules; sys.modules; IPython hooks",
         ),
     }  # fmt: skip
     if sandbox.find_bwrap():  # Every write refused, the 9 GB refused, nothing outlived it.
         expected["x-attack.ipynb"] = (
-            "x-attack", ["1"] * 4, "4", "4", "paths outside the work folder; processes",
+            "x-attack", ["1"] * 3, "3", "3", "paths outside the work folder; processes",
         )  # fmt: skip
     assert table == expected
 
@@ -432,21 +453,21 @@ def test_a_class_gradebook_missing_late_and_overridden_rows_and_lms_files(graded
             ("bob_01.ipynb", "cat_02.ipynb", f"dan {LAB1}", f"dan {LAB2}")} == {
         "bob_01.ipynb": ["graded", "1", "", "", "1",
                          "TODO 1: 1 (listed the files in a cell of their own)"],
-        "cat_02.ipynb": ["graded", "4", "3", "30", "2.8", ""],
+        "cat_02.ipynb": ["graded", "2", "3", "30", "1.4", ""],
         f"dan {LAB1}": ["missing", "", "", "", "0", ""],
         f"dan {LAB2}": ["missing", "", "", "", "0", ""],
     }  # fmt: skip
     # Lab 2's column is the roster's (its Canvas id kept); lab 3, graded but not due, too.
     assert (output_dir / "canvas.csv").read_text().splitlines() == [
         f"Student,ID,SIS User ID,SIS Login ID,Section,{LAB1},Lab 2 TFRecords (902),{LAB3}",
-        "ann,ann,S-ann,ann@school,A,4,0,", "bob,bob,S-bob,bob@school,A,1,0,",
-        "cat,cat,S-cat,cat@school,A,0,2.8,", "dan,dan,S-dan,dan@school,A,0,0,",
+        "ann,ann,S-ann,ann@school,A,3,0,", "bob,bob,S-bob,bob@school,A,1,0,",
+        "cat,cat,S-cat,cat@school,A,0,1.4,", "dan,dan,S-dan,dan@school,A,0,0,",
     ]  # fmt: skip
     assert (output_dir / "moodle.csv").read_text().splitlines() == [
-        f"ID number,{LAB1},{LAB2},{LAB3}", "ann,4,0,", "bob,1,0,", "cat,0,2.8,", "dan,0,0,",
+        f"ID number,{LAB1},{LAB2},{LAB3}", "ann,3,0,", "bob,1,0,", "cat,0,1.4,", "dan,0,0,",
     ]  # fmt: skip
     text = (output_dir / "feedback" / f"cat-{LAB2}.md").read_text()
-    assert "Handed in 3 day(s) late: 30% off, **final 2.8 / 4 points**." in text
+    assert "Handed in 3 day(s) late: 30% off, **final 1.4 / 2 points**." in text
     text = (output_dir / "feedback" / f"bob-{LAB1}.md").read_text()
     assert "| 1 | 1 / 1 | set by your instructor: listed the files in a cell of their own" in text
 
@@ -455,7 +476,7 @@ def test_grades_csv_columns_and_versions(graded):
     rows, output_dir = graded[1], graded[2]
     with open(output_dir / "grades.csv") as file:
         header = next(csv.reader(file))
-    assert header == ["learner", "lab", "version", "TODO 1", "TODO 2", "TODO 3", "TODO 4",
+    assert header == ["learner", "lab", "version", "TODO 1", "TODO 2", "TODO 3",
                       "total", "maximum", "flags", "status", "submission", "feedback",
                       "submitted", "late days", "penalty %", "final", "overrides"]  # fmt: skip
     version = setup_cell.course_version()
@@ -481,7 +502,8 @@ def test_a_todo_cells_own_error_and_a_timeout_are_reported_where_they_happened(g
         "the cells after it were not run\n"
     ) in report
     assert "- x-loop.ipynb, TODO 3: not run: the cell of TODO 2 ran past the cell's " in report
-    assert "- x-crash.ipynb, TODO 3: your TODO 3 cell failed: the kernel died" in report
+    assert "- x-crash.ipynb, TODO 2: your TODO 2 cell failed: the kernel died" in report
+    assert "- x-crash.ipynb: Stopped: the cell of TODO 2 the kernel died" in report
 
 
 def test_a_feedback_file_per_learner(graded):
@@ -491,21 +513,21 @@ def test_a_feedback_file_per_learner(graded):
     assert len(names) == len(handed_in) and f"bob-{LAB1}.md" in names
     text = (output_dir / "feedback" / f"bob-{LAB1}.md").read_text()
     assert text.startswith(f"# Feedback: {LAB1}\n\nLearner: bob · submission: bob_01.ipynb · ")
-    assert "**Total: 1 / 4 points**" in text  # TODO 1's point is the instructor's (overrides).
+    assert "**Total: 1 / 3 points**" in text  # TODO 1's point is the instructor's (overrides).
     assert (
         "| 1 | 1 / 1 | set by your instructor: listed the files in a cell of their own (the "
         "check: TODO 1 (filenames): not done yet: filenames is still ... (Ellipsis). "
         "Expected a tf.data.Dataset of 100 file paths.) |"
     ) in text
     assert (
-        "| 2 | 0 / 1 | NameError: name 'sample_paths' is not defined (a name the lab makes "
-        "from TODO 1's result: fix TODO 1 first) |"
+        "| 2 | 0 / 1 | TODO 2 (read_and_decode): not done yet: it returns (Ellipsis, Ellipsis). "
+        "Expected (image, label): a uint8 image of shape (height, width, 3) and its label. |"
     ) in text
     assert "First error" not in text  # Each failure is said once, in its TODO's row.
     assert "NUM_PARALLEL_READS=8 (the lab's: 16)" in text
     assert "/tmp/" not in text and str(REPO_ROOT) not in text
     text = (output_dir / "feedback" / f"ann-{LAB1}.md").read_text()
-    assert "**Total: 4 / 4 points**" in text and "| 1 | 1 / 1 | TODO 1 passed: " in text
+    assert "**Total: 3 / 3 points**" in text and "| 1 | 1 / 1 | TODO 1 passed: " in text
     assert "First error" not in text
 
 
@@ -520,22 +542,22 @@ def test_sealed_verdicts_say_what_the_judge_found(graded):
         "- x-7-export.ipynb, TODO 1: TODO 1 (filenames): expected a tf.data.Dataset of 100 "
         "file paths; found a list.\n"
     ) in report
-    assert "- x-8-python-in-graph.ipynb, TODO 2: TODO 2 (label_from_path): expected " in report
+    assert "- x-8-python-in-graph.ipynb, TODO 2: TODO 2 (read_and_decode): expected " in report
     assert (
         "calls Python code of its own in the graph (tf.py_function or tf.numpy_function)"
         in (report.split("- x-8-python-in-graph.ipynb, TODO 2: ")[1].split("\n")[0])
     )
-    assert "- x-crash.ipynb, TODO 3: your TODO 3 cell failed: the kernel died" in report
+    assert "- x-crash.ipynb, TODO 2: your TODO 2 cell failed: the kernel died" in report
 
 
 def test_a_junit_file_per_submission(graded):
     text = (graded[2] / "junit" / f"bob-{LAB1}.xml").read_text()
-    assert f'<testsuite name="bob.{LAB1}" tests="4" failures="4" ' in text
+    assert f'<testsuite name="bob.{LAB1}" tests="3" failures="3" ' in text
     assert (
         '<testcase classname="01_tf_data_basics" name="TODO 1"><failure message="TODO 1 (' in text
     )
     text = (graded[2] / "junit" / f"ann-{LAB1}.xml").read_text()
-    assert 'tests="4" failures="0"' in text and "<failure" not in text
+    assert 'tests="3" failures="0"' in text and "<failure" not in text
 
 
 def test_review_lists_flagged_submissions_with_their_diff(graded):
@@ -568,16 +590,16 @@ def test_scores_map_by_cell_marks_not_by_position():
     restored, _ = grade.restore_protected_cells(solution, lab)
     prepared, _ = grade.judged_cells(restored, lab, {"NUM_IMAGES": 7}, 60)
     shifted = [(nbformat.v4.new_code_cell(id="extra"), "print(1)")] + prepared
-    verdicts = {n: sealed.Verdict(n != 2, f"TODO {n}: judged") for n in (1, 2, 3, 4)}
+    verdicts = {n: sealed.Verdict(n != 2, f"TODO {n}: judged") for n in (1, 2, 3)}
     for cells in (prepared, shifted):
         results = [
             grade_kernel.CellResult("error", error="ValueError: mine")
             if cell.get("id") == "todo-2" else grade_kernel.CellResult("ok")
             for cell, _ in cells
         ]  # fmt: skip
-        mark = grade.Grade("a.ipynb", points={1: 1, 2: 2, 3: 1, 4: 1})
+        mark = grade.Grade("a.ipynb", points={1: 1, 2: 2, 3: 1})
         grade.score(mark, cells, results, verdicts)
-        assert mark.passed == {1: True, 2: False, 3: True, 4: True} and mark.total == 3
+        assert mark.passed == {1: True, 2: False, 3: True} and mark.total == 2
         assert mark.messages[2] == "your TODO 2 cell failed: ValueError: mine"
 
 
@@ -593,7 +615,7 @@ def test_points_come_from_the_lesson_source(tmp_path):
     todo1 = next(c for c in lab.cells if c.id == "todo-1")
     assert todo1.metadata[KEY] == {"todo": 1, "points": 3}
     assert lab.cells[1].source.endswith(
-        "Points: TODO 1: 3 points, TODO 2: 1 point, TODO 3: 1 point, TODO 4: 1 point (6 in all)."
+        "Points: TODO 1: 3 points, TODO 2: 1 point, TODO 3: 1 point (5 in all)."
     )
     assert lab.metadata[KEY]["version"] == setup_cell.course_version()
 
@@ -731,7 +753,7 @@ def test_the_readme_command_from_the_repository_root(tmp_path):
     with open(output_dir / "grades.csv") as file:
         rows = list(csv.DictReader(file))
     assert [(row["learner"], row["total"], row["maximum"]) for row in rows] == [
-        ("s1_solution", "4", "4")
+        ("s1_solution", "3", "3")
     ]
     assert f"Limits for {LAB1}: its solution ran in " in result.stdout  # Measured.
     assert re.search(
@@ -759,7 +781,7 @@ def test_restore_takes_only_todo_cells_from_the_submission():
         else:
             assert mine.source == theirs.source
     restored, notes = grade.restore_protected_cells(nbformat.v4.new_notebook(), lab)
-    assert notes == [f"TODO {n}: no cell found in the submission" for n in (1, 2, 3, 4)]
+    assert notes == [f"TODO {n}: no cell found in the submission" for n in (1, 2, 3)]
 
 
 def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
