@@ -90,7 +90,7 @@ class TestVerdicts:
 class TestRemote:
     def _graph_of(self, dataset):
         graph = tf.raw_ops.DatasetToGraphV2(
-            input_dataset=dataset._variant_tensor, external_state_policy=1
+            input_dataset=tf.data.experimental.to_variant(dataset), external_state_policy=1
         ).numpy()
         return tf.compat.v1.GraphDef.FromString(graph)
 

@@ -11,7 +11,8 @@ which the judge rebuilds and runs in its own process (`judge.py`). So learner co
 changes this code can only send other data or other graphs, which the judge checks like
 any.
 
-Rules, as for the guard: standard library, numpy and TensorFlow only; every top-level name
+Rules, as for the guard: standard library, numpy, TensorFlow and the course's `utils`
+(framework_internals, checks: imported inside functions) only; every top-level name
 starts with `_grader_`; no `from __future__` import; it prints nothing.
 """
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from utils.checks._base import CHECK_ERRORS, describe, fail, first_line, passed, require_done
+from utils.lab import framework_internals
 
 
 def _key(record: bytes) -> str:
@@ -126,9 +127,7 @@ def _worker_count(dataset) -> int:
             continue
         seen.add(id(node))
         count += type(node).__name__ == "ProcessPrefetchIterDataset"
-        # An interleave (of the workers' outputs) keeps its inputs in `_datasets`.
-        for inputs in (getattr(node, "_parents", ()), getattr(node, "_datasets", ())):
-            stack.extend(inputs or ())
+        stack.extend(framework_internals.grain_inputs(node))  # An interleave's included.
     return count
 
 

@@ -195,7 +195,7 @@ class StorageSource:
     def __init__(self, paths: Sequence[str], storage: SimulatedStorage):
         import grain
 
-        self._source = grain.sources.ArrayRecordDataSource([str(path) for path in paths])
+        self._array_records = grain.sources.ArrayRecordDataSource([str(path) for path in paths])
         self._ends = np.cumsum([count_records(path) for path in paths])
         self._sizes = [os.path.getsize(path) for path in paths]
         self._settings = {name: getattr(storage, name) for name in self._SETTINGS}
@@ -232,7 +232,7 @@ class StorageSource:
             finally:
                 event.set()
         event.wait()
-        record = self._source[key]
+        record = self._array_records[key]
         if stream:
             self._storage.wait_for_bytes(stream[0], len(record))
         return record
