@@ -36,19 +36,6 @@ def test_describe_saving_says_grew_instead_of_a_negative_saving(before, after, e
     assert display.describe_saving(before, after) == expected
 
 
-ONE_HOT_COSTS = {
-    5: "one_hot_class costs 24 bytes a record at 5 classes (4 a class); the class index says "
-    "the same in 5 bytes.",
-    1000: "one_hot_class costs 4,006 bytes a record at 1,000 classes (4 a class); the class "
-    "index says the same in 6 bytes.",
-}
-
-
-@pytest.mark.parametrize(("num_classes", "expected"), ONE_HOT_COSTS.items())
-def test_describe_one_hot_cost_gives_the_serialized_bytes_of_the_feature(num_classes, expected):
-    assert records.describe_one_hot_cost(num_classes) == expected
-
-
 def test_say_if_too_few_per_class_speaks_only_under_ten_a_class(capsys):
     display.say_if_too_few_per_class(600, num_classes=300)
     display.say_if_too_few_per_class(2936, num_classes=5)

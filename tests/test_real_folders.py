@@ -148,15 +148,6 @@ def test_convert_bad_parameter_touches_no_file(real_source, real_shards, argumen
     assert _digests(output_dir) == before
 
 
-def test_check_resize_and_crop_with_target_size_0_names_the_parameter():
-    image = np.zeros((40, 60, 3), np.uint8)
-    with pytest.raises(ValueError, match=r"`TARGET_SIZE` must be a positive integer\. Rec"):
-        checks.check_resize_and_crop(records.resize_and_crop, todo=1, sample_images=[image],
-                                     target_size=0)  # fmt: skip
-    with pytest.raises(ValueError, match=r"`JPEG_QUALITY` must be an integer from 0 to 100"):
-        checks.check_recompress(records.recompress, todo=2, sample_images=[image], quality=101)
-
-
 # Item 5: nothing to learn from is refused.
 def test_resolve_source_one_class_folder_is_refused(real_photo_folder, tmp_path):
     shutil.copytree(real_photo_folder["root"] / "cats", tmp_path / "cats")
@@ -266,30 +257,6 @@ def test_reading_a_damaged_shard_names_it(copied_shards, damage):
     assert len(damaged) == 1 and damaged[0].startswith(f"{shards[1]}: ")
     problems = validation.validate(str(folder), verbose=False).problems
     assert any(p.startswith(f"{shards[1].name}: ") for p in problems)
-
-
-def test_check_parallel_records_on_a_damaged_shard_blames_the_shard_not_the_todo(copied_shards):
-    folder, shards = copied_shards
-    _truncate(shards[3])
-    options = tf.data.Options()
-    options.deterministic = False
-    from utils import storage
-
-    dataset = storage.read_tfrecords([str(p) for p in shards], num_parallel_reads=4)
-
-    def image_and_label(serialized):
-        record = records.parse_record(serialized)
-        return tf.io.decode_jpeg(record["image"], channels=3), record["one_hot_class"]
-
-    dataset = dataset.with_options(options).map(
-        image_and_label, num_parallel_calls=tf.data.AUTOTUNE
-    )
-    with pytest.raises(checks.DataProblem, match=rf"Not a problem of TODO 2: .*{shards[3].name}"):
-        checks.check_parallel_records(
-            dataset, todo=2, storage=storage.SimulatedStorage(latency_ms=0),
-            num_parallel_reads=4, num_shards=4, num_records=36,
-            shard_paths=[str(p) for p in shards],
-        )  # fmt: skip
 
 
 # Item 9: validation without the sidecar says so in a few lines, not one per record.

@@ -196,27 +196,26 @@ def test_the_full_plans_run_what_the_issue_asks():
     names = {name: [run.name for run in plan()] for name, plan in runs.FULL_PLANS.items()}
     labs = [f"lab{n:02d}" for n in range(1, 10)]
     solutions = [f"solution{n:02d}" for n in (1, 2, 3, 4, 5, 7, 8)]
-    assert names["colab-tpu"] == [*labs, *solutions, "solution04-jax1", "solution05-jax1"]
-    assert names["kaggle-tpu"] == [*labs, *solutions, "solution04-jax8", "solution05-jax8"]
+    assert names["colab-tpu"] == [*labs, *solutions, "solution04-jax1"]
+    assert names["kaggle-tpu"] == [*labs, *solutions, "solution04-jax8"]
     assert names["colab-gpu"] == [*labs, *solutions]
     assert names["bare-jax"] == ["lab04", "solution04"]
     eight = [run for run in runs.FULL_PLANS["kaggle-tpu"]() if run.name.endswith("jax8")]
     assert {run.env["XLA_FLAGS"] for run in eight} == {"--xla_force_host_platform_device_count=8"}
-    assert [run.parameters for run in eight] == [{"BACKEND": "jax"}] * 2  # The defaults.
+    assert [run.parameters for run in eight] == [{"BACKEND": "jax"}]  # The defaults.
 
 
-def test_cis_plans_keep_every_replica_and_run_lessons_4_and_5_small_on_1_and_8_devices():
+def test_cis_plans_keep_every_replica_and_run_lesson_4_small_on_1_and_8_devices():
     names = {name: [run.name for run in plan()] for name, plan in runs.PLANS.items()}
     assert names == {
         "bare-jax": ["lab04", "solution04"],
-        "colab-gpu": [f"solution{n:02d}" for n in (1, 2, 3, 7, 8, 4)],
-        "colab-tpu": [*(f"lab{n:02d}" for n in (1, 2, 3, 4, 5, 7, 8, 9)), "solution04-jax1-small",
-                      "solution05-jax1-small"],
-        "kaggle-tpu": ["lab01", *(f"solution{n:02d}" for n in (1, 2, 3, 7, 8)),
-                       "solution04-jax8-small", "solution05-jax8-small"],
+        "colab-gpu": [f"solution{n:02d}" for n in (1, 2, 3, 5, 7, 8, 4)],
+        "colab-tpu": [*(f"lab{n:02d}" for n in (1, 2, 3, 4, 5, 7, 8, 9)), "solution04-jax1-small"],
+        "kaggle-tpu": ["lab01", *(f"solution{n:02d}" for n in (1, 2, 3, 5, 7, 8)),
+                       "solution04-jax8-small"],
     }  # fmt: skip
     for replica, devices in (("colab-tpu", "1"), ("kaggle-tpu", "8")):
-        for run, lesson in zip(runs.PLANS[replica]()[-2:], runs.JAX_LESSONS, strict=True):
+        for run, lesson in zip(runs.PLANS[replica]()[-1:], runs.JAX_LESSONS, strict=True):
             assert run.parameters == {**SMALL_PARAMETERS[lesson], "BACKEND": "jax"}
             assert run.env.get("XLA_FLAGS", "=1").endswith(f"={devices}")
             assert runs.DATA_CACHE not in run.env  # Small runs make their own data.

@@ -30,7 +30,7 @@ def _setup_cells(notebook):
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_gets_the_one_template(lesson):
     lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
-    has_backend = lesson in ("04_train_keras", "05_accelerator_waiting", "09_grain_arrayrecord")
+    has_backend = lesson in ("04_train_keras", "09_grain_arrayrecord")
     expected = setup_cell.render(lesson, has_backend_parameter=has_backend)
     for notebook in (lab, solution):
         (cell,) = _setup_cells(notebook)

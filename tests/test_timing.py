@@ -258,18 +258,6 @@ def test_load_watch_counts_a_busy_process_beside_it_as_other_load():
     assert on_two_cores.startswith("The machine was NOT idle: other processes kept ")
 
 
-def test_time_training_steps_times_the_second_epoch():
-    model = models.small_convnet(16, 5)
-    model.compile(optimizer="adam", loss="categorical_crossentropy")
-    batch = (np.zeros((4, 16, 16, 3), np.uint8), np.eye(4, 5, dtype=np.float32))
-    seconds = timing.time_training_steps(
-        model, tf.data.Dataset.from_tensors(batch).repeat(), num_steps=3
-    )
-    assert 0 < seconds < 5
-    with pytest.raises(ValueError, match="`num_steps` must be a positive integer"):
-        timing.time_training_steps(model, tf.data.Dataset.from_tensors(batch), num_steps=0)
-
-
 def test_throughput_timer_times_quietly_each_call(capsys):
     timer = timing.throughput_timer(tf.data.Dataset.range(100).repeat(), num_images=10)
     assert timer() > 0 and timer() > 0

@@ -71,34 +71,3 @@ def even_batch_size(num_images: int, *, max_batch_size: int, num_replicas: int) 
         )
     num_batches = math.ceil(num_images / max(min(max_batch_size, num_images), 1))
     return max(num_images // num_batches // num_replicas * num_replicas, num_replicas)
-
-
-def fit_batch_size(batch_size: int, *, num_records: int, parameter: str = "BATCH_SIZE") -> int:
-    """Returns `batch_size`, or `num_records` where the folder holds fewer records than a batch.
-
-    A folder smaller than a batch gives one short batch, and a check that expects full
-    batches would blame a correct TODO: this says the folder's size instead, once.
-
-    Args:
-        batch_size: the batch size asked for (the lesson's parameter).
-        num_records: the records (images) the folder holds.
-        parameter: the parameter's name, for the message.
-
-    Returns:
-        `batch_size`, or `num_records` if smaller (a line says so, and what to set).
-
-    Raises:
-        ValueError: if the folder holds no record.
-
-    Example:
-        BATCH_SIZE = batch_sizes.fit_batch_size(BATCH_SIZE, num_records=num_records)
-    """
-    if num_records < 1:
-        raise ValueError(f"This folder holds no record: there is nothing to batch ({parameter}).")
-    if batch_size <= num_records:
-        return batch_size
-    print(
-        f"{parameter} is {batch_size}, but this folder holds {num_records} records; set "
-        f"{parameter} to at most {num_records}. Batches of {num_records} are used meanwhile."
-    )
-    return num_records

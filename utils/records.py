@@ -354,24 +354,6 @@ def to_example(image_jpeg, class_index, original_size, class_names):
     return example
 
 
-def describe_one_hot_cost(num_classes: int) -> str:
-    """Says in one line what the `one_hot_class` feature costs each record at `num_classes`.
-
-    Args:
-        num_classes: the number of classes (floats in each record's one-hot).
-
-    Returns:
-        The feature's serialized bytes per record, beside the `class` index that says the same.
-    """
-    one_hot = tf.train.Feature(float_list=tf.train.FloatList(value=[0.0] * num_classes))
-    index = tf.train.Feature(int64_list=tf.train.Int64List(value=[num_classes - 1]))
-    return (
-        f"one_hot_class costs {len(one_hot.SerializeToString()):,} bytes a record at "
-        f"{num_classes:,} classes (4 a class); the class index says the same in "
-        f"{len(index.SerializeToString())} bytes."
-    )
-
-
 def parse_record(serialized: tf.Tensor) -> dict:
     """Parses one record with `FEATURES`.
 

@@ -14,8 +14,6 @@ import tensorflow as tf
 from utils.lab import arguments
 
 if TYPE_CHECKING:
-    import keras
-
     from utils.storage import SimulatedStorage
 
 
@@ -140,50 +138,6 @@ def measure_throughput(
     )
     print(result.summary())
     return result
-
-
-def time_training_steps(model: keras.Model, dataset: tf.data.Dataset, *, num_steps: int) -> float:
-    """Returns the seconds per training step of `model.fit` on `dataset`, warm-up excluded.
-
-    Fits two epochs of `num_steps` steps and times the second (the first includes tracing
-    and compiling the step function). The model's weights change: time a copy if that
-    matters.
-
-    Args:
-        model: a compiled Keras model.
-        dataset: batches to train on, at least `2 * num_steps` of them (or endless).
-        num_steps: steps per epoch.
-
-    Returns:
-        Seconds per step of the second epoch.
-
-    Raises:
-        ValueError: if `num_steps` is not a positive integer.
-
-    Example:
-        seconds = timing.time_training_steps(model, train_dataset, num_steps=40)
-    """
-    import keras  # Imported here: the other helpers do not need Keras.
-
-    arguments.check_integer("num_steps", num_steps, 1)
-    epoch_seconds = []
-
-    class EpochTimer(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.start = time.perf_counter()
-
-        def on_epoch_end(self, epoch, logs=None):
-            epoch_seconds.append(time.perf_counter() - self.start)
-
-    model.fit(
-        dataset,
-        epochs=2,
-        steps_per_epoch=num_steps,
-        shuffle=False,  # A tf.data.Dataset brings its own order.
-        verbose=0,
-        callbacks=[EpochTimer()],
-    )
-    return epoch_seconds[-1] / num_steps
 
 
 def throughput_timer(

@@ -71,9 +71,6 @@ SMALL_PARAMETERS = {
     "05_accelerator_waiting": {
         "NUM_IMAGES": 160,
         "NUM_SHARDS": 4,
-        "IMAGE_SIZE": 32,
-        "BATCH_PER_REPLICA": 16,
-        "STEPS_PER_EXECUTION": 2,
         "NUM_TIMED_STEPS": 4,
         "NUM_ROUNDS": 2,
     },

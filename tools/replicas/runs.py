@@ -3,7 +3,7 @@
 A lab runs to its first TODO: it must stop there, at that TODO's check, with the check's
 plain one-line message (`CheckFailed: TODO n (...): not done yet ...`), and at no cell
 before. A solution runs end to end without an error. Small parameters are the tests' own
-(`tools.building.lesson_parameters`); the JAX runs of lessons 4 and 5 take the lessons' defaults.
+(`tools.building.lesson_parameters`); the JAX runs of lesson 4 take the lesson's defaults.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ NOTEBOOKS = REPO_ROOT / "notebooks"
 ALL_LESSONS = tuple(path.stem for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")))
 OPTIONAL = ("06_convert_with_beam", "09_grain_arrayrecord")  # Beam's and Grain's lessons.
 SOLUTIONS = tuple(lesson for lesson in ALL_LESSONS if lesson not in OPTIONAL)
-JAX_LESSONS = ("04_train_keras", "05_accelerator_waiting")
+JAX_LESSONS = ("04_train_keras",)  # Lesson 5 trains no model: it is a tf.data lesson.
 # On a TPU runtime the set-up's "auto" picks JAX (a TPU TensorFlow cannot use is attached);
 # a replica has no TPU, so it says JAX the one other way "auto" reads.
 ON_JAX = {"KERAS_BACKEND": "jax"}
@@ -51,7 +51,7 @@ def solutions(lessons=SOLUTIONS, env=None) -> list[Run]:
 
 
 def jax_runs(devices: int, defaults=JAX_LESSONS, small=()) -> list[Run]:
-    """Lessons 4 and 5 on JAX over `devices` devices: `defaults` with the lessons' default
+    """Lesson 4 on JAX over `devices` devices: `defaults` with the lessons' default
     parameters (their data made once into a cache kept across runs: DATA_CACHE), `small`
     with the small ones."""
     env = EIGHT_DEVICES if devices == 8 else ON_JAX
@@ -70,8 +70,14 @@ def jax_runs(devices: int, defaults=JAX_LESSONS, small=()) -> list[Run]:
 # shards) in a folder beside the venvs (execute.py): the default-parameter runs do not make
 # 3,670 images and their shards anew on every CI run. The labs' runs make theirs, HOME empty.
 DATA_CACHE = "TPU_SPEED_PIPELINES_CACHE"
-TF_LESSONS = ("01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords",
-              "07_scale_out_reading", "08_where_the_time_goes")  # fmt: skip
+TF_LESSONS = (
+    "01_tf_data_basics",
+    "02_write_tfrecords",
+    "03_read_tfrecords",
+    "05_accelerator_waiting",
+    "07_scale_out_reading",
+    "08_where_the_time_goes",
+)
 BARE = ["04_train_keras"]
 # `python -m tools.replicas --full`: all the issue asks, in every replica (more than an hour
 # on 2 cores). Lab 6 installs Apache Beam from the package index.
@@ -84,9 +90,9 @@ FULL_PLANS = {
 # `python -m tools.replicas` (CI): cut to fit the issue's 50 minutes for the whole CI run on
 # 2 cores (the README's tests take about 20, the venvs' cold builds about 15); each replica
 # runs what is its own. colab-tpu (no TensorFlow: the set-up installs it; Python 3.13, JAX,
-# Grain): the labs to their first TODO, lessons 4 and 5 on 1 JAX device. kaggle-tpu (Python
-# 3.12, numpy 2.5, Keras 3.15): the tf.data lessons' solutions, lessons 4 and 5 on 8 JAX
-# devices. colab-gpu: the solutions on TensorFlow 2.20. Lessons 4 and 5 run small here: at
+# Grain): the labs to their first TODO, lesson 4 on 1 JAX device. kaggle-tpu (Python
+# 3.12, numpy 2.5, Keras 3.15): the tf.data lessons' solutions, lesson 4 on 8 JAX
+# devices. colab-gpu: the solutions on TensorFlow 2.20. Lesson 4 runs small here: at
 # their defaults lesson 4 took 13 minutes on 1 device and 22-40 on 8 (docs/lessons.md), so
 # the default-parameter runs are `--full`'s; no lab 6 (Beam's install).
 PLANS = {

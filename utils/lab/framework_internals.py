@@ -69,7 +69,7 @@ GRAIN_WORKER_WRAPPERS = frozenset(
 )
 
 
-def grain_settings(dataset) -> dict | None:
+def grain_settings(dataset: object) -> dict | None:
     """Returns the arguments a Grain transformation was made with, or None for another kind.
 
     Grain (0.2.18) keeps them in private attributes (`_batch_size`, `_seed`, ...) and
@@ -91,7 +91,7 @@ def grain_settings(dataset) -> dict | None:
     return None if read is None else read(dataset)
 
 
-def grain_inputs(dataset) -> list:
+def grain_inputs(dataset: object) -> list:
     """Returns the datasets a Grain dataset reads from, an interleave's included.
 
     Grain's public `parents` gives a transformation's inputs, but not an interleave's (the
