@@ -139,15 +139,8 @@ def test_each_lessons_checks_are_in_a_module_named_after_it():
         "where_the_time_goes",
         "write_tfrecords",
     ]
-    # A lesson's checks: its module, and a second one named after it where one would be long.
-    assert sorted(set(LESSONS) & set(CHECK_MODULES)) == LESSONS
-    assert [m for m in CHECK_MODULES if m.split("_")[0] and _lesson_of(m) is None] == []
-
-
-def _lesson_of(module: str) -> str | None:
-    """The lesson whose checks `module` holds (`write_tfrecords_shard`: `write_tfrecords`)."""
-    return next((lesson for lesson in LESSONS if module == lesson
-                 or module.startswith(f"{lesson}_")), None)  # fmt: skip
+    # A lesson's checks: one module, named after it, sized by its job.
+    assert CHECK_MODULES == LESSONS
 
 
 def test_the_contract_rules_catch_what_they_say():

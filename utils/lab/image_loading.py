@@ -41,8 +41,8 @@ def load_images(
     Args:
         paths: the images; each one's class is the name of its folder.
         class_names: the classes, in the order of their indices.
-        resize_and_crop: the function that makes an image square (lab 2's TODO 1).
-        recompress: the function that encodes it as a JPEG (lab 2's TODO 2).
+        resize_and_crop: the function that makes an image square (lab 2's given code).
+        recompress: the function that encodes it as a JPEG (lab 2's given code).
         target_size: side of the square images, in pixels.
         jpeg_quality: JPEG quality of the recompressed images, 0-100.
 
