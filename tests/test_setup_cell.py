@@ -84,8 +84,12 @@ def test_each_lab_embeds_the_modules_its_lesson_reaches_as_in_the_checkout(lesso
 def test_a_lab_carries_no_other_lessons_check_module():
     files = lesson_modules.lesson_files("01_tf_data_basics")
     checks = [name for name in files if name.startswith("utils/checks/")]
-    assert checks == ["utils/checks/__init__.py", "utils/checks/_base.py",
-                      "utils/checks/_samples.py", "utils/checks/tf_data_basics.py"]  # fmt: skip
+    assert checks == [
+        "utils/checks/__init__.py",
+        "utils/checks/_base.py",
+        "utils/checks/_samples.py",
+        "utils/checks/tf_data_basics.py",
+    ]
     assert (
         "utils/lessons/scale_out_reading/host_processes.py" not in files
     )  # Lesson 7's processes: not lab 1's.
@@ -114,16 +118,22 @@ def test_each_lab_imports_every_module_from_its_own_files_alone(tmp_path):
         for name, text in setup_cell.course_files(lesson).items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(text)
-        names = sorted(name[:-3].replace("/", ".").removesuffix(".__init__")
-                       for name in setup_cell.course_files(lesson))  # fmt: skip
+        names = sorted(
+            name[:-3].replace("/", ".").removesuffix(".__init__")
+            for name in setup_cell.course_files(lesson)
+        )
         source = (REPO_ROOT / "notebooks" / f"{lesson}.py").read_text()
         called = set(re.findall(r"\bchecks\.(check_\w+)\(", source))
         assert called and {checks.LESSON_OF_CHECK.get(name) for name in called} == {
             lesson_modules.check_module(lesson)[len("utils/checks/") : -3]
         }, lesson
         runs[str(folder)] = names
-    done = subprocess.run([sys.executable, "-I", "-c", IMPORT_EACH, json.dumps(runs)],
-                          capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", IMPORT_EACH, json.dumps(runs)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert done.stdout.splitlines()[-1:] == ["imported"], done.stderr[-3000:]
 
 
@@ -144,9 +154,13 @@ def test_the_reach_follows_imports_at_any_depth(tmp_path):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     assert lesson_modules.lesson_files("09_reach", tmp_path) == [
-        "utils/__init__.py", "utils/a.py", "utils/b.py", "utils/checks/__init__.py",
-        "utils/checks/_base.py", "utils/checks/reach.py",
-    ]  # fmt: skip
+        "utils/__init__.py",
+        "utils/a.py",
+        "utils/b.py",
+        "utils/checks/__init__.py",
+        "utils/checks/_base.py",
+        "utils/checks/reach.py",
+    ]
 
 
 def test_embedded_files_refuses_a_damaged_payload():
@@ -208,8 +222,11 @@ def test_the_set_up_covers_every_module_the_course_imports():
 
 def test_course_requirements_names_a_module_requirements_txt_lacks(tmp_path):
     (tmp_path / "requirements.txt").write_text("numpy>=1.26\nmatplotlib-inline\n")
-    with pytest.raises(ValueError, match=r"^requirements.txt has no line for matplotlib "
-                       r"\(matplotlib\)$"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"^requirements.txt has no line for matplotlib "
+        r"\(matplotlib\)$",
+    ):
         setup_cell.course_requirements("01_tf_data_basics", tmp_path)
 
 
@@ -217,12 +234,14 @@ def test_course_requirements_names_a_module_requirements_txt_lacks(tmp_path):
     "setting, expected",
     [
         ("", None),
-        ("[tool.tpu-speed-pipelines]\nrepository = \"\"\n", None),
-        ("[tool.tpu-speed-pipelines]\nrepository = \"someone/flowers-course\"\n",
-         "someone/flowers-course"),
+        ('[tool.tpu-speed-pipelines]\nrepository = ""\n', None),
+        (
+            '[tool.tpu-speed-pipelines]\nrepository = "someone/flowers-course"\n',
+            "someone/flowers-course",
+        ),
     ],
     ids=["no table", "empty", "published"],
-)  # fmt: skip
+)
 def test_repository_is_a_setting_empty_by_default(tmp_path, setting, expected):
     (tmp_path / "pyproject.toml").write_text(f'[project]\nversion = "9.9"\n\n{setting}')
     assert setup_cell.repository(tmp_path) == expected
@@ -270,8 +289,9 @@ def test_build_refuses_the_placeholder_repository(tmp_path):
         '[project]\nversion = "9.9"\n\n[tool.tpu-speed-pipelines]\n'
         'repository = "tpu-speed-pipelines/tpu-speed-pipelines"\n'
     )
-    (tmp_path / "notebooks" / "09_test.py").write_text(SETUP_SOURCE.replace(
-        '# %% tags=["setup"]\n# The build puts the set-up code here.\n\n', ""))  # fmt: skip
+    (tmp_path / "notebooks" / "09_test.py").write_text(
+        SETUP_SOURCE.replace('# %% tags=["setup"]\n# The build puts the set-up code here.\n\n', "")
+    )
     with pytest.raises(build.BuildError, match=r"repository = 'tpu-speed-pipelines/tpu-speed"):
         build.split_variants(tmp_path / "notebooks" / "09_test.py", tmp_path)
 
@@ -333,8 +353,8 @@ def test_checked_outputs_are_tagged_for_nbval_and_the_rest_ignored():
             checked.append(cell.source.splitlines()[0])
     assert checked == [
         "checks.check_filenames(",
-        "checks.check_label_from_path(",
-        "checks.check_read_and_decode(",
+        "checks.check_read_and_decode(read_and_decode, todo=2, storage=simulated_storage, "
+        "source=source)",
         "checks.check_parallel_reading(",
     ]
     nbformat.validate(lab)
@@ -375,8 +395,11 @@ def test_prepare_refuses_to_switch_the_backend_of_a_running_kernel():
     assert keras.backend.backend() == "tensorflow"
     pytest.importorskip("jax", reason="the JAX branch needs jax (requirements-dev.txt)")
     saved = os.environ.get("KERAS_BACKEND")
-    with pytest.raises(ValueError, match=r"Keras is already running on tensorflow in this "
-                       r"kernel; jax needs a fresh one\. Restart the kernel"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"Keras is already running on tensorflow in this "
+        r"kernel; jax needs a fresh one\. Restart the kernel",
+    ):
         runtime.prepare("jax")
     assert os.environ.get("KERAS_BACKEND") == saved
 
@@ -389,9 +412,19 @@ def test_tensorflow_versions_end_at_requirements_txt_pin():
 
 
 PIP_COMMAND_TAIL = [
-    "-m", "pip", "install", "--quiet", "--no-color", "--progress-bar", "off",
-    "--disable-pip-version-check", "--timeout", "20", "--retries", "1",
-]  # fmt: skip
+    "-m",
+    "pip",
+    "install",
+    "--quiet",
+    "--no-color",
+    "--progress-bar",
+    "off",
+    "--disable-pip-version-check",
+    "--timeout",
+    "20",
+    "--retries",
+    "1",
+]
 
 
 def test_pip_install_is_quiet_never_waits_and_keeps_what_is_installed(capsys):

@@ -32,7 +32,6 @@ LESSON_OF_CHECK = {
     "check_host_cores": "scale_out_reading",
     "check_through_service": "scale_out_reading",
     "check_filenames": "tf_data_basics",
-    "check_label_from_path": "tf_data_basics",
     "check_parallel_reading": "tf_data_basics",
     "check_read_and_decode": "tf_data_basics",
     "check_distribution": "train_keras",
