@@ -26,17 +26,32 @@ CACHES_IN_THE_CHECKOUT = (
 # Where the course's tools write in a HOME: IPython, Jupyter, Keras, matplotlib, fontconfig,
 # Beam, Chromium (crash reports, dconf, its NSS database), Playwright, the data cache.
 HOME_PLACES = (
-    ".ipython", ".jupyter", ".local/share/jupyter", ".keras", ".config/matplotlib",
-    ".cache/matplotlib", ".cache/fontconfig", ".apache_beam", ".pki", ".config/chromium",
-    ".cache/chromium", ".cache/dconf", ".cache/ms-playwright", ".cache/tpu_speed_pipelines",
-)  # fmt: skip
+    ".ipython",
+    ".jupyter",
+    ".local/share/jupyter",
+    ".keras",
+    ".config/matplotlib",
+    ".cache/matplotlib",
+    ".cache/fontconfig",
+    ".apache_beam",
+    ".pki",
+    ".config/chromium",
+    ".cache/chromium",
+    ".cache/dconf",
+    ".cache/ms-playwright",
+    ".cache/tpu_speed_pipelines",
+)
 # The names of the course's temporary files and folders, and what a folder of its holds.
 COURSE_NAMES = ("__autograph_generated_file", "tpu_speed_pipelines", "pytest-of-", "lesson")
 COURSE_SUFFIXES = {".ipynb", ".tfrec", ".tfrecord", ".jpg", ".keras", ".json"}
 # The command lines of a course run: another one on the machine writes where this one does.
 COURSE_RUN_MARKERS = (
-    "pytest", "ipykernel", "papermill", "tools.run_course", "tools.build_notebooks",
-)  # fmt: skip
+    "pytest",
+    "ipykernel",
+    "papermill",
+    "tools.run_course",
+    "tools.build_notebooks",
+)
 # The command lines of what writes in HOME's `HOME_PLACES`: course runs, Jupyter, Chromium.
 HOME_WRITER_MARKERS = (*COURSE_RUN_MARKERS, "jupyter", "chrom")
 # What a failure message lists of the paths the tests wrote (it says how many in all).
@@ -50,10 +65,21 @@ def checkout_state(root: Path) -> dict[str, tuple] | None:
     """
     excluded = [f":(exclude,glob){pattern}" for pattern in CACHES_IN_THE_CHECKOUT]
     result = subprocess.run(
-        ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all",
-         "--ignored=traditional", "--", ".", *excluded],
-        cwd=root, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            "git",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignored=traditional",
+            "--",
+            ".",
+            *excluded,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         return None
     state = {}

@@ -62,8 +62,10 @@ def test_bad_images_go_to_the_skipped_list_not_away(tmp_path, capfd):
     printed = capfd.readouterr()
     assert "jpeg_mem.cc" not in printed.err
     assert printed.out.count("TensorFlow's decoder logged, on the skipped files: Premature") == 1
-    skipped = {image.path.rsplit("/", 2)[-2] + "/" + image.path.rsplit("/", 1)[-1]
-               for image in run.report.skipped}  # fmt: skip
+    skipped = {
+        image.path.rsplit("/", 2)[-2] + "/" + image.path.rsplit("/", 1)[-1]
+        for image in run.report.skipped
+    }
     unreadable = {name for name, why in data.DAMAGED_FILES.items() if why.startswith("unreadable")}
     assert skipped == unreadable
     report = validation.validate(str(tmp_path / "out"), verbose=False)
@@ -81,9 +83,17 @@ def test_convert_image_reports_the_error():
 
 def test_command_line_runs_locally_and_validates(tmp_path, capsys):
     status = convert_beam.main(
-        ["--num-images", "60", "--output-dir", str(tmp_path), "--num-shards", "2",
-         "--target-size", "32"]
-    )  # fmt: skip
+        [
+            "--num-images",
+            "60",
+            "--output-dir",
+            str(tmp_path),
+            "--num-shards",
+            "2",
+            "--target-size",
+            "32",
+        ]
+    )
     assert status == 0
     assert "Input images: 60 = 60 written + 0 skipped." in capsys.readouterr().out
 

@@ -12,8 +12,20 @@ from utils.lessons.accelerator_waiting import decode_less
 def test_benchmark_decode_runs_on_a_tiny_input(write_small_shards, capsys):
     shards_dir = str(Path(write_small_shards(2, target_size=64)[0]).parent)
     capsys.readouterr()  # Not the fixture's own lines.
-    arguments = ["--shards-dir", shards_dir, "--num-images", "12", "--timed-images", "16",
-                 "--repeats", "2", "--image-size", "24", "--batch-size", "4"]  # fmt: skip
+    arguments = [
+        "--shards-dir",
+        shards_dir,
+        "--num-images",
+        "12",
+        "--timed-images",
+        "16",
+        "--repeats",
+        "2",
+        "--image-size",
+        "24",
+        "--batch-size",
+        "4",
+    ]
     assert benchmark_decode.main(arguments) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(

@@ -32,12 +32,31 @@ def test_format_results_gives_median_and_range_of_each_figure():
     }
     lines = benchmark_latency.format_results(results)
     assert lines[0].split() == [
-        "variant", "images/s", "CPU", "us/image", "cores", "busy", "/", "simulation", "@", "0",
+        "variant",
+        "images/s",
+        "CPU",
+        "us/image",
+        "cores",
+        "busy",
+        "/",
+        "simulation",
+        "@",
+        "0",
         "ms",
-    ]  # fmt: skip
+    ]
     # Ratios within each round: 1.00, 0.875, 0.93.
     assert lines[2].split() == [
-        "simulation", "@", "50", "ms", "6,500", "(6,000-7,000)", "290", "(280-300)", "1.90",
-        "(1.68-2.00)", "0.93", "(0.88-1.00)",
-    ]  # fmt: skip
+        "simulation",
+        "@",
+        "50",
+        "ms",
+        "6,500",
+        "(6,000-7,000)",
+        "290",
+        "(280-300)",
+        "1.90",
+        "(1.68-2.00)",
+        "0.93",
+        "(0.88-1.00)",
+    ]
     assert lines[1].split()[-2:] == ["1.00", "(1.00-1.00)"]

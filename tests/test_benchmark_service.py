@@ -18,10 +18,20 @@ def test_main_on_tiny_parameters_prints_a_row_per_configuration(capsys):
         "2 alternating repetition(s); " + lines[0].rsplit("; ", 1)[1]
     )
     assert lines[1].split() == [
-        "pipeline", "images/s", "min-max", "CPU", "cores", "CPU", "ms/image", "vs", "none"
-    ]  # fmt: skip
-    rows = [re.fullmatch(r"(.+?) +([\d,]+) +([\d,]+)-([\d,]+) +([\d.]+) +([\d.]+) +([\d.]+)x",
-                         line) for line in lines[2:5]]  # fmt: skip
+        "pipeline",
+        "images/s",
+        "min-max",
+        "CPU",
+        "cores",
+        "CPU",
+        "ms/image",
+        "vs",
+        "none",
+    ]
+    rows = [
+        re.fullmatch(r"(.+?) +([\d,]+) +([\d,]+)-([\d,]+) +([\d.]+) +([\d.]+) +([\d.]+)x", line)
+        for line in lines[2:5]
+    ]
     assert [row.group(1) for row in rows] == LABELS
     for row in rows:
         median, low, high = (float(row.group(n).replace(",", "")) for n in (2, 3, 4))
@@ -33,8 +43,13 @@ def test_main_on_tiny_parameters_prints_a_row_per_configuration(capsys):
 
 
 def test_format_rows_gives_ratios_to_no_service():
-    figures = {"median": 400.0, "min": 380.0, "max": 1200.0, "cpu_cores": 0.5,
-               "cpu_ms_per_image": 1.25}  # fmt: skip
+    figures = {
+        "median": 400.0,
+        "min": 380.0,
+        "max": 1200.0,
+        "cpu_cores": 0.5,
+        "cpu_ms_per_image": 1.25,
+    }
     results = {label: dict(figures) for label in LABELS}
     results["service, 2 workers"]["median"] = 800.0
     assert benchmark_service.format_rows(results)[1:] == [

@@ -193,8 +193,11 @@ def test_split_variants_marks_todo_and_check_cells(tmp_path):
     lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
     marks = [cell.metadata.get("tpu_speed_pipelines") for cell in lab.cells]
     assert [m for m in marks if m] == [
-        {"todo": 1, "points": 1}, {"check": 1}, {"todo": 2, "points": 1}, {"check": 2}
-    ]  # fmt: skip
+        {"todo": 1, "points": 1},
+        {"check": 1},
+        {"todo": 2, "points": 1},
+        {"check": 2},
+    ]
     assert ["parameters"] in [cell.metadata.get("tags") for cell in lab.cells]
     ids = [cell.id for cell in lab.cells if cell.metadata.get("tpu_speed_pipelines")]
     assert ids == ["todo-1", "check-1", "todo-2", "check-2"]  # Stable: from the TODO's number.

@@ -77,12 +77,14 @@ def _shard_split_dataset_fn(num_shards, records_per_shard, *, drop_remainder_spl
 
     shards = [
         tf.reshape(
-            tf.cast(tf.range(shard * records_per_shard * 3, (shard + 1) * records_per_shard * 3),
-                    tf.uint8),
+            tf.cast(
+                tf.range(shard * records_per_shard * 3, (shard + 1) * records_per_shard * 3),
+                tf.uint8,
+            ),
             [records_per_shard, 1, 1, 3],
         )
         for shard in range(num_shards)
-    ]  # fmt: skip
+    ]
 
     def dataset_fn(input_context):
         hosts, index = input_context.num_input_pipelines, input_context.input_pipeline_id
@@ -90,8 +92,9 @@ def _shard_split_dataset_fn(num_shards, records_per_shard, *, drop_remainder_spl
             per_host = num_shards // hosts
             mine = list(range(num_shards))[index * per_host : (index + 1) * per_host]
         else:
-            mine = multi_host.shards_for_host(list(range(num_shards)), host_index=index,
-                                              num_hosts=hosts)  # fmt: skip
+            mine = multi_host.shards_for_host(
+                list(range(num_shards)), host_index=index, num_hosts=hosts
+            )
         images = tf.concat([shards[i] for i in mine], axis=0)
         dataset = tf.data.Dataset.from_tensor_slices((images, tf.zeros([len(images)])))
         return dataset.batch(input_context.get_per_replica_batch_size(8))
@@ -107,12 +110,18 @@ def test_check_dataset_fn_split_by_floor_division_fails_on_hosts_that_leave_a_re
     ):
         checks.check_dataset_fn(
             _shard_split_dataset_fn(4, 10, drop_remainder_split=True),
-            todo=2, num_records=40, global_batch_size=8, num_shards=4,
-        )  # fmt: skip
+            todo=2,
+            num_records=40,
+            global_batch_size=8,
+            num_shards=4,
+        )
     checks.check_dataset_fn(
         _shard_split_dataset_fn(4, 10, drop_remainder_split=False),
-        todo=2, num_records=40, global_batch_size=8, num_shards=4,
-    )  # fmt: skip
+        todo=2,
+        num_records=40,
+        global_batch_size=8,
+        num_shards=4,
+    )
     assert capsys.readouterr().out == (
         "TODO 2 passed: 1 host reads all 40 records; 2 hosts read disjoint halves, together "
         "every record once, and so do hosts that share the shards unevenly, in batches of 4.\n"

@@ -203,10 +203,16 @@ def test_conversion_summary_says_grew_for_images_that_grew(input_bytes, output_b
     from utils.lab.conversion_report import ConversionReport
 
     report = ConversionReport(
-        output_dir="out", shards=["out/a.tfrec"], shard_counts=[1], num_input_images=1,
-        skipped=[], empty_class_folders=[], input_bytes=input_bytes,
-        output_image_bytes=output_bytes, seconds=1.0,
-    )  # fmt: skip
+        output_dir="out",
+        shards=["out/a.tfrec"],
+        shard_counts=[1],
+        num_input_images=1,
+        skipped=[],
+        empty_class_folders=[],
+        input_bytes=input_bytes,
+        output_image_bytes=output_bytes,
+        seconds=1.0,
+    )
     line = report.summary().splitlines()[1]
     assert line == (
         f"Average bytes per image: {input_bytes:,} before, {output_bytes:,} after {words}"

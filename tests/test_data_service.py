@@ -174,13 +174,20 @@ def test_measure_one_cluster_at_a_time_runs_each_cluster_alone_in_turns(monkeypa
         first_use=lambda cluster: first_used.append(cluster.num_workers),
     )
     assert _FakeCluster.log == [("start", 1), ("stop", 1), ("start", 2), ("stop", 2)] * 1 + [
-        ("start", 2), ("stop", 2), ("start", 1), ("stop", 1)
-    ]  # fmt: skip
+        ("start", 2),
+        ("stop", 2),
+        ("start", 1),
+        ("stop", 1),
+    ]
     assert first_used == [1, 2]
     assert timed == [
-        ("grpc://fake-1", "AUTO"), ("grpc://fake-1", None), ("grpc://fake-2", "AUTO"),
-        ("grpc://fake-2", "AUTO"), ("grpc://fake-1", None), ("grpc://fake-1", "AUTO"),
-    ]  # fmt: skip
+        ("grpc://fake-1", "AUTO"),
+        ("grpc://fake-1", None),
+        ("grpc://fake-2", "AUTO"),
+        ("grpc://fake-2", "AUTO"),
+        ("grpc://fake-1", None),
+        ("grpc://fake-1", "AUTO"),
+    ]
     assert list(runs) == ["1 worker", "2 workers", "1 worker, off"]
     assert {label: r.result.num_runs for label, r in runs.items()} == dict.fromkeys(runs, 2)
     assert capsys.readouterr().out.count("taken in turns, one cluster at a time") == 3

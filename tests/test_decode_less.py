@@ -125,8 +125,10 @@ def test_sample_crops_figure_fits_the_notebook_width(tmp_path):
     rows = decode_less.sample_crops(JPEGS, image_size=32)
     assert list(rows) == ["whole image, window in red", *decode_less.VARIANTS]
     assert [image.shape for image in rows["whole image, window in red"]] == [
-        (192, 192, 3), (37, 61, 3), (200, 131, 3)
-    ]  # fmt: skip
+        (192, 192, 3),
+        (37, 61, 3),
+        (200, 131, 3),
+    ]
     figure = display.show_image_rows(rows)
     figure.savefig(tmp_path / "crops.png")
     width = matplotlib.image.imread(tmp_path / "crops.png").shape[1]

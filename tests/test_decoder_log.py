@@ -40,8 +40,11 @@ def test_decoder_messages_drops_absl_s_first_line(capfd):
 def test_a_sample_of_a_folder_with_a_truncated_jpeg_logs_nothing(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", SAMPLE_A_FOLDER_WITH_A_TRUNCATED_JPEG, str(tmp_path)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     error = "jpeg::Uncompress failed. Invalid JPEG data or crop window."
     skipped = [(f"{tmp_path}/truncated.jpg", error)]

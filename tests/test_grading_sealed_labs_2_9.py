@@ -143,8 +143,14 @@ def test_a_grain_loader_crosses_as_its_steps_and_is_made_again(tmp_path):
     loader = loader.to_iter_dataset().batch(2, drop_remainder=True)
     kernel.namespace.update(data_source=source, parse=parse)
     steps = kernel.namespace["_grader_chain"](loader, kernel.namespace)
-    assert steps == [["batch", 2, True], ["to_iter_dataset", 16, 500], ["map", "parse"],
-                     ["repeat", 2, True], ["shuffle", 3], ["source", "data_source"]]  # fmt: skip
+    assert steps == [
+        ["batch", 2, True],
+        ["to_iter_dataset", 16, 500],
+        ["map", "parse"],
+        ["repeat", 2, True],
+        ["shuffle", 3],
+        ["source", "data_source"],
+    ]
     rebuilt = remote_grain.rebuild(steps, {"data_source": list(source), "parse": parse})
     assert [b.tolist() for b in rebuilt] == [b.tolist() for b in loader]
     with pytest.raises(graphs.NotSealable, match="maps Python code of its own"):
@@ -214,8 +220,13 @@ def graded(tmp_path_factory):
     if not missing_modules(LAB9):
         forged["x-9-solution.ipynb"] = _notebook("solutions", LAB9)
         forged["x-9-blank.ipynb"] = _notebook("labs", LAB9)
-        unrestored = _with_todo(_notebook("solutions", LAB9), 3, lambda source: source.replace(
-            "resumed_batch = next(resumed)", "resumed_batch = next_batch"))  # fmt: skip
+        unrestored = _with_todo(
+            _notebook("solutions", LAB9),
+            3,
+            lambda source: source.replace(
+                "resumed_batch = next(resumed)", "resumed_batch = next_batch"
+            ),
+        )
         todo3 = unrestored.cells[_cell_index(unrestored, todo=3)].source
         assert "resumed_batch = next_batch" in todo3
         forged["x-9-unrestored.ipynb"] = unrestored
@@ -228,8 +239,22 @@ def graded(tmp_path_factory):
     output = tmp_path_factory.mktemp("grades")
     # Fixed limits: measuring them would run each lesson's solution once more in the sandbox
     # (tests/test_grade.py tests the measured limits).
-    assert grade.main([str(folder), "--output-dir", str(output), "-j", "2",
-                       "--cell-timeout", "400", "--timeout", "900"]) == 0  # fmt: skip
+    assert (
+        grade.main(
+            [
+                str(folder),
+                "--output-dir",
+                str(output),
+                "-j",
+                "2",
+                "--cell-timeout",
+                "400",
+                "--timeout",
+                "900",
+            ]
+        )
+        == 0
+    )
     with open(output / "grades.csv") as file:
         rows = {row["submission"]: row for row in csv.DictReader(file)}
     return rows, (output / "scores.md").read_text()

@@ -50,10 +50,12 @@ def test_write_array_records_rewrites_a_damaged_copy_and_keeps_a_whole_one(shard
 
 @pytest.mark.parametrize(
     "shard_paths, output_dir, message",
-    [([], "/tmp/x", r"`shard_paths` must name at least one shard"),
-     (["a.tfrec"], "gs://bucket/x", r"`output_dir` must be a local folder. Received: gs://")],
+    [
+        ([], "/tmp/x", r"`shard_paths` must name at least one shard"),
+        (["a.tfrec"], "gs://bucket/x", r"`output_dir` must be a local folder. Received: gs://"),
+    ],
     ids=["no shards", "gs output"],
-)  # fmt: skip
+)
 def test_write_array_records_refuses_bad_input(shard_paths, output_dir, message):
     with pytest.raises(ValueError, match=message):
         grain_arrayrecord.write_array_records(shard_paths, output_dir)

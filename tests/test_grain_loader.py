@@ -117,8 +117,11 @@ def test_grain_images_gives_each_record_once_per_epoch_in_batches(copies):
     batches.close()
     assert [images.shape for images, _ in epoch] == [(20, 32, 32, 3)] * 3
     labels = np.concatenate([one_hots for _, one_hots in epoch]).argmax(axis=1)
-    expected = [int(np.argmax(grain_loader.decode_record(r, num_classes=5)[1]))
-                for shard in shards for r in _tfrecords(shard)]  # fmt: skip
+    expected = [
+        int(np.argmax(grain_loader.decode_record(r, num_classes=5)[1]))
+        for shard in shards
+        for r in _tfrecords(shard)
+    ]
     assert np.bincount(labels, minlength=5).tolist() == np.bincount(expected, minlength=5).tolist()
 
 
@@ -172,8 +175,13 @@ def test_a_worker_parses_and_decodes_without_importing_tensorflow(copies, tmp_pa
         f"image, _ = grain_loader.decode_record(pathlib.Path({str(record_file)!r}).read_bytes(), "
         "num_classes=5); print(image.shape, 'tensorflow' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=os.path.dirname(os.path.dirname(__file__)), check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+        check=True,
+    )
     assert done.stdout.split("\n")[-2] == "(32, 32, 3) False"
 
 
@@ -200,8 +208,11 @@ def test_grain_images_in_worker_processes_gives_each_record_once_per_epoch(copie
     batches.close()
     assert [images.shape for images, _ in epoch] == [(15, 32, 32, 3)] * 4
     labels = np.concatenate([np.asarray(one_hots) for _, one_hots in epoch]).argmax(axis=1)
-    expected = [int(np.argmax(grain_loader.decode_record(r, num_classes=5)[1]))
-                for shard in shards for r in _tfrecords(shard)]  # fmt: skip
+    expected = [
+        int(np.argmax(grain_loader.decode_record(r, num_classes=5)[1]))
+        for shard in shards
+        for r in _tfrecords(shard)
+    ]
     assert np.bincount(labels, minlength=5).tolist() == np.bincount(expected, minlength=5).tolist()
     with pytest.raises(ValueError, match=r"`num_workers` must be >= 0. Received: num_workers=-1"):
         grain_loader.grain_images(paths, num_classes=5, batch_size=20, num_workers=-1)

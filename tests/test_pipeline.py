@@ -148,7 +148,7 @@ def test_decode_ceiling_decodes_batches_endlessly(shards):
 
 @pytest.mark.parametrize(
     "target_size, image_size, ratio",
-    [(192, 96, 2), (192, 32, 4), (64, 32, 2), (96, 96, 1), (100, 48, 2), (90, 60, 1)],  # fmt: skip
+    [(192, 96, 2), (192, 32, 4), (64, 32, 2), (96, 96, 1), (100, 48, 2), (90, 60, 1)],
 )
 def test_decode_ratio_decodes_no_smaller_than_asked(target_size, image_size, ratio):
     assert pipeline.decode_ratio(target_size, image_size) == ratio
@@ -161,11 +161,23 @@ def test_decode_ratio_rejects_a_size_larger_than_stored():
 
 def test_tfrecord_images_decodes_at_the_image_size(shards):
     paths, _ = shards
-    full = pipeline.tfrecord_images(paths, target_size=32, num_classes=5, batch_size=8,
-                                    num_parallel_reads=None, deterministic=True)  # fmt: skip
-    half = pipeline.tfrecord_images(paths, target_size=32, num_classes=5, batch_size=8,
-                                    image_size=16, num_parallel_reads=None,
-                                    deterministic=True)  # fmt: skip
+    full = pipeline.tfrecord_images(
+        paths,
+        target_size=32,
+        num_classes=5,
+        batch_size=8,
+        num_parallel_reads=None,
+        deterministic=True,
+    )
+    half = pipeline.tfrecord_images(
+        paths,
+        target_size=32,
+        num_classes=5,
+        batch_size=8,
+        image_size=16,
+        num_parallel_reads=None,
+        deterministic=True,
+    )
     (full_images, full_labels), (half_images, half_labels) = (next(iter(full)), next(iter(half)))
     assert half_images.shape == (8, 16, 16, 3) and half_images.dtype == tf.uint8
     np.testing.assert_array_equal(half_labels, full_labels)

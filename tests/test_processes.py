@@ -47,8 +47,9 @@ def test_a_child_imports_the_course_its_parent_did_not_an_installed_one(tmp_path
     shutil.copytree(Path(processes.__file__).parents[2], unpacked / "utils")  # utils/ whole.
     (unpacked / "utils" / "where.py").write_text(WHERE)
     code = f"import sys; sys.path.insert(0, {str(unpacked)!r})\n" + START_ONE
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found == {"utils": str(unpacked / "utils" / "__init__.py")}

@@ -64,8 +64,15 @@ def test_parsing_only_the_used_features_gives_the_same_images_and_labels(shard_p
     def first_batch(**change):
         # One decode call at a time: the first batch out is the first batch read (the
         # pipeline is not deterministic; with parallel calls any batch can come first).
-        dataset = variants.build(shard_paths, num_classes=5, target_size=32, parse_batch=16,
-                                 cycle_length=1, decode_calls=1, **change)  # fmt: skip
+        dataset = variants.build(
+            shard_paths,
+            num_classes=5,
+            target_size=32,
+            parse_batch=16,
+            cycle_length=1,
+            decode_calls=1,
+            **change,
+        )
         return [tensor.numpy() for tensor in next(iter(dataset))]
 
     (images, labels), (all_images, all_labels) = first_batch(used_features_only=True), first_batch()

@@ -11,12 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import checks, pipeline, readable_images, records, shard_files
+from utils import pipeline, readable_images, shard_files
 from utils.lab import conversion, shard_cache, shard_metadata, sources, validation
 
 LOOK_ALIKES = {
@@ -195,8 +194,9 @@ def test_ensure_shards_rebuilds_when_an_image_changes(real_photo_folder, tmp_pat
     cat = folder / "cats" / "cats_00.jpg"
     cat.write_bytes((folder / "coffee" / "coffee_00.jpg").read_bytes())  # Same count.
     capsys.readouterr()
-    changed = shard_cache.ensure_shards(sources.resolve_source(str(folder)), tmp_path / "out",
-                                      target_size=32, num_shards=2)  # fmt: skip
+    changed = shard_cache.ensure_shards(
+        sources.resolve_source(str(folder)), tmp_path / "out", target_size=32, num_shards=2
+    )
     out = capsys.readouterr().out
     assert "(the images or the parameters changed)" in out
     assert changed.fingerprint != first.fingerprint

@@ -24,8 +24,11 @@ def test_every_platform_has_a_list_a_plan_and_its_python():
     assert set(LISTED) == {"bare-jax", "colab-gpu", "colab-tpu", "kaggle-tpu"}
     assert set(runs.PLANS) == set(runs.FULL_PLANS) == set(LISTED)
     assert {name: replica.python for name, replica in LISTED.items()} == {
-        "bare-jax": "3.12", "colab-gpu": "3.13", "colab-tpu": "3.13", "kaggle-tpu": "3.12",
-    }  # fmt: skip
+        "bare-jax": "3.12",
+        "colab-gpu": "3.13",
+        "colab-tpu": "3.13",
+        "kaggle-tpu": "3.12",
+    }
     for replica in LISTED.values():
         assert all(
             re.fullmatch(r"[\w.-]+(\[\w+\])?==[\w.+]+", line) for line in replica.requirements
@@ -39,10 +42,20 @@ def _pins(name):
 
 def test_colab_tpu_has_colabs_versions_and_no_tensorflow():
     pins = _pins("colab-tpu")
-    expected = {"jax": "0.7.2", "jaxlib": "0.7.2", "keras": "3.13.2", "numpy": "2.1.3",
-                "protobuf": "7.35.1", "h5py": "3.16.0", "ml-dtypes": "0.6.0",
-                "grain": "0.2.18", "array-record": "0.8.3", "ipykernel": "6.17.1",
-                "ipython": "7.34.0", "matplotlib": "3.10.0"}  # fmt: skip
+    expected = {
+        "jax": "0.7.2",
+        "jaxlib": "0.7.2",
+        "keras": "3.13.2",
+        "numpy": "2.1.3",
+        "protobuf": "7.35.1",
+        "h5py": "3.16.0",
+        "ml-dtypes": "0.6.0",
+        "grain": "0.2.18",
+        "array-record": "0.8.3",
+        "ipykernel": "6.17.1",
+        "ipython": "7.34.0",
+        "matplotlib": "3.10.0",
+    }
     assert {name: pins.get(name) for name in expected} == expected
     assert not [name for name in pins if name.startswith("tensorflow")]
     assert "a72407924822ea377410b69f0a290150bcb5c9c2" in LISTED["colab-tpu"].header["source"]
@@ -157,8 +170,9 @@ def _notebook(*cells):
 
 
 def _error(ename, evalue, traceback=None):
-    return nbformat.v4.new_output("error", ename=ename, evalue=evalue,
-                                  traceback=traceback or [f"{ename}: {evalue}"])  # fmt: skip
+    return nbformat.v4.new_output(
+        "error", ename=ename, evalue=evalue, traceback=traceback or [f"{ename}: {evalue}"]
+    )
 
 
 TODO = ("x = ...", {"todo": 1}, [])
@@ -172,16 +186,25 @@ SOLUTION = runs.solutions(["01_tf_data_basics"])[0]
     "cells, expected",
     [
         ([TODO, ("check", {"check": 1}, [_error("CheckFailed", STOP)])], None),
-        ([TODO, ("check", {"check": 1}, [])],
-         "ran to the end: no stop at TODO 1's check"),
-        ([("import matplotlib", {}, [_error("ModuleNotFoundError", MISSING)]), TODO],
-         "stopped at cell 0 (check None): ModuleNotFoundError: No module named 'matplotlib'"),
-        ([("x = ...", {"todo": 1}, []),
-          ("check", {"check": 1}, [_error("CheckFailed", STOP, ["Traceback ...", "CheckFailed"])])],
-         f"stopped at cell 1 (check 1): CheckFailed: {STOP}"),
+        ([TODO, ("check", {"check": 1}, [])], "ran to the end: no stop at TODO 1's check"),
+        (
+            [("import matplotlib", {}, [_error("ModuleNotFoundError", MISSING)]), TODO],
+            "stopped at cell 0 (check None): ModuleNotFoundError: No module named 'matplotlib'",
+        ),
+        (
+            [
+                ("x = ...", {"todo": 1}, []),
+                (
+                    "check",
+                    {"check": 1},
+                    [_error("CheckFailed", STOP, ["Traceback ...", "CheckFailed"])],
+                ),
+            ],
+            f"stopped at cell 1 (check 1): CheckFailed: {STOP}",
+        ),
     ],
     ids=["the stop", "no stop", "an earlier error", "a traceback, not the plain line"],
-)  # fmt: skip
+)
 def test_a_lab_must_stop_at_its_first_todos_check_with_the_plain_message(cells, expected):
     assert runs.verdict(LAB, _notebook(*cells)) == expected
 
@@ -211,9 +234,12 @@ def test_cis_plans_keep_every_replica_and_run_lesson_4_small_on_1_and_8_devices(
         "bare-jax": ["lab04", "solution04"],
         "colab-gpu": [f"solution{n:02d}" for n in (1, 2, 3, 5, 7, 8, 4)],
         "colab-tpu": [*(f"lab{n:02d}" for n in (1, 2, 3, 4, 5, 7, 8, 9)), "solution04-jax1-small"],
-        "kaggle-tpu": ["lab01", *(f"solution{n:02d}" for n in (1, 2, 3, 5, 7, 8)),
-                       "solution04-jax8-small"],
-    }  # fmt: skip
+        "kaggle-tpu": [
+            "lab01",
+            *(f"solution{n:02d}" for n in (1, 2, 3, 5, 7, 8)),
+            "solution04-jax8-small",
+        ],
+    }
     for replica, devices in (("colab-tpu", "1"), ("kaggle-tpu", "8")):
         for run, lesson in zip(runs.PLANS[replica]()[-1:], runs.JAX_LESSONS, strict=True):
             assert run.parameters == {**SMALL_PARAMETERS[lesson], "BACKEND": "jax"}
@@ -239,13 +265,21 @@ def _with_setup_output(printed):
     "printed, after, passed, detail",
     [
         ("Installing ...\n", {"h5py": "3.16.0", "tensorflow-cpu": "2.20.0"}, True, ""),
-        ("Installing ...\npip changed installed packages: h5py 3.16.0 -> 3.14.0.\n",
-         {"h5py": "3.14.0", "tensorflow-cpu": "2.21.0"}, True, ""),
-        ("Installing ...\n", {"h5py": "3.14.0", "tensorflow-cpu": "2.21.0"}, False,
-         "the set-up said it moved nothing"),
+        (
+            "Installing ...\npip changed installed packages: h5py 3.16.0 -> 3.14.0.\n",
+            {"h5py": "3.14.0", "tensorflow-cpu": "2.21.0"},
+            True,
+            "",
+        ),
+        (
+            "Installing ...\n",
+            {"h5py": "3.14.0", "tensorflow-cpu": "2.21.0"},
+            False,
+            "the set-up said it moved nothing",
+        ),
     ],
     ids=["nothing moved", "a move, said", "a move, unsaid"],
-)  # fmt: skip
+)
 def test_the_set_up_row_fails_on_a_move_it_did_not_name(tmp_path, printed, after, passed, detail):
     output = tmp_path / "lab01.out.ipynb"
     nbformat.write(_with_setup_output(printed), output)
@@ -263,8 +297,10 @@ def test_the_versions_of_a_python_are_read_from_its_metadata():
 
 
 def test_the_table_shows_each_row_and_why_one_failed():
-    rows = [execute.Result("colab-tpu", "lab 01 to its first TODO", True, 0.42),
-            execute.Result("colab-tpu", "solution 04", False, 1.0, "NameError: x")]  # fmt: skip
+    rows = [
+        execute.Result("colab-tpu", "lab 01 to its first TODO", True, 0.42),
+        execute.Result("colab-tpu", "solution 04", False, 1.0, "NameError: x"),
+    ]
     assert command.table(rows).splitlines() == [
         "replica     what ran                 result  minutes",
         "colab-tpu   lab 01 to its first TODO passed      0.4",

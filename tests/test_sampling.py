@@ -12,8 +12,12 @@ def test_paths_from_every_class_takes_the_classes_in_turn():
     paths = paths[:-1]  # tulips has 2.
     ordered = sampling.paths_from_every_class(paths)
     assert sorted(ordered) == sorted(paths)
-    assert ordered[:4] == ["/d/daisy/daisy_0.jpg", "/d/roses/roses_0.jpg", "/d/tulips/tulips_0.jpg",
-                           "/d/daisy/daisy_1.jpg"]  # fmt: skip
+    assert ordered[:4] == [
+        "/d/daisy/daisy_0.jpg",
+        "/d/roses/roses_0.jpg",
+        "/d/tulips/tulips_0.jpg",
+        "/d/daisy/daisy_1.jpg",
+    ]
     assert sampling.count_classes(ordered[:5]) == {"daisy": 2, "roses": 2, "tulips": 1}
 
 

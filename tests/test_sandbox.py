@@ -43,15 +43,18 @@ def test_the_memory_limit_stops_a_9_gb_allocation():
 
 
 def test_the_private_tmp_comes_before_the_binds_under_it(tmp_path):
-    command = sandbox.bwrap_command("bwrap", ["true"], work=tmp_path, env={"A": "1"},
-                                    read_only=[REPO_ROOT, tmp_path.parent])  # fmt: skip
+    command = sandbox.bwrap_command(
+        "bwrap", ["true"], work=tmp_path, env={"A": "1"}, read_only=[REPO_ROOT, tmp_path.parent]
+    )
     tmpfs = command.index("--tmpfs", command.index("--proc"))
     assert command.index("--ro-bind", tmpfs) > tmpfs  # Binds under /tmp come after it.
     assert command[tmpfs + 1] == "/tmp"
     assert command.index("--bind") > tmpfs
     assert command[command.index("--bind") : command.index("--bind") + 3] == [
-        "--bind", str(tmp_path), str(tmp_path)
-    ]  # fmt: skip
+        "--bind",
+        str(tmp_path),
+        str(tmp_path),
+    ]
     assert ["--setenv", "A", "1"] == command[command.index("--setenv") :][:3]
     assert command[-2:] == ["--", "true"]
     for flag in ("--unshare-all", "--die-with-parent", "--new-session", "--clearenv"):
@@ -105,8 +108,9 @@ def test_only_the_bound_folders_are_there(tmp_path):
         f"test -e {REPO_ROOT}/notebooks && echo sources-there; "
         f"test -e {Path.home()} && ls {Path.home()} | grep -c . ; echo done"
     )
-    full = sandbox.bwrap_command(BWRAP, ["sh", "-c", script], work=work, env={},
-                                 read_only=[REPO_ROOT / "utils"])  # fmt: skip
+    full = sandbox.bwrap_command(
+        BWRAP, ["sh", "-c", script], work=work, env={}, read_only=[REPO_ROOT / "utils"]
+    )
     result = subprocess.run(full, capture_output=True, text=True, timeout=60)
     assert result.stdout.split()[0] == "utils"
     assert "solutions-there" not in result.stdout and "sources-there" not in result.stdout

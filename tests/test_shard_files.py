@@ -14,8 +14,13 @@ def test_shard_names_carry_index_and_count():
 
 
 def test_find_shards_knows_course_and_beam_names_only(tmp_path):
-    for name in ["flowers00-3.tfrec", "flowers-00000-of-00002.tfrecord", "flowers01.tfrec.tmp",
-                 "notes.txt", shard_metadata.METADATA_FILE]:  # fmt: skip
+    for name in [
+        "flowers00-3.tfrec",
+        "flowers-00000-of-00002.tfrecord",
+        "flowers01.tfrec.tmp",
+        "notes.txt",
+        shard_metadata.METADATA_FILE,
+    ]:
         (tmp_path / name).write_bytes(b"")
     found = [Path(p).name for p in shard_files.find_shards(str(tmp_path))]
     assert found == ["flowers-00000-of-00002.tfrecord", "flowers00-3.tfrec"]

@@ -69,8 +69,10 @@ def test_a_file_another_course_run_writes_is_not_counted(tmp_path):
     # `sh` starts it in the background and exits: it is nobody's child here, as another run.
     subprocess.run(
         ["sh", "-c", f'"{sys.executable}" -c "$0" &', ANOTHER_RUN],
-        env=env, check=True, timeout=30,
-    )  # fmt: skip
+        env=env,
+        check=True,
+        timeout=30,
+    )
     deadline = time.monotonic() + 20
     while not any(temp.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -160,10 +162,23 @@ def test_a_session_writes_home_and_temp_files_under_its_root_only(tmp_path):
     env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home)}
     env.pop(conftest.data.CACHE_ENV_VAR, None)  # The child's cache goes under its root too.
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
-         str(tmp_path / "test_child.py")],
-        cwd=conftest.REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.conftest",
+            str(tmp_path / "test_child.py"),
+        ],
+        cwd=conftest.REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout[-2000:]
     assert "1 passed" in result.stdout
     assert sorted(p.name for p in temp.iterdir()) == []
@@ -205,8 +220,11 @@ def test_home_state_sees_the_course_tools_places_only(tmp_path):
     (tmp_path / ".viminfo").write_text("the learner's editor\n")
     changed = session_state.differences(before, session_state.home_state(tmp_path))
     assert changed == [
-        ".config/chromium", ".config/chromium/Crash Reports", ".keras", ".keras/keras.json",
-    ]  # fmt: skip
+        ".config/chromium",
+        ".config/chromium/Crash Reports",
+        ".keras",
+        ".keras/keras.json",
+    ]
 
 
 # The files a child session needs to run this module's checks on a checkout of its own.

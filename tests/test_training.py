@@ -50,8 +50,9 @@ def test_plan_training_counts_steps_at_most_at_the_critical_batch(global_batch_s
 
 
 def test_plan_training_describe_names_steps_images_and_warmup():
-    plan = training.plan_training(training_images=12_000, global_batch_size=128, epochs=6,
-                                  steps_per_execution=16)  # fmt: skip
+    plan = training.plan_training(
+        training_images=12_000, global_batch_size=128, epochs=6, steps_per_execution=16
+    )
     assert plan.describe() == (
         "Training: 96 steps of 128 images (12,288 images seen), 6 epochs of 16 steps, "
         "warm-up 10 steps, steps_per_execution 16"
@@ -94,8 +95,13 @@ def test_learning_rate_log_puts_the_rate_in_the_history():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.SGD(training.warmup_cosine(0.1, plan)), loss="mse")
     data = np.ones((8, 2), np.float32), np.ones((8, 1), np.float32)
-    history = model.fit(*data, epochs=plan.epochs, steps_per_epoch=plan.steps_per_epoch,
-                        callbacks=[training.LearningRateLog()], verbose=0)  # fmt: skip
+    history = model.fit(
+        *data,
+        epochs=plan.epochs,
+        steps_per_epoch=plan.steps_per_epoch,
+        callbacks=[training.LearningRateLog()],
+        verbose=0,
+    )
     rates = history.history["learning_rate"]
     assert len(rates) == 2 and all(isinstance(rate, float) for rate in rates)
     assert rates[1] == pytest.approx(0.0, abs=1e-9)  # The last step's rate: the cosine's end.

@@ -194,11 +194,16 @@ def main(argv: list[str] | None = None) -> int:
             ("pipelines", pipelines_load),
             ("cores", cores_load),
             ("growth", growth_load),
-        ]  # fmt: skip
+        ]
     }
-    report = {"settings": settings, "machine": machine_line, "load": load,
-              "pipelines": results_to_json(results),
-              "scaling": scale, "seconds": time.perf_counter() - start}  # fmt: skip
+    report = {
+        "settings": settings,
+        "machine": machine_line,
+        "load": load,
+        "pipelines": results_to_json(results),
+        "scaling": scale,
+        "seconds": time.perf_counter() - start,
+    }
     if grain_skipped:
         report["skipped"] = {GRAIN: grain_skipped}
     else:
@@ -206,8 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     (args.output_dir / "benchmark.json").write_text(json.dumps(report, indent=2))
     plot(results, scale, args.output_dir / "benchmark.png")
     print("\n".join(lines))
-    print(f"\nWrote {args.output_dir / 'benchmark.json'} and {args.output_dir / 'benchmark.png'} "
-          f"in {report['seconds']:.0f} s.")  # fmt: skip
+    print(
+        f"\nWrote {args.output_dir / 'benchmark.json'} and {args.output_dir / 'benchmark.png'} "
+        f"in {report['seconds']:.0f} s."
+    )
     return 0
 
 

@@ -149,8 +149,9 @@ def _embedded_course_problem(notebook: nbformat.NotebookNode, course: dict) -> s
         return f"is damaged: {error}"
     if embedded == course:
         return None
-    differ = sorted(name for name in embedded.keys() | course.keys()
-                    if embedded.get(name) != course.get(name))  # fmt: skip
+    differ = sorted(
+        name for name in embedded.keys() | course.keys() if embedded.get(name) != course.get(name)
+    )
     return (
         f"embeds a course package that differs from the checkout's in {len(differ)} "
         f"file(s): {', '.join(differ[:3])}{' ...' if len(differ) > 3 else ''}."

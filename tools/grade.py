@@ -92,16 +92,38 @@ STEPS = (
     ("score", scoring.step),
 )
 __all__ = [
-    "COURSE_MODULES", "FLAGS", "FLAG_NAMES", "GRADER_FILES", "KEY", "REPO_ROOT", "STEPS",
-    "Grade", "Limits", "Options", "choose_lab", "feedback", "find_flags", "grade_submission",
-    "identify_lab", "judged_cells", "junit_xml", "lab_parameters", "learner_cells", "learner_id",
-    "load_labs", "main", "restore_protected_cells", "review_diff", "score",
+    "COURSE_MODULES",
+    "FLAGS",
+    "FLAG_NAMES",
+    "GRADER_FILES",
+    "KEY",
+    "REPO_ROOT",
+    "STEPS",
+    "Grade",
+    "Limits",
+    "Options",
+    "choose_lab",
+    "feedback",
+    "find_flags",
+    "grade_submission",
+    "identify_lab",
+    "judged_cells",
+    "junit_xml",
+    "lab_parameters",
+    "learner_cells",
+    "learner_id",
+    "load_labs",
+    "main",
+    "restore_protected_cells",
+    "review_diff",
+    "score",
     "write_reports",
-]  # fmt: skip
+]
 
 
-def grade_submission(path: Path, labs: dict, limits: dict, options: Options,
-                     id_pattern: str | None = None) -> Grade:  # fmt: skip
+def grade_submission(
+    path: Path, labs: dict, limits: dict, options: Options, id_pattern: str | None = None
+) -> Grade:
     """Grades one submission (a copy the grader owns) by `STEPS`; never raises.
 
     A step that raises (a bug of the grader's, or a submission it did not foresee) ends
@@ -110,9 +132,13 @@ def grade_submission(path: Path, labs: dict, limits: dict, options: Options,
     """
     started = time.perf_counter()
     submission = Submission(
-        path=path, labs=labs, limits=limits, options=options, id_pattern=id_pattern,
+        path=path,
+        labs=labs,
+        limits=limits,
+        options=options,
+        id_pattern=id_pattern,
         grade=Grade(submission=path.name, learner=learner_id(path, None, id_pattern)),
-    )  # fmt: skip
+    )
     for name, step in STEPS:
         try:
             if not step(submission):
@@ -194,8 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if bwrap is None:
         fix = f" To isolate: {sandbox.bwrap_fix()}." if args.sandbox == "auto" else ""
-        print(f"WARNING: {isolation}: submissions can read and write your files, the course "
-              f"and each other's; grade only work you trust.{fix}", file=sys.stderr)  # fmt: skip
+        print(
+            f"WARNING: {isolation}: submissions can read and write your files, the course "
+            f"and each other's; grade only work you trust.{fix}",
+            file=sys.stderr,
+        )
     print(f"Sandbox: {isolation}", flush=True)
     output_dir.mkdir(parents=True, exist_ok=True)
     remove_old_reports(output_dir)  # Only what an earlier grading wrote; nothing else.
@@ -215,16 +244,21 @@ def main(argv: list[str] | None = None) -> int:
         lessons = set()
         for path in paths:
             try:
-                lesson = identify_lab(nbformat.read(copies / path.name, as_version=4),
-                                      labs["current"])  # fmt: skip
+                lesson = identify_lab(
+                    nbformat.read(copies / path.name, as_version=4), labs["current"]
+                )
             except Exception:
                 continue
             if lesson:
                 lessons.add(lesson)
         options = Options(
-            cell_timeout=args.cell_timeout, timeout=args.timeout, memory_gb=args.memory_gb,
-            bwrap=bwrap, cache=warm_cache(lessons), work_root=Path(workspace) / "work",
-        )  # fmt: skip
+            cell_timeout=args.cell_timeout,
+            timeout=args.timeout,
+            memory_gb=args.memory_gb,
+            bwrap=bwrap,
+            cache=warm_cache(lessons),
+            work_root=Path(workspace) / "work",
+        )
         limits = {}
         for lesson in sorted(lessons):
             limits[lesson] = measure_limits(
@@ -235,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             jobs = [
                 pool.submit(
                     grade_submission, copies / path.name, labs, limits, options, args.id_pattern
-                )  # fmt: skip
+                )
                 for path in paths
             ]
             grades = []
@@ -254,10 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     print((output_dir / "scores.md").read_text())
     if args.review:
         print((output_dir / "review.md").read_text())
-    print(f"Wrote {output_dir / 'grades.csv'}, scores.md, review.md and "
-          f"{len(grades)} files in {output_dir / 'feedback'}")  # fmt: skip
-    print(f"{count} submissions in {elapsed:.0f} s with -j {args.jobs}: "
-          f"{elapsed / count:.1f} s per submission")  # fmt: skip
+    print(
+        f"Wrote {output_dir / 'grades.csv'}, scores.md, review.md and "
+        f"{len(grades)} files in {output_dir / 'feedback'}"
+    )
+    print(
+        f"{count} submissions in {elapsed:.0f} s with -j {args.jobs}: "
+        f"{elapsed / count:.1f} s per submission"
+    )
     return 0
 
 

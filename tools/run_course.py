@@ -247,8 +247,11 @@ def run_lessons(solutions: list[Path], output_dir: Path, parameters: dict) -> li
     for solution in solutions:
         missing = missing_modules(solution.stem)
         if missing:
-            print(f"Skipping {solution.stem}: it needs {', '.join(missing)} "
-                  f"({install_command(solution.stem)}).\n", flush=True)  # fmt: skip
+            print(
+                f"Skipping {solution.stem}: it needs {', '.join(missing)} "
+                f"({install_command(solution.stem)}).\n",
+                flush=True,
+            )
             rows.append(Row(solution.stem, f"skipped: no {', '.join(missing)}", None))
             continue
         part, why = PARTS_THAT_SKIP.get(solution.stem, ("", lambda: None))

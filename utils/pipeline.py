@@ -210,9 +210,15 @@ def checked_records(
             intact = tf.logical_or(
                 tf.logical_not(is_end), tf.logical_or(expected < 0, num_read == expected)
             )
-            message = ["Damaged shard", path, "records read:", num_read, "expected:", expected,
-                       "(truncated or corrupted). Write the shards again: lab 2 or "
-                       "conversion.convert()."]  # fmt: skip
+            message = [
+                "Damaged shard",
+                path,
+                "records read:",
+                num_read,
+                "expected:",
+                expected,
+                "(truncated or corrupted). Write the shards again: lab 2 or conversion.convert().",
+            ]
             with tf.control_dependencies([tf.debugging.Assert(intact, message, summarize=8)]):
                 return num_read + 1, (tf.identity(record), is_end)
 

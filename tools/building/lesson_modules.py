@@ -16,8 +16,12 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # What every lab imports before its own code: the package, the set-up's runtime, the checks.
-ALWAYS = ("utils/__init__.py", "utils/lab/runtime.py", "utils/checks/__init__.py",
-          "utils/checks/_base.py")  # fmt: skip
+ALWAYS = (
+    "utils/__init__.py",
+    "utils/lab/runtime.py",
+    "utils/checks/__init__.py",
+    "utils/checks/_base.py",
+)
 
 
 def check_module(stem: str) -> str:

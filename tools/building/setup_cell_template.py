@@ -84,12 +84,12 @@ def course_from_source(source):
         return folder, where, course_version_in(folder)
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-color",
                "--progress-bar", "off", "--disable-pip-version-check", "--timeout", "20",
-               "--retries", "1", source]  # fmt: skip
+               "--retries", "1", source]
     print(f"Installing the course from {source} with pip ...", flush=True)
     environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PIP_NO_INPUT": "1"}
     try:
         pip = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
-                             text=True, env=environment, timeout=600)  # fmt: skip
+                             text=True, env=environment, timeout=600)
         errors = [line for line in pip.stderr.splitlines() if line.startswith("ERROR:")]
         why = (errors or pip.stderr.strip().splitlines() or ["no message"])[-1]
     except subprocess.TimeoutExpired:
@@ -109,7 +109,7 @@ def unpack_embedded_course(cache):
     data = lzma.decompress(base64.b85decode("".join(COURSE_PAYLOAD.split())))
     if hashlib.sha256(data).hexdigest() != COURSE_SHA256:
         raise SetupFailed("The course embedded in this notebook is damaged (checksum). "
-                          "Download the lab again, then run this cell again.")  # fmt: skip
+                          "Download the lab again, then run this cell again.")
     folder = cache / "course" / f"{COURSE_VERSION}-{COURSE_SHA256[:12]}"
     if is_course(folder):
         return folder
@@ -123,7 +123,7 @@ def unpack_embedded_course(cache):
         if cache == fallback:
             raise SetupFailed(f"Cannot unpack the course into {cache} ({error}). Set "
                               "TPU_SPEED_PIPELINES_CACHE to a folder you can write, then run "
-                              "this cell again.") from None  # fmt: skip
+                              "this cell again.") from None
         return unpack_embedded_course(fallback)
     try:
         partial.rename(folder)  # Whole or not at all.

@@ -66,8 +66,10 @@ def measure_on_cores(num_cores: int, settings: dict, *, reverse: bool = False) -
         lambda: course_dataset(shard_set.paths, len(shard_set.class_names), local),
     ]
     cpu = {row.label: [] for row in rows}
-    rates = {row.label: rate(make, settings["timed"], cpu[row.label])
-             for row, make in zip(rows, makers, strict=True)}  # fmt: skip
+    rates = {
+        row.label: rate(make, settings["timed"], cpu[row.label])
+        for row, make in zip(rows, makers, strict=True)
+    }
     if reverse:
         rates = dict(reversed(rates.items()))
     measured = quietly(comparison.measure_in_turns, rates, repeats=1)
@@ -94,8 +96,10 @@ def by_cores(settings: dict, *, quick: bool) -> dict:
         counts = counts[:1]
     runs: dict[Row, list] = {}
     cpu: dict[Row, list] = {}
-    print(f"  {len(counts)} core counts ({counts}), a process each, {settings['repeats']} rounds",
-          flush=True)  # fmt: skip
+    print(
+        f"  {len(counts)} core counts ({counts}), a process each, {settings['repeats']} rounds",
+        flush=True,
+    )
     for round_index in range(settings["repeats"]):
         for count in counts if round_index % 2 == 0 else counts[::-1]:
             command = [sys.executable, "-m", "tools.benchmark", "--on-cores", str(count)]
@@ -115,8 +119,13 @@ def by_cores(settings: dict, *, quick: bool) -> dict:
         runs.items(), key=lambda item: (item[0].cores, item[0].pipeline != CEILING.pipeline)
     ):
         result = comparison.RepeatedResult(row.label, tuple(values))
-        results[row] = {"median": result.median, "min": result.minimum, "max": result.maximum,
-                        "runs": values, "cpu_us_per_image": cpu[row]}  # fmt: skip
+        results[row] = {
+            "median": result.median,
+            "min": result.minimum,
+            "max": result.maximum,
+            "runs": values,
+            "cpu_us_per_image": cpu[row],
+        }
     return results
 
 
@@ -144,6 +153,6 @@ def cores_lines(results: dict) -> list[str]:
                     ("ceiling", CEILING._replace(cores=first)),
                     (COURSE, Row(COURSE, LATENCIES_MS[0], first)),
                 )
-            )  # fmt: skip
+            )
         )
     return lines

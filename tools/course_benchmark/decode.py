@@ -48,18 +48,40 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m tools.benchmark decode", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--shards-dir", help="a folder of TFRecord shards (default: the "
-                        "embedded dataset's 192 px shards, written if missing)")  # fmt: skip
-    parser.add_argument("--jpeg-source", help='read JPEG files instead of shards: '
-                        '"embedded" (the originals) or a folder of class folders')  # fmt: skip
-    parser.add_argument("--num-images", type=_positive_int, default=2000,
-                        help="records read into memory (default 2000)")  # fmt: skip
-    parser.add_argument("--timed-images", type=_positive_int, default=4000,
-                        help="images timed per run (default 4000)")  # fmt: skip
-    parser.add_argument("--repeats", type=_positive_int, default=5,
-                        help="alternating runs of each variant (default 5)")  # fmt: skip
-    parser.add_argument("--image-size", type=_positive_int, default=96,
-                        help="output side in pixels (default 96, lesson 5's)")  # fmt: skip
+    parser.add_argument(
+        "--shards-dir",
+        help="a folder of TFRecord shards (default: the "
+        "embedded dataset's 192 px shards, written if missing)",
+    )
+    parser.add_argument(
+        "--jpeg-source",
+        help="read JPEG files instead of shards: "
+        '"embedded" (the originals) or a folder of class folders',
+    )
+    parser.add_argument(
+        "--num-images",
+        type=_positive_int,
+        default=2000,
+        help="records read into memory (default 2000)",
+    )
+    parser.add_argument(
+        "--timed-images",
+        type=_positive_int,
+        default=4000,
+        help="images timed per run (default 4000)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=5,
+        help="alternating runs of each variant (default 5)",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=_positive_int,
+        default=96,
+        help="output side in pixels (default 96, lesson 5's)",
+    )
     parser.add_argument("--batch-size", type=_positive_int, default=64)
     return parser.parse_args(argv)
 
@@ -106,16 +128,18 @@ def main(argv=None) -> int:
     else:
         encoded_images = read_encoded_images(arguments.shards_dir, arguments.num_images)
     sides = sorted(max(Image.open(io.BytesIO(jpeg)).size) for jpeg in encoded_images)
-    print(f"{len(encoded_images)} JPEGs in memory (longer side {sides[0]}-{sides[-1]} px, "
-          f"median {sides[len(sides) // 2]}); random crops at {arguments.image_size} px, "
-          f"batches of {arguments.batch_size}; {machine.describe_machine()}")  # fmt: skip
+    print(
+        f"{len(encoded_images)} JPEGs in memory (longer side {sides[0]}-{sides[-1]} px, "
+        f"median {sides[len(sides) // 2]}); random crops at {arguments.image_size} px, "
+        f"batches of {arguments.batch_size}; {machine.describe_machine()}"
+    )
     datasets = {
         label: random_crops.random_crop_batches(
             encoded_images,
             decode,
             image_size=arguments.image_size,
             batch_size=arguments.batch_size,
-        )  # fmt: skip
+        )
         for label, decode in decode_less.VARIANTS.items()
     }
     with machine_load.LoadWatch() as load:

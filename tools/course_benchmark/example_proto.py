@@ -29,29 +29,50 @@ def _example_class():
         name="course_example/example.proto", package="course_example", syntax="proto3"
     )
     repeated, optional = _FIELD.LABEL_REPEATED, _FIELD.LABEL_OPTIONAL
-    for name, kind in (("BytesList", _FIELD.TYPE_BYTES), ("FloatList", _FIELD.TYPE_FLOAT),
-                       ("Int64List", _FIELD.TYPE_INT64)):  # fmt: skip
+    for name, kind in (
+        ("BytesList", _FIELD.TYPE_BYTES),
+        ("FloatList", _FIELD.TYPE_FLOAT),
+        ("Int64List", _FIELD.TYPE_INT64),
+    ):
         _message(file, name, [("value", 1, kind, repeated, None)])
-    feature = _message(file, "Feature", [
-        (name, number, _FIELD.TYPE_MESSAGE, optional, f".course_example.{kind}")
-        for number, (name, kind) in enumerate(
-            [("bytes_list", "BytesList"), ("float_list", "FloatList"),
-             ("int64_list", "Int64List")], start=1)
-    ])  # fmt: skip
+    feature = _message(
+        file,
+        "Feature",
+        [
+            (name, number, _FIELD.TYPE_MESSAGE, optional, f".course_example.{kind}")
+            for number, (name, kind) in enumerate(
+                [
+                    ("bytes_list", "BytesList"),
+                    ("float_list", "FloatList"),
+                    ("int64_list", "Int64List"),
+                ],
+                start=1,
+            )
+        ],
+    )
     feature.oneof_decl.add(name="kind")
     for field in feature.field:
         field.oneof_index = 0
-    features = _message(file, "Features", [
-        ("feature", 1, _FIELD.TYPE_MESSAGE, repeated, ".course_example.Features.FeatureEntry")
-    ])  # fmt: skip
+    features = _message(
+        file,
+        "Features",
+        [("feature", 1, _FIELD.TYPE_MESSAGE, repeated, ".course_example.Features.FeatureEntry")],
+    )
     entry = features.nested_type.add(name="FeatureEntry")
     entry.options.map_entry = True
     entry.field.add(name="key", number=1, type=_FIELD.TYPE_STRING, label=optional)
-    entry.field.add(name="value", number=2, type=_FIELD.TYPE_MESSAGE, label=optional,
-                    type_name=".course_example.Feature")  # fmt: skip
-    _message(file, "Example", [
-        ("features", 1, _FIELD.TYPE_MESSAGE, optional, ".course_example.Features")
-    ])  # fmt: skip
+    entry.field.add(
+        name="value",
+        number=2,
+        type=_FIELD.TYPE_MESSAGE,
+        label=optional,
+        type_name=".course_example.Feature",
+    )
+    _message(
+        file,
+        "Example",
+        [("features", 1, _FIELD.TYPE_MESSAGE, optional, ".course_example.Features")],
+    )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("course_example.Example"))

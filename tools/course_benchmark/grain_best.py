@@ -52,16 +52,23 @@ def choose(array_records: list[str], num_classes: int, settings: dict) -> dict:
     }
 
     def grain(num_workers: int, decoder: str):
-        return grain_loader.grain_images(array_records, num_classes=num_classes,
-                                         batch_size=BATCH_SIZE, storage=local,
-                                         num_workers=num_workers, decoder=decoder)  # fmt: skip
+        return grain_loader.grain_images(
+            array_records,
+            num_classes=num_classes,
+            batch_size=BATCH_SIZE,
+            storage=local,
+            num_workers=num_workers,
+            decoder=decoder,
+        )
 
     rates = {
         label: rate(lambda s=setting: grain(**s), settings["timed"])
         for label, setting in settings_by_label.items()
     }
-    print(f"  {GRAIN_BEST}: {len(rates)} settings in turns, {settings['repeats']} rounds ...",
-          flush=True)  # fmt: skip
+    print(
+        f"  {GRAIN_BEST}: {len(rates)} settings in turns, {settings['repeats']} rounds ...",
+        flush=True,
+    )
     measured = quietly(comparison.measure_in_turns, rates, repeats=settings["repeats"])
     best = max(measured, key=lambda label: measured[label].median)
     return {

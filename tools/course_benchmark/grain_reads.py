@@ -27,8 +27,12 @@ if TYPE_CHECKING:
 
 FRAMING_BYTES = 16  # A TFRecord record's framing, charged as `tfrecord_dataset` does.
 # What a worker process needs to rebuild the storage (`SimulatedStorage`'s arguments).
-_STORAGE_SETTINGS = ("latency_ms", "latency_p99_ms", "megabytes_per_second",
-                     "total_megabytes_per_second")  # fmt: skip
+_STORAGE_SETTINGS = (
+    "latency_ms",
+    "latency_p99_ms",
+    "megabytes_per_second",
+    "total_megabytes_per_second",
+)
 
 
 def num_records(path: str) -> int:

@@ -80,8 +80,12 @@ def _time_iterable(dataset, num_images: int) -> tuple[float, float]:
 
 
 def figures_of(result) -> dict:
-    return {"median": result.median, "min": result.minimum, "max": result.maximum,
-            "runs": list(result.values)}  # fmt: skip
+    return {
+        "median": result.median,
+        "min": result.minimum,
+        "max": result.maximum,
+        "runs": list(result.values),
+    }
 
 
 def in_turns_by_row(candidates: dict, repeats: int) -> dict:

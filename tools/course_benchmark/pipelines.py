@@ -136,10 +136,11 @@ def pipelines(
         )
     if array_records and grain_setting:
         named[GRAIN_BEST] = (
-            lambda: grain_arrayrecord(num_workers=grain_setting["num_workers"],
-                                      decoder=grain_setting["decoder"]),
+            lambda: grain_arrayrecord(
+                num_workers=grain_setting["num_workers"], decoder=grain_setting["decoder"]
+            ),
             settings["timed"],
-        )  # fmt: skip
+        )
     return named
 
 
@@ -190,8 +191,15 @@ def compare_pipelines(settings: dict) -> tuple[dict, dict | None]:
     others = {}
     for latency in LATENCIES_MS:
         simulated = storage.SimulatedStorage(latency_ms=latency)
-        named = pipelines(source, shard_paths, shard_set.class_names, simulated, settings,
-                          array_records, choice and choice["chosen"])  # fmt: skip
+        named = pipelines(
+            source,
+            shard_paths,
+            shard_set.class_names,
+            simulated,
+            settings,
+            array_records,
+            choice and choice["chosen"],
+        )
         for name, (make_dataset, num_images) in named.items():
             row = Row(name, latency)
             if name in HEADLINE:
@@ -199,8 +207,11 @@ def compare_pipelines(settings: dict) -> tuple[dict, dict | None]:
                 headline[row] = rate(make_dataset, num_images, cpu[row])
             else:
                 others[row] = rate(make_dataset, num_images)
-    print(f"  headline: {len(headline)} pipelines in turns, {settings['headline_repeats']} "
-          "rounds ...", flush=True)  # fmt: skip
+    print(
+        f"  headline: {len(headline)} pipelines in turns, {settings['headline_repeats']} "
+        "rounds ...",
+        flush=True,
+    )
     measured = in_turns_by_row(headline, repeats=settings["headline_repeats"])
     print(f"  the others: {len(others)} in turns, {settings['repeats']} rounds ...", flush=True)
     measured.update(in_turns_by_row(others, repeats=settings["repeats"]))

@@ -195,10 +195,14 @@ def plot(results: dict, scale: dict, path: Path) -> None:
     figure, (bars, growth) = plt.subplots(1, 2, figsize=(14, 5), width_ratios=[2, 1])
     rows = list(results)
     medians = [results[row]["median"] for row in rows]
-    errors = [[m - results[row]["min"] for row, m in zip(rows, medians, strict=True)],
-              [results[row]["max"] - m for row, m in zip(rows, medians, strict=True)]]  # fmt: skip
-    colors = ["black" if row.latency_ms is None else "tab:orange" if row.latency_ms else "tab:blue"
-              for row in rows]  # fmt: skip
+    errors = [
+        [m - results[row]["min"] for row, m in zip(rows, medians, strict=True)],
+        [results[row]["max"] - m for row, m in zip(rows, medians, strict=True)],
+    ]
+    colors = [
+        "black" if row.latency_ms is None else "tab:orange" if row.latency_ms else "tab:blue"
+        for row in rows
+    ]
     drawn = bars.barh([row.label for row in rows], medians, xerr=errors, color=colors)
     for bar, row in zip(drawn, rows, strict=True):
         if row.pipeline in (GRAIN, GRAIN_PER_RECORD, GRAIN_BEST):

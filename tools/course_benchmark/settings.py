@@ -27,16 +27,33 @@ NUM_CLASSES = 5  # The embedded flowers' classes.
 
 
 # `grain_decoders`: the JPEG decoders Grain at its best is chosen among (`grain_best`).
-FULL = dict(num_images=3670, headline_repeats=7, repeats=3, sizes=[1000, 4000, 16000],
-            shard_counts=[4, 16, 64], timed=8000, timed_files=400, timed_sequential=40,
-            grain_decoders=["pillow", "tensorflow"])  # fmt: skip
+FULL = dict(
+    num_images=3670,
+    headline_repeats=7,
+    repeats=3,
+    sizes=[1000, 4000, 16000],
+    shard_counts=[4, 16, 64],
+    timed=8000,
+    timed_files=400,
+    timed_sequential=40,
+    grain_decoders=["pillow", "tensorflow"],
+)
 
 
 # Quick: every row, on few images. Drawing and converting 300, 200 and 400 embedded images took
 # about half its time: now 160 and 100, the sizes the tests' small lessons draw (in the same
 # cache in a test session), the pipelines' 160 also the largest growth size.
-QUICK = dict(num_images=160, headline_repeats=2, repeats=1, sizes=[100, 160], shard_counts=[2, 4],
-             timed=600, timed_files=60, timed_sequential=6, grain_decoders=["pillow"])  # fmt: skip
+QUICK = dict(
+    num_images=160,
+    headline_repeats=2,
+    repeats=1,
+    sizes=[100, 160],
+    shard_counts=[2, 4],
+    timed=600,
+    timed_files=60,
+    timed_sequential=6,
+    grain_decoders=["pillow"],
+)
 
 
 # Measured in turns with the ceiling, `headline_repeats` rounds: the ratios that are quoted.

@@ -79,13 +79,23 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m tools.benchmark training", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=["cpu", "jax8"],
-                        help="where to train (default: cpu jax8)")  # fmt: skip
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        choices=sorted(SETTINGS),
+        default=["cpu", "jax8"],
+        help="where to train (default: cpu jax8)",
+    )
     parser.add_argument("--runs", type=int, default=5, help="seeds per setting (default 5)")
     parser.add_argument("--first-seed", type=int, default=1, help="the first seed (default 1)")
-    parser.add_argument("--parameters", nargs="*", type=_parameter, default=[],
-                        help="NAME=VALUE overrides of the lesson's defaults, for a quick "
-                        "try; the benchmark's verdict is for the defaults")  # fmt: skip
+    parser.add_argument(
+        "--parameters",
+        nargs="*",
+        type=_parameter,
+        default=[],
+        help="NAME=VALUE overrides of the lesson's defaults, for a quick "
+        "try; the benchmark's verdict is for the defaults",
+    )
     arguments = parser.parse_args(argv)
     if arguments.runs < 1:
         parser.error(f"--runs must be a positive integer; got {arguments.runs}")
@@ -132,9 +142,15 @@ def run_lab4(setting: str, seed: int, parameters: dict, scratch: Path) -> RunRes
         raise RuntimeError(f"{path}: no accuracy line in its output; it ends:\n{printed[-2000:]}")
     final, best_epoch, epochs, best, chance = match.groups()
     return RunResult(
-        setting, seed, float(final), float(best), int(best_epoch), int(epochs), float(chance),
+        setting,
+        seed,
+        float(final),
+        float(best),
+        int(best_epoch),
+        int(epochs),
+        float(chance),
         seconds,
-    )  # fmt: skip
+    )
 
 
 def format_table(results: list[RunResult]) -> str:

@@ -34,8 +34,11 @@ class Heartbeat:
     def _beat(self) -> None:
         while not self._stop.wait(self.every_seconds):
             elapsed = int(time.monotonic() - self._start)
-            print(f"  {self.name}: still running, {elapsed // 60} m {elapsed % 60:02d} s"
-                  f"{self._where()}", flush=True)  # fmt: skip
+            print(
+                f"  {self.name}: still running, {elapsed // 60} m {elapsed % 60:02d} s"
+                f"{self._where()}",
+                flush=True,
+            )
 
     def _where(self) -> str:
         """', in "HEADING" (cell N of M)' from papermill's copy, or "" if it cannot be read.

@@ -73,25 +73,38 @@ def parser(description: str) -> argparse.ArgumentParser:
         default=REPO_ROOT / "releases",
         help="folder of released labs, releases/<version>/NN_*.ipynb",
     )
-    parser.add_argument("--review", action="store_true",
-                        help="print the flagged submissions' code against the lab")  # fmt: skip
+    parser.add_argument(
+        "--review", action="store_true", help="print the flagged submissions' code against the lab"
+    )
     class_book = parser.add_argument_group("the class's gradebook (docs/grading.md)")
     class_book.add_argument(
-        "--roster", type=Path,
+        "--roster",
+        type=Path,
         help="CSV of the class (Canvas's gradebook export, or any CSV with an ID column): "
         "every learner gets a row per lab, 'missing' where nothing came; also writes "
         "canvas.csv and moodle.csv",
-    )  # fmt: skip
+    )
     class_book.add_argument(
-        "--due", action="append", default=[], metavar="LAB=WHEN",
+        "--due",
+        action="append",
+        default=[],
+        metavar="LAB=WHEN",
         help="a lab's due date, e.g. 01=2026-12-01T23:59 (repeatable)",
-    )  # fmt: skip
+    )
     class_book.add_argument(
-        "--late-penalty", type=float, default=10.0, metavar="PERCENT",
+        "--late-penalty",
+        type=float,
+        default=10.0,
+        metavar="PERCENT",
         help="points off per day late, a started day counts (default 10)",
-    )  # fmt: skip
-    class_book.add_argument("--late-cap", type=float, default=50.0, metavar="PERCENT",
-                            help="most points off for lateness (default 50)")  # fmt: skip
+    )
+    class_book.add_argument(
+        "--late-cap",
+        type=float,
+        default=50.0,
+        metavar="PERCENT",
+        help="most points off for lateness (default 50)",
+    )
     class_book.add_argument(
         "--overrides", type=Path, help="CSV of manual scores: learner, lab, todo, points, reason"
     )

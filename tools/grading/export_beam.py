@@ -72,8 +72,11 @@ def _grader_beam_build(wire, request, build):
         build(pipeline, source, output_dir, int(request["num_shards"]))
     names = sorted(os.listdir(output_dir)) if os.path.isdir(output_dir) else []
     paths = [os.path.join(output_dir, name) for name in names]
-    return {os.path.basename(path): base64.b64encode(open(path, "rb").read()).decode()
-            for path in paths if os.path.isfile(path)}  # fmt: skip
+    return {
+        os.path.basename(path): base64.b64encode(open(path, "rb").read()).decode()
+        for path in paths
+        if os.path.isfile(path)
+    }
 
 
 _grader_more_ops["dofn_process"] = _grader_dofn_process  # noqa: F821 (export_calls.py)

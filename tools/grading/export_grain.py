@@ -20,8 +20,10 @@ def _grader_element(wire, read):
 
 
 def _grader_items(wire, request, value):
-    return [_grader_element(wire, lambda i=i: value[i])
-            for i in range(int(request["start"]), int(request["stop"]))]  # fmt: skip
+    return [
+        _grader_element(wire, lambda i=i: value[i])
+        for i in range(int(request["start"]), int(request["stop"]))
+    ]
 
 
 def _grader_name_of(value, namespace):
@@ -102,8 +104,11 @@ def _grader_same_as(kept, request, value):
     (lab 9's `resumed_batch = next_batch`): the judge then binds one object to both."""
     import numpy as np
 
-    arrays = lambda v: [x for x in (v if isinstance(v, (tuple, list)) else [v])  # noqa: E731
-                        if isinstance(x, np.ndarray)]  # fmt: skip
+    def arrays(value):
+        """The numpy arrays `value` is or holds (a tuple or list of them)."""
+        items = value if isinstance(value, (tuple, list)) else [value]
+        return [item for item in items if isinstance(item, np.ndarray)]
+
     if value is None or value is ... or isinstance(value, (bool, int, float, str, bytes)):
         return None  # One object by the language, not by the learner: two stubs are `...`.
     for key, other in kept.items():
@@ -112,9 +117,8 @@ def _grader_same_as(kept, request, value):
             continue
         if name == request["name"]:
             return None  # Only names kept before this one.
-        if (
-            other is value or any(np.shares_memory(x, y) for x in arrays(value)
-                                  for y in arrays(other))
-        ):  # fmt: skip
+        if other is value or any(
+            np.shares_memory(x, y) for x in arrays(value) for y in arrays(other)
+        ):
             return name
     return None

@@ -69,8 +69,12 @@ def _grader_describe(wire, value, namespace):
             input_dataset=tf.data.experimental.to_variant(value), external_state_policy=1
         ).numpy()
         roles = _grader_roles(tf.compat.v1.GraphDef.FromString(graph), namespace)
-        return {"kind": "dataset", "graph": base64.b64encode(graph).decode(),
-                "spec": wire.encode(value.element_spec), "roles": roles}  # fmt: skip
+        return {
+            "kind": "dataset",
+            "graph": base64.b64encode(graph).decode(),
+            "spec": wire.encode(value.element_spec),
+            "roles": roles,
+        }
     if (grain := _grader_grain(wire, value, namespace)) is not None:  # noqa: F821 (export_grain)
         return grain
     if callable(value) and not isinstance(value, type):

@@ -49,9 +49,12 @@ def junit_xml(grade: Grade) -> bytes:
     """One JUnit test suite per submission, one test case per TODO (written by the grader)."""
     failed = sum(not grade.passed.get(todo) for todo in grade.points)
     suite = ElementTree.Element(
-        "testsuite", name=f"{grade.learner}.{grade.lab}", tests=str(len(grade.points)),
-        failures=str(failed), time=f"{grade.seconds:.1f}",
-    )  # fmt: skip
+        "testsuite",
+        name=f"{grade.learner}.{grade.lab}",
+        tests=str(len(grade.points)),
+        failures=str(failed),
+        time=f"{grade.seconds:.1f}",
+    )
     for todo in sorted(grade.points):
         case = ElementTree.SubElement(suite, "testcase", classname=grade.lab, name=f"TODO {todo}")
         if not grade.passed.get(todo):
@@ -72,8 +75,12 @@ def feedback(grade: Grade) -> str:
     if grade.status != "graded":
         lines += [f"Not graded: {markdown_text(grade.status)}.", ""]
         return "\n".join(lines)
-    lines += [f"**Total: {grade.total:g} / {grade.maximum} points**", "",
-              "| TODO | points | result |", "| --- | --- | --- |"]  # fmt: skip
+    lines += [
+        f"**Total: {grade.total:g} / {grade.maximum} points**",
+        "",
+        "| TODO | points | result |",
+        "| --- | --- | --- |",
+    ]
     for todo in sorted(grade.points):
         earned = grade.earned[todo]
         message = grade.messages.get(todo, "")
@@ -82,8 +89,11 @@ def feedback(grade: Grade) -> str:
         lines.append(f"| {todo} | {earned:g} / {grade.points[todo]} | {markdown_text(message)} |")
     lines.append("")
     if grade.late_days:
-        lines += [f"Handed in {grade.late_days} day(s) late: {grade.penalty_percent:g}% off, "
-                  f"**final {grade.final:g} / {grade.maximum} points**.", ""]  # fmt: skip
+        lines += [
+            f"Handed in {grade.late_days} day(s) late: {grade.penalty_percent:g}% off, "
+            f"**final {grade.final:g} / {grade.maximum} points**.",
+            "",
+        ]
     if grade.first_error:
         lines += [f"First error: {markdown_text(grade.first_error)}", ""]
     if grade.parameters:
@@ -98,8 +108,7 @@ def feedback(grade: Grade) -> str:
     for note in grade.notes:
         lines.append(f"- {markdown_text(note)}")
     if grade.flags:
-        lines.append("- Your instructor will read your code: it uses "
-                     f"{', '.join(grade.flags)}.")  # fmt: skip
+        lines.append(f"- Your instructor will read your code: it uses {', '.join(grade.flags)}.")
     for todo, text in sorted(grade.printed.items()):
         lines += ["", f"What your TODO {todo} cell printed:", "", *as_code_block(text)]
     return "\n".join(lines).rstrip() + "\n"

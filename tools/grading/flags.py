@@ -124,8 +124,9 @@ def review_diff(lab: nbformat.NotebookNode, restored: nbformat.NotebookNode) -> 
             for line in [f"# --- {cell.get('id')}", *cell.source.splitlines()]
         ]
 
-    return "\n".join(difflib.unified_diff(code(lab), code(restored), "lab", "submission",
-                                          lineterm="", n=1))  # fmt: skip
+    return "\n".join(
+        difflib.unified_diff(code(lab), code(restored), "lab", "submission", lineterm="", n=1)
+    )
 
 
 def step(submission: Submission) -> bool:

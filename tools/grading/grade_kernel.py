@@ -91,14 +91,23 @@ class SandboxedKernel:
 
         connection = self.work / "kernel.json"
         write_connection_file(
-            str(connection), transport="ipc", ip=str(self.work / "k"),
+            str(connection),
+            transport="ipc",
+            ip=str(self.work / "k"),
             key=secrets.token_hex(16).encode(),
-        )  # fmt: skip
+        )
         command = sandbox.with_memory_limit(
-            [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection),
-             "--IPKernelApp.log_level=CRITICAL"],
-            self.memory_bytes, file_bytes=self.file_bytes,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "ipykernel_launcher",
+                "-f",
+                str(connection),
+                "--IPKernelApp.log_level=CRITICAL",
+            ],
+            self.memory_bytes,
+            file_bytes=self.file_bytes,
+        )
         env = self.env
         if self.bwrap:
             command = sandbox.bwrap_command(
@@ -111,9 +120,14 @@ class SandboxedKernel:
             )
             env = {}
         self.process = subprocess.Popen(
-            command, cwd=self.work, env=env or None, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            command,
+            cwd=self.work,
+            env=env or None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.client = BlockingKernelClient(connection_file=str(connection))
         self.client.load_connection_file()
         self.client.start_channels()

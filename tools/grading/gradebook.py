@@ -83,7 +83,12 @@ def gradebook(
         for learner in roster:
             for lab in labs:
                 if (learner["id"], lab) not in handed_in:
-                    missing = Grade(submission="", learner=learner["id"], lab=lab,
-                                    status="missing", points=dict(points.get(lab, {})))  # fmt: skip
+                    missing = Grade(
+                        submission="",
+                        learner=learner["id"],
+                        lab=lab,
+                        status="missing",
+                        points=dict(points.get(lab, {})),
+                    )
                     grades.append(missing)
     return grades

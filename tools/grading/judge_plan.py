@@ -26,10 +26,17 @@ def bound_names(source: str) -> list[str]:
     names = []
     for node in parse(without_magics(source)).body:
         targets = getattr(node, "targets", [getattr(node, "target", None)])
-        found = [node.name] if isinstance(node, ast.FunctionDef | ast.ClassDef) else [
-            element.id for target in targets if target is not None
-            for element in ast.walk(target) if isinstance(element, ast.Name)
-        ]  # fmt: skip
+        found = (
+            [node.name]
+            if isinstance(node, ast.FunctionDef | ast.ClassDef)
+            else [
+                element.id
+                for target in targets
+                if target is not None
+                for element in ast.walk(target)
+                if isinstance(element, ast.Name)
+            ]
+        )
         names += [name for name in found if name not in names]
     return names
 

@@ -66,8 +66,11 @@ def _solution_run(lesson, solution, lab, parameters, options: Options) -> dict:
     bad = [r.error for r in results if r.status != "ok"]
     bad += [f"TODO {n}: {v.message}" for n, v in sorted(verdicts.items()) if not v.passed]
     if bad:
-        print(f"WARNING: {lesson}'s solution did not run cleanly ({bad[0]}); "
-              "limits from what did run", flush=True)  # fmt: skip
+        print(
+            f"WARNING: {lesson}'s solution did not run cleanly ({bad[0]}); "
+            "limits from what did run",
+            flush=True,
+        )
     seconds = {
         cell.get("id", ""): r.seconds for (cell, _), r in zip(prepared, results, strict=True)
     }
@@ -92,9 +95,12 @@ def measure_limits(
     if solution is None:
         disk, disk_why = disk_limits(None, disk_gb)
         return Limits(
-            cells={}, added=300, total=1200, disk=disk,
+            cells={},
+            added=300,
+            total=1200,
+            disk=disk,
             why=f"no lesson source here: 300 s per cell, 1200 s in all; disk {disk_why}",
-        )  # fmt: skip
+        )
     parameters = lab_parameters(lab, SMALL_PARAMETERS.get(lesson, {}))
     run = _solution_run(lesson, solution, lab, parameters, options)
     seconds = run["seconds"]

@@ -56,10 +56,11 @@ class Grade:
     def earned(self) -> dict[int, float]:
         """Points per TODO: the instructor's where overridden, else the check's."""
         return {
-            todo: self.overridden[todo][0] if todo in self.overridden
+            todo: self.overridden[todo][0]
+            if todo in self.overridden
             else self.points[todo] * self.passed.get(todo, False)
             for todo in self.points
-        }  # fmt: skip
+        }
 
     @property
     def total(self) -> int:

@@ -97,8 +97,9 @@ class RemoteFunction:
         return self._imported[key](*tensors)
 
     def _import(self, specs):
-        answer = self.client.ask(op="trace", todo=self.todo, name=self.name,
-                                 specs=[wire.encode(spec) for spec in specs])  # fmt: skip
+        answer = self.client.ask(
+            op="trace", todo=self.todo, name=self.name, specs=[wire.encode(spec) for spec in specs]
+        )
         graph_def = learner_graph(answer, self.namespace)
         structure, names = answer["structure"], names_of(answer["structure"])
         captured = {name: wire.decode(value) for name, value in answer["captures"]}

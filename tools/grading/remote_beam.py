@@ -60,10 +60,14 @@ def call(function, args: tuple):
     _pipeline, source, output_dir, num_shards = args
     root = Path(source.pattern).parent.parent
     answer = function.client.ask(
-        op="beam_build", todo=function.todo, name=function.name, root=str(root),
-        files=_files(sorted(root.rglob("*"))), output_dir=str(output_dir),
+        op="beam_build",
+        todo=function.todo,
+        name=function.name,
+        root=str(root),
+        files=_files(sorted(root.rglob("*"))),
+        output_dir=str(output_dir),
         num_shards=int(num_shards),
-    )  # fmt: skip
+    )
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     for file_name, content in answer.items():
         if Path(file_name).name == file_name and file_name not in (".", ".."):

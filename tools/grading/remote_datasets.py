@@ -29,8 +29,12 @@ def _argument(arg) -> dict:
 
 def call(function, args: tuple):
     """`function(*args)` for a `remote.RemoteFunction`: its graph, run on the check's datasets."""
-    answer = function.client.ask(op="trace_datasets", todo=function.todo, name=function.name,
-                                 args=[_argument(arg) for arg in args])  # fmt: skip
+    answer = function.client.ask(
+        op="trace_datasets",
+        todo=function.todo,
+        name=function.name,
+        args=[_argument(arg) for arg in args],
+    )
     if "value" in answer:  # Not a dataset: `...`, None or other data.
         return wire.decode(answer["value"])
     graph_def = learner_graph(answer, function.namespace)

@@ -38,8 +38,9 @@ class _Items:
         if index not in self.cache:
             start = index - index % 64
             stop = min(start + 64, self.length)
-            found = self.client.ask(op="items", todo=self.todo, name=self.name,
-                                    start=start, stop=stop)  # fmt: skip
+            found = self.client.ask(
+                op="items", todo=self.todo, name=self.name, start=start, stop=stop
+            )
             self.cache.update(zip(range(start, stop), found, strict=True))
         return _element(self.cache[index])
 

@@ -63,8 +63,9 @@ def call(function, args: tuple):
             except wire.WireError as error:
                 message = f"the check's arguments cannot reach your function: {error}"
                 raise NotSealable(message) from None
-    answer = function.client.ask(op="call_model", todo=function.todo, name=function.name,
-                                 args=encoded)  # fmt: skip
+    answer = function.client.ask(
+        op="call_model", todo=function.todo, name=function.name, args=encoded
+    )
     if "value" in answer:  # Not a model: `...`, None or other data.
         return wire.decode(answer["value"])
     return rebuild(answer, stand_in)

@@ -14,8 +14,15 @@ from pathlib import Path
 from tools.grading.feedback import feedback, junit_xml, markdown_text
 from tools.grading.model import Grade
 
-GRADER_FILES = ("grades.csv", "scores.md", "review.md", "feedback/*.md", "junit/*.xml",
-                "canvas.csv", "moodle.csv")  # fmt: skip
+GRADER_FILES = (
+    "grades.csv",
+    "scores.md",
+    "review.md",
+    "feedback/*.md",
+    "junit/*.xml",
+    "canvas.csv",
+    "moodle.csv",
+)
 
 
 def _graded(grade: Grade) -> bool:
@@ -46,8 +53,22 @@ def _mark(grade: Grade, todo: int) -> str:
     return "pass" if grade.passed.get(todo) else "fail"
 
 
-HEADER = ["learner", "lab", "version", "total", "maximum", "flags", "status", "submission",
-          "feedback", "submitted", "late days", "penalty %", "final", "overrides"]  # fmt: skip
+HEADER = [
+    "learner",
+    "lab",
+    "version",
+    "total",
+    "maximum",
+    "flags",
+    "status",
+    "submission",
+    "feedback",
+    "submitted",
+    "late days",
+    "penalty %",
+    "final",
+    "overrides",
+]
 
 
 def _row(grade: Grade, name: str, max_todo: int) -> list:
@@ -59,15 +80,22 @@ def _row(grade: Grade, name: str, max_todo: int) -> list:
         for todo, (points, why) in sorted(grade.overridden.items())
     )
     return [
-        grade.learner, grade.lab, grade.version,
+        grade.learner,
+        grade.lab,
+        grade.version,
         *(f"{earned[n]:g}" if n in earned else "" for n in range(1, max_todo + 1)),
-        f"{grade.total:g}" if graded else "", grade.maximum if graded else "",
-        "; ".join(grade.flags), grade.status, grade.submission,
+        f"{grade.total:g}" if graded else "",
+        grade.maximum if graded else "",
+        "; ".join(grade.flags),
+        grade.status,
+        grade.submission,
         f"feedback/{name}.md" if grade.submission else "",
         grade.submitted.isoformat(timespec="minutes") if grade.submitted else "",
-        grade.late_days or "", f"{grade.penalty_percent:g}" if grade.late_days else "",
-        f"{grade.final:g}" if graded else "0" if grade.status == "missing" else "", overrides,
-    ]  # fmt: skip
+        grade.late_days or "",
+        f"{grade.penalty_percent:g}" if grade.late_days else "",
+        f"{grade.final:g}" if graded else "0" if grade.status == "missing" else "",
+        overrides,
+    ]
 
 
 def write_grades_csv(grades: list[Grade], path: Path, max_todo: int) -> None:
@@ -93,8 +121,10 @@ def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
         marks = " | ".join(_mark(grade, n) for n in range(1, max_todo + 1))
         total = f"{grade.final:g}/{grade.maximum}" if _graded(grade) else "not graded"
         cells = [grade.submission, grade.learner, grade.lab, grade.status]
-        lines.append(f"| {' | '.join(markdown_text(cell) for cell in cells)} | "
-                     f"{marks} | {total} | {', '.join(grade.flags)} |")  # fmt: skip
+        lines.append(
+            f"| {' | '.join(markdown_text(cell) for cell in cells)} | "
+            f"{marks} | {total} | {', '.join(grade.flags)} |"
+        )
     lines.append("")
     for grade in grades:
         submission = markdown_text(grade.submission)
@@ -105,8 +135,10 @@ def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
         for note in grade.notes:
             lines.append(f"- {submission}: {markdown_text(note)}")
         if grade.flags:
-            lines.append(f"- {submission}: flagged for review (its code touches "
-                         f"{', '.join(grade.flags)}); still graded; see review.md")  # fmt: skip
+            lines.append(
+                f"- {submission}: flagged for review (its code touches "
+                f"{', '.join(grade.flags)}); still graded; see review.md"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -45,10 +45,14 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     judge, key, own = sealed.start_judge(job, work, options, disk)
     judge_output = JudgeOutput(judge, key)
     kernel = grade_kernel.SandboxedKernel(
-        work, env, bwrap=options.bwrap, read_only=read_only,
-        memory_bytes=int(options.memory_gb * 2**30), tmp_bytes=disk.tmp_bytes,
+        work,
+        env,
+        bwrap=options.bwrap,
+        read_only=read_only,
+        memory_bytes=int(options.memory_gb * 2**30),
+        tmp_bytes=disk.tmp_bytes,
         file_bytes=disk.work_bytes,
-    )  # fmt: skip
+    )
     watch = DiskWatch(disk, [work, own], lambda: [p.pid for p in (kernel.process, judge) if p])
     kernel.watch = watch.check
     # A grader's keep cell waits for the judge's check of its TODO: the check's time.
@@ -67,9 +71,12 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
 
     try:
         results = grade_kernel.run_cells(
-            [code for _, code in prepared], cell_limits, kernel, total_limit=limits.total,
+            [code for _, code in prepared],
+            cell_limits,
+            kernel,
+            total_limit=limits.total,
             before_stop=wait_for_judge,
-        )  # fmt: skip
+        )
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(judge.pid, signal.SIGKILL)
@@ -118,9 +125,12 @@ def step(submission: Submission) -> bool:
     """Runs the submission's prepared cells within its lesson's limits."""
     limits = submission.limits[submission.grade.lab]
     submission.results, submission.verdicts, _ = run_prepared(
-        submission.prepared, limits, submission.options, submission.path.stem,
+        submission.prepared,
+        limits,
+        submission.options,
+        submission.path.stem,
         submission.judge_plan,
-    )  # fmt: skip
+    )
     name_the_todo(submission.prepared, submission.results)
     submission.grade.printed = todo_prints(submission.prepared, submission.results)
     note = printed_note(submission.results)

@@ -66,10 +66,12 @@ def score(grade: Grade, prepared: list, results: list, verdicts: dict) -> None:
             grade.messages[todo] = f"your TODO {todo} cell failed: {todo_errors[todo]}"
         else:
             grade.messages[todo] = (
-                f"not run: {stop}" if stop
-                else f"no verdict (the judge stopped: {judge.message})" if judge
+                f"not run: {stop}"
+                if stop
+                else f"no verdict (the judge stopped: {judge.message})"
+                if judge
                 else "no verdict"
-            )  # fmt: skip
+            )
 
 
 def without_grader_paths(text: str, options) -> str:

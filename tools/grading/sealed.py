@@ -56,8 +56,11 @@ def kernel_cells(restored, lab, literals: str, seconds: float) -> list:
     """(cell, code) the kernel runs: the learner's notebook without its checks (the judge
     runs those; a check cell's other lines run), the export server started before the
     first TODO cell, each TODO's values kept after its cell, and the end said after the last."""
-    names = {marks(c)["todo"]: bound_names(c.source) for c in lab.cells
-             if c.cell_type == "code" and "todo" in marks(c)}  # fmt: skip
+    names = {
+        marks(c)["todo"]: bound_names(c.source)
+        for c in lab.cells
+        if c.cell_type == "code" and "todo" in marks(c)
+    }
     prepared, started = [], False
     for cell in restored.cells:
         cell_marks = marks(cell) or cell.metadata.get(KEY, {})
@@ -104,17 +107,28 @@ def start_judge(job: dict, work: Path, options, disk: DiskLimits) -> tuple:
         file_bytes=disk.work_bytes,
     )
     if options.bwrap:
-        read_only = [REPO_ROOT / "utils", REPO_ROOT / "tools", Path(sys.prefix),
-                     Path(sys.base_prefix), work, *job.pop("read_only")]  # fmt: skip
+        read_only = [
+            REPO_ROOT / "utils",
+            REPO_ROOT / "tools",
+            Path(sys.prefix),
+            Path(sys.base_prefix),
+            work,
+            *job.pop("read_only"),
+        ]
         command = sandbox.bwrap_command(
             options.bwrap, command, work=own, env=env, read_only=read_only, tmp_bytes=disk.tmp_bytes
         )
     else:
         job.pop("read_only")
     process = subprocess.Popen(
-        command, cwd=own, env=None if options.bwrap else env, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+        command,
+        cwd=own,
+        env=None if options.bwrap else env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     job = {**job, "socket": str(work / job["socket"]), "key": key.hex(), "course": str(REPO_ROOT)}
     process.stdin.write((json.dumps(job) + "\n").encode())
     process.stdin.close()

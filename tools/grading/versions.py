@@ -37,19 +37,27 @@ def choose_lab(notebook, lesson: str, labs: dict) -> tuple[nbformat.NotebookNode
     current_version = current.metadata.get(KEY, {}).get("version") or labs["version"]
     version = notebook.metadata.get(KEY, {}).get("version")
     if version is None:
-        return current, current_version, (
-            f"no course version in the notebook's metadata; graded against the current lab "
-            f"(version {current_version})"
-        )  # fmt: skip
+        return (
+            current,
+            current_version,
+            (
+                f"no course version in the notebook's metadata; graded against the current lab "
+                f"(version {current_version})"
+            ),
+        )
     if version == current_version:
         return current, version, ""
     kept = labs.get(version, {}).get(lesson)
     if kept is not None:
         return kept, version, ""
-    return current, current_version, (
-        f"made from version {version} of the lab, which this grader does not have "
-        f"(--releases); graded against the current lab (version {current_version})"
-    )  # fmt: skip
+    return (
+        current,
+        current_version,
+        (
+            f"made from version {version} of the lab, which this grader does not have "
+            f"(--releases); graded against the current lab (version {current_version})"
+        ),
+    )
 
 
 def step(submission: Submission) -> bool:

@@ -33,8 +33,13 @@ def encode(value):
     if isinstance(value, bytes):
         return {"bytes": base64.b64encode(value).decode()}
     if isinstance(value, tf.io.FixedLenFeature):
-        return {"fixed_len_feature": [encode(list(value.shape)), value.dtype.name,
-                                      encode(value.default_value)]}  # fmt: skip
+        return {
+            "fixed_len_feature": [
+                encode(list(value.shape)),
+                value.dtype.name,
+                encode(value.default_value),
+            ]
+        }
     if isinstance(value, tf.io.VarLenFeature):
         return {"var_len_feature": value.dtype.name}
     if type(value) in (tuple, list):
@@ -42,24 +47,37 @@ def encode(value):
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
         return {"dict": {key: encode(item) for key, item in value.items()}}
     if isinstance(value, tf.TensorSpec):
-        return {"spec": [value.shape.as_list() if value.shape.rank is not None else None,
-                         value.dtype.name]}  # fmt: skip
+        return {
+            "spec": [
+                value.shape.as_list() if value.shape.rank is not None else None,
+                value.dtype.name,
+            ]
+        }
     if isinstance(value, tf.dtypes.DType):
         return {"dtype": value.name}
     if isinstance(value, tf.train.Example):
         return {"example": base64.b64encode(value.SerializeToString()).decode()}
     if isinstance(value, tf.distribute.InputContext):
-        return {"input_context": [value.num_input_pipelines, value.input_pipeline_id,
-                                  value.num_replicas_in_sync]}  # fmt: skip
+        return {
+            "input_context": [
+                value.num_input_pipelines,
+                value.input_pipeline_id,
+                value.num_replicas_in_sync,
+            ]
+        }
     if tf.is_tensor(value) and hasattr(value, "numpy"):
         value = value.numpy()
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         if array.dtype.kind in "OSU":  # Strings: each as bytes.
-            items = [item if isinstance(item, bytes) else str(item).encode()
-                     for item in array.reshape(-1).tolist()]  # fmt: skip
-            return {"strings": [base64.b64encode(item).decode() for item in items],
-                    "shape": list(array.shape)}  # fmt: skip
+            items = [
+                item if isinstance(item, bytes) else str(item).encode()
+                for item in array.reshape(-1).tolist()
+            ]
+            return {
+                "strings": [base64.b64encode(item).decode() for item in items],
+                "shape": list(array.shape),
+            }
         if array.dtype.kind not in "biuf":
             raise WireError(f"an array of {array.dtype} does not cross to the judge")
         buffer = io.BytesIO()

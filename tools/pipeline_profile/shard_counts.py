@@ -40,8 +40,9 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
         for round_index in range(repeats):
             for count in counts if round_index % 2 == 0 else counts[::-1]:
                 directory = Path(scratch) / f"{count}-shards"
-                quietly(conversion.convert, source, directory, target_size=TARGET_SIZE,
-                         num_shards=count)  # fmt: skip
+                quietly(
+                    conversion.convert, source, directory, target_size=TARGET_SIZE, num_shards=count
+                )
                 runs[count]["just written"].append(read(directory))
                 os.sync()
                 time.sleep(SETTLE_SECONDS)

@@ -90,8 +90,10 @@ def build(
 
     features = records.FEATURES
     if used_features_only:
-        features = {"image": records.FEATURES["image"],
-                    "one_hot_class": tf.io.FixedLenFeature([num_classes], tf.float32)}  # fmt: skip
+        features = {
+            "image": records.FEATURES["image"],
+            "one_hot_class": tf.io.FixedLenFeature([num_classes], tf.float32),
+        }
 
     def parse(batch):
         return tf.io.parse_example(batch, features)

@@ -41,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [replica.name for replica in environments.replicas()]
     parser.add_argument("--only", nargs="+", choices=names, help="these replicas alone")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
-    parser.add_argument("--full", action="store_true",
-                        help="run all the issue asks (runs.FULL_PLANS), not CI's cut")  # fmt: skip
+    parser.add_argument(
+        "--full", action="store_true", help="run all the issue asks (runs.FULL_PLANS), not CI's cut"
+    )
     options = parser.parse_args(argv)
     cache = environments.cache_folder()
     work = Path(tempfile.mkdtemp(prefix="replicas-"))
@@ -51,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         for replica in environments.replicas():
             if options.only and replica.name not in options.only:
                 continue
-            print(f"{replica.name}: {replica.header['platform']}, list of {replica.header['date']}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{replica.name}: {replica.header['platform']}, list of {replica.header['date']}",
+                flush=True,
+            )
             first = len(rows)
             try:
                 venv, minutes = execute.timed(environments.build, replica, cache)

@@ -24,9 +24,15 @@ def main(path: str) -> None:
         os.environ.update({**base, **run["env"]})
         started, error = time.monotonic(), None
         try:
-            papermill.execute_notebook(run["input"], run["output"], parameters=run["parameters"],
-                                       kernel_name="replica", cwd=run["cwd"], progress_bar=False,
-                                       extra_arguments=KERNEL_ARGUMENTS)  # fmt: skip
+            papermill.execute_notebook(
+                run["input"],
+                run["output"],
+                parameters=run["parameters"],
+                kernel_name="replica",
+                cwd=run["cwd"],
+                progress_bar=False,
+                extra_arguments=KERNEL_ARGUMENTS,
+            )
         except PapermillExecutionError as failed:
             error = failed.ename
         except Exception as failed:  # The kernel died or would not start: say so, go on.

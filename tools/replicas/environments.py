@@ -97,8 +97,10 @@ def unbuildable_reason(replica: Replica, uv_stderr: str) -> str:
     said = " ".join(uv_stderr.split())  # uv wraps its lines.
     missing = re.findall(r"and you require (\S+?)(?:,| and|$)", said)  # No version, no wheel.
     if missing:
-        return (f"{replica.name}: cannot be built here: no {missing[0]} for Python "
-                f"{replica.python} on the package index")  # fmt: skip
+        return (
+            f"{replica.name}: cannot be built here: no {missing[0]} for Python "
+            f"{replica.python} on the package index"
+        )
     lines = [line.strip() for line in uv_stderr.splitlines() if line.strip()]
     return f"{replica.name}: cannot be built here: uv failed ({(lines or ['no message'])[-1]})"
 
@@ -123,8 +125,19 @@ def build(replica: Replica, cache: Path, python: Path | None = None) -> Path:
     subprocess.run([*uv, "venv", "--seed", "--python", str(python), str(folder)], check=True)
     requirements = folder / "requirements.txt"
     requirements.write_text("\n".join(replica.requirements) + "\n")
-    result = subprocess.run([*uv, "pip", "install", "--python", str(folder / "bin" / "python"),
-                             "-r", str(requirements)], capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [
+            *uv,
+            "pip",
+            "install",
+            "--python",
+            str(folder / "bin" / "python"),
+            "-r",
+            str(requirements),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         shutil.rmtree(folder)
         raise ReplicaUnbuildable(unbuildable_reason(replica, result.stderr))

@@ -40,14 +40,31 @@ class Run:
 
 
 def labs(lessons=ALL_LESSONS, env=None) -> list[Run]:
-    return [Run(f"lab{lesson[:2]}", lesson, "lab", f"lab {lesson[:2]} to its first TODO",
-                SMALL_PARAMETERS[lesson], env or {}) for lesson in lessons]  # fmt: skip
+    return [
+        Run(
+            f"lab{lesson[:2]}",
+            lesson,
+            "lab",
+            f"lab {lesson[:2]} to its first TODO",
+            SMALL_PARAMETERS[lesson],
+            env or {},
+        )
+        for lesson in lessons
+    ]
 
 
 def solutions(lessons=SOLUTIONS, env=None) -> list[Run]:
-    return [Run(f"solution{lesson[:2]}", lesson, "solution",
-                f"solution {lesson[:2]}, small parameters", SMALL_PARAMETERS[lesson], env or {})
-            for lesson in lessons]  # fmt: skip
+    return [
+        Run(
+            f"solution{lesson[:2]}",
+            lesson,
+            "solution",
+            f"solution {lesson[:2]}, small parameters",
+            SMALL_PARAMETERS[lesson],
+            env or {},
+        )
+        for lesson in lessons
+    ]
 
 
 def jax_runs(devices: int, defaults=JAX_LESSONS, small=()) -> list[Run]:
@@ -57,13 +74,29 @@ def jax_runs(devices: int, defaults=JAX_LESSONS, small=()) -> list[Run]:
     env = EIGHT_DEVICES if devices == 8 else ON_JAX
     words = f"JAX, {devices} device{'s' * (devices > 1)}"
     return [
-        *(Run(f"solution{lesson[:2]}-jax{devices}", lesson, "solution",
-              f"solution {lesson[:2]}, {words}, default parameters", {"BACKEND": "jax"},
-              {**env, DATA_CACHE: ""}) for lesson in defaults),
-        *(Run(f"solution{lesson[:2]}-jax{devices}-small", lesson, "solution",
-              f"solution {lesson[:2]}, {words}, small parameters",
-              {**SMALL_PARAMETERS[lesson], "BACKEND": "jax"}, env) for lesson in small),
-    ]  # fmt: skip
+        *(
+            Run(
+                f"solution{lesson[:2]}-jax{devices}",
+                lesson,
+                "solution",
+                f"solution {lesson[:2]}, {words}, default parameters",
+                {"BACKEND": "jax"},
+                {**env, DATA_CACHE: ""},
+            )
+            for lesson in defaults
+        ),
+        *(
+            Run(
+                f"solution{lesson[:2]}-jax{devices}-small",
+                lesson,
+                "solution",
+                f"solution {lesson[:2]}, {words}, small parameters",
+                {**SMALL_PARAMETERS[lesson], "BACKEND": "jax"},
+                env,
+            )
+            for lesson in small
+        ),
+    ]
 
 
 # A run whose env names it ("") gets the course's data cache (the embedded dataset and its
@@ -122,8 +155,11 @@ FULL_GRADED = {"colab-gpu": CORE, "kaggle-tpu": CORE}
 
 def first_todo(notebook: nbformat.NotebookNode) -> int:
     """Returns the number of the notebook's first TODO."""
-    return min(c.metadata[METADATA_KEY]["todo"] for c in notebook.cells
-               if "todo" in c.metadata.get(METADATA_KEY, {}))  # fmt: skip
+    return min(
+        c.metadata[METADATA_KEY]["todo"]
+        for c in notebook.cells
+        if "todo" in c.metadata.get(METADATA_KEY, {})
+    )
 
 
 def first_error(notebook: nbformat.NotebookNode) -> tuple[int, dict] | tuple[None, None]:

@@ -26,12 +26,19 @@ def _epoch_order(dataset, epoch: int, num_records: int, index_of: dict, todo: in
     try:
         records = [dataset[epoch * num_records + i] for i in range(num_records)]
     except CHECK_ERRORS as error:
-        fail(todo, name, f"expected to read its records by index; found an error: "
-             f"{first_line(error)}")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected to read its records by index; found an error: {first_line(error)}",
+        )
     if not all(isinstance(record, bytes) for record in records):
         kinds = sorted({type(record).__name__ for record in records})
-        fail(todo, name, f"expected the serialized records (bytes), not parsed yet; found "
-             f"{', '.join(kinds)}. Parse in TODO 2, after the shuffle.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected the serialized records (bytes), not parsed yet; found "
+            f"{', '.join(kinds)}. Parse in TODO 2, after the shuffle.",
+        )
     order = [index_of.get(_key(record), -1) for record in records]
     if -1 in order or len(set(order)) != num_records:
         fail(
@@ -78,18 +85,30 @@ def check_shuffled(
     expected = f"a grain.MapDataset of {num_epochs} epochs of the {num_records} records"
     require_done(shuffled, todo, name, expected)
     if not isinstance(shuffled, grain.MapDataset):
-        fail(todo, name, f"expected {expected}; found a {type(shuffled).__name__}. Start "
-             "from grain.MapDataset.source(data_source): a MapDataset reads by index.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected {expected}; found a {type(shuffled).__name__}. Start "
+            "from grain.MapDataset.source(data_source): a MapDataset reads by index.",
+        )
     if len(shuffled) != num_epochs * num_records:
-        fail(todo, name, f"expected {num_epochs} epochs of {num_records} records "
-             f"(.repeat(NUM_EPOCHS)), {num_epochs * num_records} in all; found "
-             f"{len(shuffled)}.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected {num_epochs} epochs of {num_records} records "
+            f"(.repeat(NUM_EPOCHS)), {num_epochs * num_records} in all; found "
+            f"{len(shuffled)}.",
+        )
     index_of = {_key(data_source[i]): i for i in range(num_records)}
     orders = [_epoch_order(shuffled, e, num_records, index_of, todo) for e in range(num_epochs)]
     first = orders[0]
     if first == sorted(first):
-        fail(todo, name, "expected the records shuffled; found them in the files' order. "
-             "Add .shuffle(seed=SEED) before .repeat(NUM_EPOCHS).")  # fmt: skip
+        fail(
+            todo,
+            name,
+            "expected the records shuffled; found them in the files' order. "
+            "Add .shuffle(seed=SEED) before .repeat(NUM_EPOCHS).",
+        )
     file_of = np.searchsorted(np.cumsum(records_per_file), first, side="right")
     same_file = float(np.mean(file_of[1:] == file_of[:-1])) if num_records > 1 else 0.0
     last_quarter = {i for i in first[: num_records // 2] if i >= num_records * 3 // 4}
@@ -168,8 +187,12 @@ def check_loader(
     expected = f"a grain.IterDataset of batches of {batch_size}, in {num_workers} worker processes"
     require_done(loader, todo, name, expected)
     if not isinstance(loader, grain.IterDataset):
-        fail(todo, name, f"expected {expected}; found a {type(loader).__name__}. "
-             "Call .to_iter_dataset() after .batch(BATCH_SIZE).")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected {expected}; found a {type(loader).__name__}. "
+            "Call .to_iter_dataset() after .batch(BATCH_SIZE).",
+        )
     workers = _worker_count(loader)
     if workers < num_workers:
         fail(
@@ -183,16 +206,24 @@ def check_loader(
     try:
         images, labels = next(iterator)
     except CHECK_ERRORS as error:
-        fail(todo, name, f"expected batches of (images, one-hot labels); found an error: "
-             f"{first_line(error)}. Map parse on the records, then batch.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected batches of (images, one-hot labels); found an error: "
+            f"{first_line(error)}. Map parse on the records, then batch.",
+        )
     finally:
         getattr(iterator, "close", lambda: None)()
     size = images.shape[1] if np.ndim(images) == 4 else None
     wanted = ((batch_size, size, size, 3), np.uint8, (batch_size, num_classes), np.float32)
     if (np.shape(images), images.dtype, np.shape(labels), labels.dtype) != wanted:
-        fail(todo, name, f"expected uint8 images (batch_size, h, w, 3) and float32 labels "
-             f"{wanted[2]}; found {np.shape(images)} {images.dtype} and {np.shape(labels)} "
-             f"{labels.dtype}.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected uint8 images (batch_size, h, w, 3) and float32 labels "
+            f"{wanted[2]}; found {np.shape(images)} {images.dtype} and {np.shape(labels)} "
+            f"{labels.dtype}.",
+        )
     # Each worker takes every num_workers-th record (or batch): the first batch is made
     # of shuffled's first num_workers * batch_size records, in an order fixed at each run.
     first = {
@@ -200,8 +231,12 @@ def check_loader(
         for i in range(min(len(shuffled), max(workers, 1) * batch_size))
     }
     if any(_key(image.tobytes()) not in first for image in images):
-        fail(todo, name, "expected the first batch to hold shuffled's first records; found "
-             "other images. Start from shuffled (TODO 1) and map parse.")  # fmt: skip
+        fail(
+            todo,
+            name,
+            "expected the first batch to hold shuffled's first records; found "
+            "other images. Start from shuffled (TODO 1) and map parse.",
+        )
     passed(
         todo,
         f"batches of {batch_size} images and one-hot labels from shuffled's records, "
@@ -289,8 +324,11 @@ def check_resumed(
     for value, what in ((state, "state"), (next_batch, "next_batch"), (resumed_batch, name)):
         require_done(value, todo, what, "the iterator's state and the batches around it")
     if not isinstance(state, dict):
-        fail(todo, "state", f"expected the dict iterator.get_state() returns; found a "
-             f"{type(state).__name__}.")  # fmt: skip
+        fail(
+            todo,
+            "state",
+            f"expected the dict iterator.get_state() returns; found a {type(state).__name__}.",
+        )
     if not state:
         fail(
             todo,
@@ -308,9 +346,13 @@ def check_resumed(
                 f"loader gives; found {describe(value)}.",
             )
     if resumed_batch is next_batch or _shares_arrays(resumed_batch, next_batch):
-        fail(todo, name, "expected the first batch of `resumed`, a fresh iterator after "
-             "resumed.set_state(state); found next_batch itself (the same arrays), which "
-             "shows nothing restored. Take resumed_batch = next(resumed).")  # fmt: skip
+        fail(
+            todo,
+            name,
+            "expected the first batch of `resumed`, a fresh iterator after "
+            "resumed.set_state(state); found next_batch itself (the same arrays), which "
+            "shows nothing restored. Take resumed_batch = next(resumed).",
+        )
     expected = _batch_after(loader, state, todo)
     if _same(expected, first_batch):
         fail(

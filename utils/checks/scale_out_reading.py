@@ -214,10 +214,14 @@ def _require_through_service(result, numbers, mode, address: str, todo: int, lab
         return
     ops = [op for op, _ in found]
     what = "it sent in another processing mode" if ops == [op for op, _ in wanted] else ops
-    fail(todo, "through_service", f"expected the dataset run by the service in mode {label}, "
-         f"and nothing after it (the steps {[op for op, _ in wanted]}); found {what}. Apply "
-         "tf.data.experimental.service.distribute(processing_mode=processing_mode, "
-         "service=service) to the dataset, and return what it gives.")  # fmt: skip
+    fail(
+        todo,
+        "through_service",
+        f"expected the dataset run by the service in mode {label}, "
+        f"and nothing after it (the steps {[op for op, _ in wanted]}); found {what}. Apply "
+        "tf.data.experimental.service.distribute(processing_mode=processing_mode, "
+        "service=service) to the dataset, and return what it gives.",
+    )
 
 
 def check_through_service(through_service: Callable, *, todo: int, num_elements: int = 100) -> None:

@@ -85,8 +85,12 @@ def convert(
         report = conversion.convert(source, "/tmp/flowers-tfrec", num_shards=16)
     """
     steps = steps or ConversionSteps()
-    parameters = {"target_size": target_size, "num_shards": num_shards,
-                  "jpeg_quality": jpeg_quality, "seed": seed}  # fmt: skip
+    parameters = {
+        "target_size": target_size,
+        "num_shards": num_shards,
+        "jpeg_quality": jpeg_quality,
+        "seed": seed,
+    }
     check_parameters(source, **parameters)
     output_dir = output_checks.check_output_dir(source, output_dir)
     fingerprint = input_fingerprint(source, **parameters)

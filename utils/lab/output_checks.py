@@ -20,16 +20,29 @@ _ELSEWHERE = (
 # A write error in the output folder, by its errno values, TensorFlow error or words: what
 # happened, and what to do. Whatever the run wrote there is deleted by then.
 _FOLDER_PROBLEMS = [
-    ((errno.ENOSPC, errno.EDQUOT), tf.errors.ResourceExhaustedError, "No space left on device",
-     "the disk is full (No space left on device); the files this run wrote there are deleted, "
-     "so the next run starts clean. Free some space there, or set OUTPUT_DIR to a folder on a "
-     "disk with room, then run it again."),
-    ((errno.EROFS,), (), "Read-only file system", "the folder is read-only (Read-only file "
-     f"system); nothing of this run is left there. {_ELSEWHERE}"),
-    ((errno.EACCES, errno.EPERM), tf.errors.PermissionDeniedError, "Permission denied",
-     f"you are not allowed to write there (Permission denied); nothing of this run is left "
-     f"there. {_ELSEWHERE}"),
-]  # fmt: skip
+    (
+        (errno.ENOSPC, errno.EDQUOT),
+        tf.errors.ResourceExhaustedError,
+        "No space left on device",
+        "the disk is full (No space left on device); the files this run wrote there are deleted, "
+        "so the next run starts clean. Free some space there, or set OUTPUT_DIR to a folder on a "
+        "disk with room, then run it again.",
+    ),
+    (
+        (errno.EROFS,),
+        (),
+        "Read-only file system",
+        "the folder is read-only (Read-only file "
+        f"system); nothing of this run is left there. {_ELSEWHERE}",
+    ),
+    (
+        (errno.EACCES, errno.EPERM),
+        tf.errors.PermissionDeniedError,
+        "Permission denied",
+        f"you are not allowed to write there (Permission denied); nothing of this run is left "
+        f"there. {_ELSEWHERE}",
+    ),
+]
 
 
 class OutputFolderError(OSError):

@@ -119,8 +119,14 @@ def _run_pip(command: list[str], install: Callable, timeout_s: float) -> str | N
     """Runs pip; returns None, or why it failed."""
     environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PIP_NO_INPUT": "1"}
     try:
-        result = install(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                         env=environment, timeout=timeout_s)  # fmt: skip
+        result = install(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         return f"no result within {timeout_s:.0f} s"
     return None if result.returncode == 0 else _last_error_line(result.stderr)

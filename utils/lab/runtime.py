@@ -101,8 +101,11 @@ def choose_backend(backend: str = "auto") -> Runtime:
     tpu = attached_tpu()
     has_jax = importlib.util.find_spec("jax") is not None
     if tpu and has_jax and not _installed("tensorflow-tpu"):
-        return Runtime("jax", f"auto: a TPU is attached ({tpu}), JAX is installed and "
-                       "TensorFlow has no TPU support here")  # fmt: skip
+        return Runtime(
+            "jax",
+            f"auto: a TPU is attached ({tpu}), JAX is installed and "
+            "TensorFlow has no TPU support here",
+        )
     if tpu:
         return Runtime("tensorflow", f"auto: a TPU is attached ({tpu}) and TensorFlow can use it")
     return Runtime("tensorflow", "auto: no TPU attached")

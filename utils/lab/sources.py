@@ -184,9 +184,16 @@ def _from_local_folder(name: str, root: Path) -> ImageSource:
         )
     pattern = str(root / "*" / "*")
     return ImageSource(
-        name, pattern, class_names, len(paths), False, tuple(empty), tuple(paths),
-        tuple(not_images), tuple(subfolders),
-    )  # fmt: skip
+        name,
+        pattern,
+        class_names,
+        len(paths),
+        False,
+        tuple(empty),
+        tuple(paths),
+        tuple(not_images),
+        tuple(subfolders),
+    )
 
 
 def _subfolder(folder: Path) -> str:

@@ -161,8 +161,9 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
             shard, shard_problems = _read_shard(path, class_names, metadata.get("target_size"))
             count = metadata["shards"][name]
             if shard.num_records != count and shard.count_in_name is None:
-                shard_problems.append(f"{name}: the sidecar says {count} records; it holds "
-                                      f"{shard.num_records}.")  # fmt: skip
+                shard_problems.append(
+                    f"{name}: the sidecar says {count} records; it holds {shard.num_records}."
+                )
             shards.append(shard)
             problems += shard_problems
     skipped = [(image["path"], image["error"]) for image in metadata.get("skipped", [])]

@@ -111,8 +111,14 @@ def sample_crops(encoded_images: Sequence[bytes], *, image_size: int) -> dict[st
         image = tf.io.decode_jpeg(image_bytes, channels=3)
         height, width = tf.unstack(tf.cast(tf.shape(image)[:2], tf.float32))
         top, left, crop_height, crop_width = tf.unstack(tf.cast(window, tf.float32))
-        box = tf.stack([top / height, left / width, (top + crop_height - 1) / height,
-                        (left + crop_width - 1) / width])  # fmt: skip
+        box = tf.stack(
+            [
+                top / height,
+                left / width,
+                (top + crop_height - 1) / height,
+                (left + crop_width - 1) / width,
+            ]
+        )
         framed = tf.image.draw_bounding_boxes(
             tf.cast(image[tf.newaxis], tf.float32),
             box[tf.newaxis, tf.newaxis],
@@ -158,10 +164,12 @@ def crop_differences(encoded_images: Sequence[bytes], *, num_windows: int = 4) -
             counts["num_different"] += int((difference > 0).sum())
             counts["num_different_inside"] += int((difference[:, 1:-1] > 0).sum())
             counts["max_difference"] = max(counts["max_difference"], int(difference.max()))
-    print(f"decode_and_crop_jpeg against decode_jpeg then crop, same windows: "
-          f"{counts['num_different']:,} of {counts['num_pixels']:,} pixels differ "
-          f"({counts['num_different_inside']:,} away from the crop's left and right edges), "
-          f"by at most {counts['max_difference']} of 255.")  # fmt: skip
+    print(
+        f"decode_and_crop_jpeg against decode_jpeg then crop, same windows: "
+        f"{counts['num_different']:,} of {counts['num_pixels']:,} pixels differ "
+        f"({counts['num_different_inside']:,} away from the crop's left and right edges), "
+        f"by at most {counts['max_difference']} of 255."
+    )
     return counts
 
 

@@ -289,9 +289,12 @@ def finish(
     )
     # Beam's order is its own; the seed is the course's default, so ensure_shards finds it.
     fingerprint = conversion.input_fingerprint(
-        source, target_size=target_size, num_shards=len(shards), jpeg_quality=jpeg_quality,
+        source,
+        target_size=target_size,
+        num_shards=len(shards),
+        jpeg_quality=jpeg_quality,
         seed=data.DEFAULT_SEED,
-    )  # fmt: skip
+    )
     shard_metadata.write_metadata(
         output_dir, source, report, target_size, jpeg_quality, fingerprint=fingerprint
     )

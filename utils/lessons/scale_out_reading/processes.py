@@ -49,8 +49,12 @@ def start_module(module: str, *arguments: str, env: dict | None = None) -> subpr
     # it is only on the kernel's `sys.path` (unpacked by the set-up), not installed.
     course = str(Path(utils.__file__).resolve().parents[1])
     path = os.pathsep.join(filter(None, [course, os.environ.get("PYTHONPATH")]))
-    child_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", OWNER_ENV_VAR: str(os.getpid()),
-                 "PYTHONPATH": path}  # fmt: skip
+    child_env = {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        OWNER_ENV_VAR: str(os.getpid()),
+        "PYTHONPATH": path,
+    }
     child_env.update(env or {})
     command = [sys.executable, "-m", module, *arguments]
     error_log = tempfile.TemporaryFile(mode="w+")  # A file, not a pipe: it never fills up.
