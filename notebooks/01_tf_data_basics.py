@@ -178,11 +178,11 @@ checks.check_parallel_reading(
 # ## What you measured
 #
 # `map()` hands out results in its input's order, so one read in the slow tail
-# (`LATENCY_P99_MS`) holds up every image behind it: head-of-line blocking. With `deterministic = False` it hands
-# out whichever is ready first; training does not need the order. For scale, the local
-# disk: the same map with no storage to wait for, what the CPU can decode. The four, timed
-# in turns, `SPEED_TEST_REPEATS` rounds, a median and a range each, and each against the
-# one above it:
+# (`LATENCY_P99_MS`) holds up every image behind it: head-of-line blocking. With
+# `deterministic = False` it hands out whichever is ready first; training does not need
+# the order. For scale, the local disk: the same map with no storage to wait for, what
+# the CPU can decode. The four, timed in turns, `SPEED_TEST_REPEATS` rounds, a median and a
+# range each, and each against the one above it:
 
 # %% tags=["summary"]
 any_order = tf.data.Options()

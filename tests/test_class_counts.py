@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from utils import display, records
+from utils import display
 from utils.lab import conversion, sources, validation
 
 FLOWERS = ["daisy", "dandelion", "roses", "sunflowers", "tulips"]
