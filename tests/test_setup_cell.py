@@ -592,3 +592,26 @@ def test_prepare_installs_what_is_missing_in_one_pip_command(monkeypatch, capsys
     assert capsys.readouterr().out.splitlines()[0] == (
         "Installing x==1, y, z with pip (at most 10 min) ..."
     )
+
+
+@pytest.mark.parametrize(
+    "backend, visible, driver, expected",
+    [
+        ("tensorflow", 0, True, "this TensorFlow sees none (a CPU build, tensorflow-cpu)"),
+        ("jax", 0, True, "this JAX sees none (a CPU build)"),
+        ("tensorflow", 1, True, None),
+        ("tensorflow", 0, False, None),
+    ],
+    ids=["tf-cpu beside a GPU", "jax-cpu beside a GPU", "GPU seen", "no driver"],
+)
+def test_a_gpu_the_framework_cannot_see_is_said(monkeypatch, backend, visible, driver, expected):
+    """On an H200 machine lab 4 on tensorflow-cpu trained on the CPU and said nothing."""
+    monkeypatch.setattr(runtime.os.path, "exists", lambda path: driver and "nvidia" in path)
+    asked = []
+    notice = runtime.unused_gpu_notice(backend, lambda: asked.append(1) or visible)
+    assert len(asked) == driver  # Without a driver the framework is never asked (a TPU VM).
+    if expected is None:
+        assert notice is None
+    else:
+        assert expected in notice and notice.startswith("An NVIDIA GPU is here, but ")
+        assert "Keras trains on the CPU." in notice

@@ -67,6 +67,48 @@ def attached_tpu() -> str | None:
     return found[0] if found else None
 
 
+def unused_gpu_notice(backend: str, count_gpus: Callable[[], int]) -> str | None:
+    """Says when an NVIDIA GPU is here but the backend's framework sees none.
+
+    A CPU build of TensorFlow (`tensorflow-cpu`, what the course installs on Linux x86_64)
+    or of JAX trains on the CPU beside a GPU without a word: seen on an H200 machine, where
+    lab 4 on TensorFlow trained on 1 CPU device while JAX on CUDA used the GPU.
+
+    Args:
+        backend: "tensorflow" or "jax", the backend Keras runs on.
+        count_gpus: counts the GPUs that backend's framework sees; called only where an
+            NVIDIA driver is (on a TPU VM, JAX would otherwise take the TPU from another
+            kernel).
+
+    Returns:
+        One line saying how to use the GPU, or None (no NVIDIA driver, or a GPU seen).
+    """
+    has_driver = os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidia0")
+    if not has_driver or count_gpus():
+        return None
+    if backend == "jax":
+        return (
+            "An NVIDIA GPU is here, but this JAX sees none (a CPU build): Keras trains on the "
+            "CPU. For the GPU: pip install 'jax[cuda12]', then restart the kernel."
+        )
+    return (
+        "An NVIDIA GPU is here, but this TensorFlow sees none (a CPU build, tensorflow-cpu): "
+        "Keras trains on the CPU. For the GPU: pip install 'tensorflow[and-cuda]' and restart "
+        'the kernel, or set BACKEND = "jax" with a JAX that has CUDA.'
+    )
+
+
+def _visible_gpus(backend: str) -> int:
+    """The GPUs the backend's framework sees (JAX's devices, or TensorFlow's)."""
+    if backend == "jax":
+        import jax
+
+        return len([device for device in jax.devices() if device.platform == "gpu"])
+    import tensorflow as tf
+
+    return len(tf.config.list_physical_devices("GPU"))
+
+
 def _installed(distribution: str) -> bool:
     try:
         importlib.metadata.distribution(distribution)
@@ -193,4 +235,6 @@ def prepare(
 
         versions += f" on JAX {jax.__version__} (TensorFlow for tf.data only)"
     print(f"Backend: {chosen.backend} ({chosen.reason}). {versions}; {os.cpu_count()} CPU cores.")
+    if notice := unused_gpu_notice(chosen.backend, lambda: _visible_gpus(chosen.backend)):
+        print(notice)
     return chosen
