@@ -56,8 +56,14 @@ def test_every_pipeline_is_measured_at_each_latency_and_the_ceiling_once(quick_r
     for label, figures in written["pipelines"].items():
         assert Row(figures["pipeline"], figures["latency_ms"], figures["cores"]).label == label
         assert set(figures) - {"cpu_us_per_image"} == {
-            "pipeline", "latency_ms", "cores", "median", "min", "max", "runs"
-        }  # fmt: skip
+            "pipeline",
+            "latency_ms",
+            "cores",
+            "median",
+            "min",
+            "max",
+            "runs",
+        }
         assert 0 < figures["min"] <= figures["median"] <= figures["max"]
     headline = ["decode ceiling (no I/O)", "course pipeline @ 0 ms", "course pipeline @ 50 ms"]
     headline += [
@@ -95,8 +101,11 @@ def test_table_and_targets_give_ratios_to_the_ceiling_and_to_files(quick_run, ca
     results = pipelines.results_from_json(written["pipelines"])
     assert list(results) == [CEILING] + [
         Row(name, latency) for latency in settings.LATENCIES_MS for name in PIPELINES
-    ] + [Row(name, latency, count) for count in QUICK_CORE_COUNTS
-         for name, latency in ((CEILING.pipeline, None), ("course pipeline", 0))]  # fmt: skip
+    ] + [
+        Row(name, latency, count)
+        for count in QUICK_CORE_COUNTS
+        for name, latency in ((CEILING.pipeline, None), ("course pipeline", 0))
+    ]
     lines = report.format_table(results)
     assert lines[0].split() == [
         "pipeline",
@@ -265,13 +274,19 @@ def test_grain_at_its_best_is_the_fastest_of_the_settings_measured(quick_run):
 def test_choose_takes_the_setting_with_the_highest_median(monkeypatch):
     from utils import comparison
 
-    medians = {"1 worker, pillow": 900.0, "2 workers, pillow": 1500.0,
-               "1 worker, tensorflow": 1000.0, "2 workers, tensorflow": 1400.0}  # fmt: skip
+    medians = {
+        "1 worker, pillow": 900.0,
+        "2 workers, pillow": 1500.0,
+        "1 worker, tensorflow": 1000.0,
+        "2 workers, tensorflow": 1400.0,
+    }
 
     def measured(rates, repeats):
         assert list(rates) == list(medians) and repeats == 3
-        return {label: comparison.RepeatedResult(label, (m, m + 10, m - 10))
-                for label, m in medians.items()}  # fmt: skip
+        return {
+            label: comparison.RepeatedResult(label, (m, m + 10, m - 10))
+            for label, m in medians.items()
+        }
 
     monkeypatch.setattr(comparison, "measure_in_turns", measured)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
@@ -284,16 +299,18 @@ def test_grain_best_lines_say_the_winner_and_its_ratios_within_each_round():
     def runs(*values, cpu=(300.0, 320.0)):
         return {"runs": list(values), "cpu_us_per_image": list(cpu)}
 
-    results = {Row("course pipeline", 0): runs(100, 200),
-               Row("Grain + ArrayRecord", 0): runs(20, 40),
-               Row("Grain at its best", 0): runs(50, 80, cpu=(400.0, 500.0))}  # fmt: skip
+    results = {
+        Row("course pipeline", 0): runs(100, 200),
+        Row("Grain + ArrayRecord", 0): runs(20, 40),
+        Row("Grain at its best", 0): runs(50, 80, cpu=(400.0, 500.0)),
+    }
     choice = {
         "chosen": {"label": "2 workers, pillow"},
-        "candidates": {"1 worker, pillow": {"median": 30.0, "min": 29.0, "max": 31.0,
-                                            "runs": [29.0, 31.0]},
-                       "2 workers, pillow": {"median": 52.0, "min": 50.0, "max": 54.0,
-                                             "runs": [50.0, 54.0]}},
-    }  # fmt: skip
+        "candidates": {
+            "1 worker, pillow": {"median": 30.0, "min": 29.0, "max": 31.0, "runs": [29.0, 31.0]},
+            "2 workers, pillow": {"median": 52.0, "min": 50.0, "max": 54.0, "runs": [50.0, 54.0]},
+        },
+    }
     assert grain_best.grain_best_lines(results, choice) == [
         "Grain at its best: 2 workers, pillow (Grain's processes, each with its reading "
         "threads), the fastest at 0 ms of 1 worker, pillow 30 (29-31); 2 workers, pillow 52 "
@@ -306,8 +323,11 @@ def test_grain_best_lines_say_the_winner_and_its_ratios_within_each_round():
 
 def test_counts_up_to_the_cores_double_then_end_at_the_cores():
     assert [settings.counts_up_to(n) for n in (1, 2, 6, 16)] == [
-        [1], [1, 2], [1, 2, 4, 6], [1, 2, 4, 8, 16]
-    ]  # fmt: skip
+        [1],
+        [1, 2],
+        [1, 2, 4, 6],
+        [1, 2, 4, 8, 16],
+    ]
     with pytest.raises(ValueError, match=r"`num_cores` must be >= 1. Received: num_cores=0"):
         settings.counts_up_to(0)
 
@@ -317,8 +337,9 @@ def test_a_pinned_child_reports_the_one_core_it_was_given():
         "from tools.course_benchmark import cores; import os; "
         "print(cores.pin(1), len(os.sched_getaffinity(0)))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=REPO_ROOT, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True
+    )
     assert done.stdout.split() == ["1", "1"]
     too_many = len(os.sched_getaffinity(0)) + 1
     with pytest.raises(ValueError, match=rf"Received: num_cores={too_many}"):

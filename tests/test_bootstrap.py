@@ -149,11 +149,16 @@ def _run_upload_only(tmp_path, python, runs, env=None, timeout=900):
         folder = tmp_path / name
         folder.mkdir()
         nbformat.write(notebook, folder / f"{name}.ipynb")
-        specs.append({
-            "input": str(folder / f"{name}.ipynb"), "output": str(tmp_path / f"{name}.out.ipynb"),
-            "parameters": parameters, "cwd": str(folder), "env": {},
-            "kernel_options": KERNEL_OPTIONS,
-        })  # fmt: skip
+        specs.append(
+            {
+                "input": str(folder / f"{name}.ipynb"),
+                "output": str(tmp_path / f"{name}.out.ipynb"),
+                "parameters": parameters,
+                "cwd": str(folder),
+                "env": {},
+                "kernel_options": KERNEL_OPTIONS,
+            }
+        )
     environment = {
         "PATH": "/usr/bin:/bin",
         "HOME": "/tmp/home",
@@ -163,13 +168,30 @@ def _run_upload_only(tmp_path, python, runs, env=None, timeout=900):
         **(env or {}),
     }
     sandbox = [
-        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-        "--tmpfs", "/tmp", "--dir", "/tmp/home", "--bind", str(tmp_path), str(tmp_path),
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--dir",
+        "/tmp/home",
+        "--bind",
+        str(tmp_path),
+        str(tmp_path),
         # After the tmpfs, which would hide them: this Python's environment, where a clone
         # (and its .venv) lives under /tmp.
-        "--ro-bind", sys.prefix, sys.prefix,
-        "--unshare-net", "--unshare-pid", "--die-with-parent",
-    ]  # fmt: skip
+        "--ro-bind",
+        sys.prefix,
+        sys.prefix,
+        "--unshare-net",
+        "--unshare-pid",
+        "--die-with-parent",
+    ]
     command = ["env", "-i", *(f"{k}={v}" for k, v in environment.items())]
     command += [*sandbox, sys.executable, "-c", DRIVER, json.dumps(specs)]
     started = time.monotonic()
@@ -222,8 +244,9 @@ def test_setup_cell_finds_the_course_beside_a_decoy_utils_py(tmp_path):
         + "print('RESULT', sys.modules['utils'].__file__, checks.__name__)\n"
     )
     # From standard input, as `-c` would, but with no limit on the argument's length.
-    result = subprocess.run([sys.executable, "-"], input=code, cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-"], input=code, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert lines[0] in (
@@ -238,8 +261,9 @@ def test_setup_cell_finds_the_course_beside_a_decoy_utils_py(tmp_path):
 def test_setup_cell_in_a_clone_says_so(tmp_path):
     code = _setup_code() + "\nprint('RESULT', sys.path[0])\n"
     labs = REPO_ROOT / "labs"
-    result = subprocess.run([sys.executable, "-"], input=code, cwd=labs,
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-"], input=code, cwd=labs, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines()[0] == f"Course {VERSION}: the clone in the folder above."
     assert result.stdout.splitlines()[-1] == f"RESULT {REPO_ROOT}"
@@ -253,15 +277,35 @@ def test_setup_cell_with_an_unusable_source_fails_in_one_line(tmp_path):
     script.write_text(code)
     missing = tmp_path / "no-such-course"
     command = [
-        "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp/home", f"PIP_CONFIG_FILE={os.devnull}",
+        "env",
+        "-i",
+        "PATH=/usr/bin:/bin",
+        "HOME=/tmp/home",
+        f"PIP_CONFIG_FILE={os.devnull}",
         f"{setup_cell.SOURCE_ENV_VAR}={missing}",
-        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home",
-        "--bind", str(tmp_path), str(tmp_path),
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--dir",
+        "/tmp/home",
+        "--bind",
+        str(tmp_path),
+        str(tmp_path),
         # After the tmpfs, as in _run_upload_only: the site-packages the view links to (pip
         # among them) are in this Python's environment, under /tmp when the clone is.
-        "--ro-bind", sys.prefix, sys.prefix, "--unshare-net", "--die-with-parent",
-        str(python), str(script),
-    ]  # fmt: skip
+        "--ro-bind",
+        sys.prefix,
+        sys.prefix,
+        "--unshare-net",
+        "--die-with-parent",
+        str(python),
+        str(script),
+    ]
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     assert result.stdout == f"Installing the course from {missing} with pip ...\n"
@@ -281,10 +325,13 @@ def _kaggle(folder):
     python = _fresh_environment(folder, "kaggle", COURSE_ENTRIES)
     runs = [
         ("lab01", _notebook("01_tf_data_basics", "lab"), SMALL_PARAMETERS["01_tf_data_basics"]),
-        ("solution01", _notebook("01_tf_data_basics", "solution"),
-         SMALL_PARAMETERS["01_tf_data_basics"]),
+        (
+            "solution01",
+            _notebook("01_tf_data_basics", "solution"),
+            SMALL_PARAMETERS["01_tf_data_basics"],
+        ),
         ("solution04", _notebook("04_train_keras", "solution"), LAB4_PARAMETERS),
-    ]  # fmt: skip
+    ]
     return python, _run_upload_only(folder, python, runs)
 
 
@@ -293,9 +340,12 @@ def _colab_tpu(folder):
     python = _fresh_environment(folder, "colab", COURSE_ENTRIES + TENSORFLOW_ENTRIES)
     wheels = _tensorflow_wheel(folder / "wheels", folder)
     runs = [
-        ("solution04", _notebook("04_train_keras", "solution"),
-         {**LAB4_PARAMETERS, "BACKEND": "jax"}),
-    ]  # fmt: skip
+        (
+            "solution04",
+            _notebook("04_train_keras", "solution"),
+            {**LAB4_PARAMETERS, "BACKEND": "jax"},
+        ),
+    ]
     env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
     return python, _run_upload_only(folder, python, runs, env=env)
 

@@ -136,8 +136,9 @@ def _processes_with(token):
 
 
 def _git_status():
-    return subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout
 
 
 needs_bwrap = pytest.mark.skipif(
@@ -295,8 +296,10 @@ def graded(tmp_path_factory):
     write(lab, "bob_01.ipynb")
     write(_notebook("solutions", LAB2), "cat_02.ipynb")
     (folder / "x-broken.ipynb").write_text('{"cells": [ not json')
-    write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Homework 7")]),
-          "x-other-course.ipynb")  # fmt: skip
+    write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Homework 7")]),
+        "x-other-course.ipynb",
+    )
     shipped = str(REPO_ROOT / "solutions" / f"{LAB1}.ipynb")
     from_solutions = copy.deepcopy(lab)
     for todo in (1, 2, 3):
@@ -341,9 +344,14 @@ def graded(tmp_path_factory):
     lab3.cells.insert(_cell_index(lab3, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))
     write(lab3, "x-10-lab3-replies.ipynb")
     output_dir = tmp_path_factory.mktemp("grades")
-    targets = [str(REPO_ROOT / "utils/checks/tf_data_basics.py"), str(REPO_ROOT / "tools/grade.py"),
-               str(REPO_ROOT / "utils/new_module.py"), str(Path(sys.prefix) / "pyvenv.cfg"),
-               str(folder / "y-victim.ipynb"), str(output_dir / "grades.csv")]  # fmt: skip
+    targets = [
+        str(REPO_ROOT / "utils/checks/tf_data_basics.py"),
+        str(REPO_ROOT / "tools/grade.py"),
+        str(REPO_ROOT / "utils/new_module.py"),
+        str(Path(sys.prefix) / "pyvenv.cfg"),
+        str(folder / "y-victim.ipynb"),
+        str(output_dir / "grades.csv"),
+    ]
     if sandbox.find_bwrap():  # Unsandboxed, it would really write into the course.
         attack = ATTACK.format(targets=targets, token=TOKEN)
         write(_with_todo(solution, 1, lambda s: s + attack), "x-attack.ipynb")
@@ -362,16 +370,34 @@ def graded(tmp_path_factory):
     # Fixed limits (30 s a cell, the measured limits' floor): measuring them would run three
     # lessons' solutions once more; test_the_readme_command_from_the_repository_root measures.
     # -j 3 on CI's 2 cores: the grader's default there (each submission waits on storage).
-    status = grade.main([str(folder), "--output-dir", str(output_dir), "-j", "3",
-                         "--cell-timeout", "30", "--timeout", "300",
-                         "--id-pattern", r"^(?P<id>[a-z]+)_\d\d\.ipynb$",
-                         "--roster", str(class_files / "roster.csv"),
-                         "--due", "01=2099-01-01T00:00",
-                         "--due", f"02={lab2_due.isoformat(timespec='seconds')}",
-                         "--overrides", str(class_files / "overrides.csv")])  # fmt: skip
+    status = grade.main(
+        [
+            str(folder),
+            "--output-dir",
+            str(output_dir),
+            "-j",
+            "3",
+            "--cell-timeout",
+            "30",
+            "--timeout",
+            "300",
+            "--id-pattern",
+            r"^(?P<id>[a-z]+)_\d\d\.ipynb$",
+            "--roster",
+            str(class_files / "roster.csv"),
+            "--due",
+            "01=2099-01-01T00:00",
+            "--due",
+            f"02={lab2_due.isoformat(timespec='seconds')}",
+            "--overrides",
+            str(class_files / "overrides.csv"),
+        ]
+    )
     with open(output_dir / "grades.csv") as file:
-        rows = {row["submission"] or f"{row['learner']} {row['lab']}": row
-                for row in csv.DictReader(file)}  # fmt: skip
+        rows = {
+            row["submission"] or f"{row['learner']} {row['lab']}": row
+            for row in csv.DictReader(file)
+        }
     after = {path.name: path.read_bytes() for path in folder.iterdir()}
     return status, rows, output_dir, (after == before, git_before, _git_status())
 
@@ -383,8 +409,11 @@ def _points(row):
 def test_the_whole_grade_table(graded):
     status, rows, _, _ = graded
     assert status == 0
-    table = {name: (row["learner"], _points(row), row["total"], row["maximum"], row["flags"])
-             for name, row in rows.items() if row["submission"]}  # fmt: skip
+    table = {
+        name: (row["learner"], _points(row), row["total"], row["maximum"], row["flags"])
+        for name, row in rows.items()
+        if row["submission"]
+    }
     # Lab 1 has 3 TODOs (filenames, read_and_decode, parallel), labs 2 and 3 two each: the
     # table's columns go to TODO 3, empty where a lab has fewer.
     expected = {
@@ -394,19 +423,29 @@ def test_the_whole_grade_table(graded):
         "x-broken.ipynb": ("x-broken", [""] * 3, "", "", ""),
         "x-other-course.ipynb": ("x-other-course", [""] * 3, "", "", ""),
         "x-1-solutions.ipynb": (
-            "x-1-solutions", ["0"] * 3, "0", "3",
+            "x-1-solutions",
+            ["0"] * 3,
+            "0",
+            "3",
             "exec/eval/compile; paths outside the work folder",
         ),
         "x-2-forger.ipynb": ("x-2-forger", ["0"] * 3, "0", "3", "processes"),
         # TODO 3's map asks for 1 read at a time (the kernel's NUM_PARALLEL_READS), so its
         # graph fails the judge's check, whatever the kernel's storage latency is.
         "x-3-parameters.ipynb": (
-            "x-3-parameters", ["1", "1", "0"], "2", "3", "lab objects; reassigned parameters",
+            "x-3-parameters",
+            ["1", "1", "0"],
+            "2",
+            "3",
+            "lab objects; reassigned parameters",
         ),
         # Lab 2's TODO 1 lacks a feature (numpy patched in vain); its TODO 2 is right.
         "x-4-numpy.ipynb": ("x-4-numpy", ["0", "1", ""], "1", "2", "imported modules"),
         "x-5-decoy.ipynb": (
-            "x-5-decoy", ["0"] * 3, "0", "3",
+            "x-5-decoy",
+            ["0"] * 3,
+            "0",
+            "3",
             "imported modules; sys.modules; sys.path; aliased os/sys",
         ),
         # TODO 2's cell stopped by its time limit; TODO 3 not run.
@@ -421,51 +460,83 @@ def test_the_whole_grade_table(graded):
         "x-cheat.ipynb": ("x-cheat", ["0"] * 3, "0", "3", "imported modules; import system"),
         "y-victim.ipynb": ("y-victim", ["1"] * 3, "3", "3", "paths outside the work folder"),
         "x-6-replies.ipynb": (
-            "x-6-replies", ["0"] * 3, "0", "3",
+            "x-6-replies",
+            ["0"] * 3,
+            "0",
+            "3",
             "imported modules; sys.modules; IPython hooks; hidden cells",
         ),
         "x-7-export.ipynb": (
-            "x-7-export", ["0"] * 3, "0", "3", "paths outside the work folder; the grader's names",
+            "x-7-export",
+            ["0"] * 3,
+            "0",
+            "3",
+            "paths outside the work folder; the grader's names",
         ),
         # TODO 2's label is Python in the graph (refused); TODO 3 maps that function.
         "x-8-python-in-graph.ipynb": (
-            "x-8-python-in-graph", ["1", "0", "0"], "1", "3", "IPython hooks",
+            "x-8-python-in-graph",
+            ["1", "0", "0"],
+            "1",
+            "3",
+            "IPython hooks",
         ),
         # TODO 1's paths pass through a call of the storage's __init__ (refused), and so does
         # TODO 3's map of them; TODO 2 reads the check's own paths with the solution's code.
         "x-12-storage-init.ipynb": ("x-12-storage-init", ["0", "1", "0"], "1", "3", ""),
         "x-10-lab3-replies.ipynb": (
-            "x-10-lab3-replies", ["0", "0", ""], "0", "2",
+            "x-10-lab3-replies",
+            ["0", "0", ""],
+            "0",
+            "2",
             "imported modules; sys.modules; IPython hooks",
         ),
-    }  # fmt: skip
+    }
     if sandbox.find_bwrap():  # Every write refused, the 9 GB refused, nothing outlived it.
         expected["x-attack.ipynb"] = (
-            "x-attack", ["1"] * 3, "3", "3", "paths outside the work folder; processes",
-        )  # fmt: skip
+            "x-attack",
+            ["1"] * 3,
+            "3",
+            "3",
+            "paths outside the work folder; processes",
+        )
     assert table == expected
 
 
 def test_a_class_gradebook_missing_late_and_overridden_rows_and_lms_files(graded):
     rows, output_dir = graded[1], graded[2]
     fields = ("status", "total", "late days", "penalty %", "final", "overrides")
-    assert {key: [rows[key][f] for f in fields] for key in
-            ("bob_01.ipynb", "cat_02.ipynb", f"dan {LAB1}", f"dan {LAB2}")} == {
-        "bob_01.ipynb": ["graded", "1", "", "", "1",
-                         "TODO 1: 1 (listed the files in a cell of their own)"],
+    assert {
+        key: [rows[key][f] for f in fields]
+        for key in ("bob_01.ipynb", "cat_02.ipynb", f"dan {LAB1}", f"dan {LAB2}")
+    } == {
+        "bob_01.ipynb": [
+            "graded",
+            "1",
+            "",
+            "",
+            "1",
+            "TODO 1: 1 (listed the files in a cell of their own)",
+        ],
         "cat_02.ipynb": ["graded", "2", "3", "30", "1.4", ""],
         f"dan {LAB1}": ["missing", "", "", "", "0", ""],
         f"dan {LAB2}": ["missing", "", "", "", "0", ""],
-    }  # fmt: skip
+    }
     # Lab 2's column is the roster's (its Canvas id kept); lab 3, graded but not due, too.
     assert (output_dir / "canvas.csv").read_text().splitlines() == [
         f"Student,ID,SIS User ID,SIS Login ID,Section,{LAB1},Lab 2 TFRecords (902),{LAB3}",
-        "ann,ann,S-ann,ann@school,A,3,0,", "bob,bob,S-bob,bob@school,A,1,0,",
-        "cat,cat,S-cat,cat@school,A,0,1.4,", "dan,dan,S-dan,dan@school,A,0,0,",
-    ]  # fmt: skip
+        "ann,ann,S-ann,ann@school,A,3,0,",
+        "bob,bob,S-bob,bob@school,A,1,0,",
+        "cat,cat,S-cat,cat@school,A,0,1.4,",
+        "dan,dan,S-dan,dan@school,A,0,0,",
+    ]
     assert (output_dir / "moodle.csv").read_text().splitlines() == [
-        f"ID number,{LAB1},{LAB2},{LAB3}", "ann,3,0,", "bob,1,0,", "cat,0,1.4,", "dan,0,0,",
-    ]  # fmt: skip
+        f"ID number,{LAB1},{LAB2},{LAB3}",
+        "ann,3,0,",
+        "bob,1,0,",
+        "cat,0,1.4,",
+        "dan,0,0,",
+    ]
     text = (output_dir / "feedback" / f"cat-{LAB2}.md").read_text()
     assert "Handed in 3 day(s) late: 30% off, **final 1.4 / 2 points**." in text
     text = (output_dir / "feedback" / f"bob-{LAB1}.md").read_text()
@@ -476,9 +547,25 @@ def test_grades_csv_columns_and_versions(graded):
     rows, output_dir = graded[1], graded[2]
     with open(output_dir / "grades.csv") as file:
         header = next(csv.reader(file))
-    assert header == ["learner", "lab", "version", "TODO 1", "TODO 2", "TODO 3",
-                      "total", "maximum", "flags", "status", "submission", "feedback",
-                      "submitted", "late days", "penalty %", "final", "overrides"]  # fmt: skip
+    assert header == [
+        "learner",
+        "lab",
+        "version",
+        "TODO 1",
+        "TODO 2",
+        "TODO 3",
+        "total",
+        "maximum",
+        "flags",
+        "status",
+        "submission",
+        "feedback",
+        "submitted",
+        "late days",
+        "penalty %",
+        "final",
+        "overrides",
+    ]
     version = setup_cell.course_version()
     assert rows["ann_01.ipynb"]["version"] == version and rows["ann_01.ipynb"]["lab"] == LAB1
     assert rows["cat_02.ipynb"]["lab"] == LAB2
@@ -594,9 +681,10 @@ def test_scores_map_by_cell_marks_not_by_position():
     for cells in (prepared, shifted):
         results = [
             grade_kernel.CellResult("error", error="ValueError: mine")
-            if cell.get("id") == "todo-2" else grade_kernel.CellResult("ok")
+            if cell.get("id") == "todo-2"
+            else grade_kernel.CellResult("ok")
             for cell, _ in cells
-        ]  # fmt: skip
+        ]
         mark = grade.Grade("a.ipynb", points={1: 1, 2: 2, 3: 1})
         grade.score(mark, cells, results, verdicts)
         assert mark.passed == {1: True, 2: False, 3: True} and mark.total == 2
@@ -719,9 +807,15 @@ def test_without_bwrap_the_grader_says_not_isolated_and_how_to_fix_it(
 def test_the_bwrap_fix_names_ubuntus_apparmor_setting(monkeypatch):
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
     real_read = Path.read_text
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "1\n"
-                        if self.name == "apparmor_restrict_unprivileged_userns"
-                        else real_read(self, *a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        Path,
+        "read_text",
+        lambda self, *a, **k: (
+            "1\n"
+            if self.name == "apparmor_restrict_unprivileged_userns"
+            else real_read(self, *a, **k)
+        ),
+    )
     fix = sandbox.bwrap_fix()
     assert "kernel.apparmor_restrict_unprivileged_userns" in fix
     assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in fix
@@ -747,8 +841,13 @@ def test_the_readme_command_from_the_repository_root(tmp_path):
     git_before = _git_status()
     submissions.mkdir()
     nbformat.write(_notebook("solutions", LAB1), submissions / "s1_solution.ipynb")
-    result = subprocess.run([sys.executable, *command.split()[1:]], cwd=root,
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, *command.split()[1:]],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     with open(output_dir / "grades.csv") as file:
         rows = list(csv.DictReader(file))
@@ -762,8 +861,9 @@ def test_the_readme_command_from_the_repository_root(tmp_path):
         result.stdout,
         re.M,
     )
-    assert re.search(r"^1 submissions in \d+ s with -j \d+: [\d.]+ s per submission$",
-                     result.stdout, re.M)  # fmt: skip
+    assert re.search(
+        r"^1 submissions in \d+ s with -j \d+: [\d.]+ s per submission$", result.stdout, re.M
+    )
     assert (output_dir / "feedback" / f"s1_solution-{LAB1}.md").exists()
     assert _git_status() == git_before
 

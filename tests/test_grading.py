@@ -37,14 +37,26 @@ def lab1():
 
 
 def _submission(path, labs=None):
-    return Submission(path=path, labs=labs or {"current": {}}, limits={}, options=Options(),
-                      grade=Grade(submission=path.name))  # fmt: skip
+    return Submission(
+        path=path,
+        labs=labs or {"current": {}},
+        limits={},
+        options=Options(),
+        grade=Grade(submission=path.name),
+    )
 
 
 def test_steps_are_listed_by_name_in_order():
     assert [name for name, _ in grade.STEPS] == [
-        "read", "identify", "choose_lab", "restore", "flag", "prepare", "run", "score",
-    ]  # fmt: skip
+        "read",
+        "identify",
+        "choose_lab",
+        "restore",
+        "flag",
+        "prepare",
+        "run",
+        "score",
+    ]
 
 
 def test_grading_modules_say_what_they_are_for():
@@ -117,8 +129,11 @@ class TestFlags:
         for name in ("__init__.py", "brand_new.py", "checks/__init__.py", "checks/lab9.py"):
             (tmp_path / "utils" / name).write_text("")
         assert syntax_flags.course_modules(tmp_path / "utils") == {
-            "utils", "brand_new", "checks", "lab9"
-        }  # fmt: skip
+            "utils",
+            "brand_new",
+            "checks",
+            "lab9",
+        }
 
     @pytest.mark.parametrize(
         "code, found",
@@ -153,15 +168,19 @@ class TestPrepare:
 class TestScore:
     def test_a_timeout_stops_the_run_and_names_its_cell(self):
         cells = [nbformat.v4.new_code_cell(id=i) for i in ("todo-1", "check-1", "check-2")]
-        results = [CellResult("timeout", error="timed out after 30 s"), CellResult("not run"),
-                   CellResult("not run")]  # fmt: skip
+        results = [
+            CellResult("timeout", error="timed out after 30 s"),
+            CellResult("not run"),
+            CellResult("not run"),
+        ]
         mark = Grade("a.ipynb", points={1: 1, 2: 1})
         score.score(mark, [(c, "") for c in cells], results, {})
         stop = "the cell of TODO 1 timed out after 30 s; the cells after it were not run"
         assert mark.notes == [f"Stopped: {stop}"]
         assert mark.messages == {
-            1: "your TODO 1 cell failed: timed out after 30 s", 2: f"not run: {stop}"
-        }  # fmt: skip
+            1: "your TODO 1 cell failed: timed out after 30 s",
+            2: f"not run: {stop}",
+        }
         assert mark.passed == {1: False, 2: False} and mark.total == 0
 
 
@@ -170,11 +189,15 @@ class TestScoreMessages:
         cells = [nbformat.v4.new_code_cell(id=i) for i in ("cell-13", "mine")]
         cells[1].source = "print(y)"
         cells[1].metadata[KEY] = {"added": True}
-        results = [CellResult("error", error="AttributeError: 'ellipsis' object"),
-                   CellResult("error", error="NameError: name 'y' is not defined")]  # fmt: skip
+        results = [
+            CellResult("error", error="AttributeError: 'ellipsis' object"),
+            CellResult("error", error="NameError: name 'y' is not defined"),
+        ]
         mark = Grade("a.ipynb", points={1: 1, 2: 1})
-        verdicts = {1: sealed.Verdict(False, "TODO 1 (x): not done yet"),
-                    2: sealed.Verdict(False, "NameError: name 'x' is not defined")}  # fmt: skip
+        verdicts = {
+            1: sealed.Verdict(False, "TODO 1 (x): not done yet"),
+            2: sealed.Verdict(False, "NameError: name 'x' is not defined"),
+        }
         score.score(mark, [(c, "") for c in cells], results, verdicts)
         assert mark.messages == {
             1: "TODO 1 (x): not done yet",
@@ -188,17 +211,25 @@ class TestScoreMessages:
 
     def test_messages_name_the_graders_folders_without_their_paths(self, tmp_path):
         options = Options(cache=tmp_path / "cache", work_root=tmp_path / "work")
-        text = (f"Cannot decode {tmp_path}/work/kim-x1y2/cache/flowers/roses/1.jpg; "
-                f"read {tmp_path}/cache/flowers-embedded-100/a.jpg and "
-                f"{tmp_path}/work/kim-x1y2/home/out.tfrec")  # fmt: skip
+        text = (
+            f"Cannot decode {tmp_path}/work/kim-x1y2/cache/flowers/roses/1.jpg; "
+            f"read {tmp_path}/cache/flowers-embedded-100/a.jpg and "
+            f"{tmp_path}/work/kim-x1y2/home/out.tfrec"
+        )
         assert score.without_grader_paths(text, options) == (
             "Cannot decode <data cache>/flowers/roses/1.jpg; read "
             "<data cache>/flowers-embedded-100/a.jpg and <your work folder>/home/out.tfrec"
         )
 
     def test_feedback_says_which_parameters_the_grader_changed(self):
-        mark = Grade("a.ipynb", learner="kim", lab=LAB1, points={1: 1}, passed={1: True},
-                     parameters={"NUM_PARALLEL_READS": (8, 16)})  # fmt: skip
+        mark = Grade(
+            "a.ipynb",
+            learner="kim",
+            lab=LAB1,
+            points={1: 1},
+            passed={1: True},
+            parameters={"NUM_PARALLEL_READS": (8, 16)},
+        )
         assert (
             "- The grader ran your lab with other parameters than the lab's, to grade a class "
             "in minutes: NUM_PARALLEL_READS=8 (the lab's: 16). The checks' numbers above are "
@@ -218,39 +249,86 @@ class TestScoreMessages:
 class TestReports:
     def test_learners_whose_names_differ_only_in_a_space_get_a_file_each(self, tmp_path):
         grades = [
-            Grade(f"{name}_01.ipynb", learner=name, lab=LAB1, points={1: 1},
-                  passed={1: name == "Kim Lee"})
+            Grade(
+                f"{name}_01.ipynb",
+                learner=name,
+                lab=LAB1,
+                points={1: 1},
+                passed={1: name == "Kim Lee"},
+            )
             for name in ("Kim Lee", "Kim_Lee")
-        ]  # fmt: skip
+        ]
         reports.write_reports(grades, tmp_path, "bwrap")
         assert sorted(p.name for p in (tmp_path / "feedback").iterdir()) == [
-            f"Kim_Lee-{LAB1}-2.md", f"Kim_Lee-{LAB1}.md"
-        ]  # fmt: skip
+            f"Kim_Lee-{LAB1}-2.md",
+            f"Kim_Lee-{LAB1}.md",
+        ]
         assert sorted(p.name for p in (tmp_path / "junit").iterdir()) == [
-            f"Kim_Lee-{LAB1}-2.xml", f"Kim_Lee-{LAB1}.xml"
-        ]  # fmt: skip
+            f"Kim_Lee-{LAB1}-2.xml",
+            f"Kim_Lee-{LAB1}.xml",
+        ]
         assert "Total: 1 / 1" in (tmp_path / "feedback" / f"Kim_Lee-{LAB1}.md").read_text()
         assert "Total: 0 / 1" in (tmp_path / "feedback" / f"Kim_Lee-{LAB1}-2.md").read_text()
         with open(tmp_path / "grades.csv") as file:
             assert [row["feedback"] for row in csv.DictReader(file)] == [
-                f"feedback/Kim_Lee-{LAB1}.md", f"feedback/Kim_Lee-{LAB1}-2.md"
-            ]  # fmt: skip
+                f"feedback/Kim_Lee-{LAB1}.md",
+                f"feedback/Kim_Lee-{LAB1}-2.md",
+            ]
 
 
 class TestReportsWrite:
     def test_write_reports_from_grades(self, tmp_path):
-        good = Grade("a.ipynb", learner="ann", lab=LAB1, version="1", points={1: 1, 2: 2},
-                     passed={1: True, 2: False}, messages={2: "TODO 2 (x): wrong"})  # fmt: skip
+        good = Grade(
+            "a.ipynb",
+            learner="ann",
+            lab=LAB1,
+            version="1",
+            points={1: 1, 2: 2},
+            passed={1: True, 2: False},
+            messages={2: "TODO 2 (x): wrong"},
+        )
         bad = Grade("b.ipynb", learner="b", status="unreadable: ValueError: x")
         reports.write_reports([good, bad], tmp_path, "NOT ISOLATED (--sandbox none)")
         with open(tmp_path / "grades.csv") as file:
             rows = list(csv.reader(file))
         assert rows[1:] == [
-            ["ann", LAB1, "1", "1", "0", "1", "3", "", "graded", "a.ipynb",
-             f"feedback/ann-{LAB1}.md", "", "", "", "1", ""],
-            ["b", "", "", "", "", "", "", "", "unreadable: ValueError: x", "b.ipynb",
-             "feedback/b-unknown.md", "", "", "", "", ""],
-        ]  # fmt: skip
+            [
+                "ann",
+                LAB1,
+                "1",
+                "1",
+                "0",
+                "1",
+                "3",
+                "",
+                "graded",
+                "a.ipynb",
+                f"feedback/ann-{LAB1}.md",
+                "",
+                "",
+                "",
+                "1",
+                "",
+            ],
+            [
+                "b",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "unreadable: ValueError: x",
+                "b.ipynb",
+                "feedback/b-unknown.md",
+                "",
+                "",
+                "",
+                "",
+                "",
+            ],
+        ]
         assert (
             "| b.ipynb | b |  | unreadable: ValueError: x |  |  | not graded |  |"
             in (tmp_path / "scores.md").read_text()
@@ -258,8 +336,9 @@ class TestReportsWrite:
         assert "- a.ipynb, TODO 2: TODO 2 (x): wrong\n" in (tmp_path / "scores.md").read_text()
         assert (tmp_path / "review.md").read_text() == "# Flagged submissions\n\nNone.\n"
         assert sorted(p.name for p in (tmp_path / "feedback").iterdir()) == [
-            f"ann-{LAB1}.md", "b-unknown.md"
-        ]  # fmt: skip
+            f"ann-{LAB1}.md",
+            "b-unknown.md",
+        ]
         (tmp_path / "mine.txt").write_text("kept")
         reports.remove_old_reports(tmp_path)
         assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["mine.txt"]

@@ -24,8 +24,14 @@ CANVAS_EXPORT = (
 
 
 def _graded(learner, lab, passed, submitted, name):
-    return Grade(name, learner=learner, lab=lab, points={1: 1, 2: 2, 3: 1},
-                 passed=dict(enumerate(passed, start=1)), submitted=submitted)  # fmt: skip
+    return Grade(
+        name,
+        learner=learner,
+        lab=lab,
+        points={1: 1, 2: 2, 3: 1},
+        passed=dict(enumerate(passed, start=1)),
+        submitted=submitted,
+    )
 
 
 @pytest.fixture
@@ -46,17 +52,22 @@ def book(class_folder):
         _graded("102", LAB1, [False, False, False], DUE - datetime.timedelta(days=2), "b1.ipynb"),
     ]
     return gradebook.gradebook(
-        grades, roster=roster, due={LAB1: DUE}, rule=gradebook.LateRule(percent_per_day=10),
+        grades,
+        roster=roster,
+        due={LAB1: DUE},
+        rule=gradebook.LateRule(percent_per_day=10),
         overrides=class_files.read_overrides(class_folder / "overrides.csv"),
         points={LAB1: {1: 1, 2: 2, 3: 1}},
-    ), roster  # fmt: skip
+    ), roster
 
 
 def test_read_roster_takes_canvas_export_without_its_points_row(class_folder):
     roster = class_files.read_roster(class_folder / "roster.csv")
     assert [(row["id"], row["Student"]) for row in roster] == [
-        ("101", "Lee, Kim"), ("102", "Ng, Ann"), ("103", "Roe, Bob")
-    ]  # fmt: skip
+        ("101", "Lee, Kim"),
+        ("102", "Ng, Ann"),
+        ("103", "Roe, Bob"),
+    ]
 
 
 def test_bad_class_files_name_the_file_and_row(tmp_path):
@@ -83,24 +94,74 @@ def test_gradebook_rows_missing_late_overridden_and_set_aside(book, tmp_path):
     grades, _ = book
     reports.write_reports(grades, tmp_path, "bwrap")
     with open(tmp_path / "grades.csv") as file:
-        rows = [{k: row[k] for k in ("learner", "lab", "status", "submission", "total",
-                                     "late days", "penalty %", "final", "overrides")}
-                for row in csv.DictReader(file)]  # fmt: skip
+        rows = [
+            {
+                k: row[k]
+                for k in (
+                    "learner",
+                    "lab",
+                    "status",
+                    "submission",
+                    "total",
+                    "late days",
+                    "penalty %",
+                    "final",
+                    "overrides",
+                )
+            }
+            for row in csv.DictReader(file)
+        ]
     assert rows == [
-        {"learner": "101", "lab": LAB1, "status": "graded", "submission": "a.ipynb",
-         "total": "4", "late days": "", "penalty %": "", "final": "4", "overrides": ""},
-        {"learner": "102", "lab": LAB1, "status": "graded", "submission": "b2.ipynb",
-         "total": "4", "late days": "2", "penalty %": "20", "final": "3.2",
-         "overrides": "TODO 2: 2 (the check's message was wrong; read by hand)"},
-        {"learner": "102", "lab": LAB1, "status": "set aside: b2.ipynb is later",
-         "submission": "b1.ipynb", "total": "", "late days": "", "penalty %": "", "final": "",
-         "overrides": ""},
-        {"learner": "103", "lab": LAB1, "status": "missing", "submission": "", "total": "",
-         "late days": "", "penalty %": "", "final": "0", "overrides": ""},
-    ]  # fmt: skip
+        {
+            "learner": "101",
+            "lab": LAB1,
+            "status": "graded",
+            "submission": "a.ipynb",
+            "total": "4",
+            "late days": "",
+            "penalty %": "",
+            "final": "4",
+            "overrides": "",
+        },
+        {
+            "learner": "102",
+            "lab": LAB1,
+            "status": "graded",
+            "submission": "b2.ipynb",
+            "total": "4",
+            "late days": "2",
+            "penalty %": "20",
+            "final": "3.2",
+            "overrides": "TODO 2: 2 (the check's message was wrong; read by hand)",
+        },
+        {
+            "learner": "102",
+            "lab": LAB1,
+            "status": "set aside: b2.ipynb is later",
+            "submission": "b1.ipynb",
+            "total": "",
+            "late days": "",
+            "penalty %": "",
+            "final": "",
+            "overrides": "",
+        },
+        {
+            "learner": "103",
+            "lab": LAB1,
+            "status": "missing",
+            "submission": "",
+            "total": "",
+            "late days": "",
+            "penalty %": "",
+            "final": "0",
+            "overrides": "",
+        },
+    ]
     assert sorted(p.name for p in (tmp_path / "feedback").iterdir()) == [
-        f"101-{LAB1}.md", f"102-{LAB1}-2.md", f"102-{LAB1}.md"
-    ]  # fmt: skip
+        f"101-{LAB1}.md",
+        f"102-{LAB1}-2.md",
+        f"102-{LAB1}.md",
+    ]
 
 
 def test_feedback_shows_lateness_and_the_instructors_scores(book):
@@ -117,9 +178,13 @@ def test_overrides_survive_a_regrade(book, class_folder):
     grades, roster = book
     again = [_graded("102", LAB1, [True, False, True], DUE, "b2.ipynb")]
     regraded = gradebook.gradebook(
-        again, roster=None, due={}, rule=gradebook.LateRule(),
-        overrides=class_files.read_overrides(class_folder / "overrides.csv"), points={},
-    )  # fmt: skip
+        again,
+        roster=None,
+        due={},
+        rule=gradebook.LateRule(),
+        overrides=class_files.read_overrides(class_folder / "overrides.csv"),
+        points={},
+    )
     assert regraded[0].earned == {1: 1, 2: 2.0, 3: 1} and regraded[0].total == 4
 
 
@@ -149,8 +214,11 @@ def test_moodle_csv_identifies_learners_by_id_number_without_emails(book, tmp_pa
     grades, roster = book
     lms_files.write_moodle_csv(grades, roster, tmp_path / "moodle.csv")
     assert (tmp_path / "moodle.csv").read_text().splitlines() == [
-        f"ID number,{LAB1}", "101,4", "102,3.2", "103,0"
-    ]  # fmt: skip
+        f"ID number,{LAB1}",
+        "101,4",
+        "102,3.2",
+        "103,0",
+    ]
 
 
 def test_a_new_lab_gets_a_column_of_its_own_name():
@@ -161,8 +229,10 @@ def test_a_new_lab_gets_a_column_of_its_own_name():
 def test_an_override_names_its_lab_by_its_whole_name_or_number_only():
     """`0` or `basics` named every lab or several before (a substring test)."""
     grade = _graded("102", LAB1, [False, False, False], DUE, "b.ipynb")
-    rows = [{"learner": "102", "lab": lab, "todo": "1", "points": "1", "reason": "x"}
-            for lab in ("0", "basics", "1")]  # fmt: skip
+    rows = [
+        {"learner": "102", "lab": lab, "todo": "1", "points": "1", "reason": "x"}
+        for lab in ("0", "basics", "1")
+    ]
     gradebook.apply_overrides(grade, rows)
     assert grade.overridden == {}
     gradebook.apply_overrides(

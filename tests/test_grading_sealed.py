@@ -29,10 +29,20 @@ def lab1():
 class TestWire:
     @pytest.mark.parametrize(
         "value",
-        [None, True, 3, 2.5, "path", b"\x00bytes", ..., (1, [2, {"a": b"x"}]),
-         tf.TensorSpec([None, 3], tf.uint8), tf.string],
+        [
+            None,
+            True,
+            3,
+            2.5,
+            "path",
+            b"\x00bytes",
+            ...,
+            (1, [2, {"a": b"x"}]),
+            tf.TensorSpec([None, 3], tf.uint8),
+            tf.string,
+        ],
         ids=lambda value: type(value).__name__,
-    )  # fmt: skip
+    )
     def test_data_crosses_and_comes_back_equal(self, value):
         assert wire.decode(wire.loads(wire.dumps(wire.encode(value)))) == value
 
@@ -57,11 +67,17 @@ class TestPlan:
         steps = judge_plan.plan(lab1, "NUM_IMAGES = 100")
         kinds = [(s["kind"], s.get("todo"), s.get("names")) for s in steps]
         assert kinds == [
-            ("code", None, None), ("code", None, None), ("code", None, None),
-            ("fetch", 1, ["filenames"]), ("check", 1, None),
-            ("code", None, None), ("fetch", 2, ["read_and_decode"]), ("check", 2, None),
-            ("fetch", 3, ["parallel"]), ("check", 3, None),
-        ]  # fmt: skip
+            ("code", None, None),
+            ("code", None, None),
+            ("code", None, None),
+            ("fetch", 1, ["filenames"]),
+            ("check", 1, None),
+            ("code", None, None),
+            ("fetch", 2, ["read_and_decode"]),
+            ("check", 2, None),
+            ("fetch", 3, ["parallel"]),
+            ("check", 3, None),
+        ]
         code = [s["source"] for s in steps if s["kind"] == "code"]
         assert code[1] == "NUM_IMAGES = 100"  # The grader's parameters, not the lab's.
         assert code[3].startswith("def label_from_path(path):")  # Given code TODO 2 calls.
@@ -114,11 +130,13 @@ class TestRemote:
             if "token" in n.attr
         }
         rebuilt = graphs.rebuild_dataset(
-            {"graph": __import__("base64").b64encode(graph_def.SerializeToString()).decode(),
-             "roles": {token: ["object", "simulated_storage", "_wait_for_path"]},
-             "spec": wire.encode(dataset.element_spec)},
+            {
+                "graph": __import__("base64").b64encode(graph_def.SerializeToString()).decode(),
+                "roles": {token: ["object", "simulated_storage", "_wait_for_path"]},
+                "spec": wire.encode(dataset.element_spec),
+            },
             {"simulated_storage": judges},
-        )  # fmt: skip
+        )
         assert len(list(rebuilt)) == 1
         assert (len(judges.latencies_ms), len(learners.latencies_ms)) == (1, 0)
         with pytest.raises(graphs.NotSealable):  # Not a course object: refused.
@@ -153,8 +171,12 @@ def test_only_the_courses_own_callbacks_are_bound():
     judges = storage.SimulatedStorage(latency_ms=50)
     namespace = {"simulated_storage": judges}
     assert graphs._callback(["object", "simulated_storage", "_wait_for_path"], namespace)
-    for role in (["object", "simulated_storage", "__init__"],
-                 ["object", "simulated_storage", "reset_counters"],
-                 ["function", "utils.storage", "SimulatedStorage"], None, "x"):  # fmt: skip
+    for role in (
+        ["object", "simulated_storage", "__init__"],
+        ["object", "simulated_storage", "reset_counters"],
+        ["function", "utils.storage", "SimulatedStorage"],
+        None,
+        "x",
+    ):
         assert graphs._callback(role, namespace) is None
     assert judges.latency_ms == 50

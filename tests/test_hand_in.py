@@ -183,8 +183,9 @@ def test_hand_in_on_colab_or_an_unknown_front_end_says_how(tmp_path, capsys, mon
 def test_hand_in_with_a_bad_id_fails_before_running_any_check():
     ran = []
     with pytest.raises(hand_in_code.HandInError, match="LEARNER_ID = 'kim lee'"):
-        hand_in_code.hand_in({1: lambda: ran.append(1)}, lab=LAB, learner_id="kim lee",
-                             namespace={})  # fmt: skip
+        hand_in_code.hand_in(
+            {1: lambda: ran.append(1)}, lab=LAB, learner_id="kim lee", namespace={}
+        )
     assert ran == []
 
 
@@ -220,8 +221,11 @@ def test_every_lab_ends_with_the_hand_in_cells_calling_each_todos_check(source):
     (statement,) = [s for s in ast.parse(call.source).body if isinstance(s, ast.Expr)]
     assert ast.unparse(statement.value.func) == "hand_in"
     keywords = {k.arg: ast.unparse(k.value) for k in statement.value.keywords}
-    assert keywords == {"lab": repr(source.stem), "learner_id": "LEARNER_ID",
-                        "namespace": "globals()"}  # fmt: skip
+    assert keywords == {
+        "lab": repr(source.stem),
+        "learner_id": "LEARNER_ID",
+        "namespace": "globals()",
+    }
     listed = statement.value.args[0]
     todos = [c.metadata[KEY]["todo"] for c in lab.cells if "todo" in c.metadata.get(KEY, {})]
     assert [key.value for key in listed.keys] == todos
@@ -234,9 +238,12 @@ def test_every_lab_ends_with_the_hand_in_cells_calling_each_todos_check(source):
 
 
 def test_a_check_cell_without_its_call_as_a_statement_is_refused(tmp_path):
-    root = _lesson_root(tmp_path, EXECUTABLE_LESSON.replace(
-        "checks.check_double(double, todo=2)", "result = checks.check_double(double, todo=2)"
-    ))  # fmt: skip
+    root = _lesson_root(
+        tmp_path,
+        EXECUTABLE_LESSON.replace(
+            "checks.check_double(double, todo=2)", "result = checks.check_double(double, todo=2)"
+        ),
+    )
     with pytest.raises(build.BuildError, match=r"the check cell of TODO 2 must call checks\."):
         build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
 

@@ -205,8 +205,12 @@ def test_lesson8_prints_each_verdict_once_and_reads_one_stream_per_shard():
 
 def test_lesson8_knob_prose_states_no_verdict_of_its_own():
     text = _text("08_where_the_time_goes")
-    for claim in ("the gain is small", "sizes the\n#   reads from the number of cores",
-                  "there is nothing to\n#   overlap", "three times: the\n# spread"):  # fmt: skip
+    for claim in (
+        "the gain is small",
+        "sizes the\n#   reads from the number of cores",
+        "there is nothing to\n#   overlap",
+        "three times: the\n# spread",
+    ):
         assert claim.replace("\n#  ", "\n ").replace("\n# ", "\n") not in text, claim
 
 

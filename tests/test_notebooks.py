@@ -295,10 +295,20 @@ def _nbval(notebook_path):
     `nbval-ignore-output` (those without `# NBVAL_CHECK_OUTPUT`).
     """
     command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
-        "--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE_FILE),
-        "--nbval-cell-timeout", "300", str(notebook_path),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-sanitize-with",
+        str(SANITIZE_FILE),
+        "--nbval-cell-timeout",
+        "300",
+        str(notebook_path),
+    ]
     return subprocess.run(command, cwd=notebook_path.parent, capture_output=True, text=True)
 
 
@@ -368,8 +378,11 @@ def test_a_filled_lab_is_the_solution_code_for_code(lesson):
     """
     lab = _lab_with_todos_filled(lesson)
     solution = nbformat.read(REPO_ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
-    code = [(c.id, c.source) for c in lab.cells
-            if c.cell_type == "code" and "hand_in" not in c.metadata.get("tags", [])]  # fmt: skip
+    code = [
+        (c.id, c.source)
+        for c in lab.cells
+        if c.cell_type == "code" and "hand_in" not in c.metadata.get("tags", [])
+    ]
     assert code == [(c.id, c.source) for c in solution.cells if c.cell_type == "code"]
     stubs = _lab_with_todos_filled(lesson, keep_stub=set(_todos(lesson)))
     different = [c.id for c, s in zip(stubs.cells, lab.cells, strict=True) if c.source != s.source]

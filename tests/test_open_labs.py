@@ -106,9 +106,13 @@ def lab_server(tmp_path_factory):
     log = clone / "server.log"
     with log.open("w") as output:
         server = subprocess.Popen(
-            ["bash", "-c", README_COMMAND], cwd=clone, env=env, stdout=output,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            ["bash", "-c", README_COMMAND],
+            cwd=clone,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -239,8 +243,11 @@ def test_make_lab_passes_jupyterlab_s_arguments_on():
         pytest.skip("no make here (Debian: apt-get install make)")
     result = subprocess.run(
         ["make", "-n", "lab", "ARGS=--no-browser --port 8889"],
-        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert result.stdout == ".venv/bin/python -m tools.open_labs --no-browser --port 8889\n"
     readme = (REPO_ROOT / "README.md").read_text()
     assert 'make lab ARGS="--no-browser --port 8889"' in readme

@@ -172,9 +172,13 @@ def test_jax_backend_sets_data_parallel_over_every_device():
         "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
     }
     result = subprocess.run(
-        [sys.executable, "-c", JAX_CODE], cwd=REPO_ROOT, env=env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-c", JAX_CODE],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "Running on CPU with JAX: DataParallel, 8 replica(s) in sync." in result.stdout, (
         result.stderr[-2000:]
     )

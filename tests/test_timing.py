@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from tools.building import machine
-from utils import comparison, models, storage, timing
+from utils import comparison, storage, timing
 from utils.lab import machine_load
 
 

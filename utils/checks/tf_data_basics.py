@@ -58,14 +58,22 @@ def check_filenames(
         fail(todo, "filenames", f"expected elements that are string scalars; found {spec}.")
     paths = list(filenames.as_numpy_iterator())
     if len(paths) != expected_count:
-        fail(todo, "filenames", f"expected {expected_count} paths; found {len(paths)}. "
-             "Use every path of `source.paths`, once.")  # fmt: skip
+        fail(
+            todo,
+            "filenames",
+            f"expected {expected_count} paths; found {len(paths)}. "
+            "Use every path of `source.paths`, once.",
+        )
     folders = {_folder_of(path) for path in paths}
     if not folders <= set(class_names):
         fail(todo, "filenames", f"expected paths in {list(class_names)}; found {sorted(folders)}.")
     if paths[: min(len(paths), 50)] == sorted(paths)[:50] and len(paths) > 1:
-        fail(todo, "filenames", "expected the files in shuffled order; found them sorted. "
-             "Shuffle them: .shuffle(len(source.paths), seed=SEED).")  # fmt: skip
+        fail(
+            todo,
+            "filenames",
+            "expected the files in shuffled order; found them sorted. "
+            "Shuffle them: .shuffle(len(source.paths), seed=SEED).",
+        )
     buffer = _shuffle_buffer(filenames)
     if buffer is not None and 0 < buffer < min(expected_count, 1000):
         fail(
@@ -85,10 +93,14 @@ def check_filenames(
             "order. Leave reshuffle_each_iteration at its default.",
         )
     if _shuffled_without_seed(filenames):
-        fail(todo, "filenames", "expected the order drawn from a seed; found shuffle() "
-             "without one. Each run of the notebook then reads the files in another order, so "
-             "a number or a mistake you saw once cannot be seen again. Pass the seed: "
-             ".shuffle(len(source.paths), seed=SEED).")  # fmt: skip
+        fail(
+            todo,
+            "filenames",
+            "expected the order drawn from a seed; found shuffle() "
+            "without one. Each run of the notebook then reads the files in another order, so "
+            "a number or a mistake you saw once cannot be seen again. Pass the seed: "
+            ".shuffle(len(source.paths), seed=SEED).",
+        )
     passed(todo, f"{len(paths)} files in {len(folders)} class folders.")
 
 
@@ -108,8 +120,11 @@ def _shuffled_without_seed(dataset: tf.data.Dataset) -> bool:
     `shuffle(seed=None)` with no global seed stores the seeds (0, 0), which TensorFlow
     replaces with random ones; a seed (or `tf.random.set_seed`) stores others.
     """
-    seeds = [step.constants[2:4] for step in dataset_steps(dataset) or []
-             if step.op.startswith("ShuffleDataset") and len(step.constants) >= 4]  # fmt: skip
+    seeds = [
+        step.constants[2:4]
+        for step in dataset_steps(dataset) or []
+        if step.op.startswith("ShuffleDataset") and len(step.constants) >= 4
+    ]
     return bool(seeds) and all(seed == (0, 0) for seed in seeds)
 
 
@@ -119,8 +134,12 @@ def _map_one(function: Callable, path: str, what: str, hint: str, *, todo, name,
     try:
         return next(tf.data.Dataset.from_tensors(path).map(function).as_numpy_iterator())
     except CHECK_ERRORS as error:
-        fail(todo, name, f"expected {expected}, computed with TensorFlow ops; found an error "
-             f"for {what}: {first_line(error)}{hint}")  # fmt: skip
+        fail(
+            todo,
+            name,
+            f"expected {expected}, computed with TensorFlow ops; found an error "
+            f"for {what}: {first_line(error)}{hint}",
+        )
 
 
 def _one_path_per_class(source: ImageSource, count: int) -> list[str]:
