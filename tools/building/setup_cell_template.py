@@ -82,14 +82,20 @@ def course_from_source(source):
     if is_course(Path(source).expanduser()):
         folder = Path(source).expanduser().resolve()
         return folder, where, course_version_in(folder)
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-color",
-               "--progress-bar", "off", "--disable-pip-version-check", "--timeout", "20",
-               "--retries", "1", source]
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-color"]
+    command += ["--progress-bar", "off", "--disable-pip-version-check"]
+    command += ["--timeout", "20", "--retries", "1", source]
     print(f"Installing the course from {source} with pip ...", flush=True)
     environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "PIP_NO_INPUT": "1"}
     try:
-        pip = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
-                             text=True, env=environment, timeout=600)
+        pip = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=600,
+        )
         errors = [line for line in pip.stderr.splitlines() if line.startswith("ERROR:")]
         why = (errors or pip.stderr.strip().splitlines() or ["no message"])[-1]
     except subprocess.TimeoutExpired:
@@ -108,8 +114,10 @@ def unpack_embedded_course(cache):
     """Unpacks the course embedded below into the cache (once) and returns its folder."""
     data = lzma.decompress(base64.b85decode("".join(COURSE_PAYLOAD.split())))
     if hashlib.sha256(data).hexdigest() != COURSE_SHA256:
-        raise SetupFailed("The course embedded in this notebook is damaged (checksum). "
-                          "Download the lab again, then run this cell again.")
+        raise SetupFailed(
+            "The course embedded in this notebook is damaged (checksum). "
+            "Download the lab again, then run this cell again."
+        )
     folder = cache / "course" / f"{COURSE_VERSION}-{COURSE_SHA256[:12]}"
     if is_course(folder):
         return folder
@@ -121,9 +129,10 @@ def unpack_embedded_course(cache):
     except OSError as error:  # The cache cannot be written here: a temporary folder will do.
         fallback = Path(tempfile.gettempdir()) / "tpu_speed_pipelines"
         if cache == fallback:
-            raise SetupFailed(f"Cannot unpack the course into {cache} ({error}). Set "
-                              "TPU_SPEED_PIPELINES_CACHE to a folder you can write, then run "
-                              "this cell again.") from None
+            raise SetupFailed(
+                f"Cannot unpack the course into {cache} ({error}). Set "
+                "TPU_SPEED_PIPELINES_CACHE to a folder you can write, then run this cell again."
+            ) from None
         return unpack_embedded_course(fallback)
     try:
         partial.rename(folder)  # Whole or not at all.
