@@ -1,19 +1,17 @@
-"""Sealed verdicts of labs 4, 6 and 7: a check's dataset, strategy and Beam objects.
+"""Sealed verdicts of labs 4, 6 and 7: a check's dataset and Beam objects.
 
 In-process: the kernel's side (`export_objects.py`, `export_beam.py`, started as the grader
 starts them, on a real socket) answers the judge's side (`remote_datasets.py`,
-`remote_keras.py`, `remote_beam.py`). End to end: one grading run (bwrap) of each lab's
+`remote_beam.py`). End to end: one grading run (bwrap) of each lab's
 solution and of a blank lab that rewrites its kernel's replies and fakes `utils.checks`
 (lab 6 only where Beam is installed).
 """
 
 import copy
-import json
 import shutil
 import tempfile
 from pathlib import Path
 
-import keras
 import nbformat
 import pytest
 import tensorflow as tf
@@ -22,10 +20,8 @@ from tests.conftest import REPO_ROOT
 from tests.test_grade import KERNEL_FORGER, grade_with_fixed_limits, needs_bwrap
 from tools import build_notebooks as build
 from tools.building.lesson_parameters import missing_modules
-from tools.grading import judge, judge_plan, remote, remote_keras, sealed
-from tools.grading.graphs import NotSealable
+from tools.grading import judge, judge_plan, remote, sealed
 from tools.grading.model import KEY, marks
-from utils import models
 
 LAB4, LAB6, LAB7 = "04_train_keras", "06_convert_with_beam", "07_scale_out_reading"
 LESSONS = [LAB4, LAB7] + ([] if missing_modules(LAB6) else [LAB6])
@@ -69,44 +65,6 @@ def test_a_function_of_the_checks_dataset_runs_in_the_judge_on_its_own_dataset(k
     spec, policy = seen_in_kernel[0]  # A placeholder, never an element.
     assert spec == tf.TensorSpec([], tf.int64) and policy is off
     assert function(judges, 10, off, False) is Ellipsis  # A stub's `...` comes back as `...`.
-
-
-def _compiled_model(loss="categorical_crossentropy"):
-    model = models.small_convnet(16, 5)
-    schedule = keras.optimizers.schedules.CosineDecay(0.0, 100, warmup_target=0.002)
-    model.compile(optimizer=keras.optimizers.Adam(schedule), loss=loss, steps_per_execution=4)
-    return model
-
-
-def test_a_model_is_rebuilt_from_its_configuration_by_keras():
-    model = _compiled_model()
-    answer = {
-        "model": model.to_json(),
-        "compile": json.dumps(model.get_compile_config()),
-        "in_scope": None,
-    }
-    rebuilt = remote_keras.rebuild(answer)
-    assert rebuilt is not model and rebuilt.input_shape == (None, 16, 16, 3)
-    assert rebuilt.steps_per_execution == 4 and rebuilt.loss == "categorical_crossentropy"
-    expected = model.optimizer.get_config()["learning_rate"]
-    assert rebuilt.optimizer.get_config()["learning_rate"] == expected
-
-
-def _own_loss(labels, outputs):
-    return labels
-
-
-def test_a_model_with_code_of_the_learners_is_refused_not_run():
-    lambda_model = keras.Sequential([keras.Input((3,)), keras.layers.Lambda(lambda x: x * 2)])
-    own_loss = _compiled_model(loss=_own_loss)
-    for model in (lambda_model, own_loss):
-        answer = {
-            "model": model.to_json(),
-            "compile": json.dumps(model.get_compile_config()),
-            "in_scope": None,
-        }
-        with pytest.raises(NotSealable, match="rebuilt from its configuration with Keras's own"):
-            remote_keras.rebuild(answer)
 
 
 def _then_references(todo, lines):

@@ -4,29 +4,23 @@ import keras
 import numpy as np
 import pytest
 
-from utils import models, pipeline, strategy
+from utils import models, pipeline
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
-@pytest.fixture(scope="module")
-def cpu():
-    return strategy.find_strategy("cpu")
-
-
-def _compiled(cpu, image_size=48, steps_per_execution=1, learning_rate=0.003):
-    with cpu.strategy.scope():
-        model = models.small_convnet(image_size, 5)
-        model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate),
-            loss="categorical_crossentropy",
-            metrics=["accuracy"],
-            steps_per_execution=steps_per_execution,
-        )
+def _compiled(image_size=48, steps_per_execution=1, learning_rate=0.003):
+    model = models.small_convnet(image_size, 5)
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate),
+        loss="categorical_crossentropy",
+        metrics=["accuracy"],
+        steps_per_execution=steps_per_execution,
+    )
     return model
 
 
-def test_small_convnet_learns_the_embedded_flowers_well_above_chance(cpu, flowers_400):
+def test_small_convnet_learns_the_embedded_flowers_well_above_chance(flowers_400):
     keras.utils.set_random_seed(0)
     train = pipeline.tfrecord_images(  # In order, so that the seed makes the run repeatable.
         flowers_400[:4], target_size=48, num_classes=5, batch_size=32, deterministic=True
@@ -34,7 +28,7 @@ def test_small_convnet_learns_the_embedded_flowers_well_above_chance(cpu, flower
     validation = pipeline.tfrecord_images(
         flowers_400[4:], target_size=48, num_classes=5, batch_size=80, deterministic=True
     )
-    model = _compiled(cpu)
+    model = _compiled()
     model.fit(train.cache().repeat(), steps_per_epoch=10, epochs=20, verbose=0)
     images, labels = next(iter(validation))
     chance = np.bincount(np.argmax(labels, axis=1)).max() / len(labels)

@@ -1,13 +1,10 @@
-"""The learner's kernel's answers for calls with the judge's objects: datasets, strategies.
+"""The learner's kernel's answers for calls with the judge's objects: datasets.
 
 Sent as text into the kernel after `export_calls.py` (rules as for `export_values.py`).
 `trace_datasets`: a check that passes a dataset of its own (lab 7's `through_service`)
 sends each dataset's element spec and the other arguments as data; the function is traced
 with a placeholder for each dataset, and the graph it builds goes back, for the judge to
-run on its own datasets (`remote_datasets.py`). `call_model`: a check that passes a
-strategy (lab 4's `build_model`) names it, the lab's or a stand-in; the function is called
-with the kernel's own, and the model it returns goes back as its Keras configuration and
-compile configuration, which the judge rebuilds with Keras (`remote_keras.py`).
+run on its own datasets (`remote_datasets.py`).
 """
 
 
@@ -57,38 +54,7 @@ def _grader_json(value):
     raise TypeError(f"a {type(value).__name__} in the compile configuration")
 
 
-def _grader_call_model(wire, request, function):
-    import json
-
-    import keras
-
-    args, stand_in = [], None
-    for data in request["args"]:
-        if data.get("strategy") == "lab":
-            args.append(globals()["choice"])
-        elif data.get("strategy") == "stand_in":
-            from utils.checks.train_keras import _stand_in_choice
-
-            stand_in = _stand_in_choice()
-            args.append(stand_in)
-        else:
-            args.append(wire.decode(data["value"]))
-    model = function(*args)
-    if not isinstance(model, keras.Model):
-        return {"value": wire.encode(model)}
-    in_scope = None
-    if stand_in is not None:
-        made_in = stand_in.strategy.extended.variable_created_in_scope
-        in_scope = [bool(made_in(weight.value)) for weight in model.weights]
-    return {
-        "model": model.to_json(),
-        "compile": json.dumps(model.get_compile_config() or {}, default=_grader_json),
-        "in_scope": in_scope,
-    }
-
-
 _grader_more_ops["trace_datasets"] = _grader_trace_datasets  # noqa: F821 (export_calls.py)
-_grader_more_ops["call_model"] = _grader_call_model  # noqa: F821
 
 
 def _grader_captures(wire, concrete, count):

@@ -131,33 +131,6 @@ def check_learner_graph_runs():
     return str(batches)
 
 
-def check_keras_safe_mode():
-    import keras
-
-    from tools.grading import remote_keras
-    from tools.grading.graphs import NotSealable
-
-    def answer(model):
-        return {"model": model.to_json(), "compile": json.dumps(model.get_compile_config())}
-
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
-    model.compile(
-        optimizer=keras.optimizers.Adam(0.002),
-        loss="categorical_crossentropy",
-        steps_per_execution=4,
-    )
-    rebuilt = remote_keras.rebuild(answer(model))
-    assert rebuilt is not model and rebuilt.input_shape == (None, 4), rebuilt.input_shape
-    assert (rebuilt.steps_per_execution, rebuilt.loss) == (4, "categorical_crossentropy")
-    lambdas = keras.Sequential([keras.Input((3,)), keras.layers.Lambda(lambda x: x * 2)])
-    lambdas.compile(loss="mse")
-    try:
-        remote_keras.rebuild(answer(lambdas))
-    except NotSealable as error:
-        return f"a Lambda refused: {str(error).split(': ', 1)[1][:80]}"
-    raise AssertionError("a Lambda layer was rebuilt: safe mode did not hold")
-
-
 def check_grain_settings():
     import grain
 
@@ -195,7 +168,6 @@ CHECKS = {
     "dataset_graph": check_dataset_graph,
     "callback_bound": check_callback_bound,
     "learner_graph_runs": check_learner_graph_runs,
-    "keras_safe_mode": check_keras_safe_mode,
     "grain_settings": check_grain_settings,
 }
 NEEDS = {"grain_settings": "grain"}  # The others need TensorFlow (and Keras, which it brings).
