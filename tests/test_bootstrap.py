@@ -40,9 +40,9 @@ import nbformat
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools import build_notebooks as build
 from tools.building import setup_cell
 from tools.building.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
+from tools.building.variants import split_variants
 
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 VERSION = setup_cell.course_version()
@@ -226,7 +226,7 @@ def _embedded_line(stem):
 
 
 def _notebook(stem, variant):
-    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{stem}.py")
+    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{stem}.py")
     return lab if variant == "lab" else solution
 
 

@@ -17,6 +17,11 @@ from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 from tools.building import machine, setup_cell
 from tools.building import outputs as build_outputs
+from tools.building.header import SOLUTION_NOTE, graded_note
+from tools.building.model import Lesson
+from tools.building.outputs import EXECUTION_SECONDS, METADATA_KEY, without_machine_paths
+from tools.building.regions import BuildError, find_regions, make_stub
+from tools.building.variants import STEPS, split_variants, to_text
 
 TMP = tempfile.gettempdir().rstrip("/")
 MINIMAL_LESSON = '''# %% [markdown]
@@ -70,7 +75,7 @@ def test_find_regions_returns_line_numbers():
     text = (
         "a\n### BEGIN SOLUTION\nb\n### END SOLUTION\n    ### BEGIN SOLUTION\n    ### END SOLUTION\n"
     )
-    assert build.find_regions(text, "x.py") == [(2, 4), (5, 6)]
+    assert find_regions(text, "x.py") == [(2, 4), (5, 6)]
 
 
 @pytest.mark.parametrize(
@@ -86,8 +91,8 @@ def test_find_regions_returns_line_numbers():
     ids=["nested", "unterminated", "end without begin"],
 )
 def test_find_regions_malformed_names_file_and_line(text, message):
-    with pytest.raises(build.BuildError, match=message):
-        build.find_regions(text, "x.py")
+    with pytest.raises(BuildError, match=message):
+        find_regions(text, "x.py")
 
 
 def test_make_stub_assigns_ellipsis_to_each_name_and_keeps_indent():
@@ -98,7 +103,7 @@ def test_make_stub_assigns_ellipsis_to_each_name_and_keeps_indent():
         "    total += 1",
         "    print(image)",
     ]
-    stub = build.make_stub(region, 1, "x.py")
+    stub = make_stub(region, 1, "x.py")
     assert stub == [
         "    options = ...",
         "    image = ...",
@@ -117,7 +122,7 @@ def test_make_stub_finds_names_assigned_inside_blocks_but_not_in_functions():
         "def helper():",
         "    hidden = 1",
     ]
-    assert build.make_stub(region, 4, "x.py") == ["model = ...", "count = ..."]
+    assert make_stub(region, 4, "x.py") == ["model = ...", "count = ..."]
 
 
 def test_make_stub_subscript_assignment_stubs_no_index_name():
@@ -128,7 +133,7 @@ def test_make_stub_subscript_assignment_stubs_no_index_name():
         "    table[key].value, (first, *rest) = 2, pair",
         "    label = class_names[class_index].encode()",
     ]
-    assert build.make_stub(region, 3, "x.py") == [
+    assert make_stub(region, 3, "x.py") == [
         "    one_hot = ...",
         "    first = ...",
         "    rest = ...",
@@ -138,24 +143,24 @@ def test_make_stub_subscript_assignment_stubs_no_index_name():
 
 def test_make_stub_lab2_to_example_keeps_class_index():
     source = REPO_ROOT / "notebooks" / "02_write_tfrecords.py"
-    lab, _ = build.split_variants(source, REPO_ROOT)
+    lab, _ = split_variants(source, REPO_ROOT)
     (cell,) = [c for c in lab.cells if "def to_example(" in c.source]
     assert "class_index = ..." not in cell.source
     assert "    one_hot = ..." in cell.source
 
 
 def test_make_stub_without_assignments_is_an_ellipsis():
-    assert build.make_stub(["print('hi')"], 1, "x.py") == ["..."]
+    assert make_stub(["print('hi')"], 1, "x.py") == ["..."]
 
 
 def test_make_stub_invalid_python_names_the_todo():
-    with pytest.raises(build.BuildError, match=r"x.py: the solution of TODO 3 is not valid"):
-        build.make_stub(["answer = ("], 3, "x.py")
+    with pytest.raises(BuildError, match=r"x.py: the solution of TODO 3 is not valid"):
+        make_stub(["answer = ("], 3, "x.py")
 
 
 def test_split_variants_lab_has_stubs_solution_has_code(tmp_path):
     root = _lesson_root(tmp_path)
-    lab, solution = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    lab, solution = split_variants(root / "notebooks" / "09_test_lesson.py", root)
     lab_code, solution_code = _code_sources(lab), _code_sources(solution)
     assert lab_code[1] == "# TODO 1: make a number.\nanswer = ..."
     assert solution_code[1] == "# TODO 1: make a number.\nanswer = SIZE * 14"
@@ -167,7 +172,7 @@ def test_split_variants_lab_has_stubs_solution_has_code(tmp_path):
 
 def test_the_build_is_its_named_steps_in_order(tmp_path):
     root = _lesson_root(tmp_path)
-    assert [name for name, _ in build.STEPS] == [
+    assert [name for name, _ in STEPS] == [
         "split into lab and solution, stubs for the lab",
         "validate the TODOs and checks",
         "add the hand-in cells",
@@ -176,21 +181,21 @@ def test_the_build_is_its_named_steps_in_order(tmp_path):
         "tag the unchecked outputs",
         "add the header",
     ]
-    lesson = build.Lesson(root / "notebooks" / "09_test_lesson.py", root)
-    first, *rest = [step for _, step in build.STEPS]
+    lesson = Lesson(root / "notebooks" / "09_test_lesson.py", root)
+    first, *rest = [step for _, step in STEPS]
     first(lesson)
     assert lesson.todos == [1, 2] and len(lesson.lab.cells) == len(lesson.solution.cells) == 6
     assert "answer = ..." in lesson.lab.cells[2].source  # A stub, no header yet.
     for step in rest:
         step(lesson)
     assert lesson.lab.cells[1].id == "cell-links"
-    expected = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
-    assert [build.to_text(n) for n in lesson.variants] == [build.to_text(n) for n in expected]
+    expected = split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    assert [to_text(n) for n in lesson.variants] == [to_text(n) for n in expected]
 
 
 def test_split_variants_marks_todo_and_check_cells(tmp_path):
     root = _lesson_root(tmp_path)
-    lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    lab, _ = split_variants(root / "notebooks" / "09_test_lesson.py", root)
     marks = [cell.metadata.get("tpu_speed_pipelines") for cell in lab.cells]
     assert [m for m in marks if m] == [
         {"todo": 1, "points": 1},
@@ -205,11 +210,11 @@ def test_split_variants_marks_todo_and_check_cells(tmp_path):
 
 def test_split_variants_header_banner_links_and_metadata(tmp_path):
     root = _lesson_root(tmp_path)
-    lab, solution = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    lab, solution = split_variants(root / "notebooks" / "09_test_lesson.py", root)
     assert lab.cells[0].source.startswith(
         "<!-- Generated from notebooks/09_test_lesson.py by tools/build_notebooks.py."
     )
-    assert lab.cells[1].source == build.graded_note({1: 1, 2: 1})  # Not published: no links.
+    assert lab.cells[1].source == graded_note({1: 1, 2: 1})  # Not published: no links.
     assert "colab.research" not in nbformat.writes(lab) + nbformat.writes(solution)
     assert lab.metadata["tpu_speed_pipelines"] == {
         "source": "notebooks/09_test_lesson.py",
@@ -225,8 +230,8 @@ def test_split_variants_header_banner_links_and_metadata(tmp_path):
 def test_a_lab_is_written_as_jupyter_saves_it_with_the_kernel_s_own_metadata(tmp_path):
     """JupyterLab rewrites what differs from nbformat's form or from what the kernel says."""
     root = _lesson_root(tmp_path)
-    lab, _ = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
-    text = build.to_text(lab)
+    lab, _ = split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    text = to_text(lab)
     assert nbformat.writes(nbformat.reads(text, as_version=4)) + "\n" == text
     assert all(cell.id for cell in lab.cells)
     from ipykernel.ipkernel import IPythonKernel
@@ -272,8 +277,8 @@ def test_a_lab_is_written_as_jupyter_saves_it_with_the_kernel_s_own_metadata(tmp
 )
 def test_split_variants_malformed_lesson_says_what_is_wrong(tmp_path, edit, message):
     root = _lesson_root(tmp_path, MINIMAL_LESSON.replace(*edit))
-    with pytest.raises(build.BuildError, match=message):
-        build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    with pytest.raises(BuildError, match=message):
+        split_variants(root / "notebooks" / "09_test_lesson.py", root)
 
 
 def test_split_variants_links_to_the_configured_repository_at_the_version_tag(tmp_path):
@@ -281,19 +286,19 @@ def test_split_variants_links_to_the_configured_repository_at_the_version_tag(tm
     (root / "pyproject.toml").write_text(
         '[project]\nversion = "9.9"\n\n[tool.tpu-speed-pipelines]\nrepository = "someone/course"\n'
     )
-    lab, solution = build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    lab, solution = split_variants(root / "notebooks" / "09_test_lesson.py", root)
     colab = "https://colab.research.google.com/github/someone/course/blob/v9.9"
     raw = "https://raw.githubusercontent.com/someone/course/v9.9"
     assert lab.cells[1].source == (
         f"[Open in Colab]({colab}/labs/09_test_lesson.ipynb) · [Open in Vertex AI Workbench]"
         "(https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?download_url="
-        f"{raw}/labs/09_test_lesson.ipynb)\n\n{build.graded_note({1: 1, 2: 1})}"
+        f"{raw}/labs/09_test_lesson.ipynb)\n\n{graded_note({1: 1, 2: 1})}"
     )
     assert solution.cells[1].source == (
         f"[Open in Colab]({colab}/solutions/09_test_lesson.ipynb) · [Open in Vertex AI "
         "Workbench](https://console.cloud.google.com/vertex-ai/workbench/deploy-notebook?"
         f"download_url={raw}/solutions/09_test_lesson.ipynb)\n\n"
-        + build.SOLUTION_NOTE.format(stem="09_test_lesson")
+        + SOLUTION_NOTE.format(stem="09_test_lesson")
     )
 
 
@@ -340,7 +345,7 @@ def test_embed_only_rewrites_only_the_set_up_cells_and_keeps_the_outputs(
     solution = nbformat.read(path, as_version=4)
     answer = next(c for c in solution.cells if c.id == "todo-1")
     answer.outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
-    path.write_text(build.to_text(solution))
+    path.write_text(to_text(solution))
     (root / "utils" / "timing.py").write_text("SPEED = 1\n")
     before = {p: nbformat.read(p, as_version=4) for p in (path, root / "labs" / path.name)}
     monkeypatch.setattr(build, "REPO_ROOT", root)
@@ -358,7 +363,7 @@ def test_embed_only_rewrites_only_the_set_up_cells_and_keeps_the_outputs(
         assert changed == [c.id for c in old.cells if "setup" in c.metadata.get("tags", [])]
     assert build.embed_only(root) == []  # Nothing left to embed.
     (root / "labs" / path.name).unlink()
-    with pytest.raises(build.BuildError, match=r"^labs/09_test_lesson.ipynb is missing"):
+    with pytest.raises(BuildError, match=r"^labs/09_test_lesson.ipynb is missing"):
         build.embed_only(root)
 
 
@@ -407,12 +412,12 @@ def test_build_executes_solution_and_keeps_only_its_outputs(tmp_path):
     assert printed == ["TODO 1 passed: 42\n", "TODO 2 passed: 4\n"]  # No hand-in: the lab's.
     assert "papermill" not in solution.metadata
     assert [cell.id for cell in solution.cells if "papermill" in cell.metadata] == []
-    seconds = solution.metadata[build.METADATA_KEY].pop(build.EXECUTION_SECONDS)
+    seconds = solution.metadata[METADATA_KEY].pop(EXECUTION_SECONDS)
     assert isinstance(seconds, int) and 0 <= seconds < 120  # The README's lesson time.
-    measured = solution.metadata[build.METADATA_KEY].pop(build_outputs.BUILD_MACHINE)
+    measured = solution.metadata[METADATA_KEY].pop(build_outputs.BUILD_MACHINE)
     assert measured["description"] == machine.describe_machine()
     assert measured["jpeg_decodes_per_second"] > 0  # The course run's estimate scales by it.
-    assert solution.metadata[build.METADATA_KEY] == {
+    assert solution.metadata[METADATA_KEY] == {
         "source": "notebooks/09_test_lesson.py",
         "variant": "solution",
         "version": setup_cell.course_version(),
@@ -453,7 +458,7 @@ def test_check_ignores_outputs_of_solutions(tmp_path):
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     code[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
     code[0].execution_count = 1
-    path.write_text(build.to_text(notebook))
+    path.write_text(to_text(notebook))
     assert build.check(root) == []
 
 
@@ -484,16 +489,16 @@ def _solution_lines(cell_source):
 
 def test_real_labs_have_no_solution_code_and_parse():
     for source in build.lesson_sources(REPO_ROOT):
-        lab, solution = build.split_variants(source)
+        lab, solution = split_variants(source)
         graded = [c for c in lab.cells if "hand_in" not in c.metadata.get("tags", [])]
         for cell_lab, cell_solution in zip(graded, solution.cells, strict=True):
             assert cell_lab.id == cell_solution.id
             if cell_lab.cell_type == "code":
                 ast.parse(cell_lab.source)
         todo_cells = {
-            c.metadata[build.METADATA_KEY]["todo"]: c
+            c.metadata[METADATA_KEY]["todo"]: c
             for c in lab.cells
-            if "todo" in c.metadata.get(build.METADATA_KEY, {})
+            if "todo" in c.metadata.get(METADATA_KEY, {})
         }
         # Labs 1-4 have at least 4 TODOs each; lesson 5 has 2, the optional 6, 7 and 8: 2, 3, 1.
         optional = {"05": 2, "06": 2, "07": 3, "08": 1, "09": 3}
@@ -518,7 +523,7 @@ def test_without_machine_paths_shows_home_as_a_tilde_and_temporary_folders_as_tm
         nbformat.v4.new_output("stream", name="stdout", text="/home/annex/b.jpg\n"),
         nbformat.v4.new_output("stream", name="stdout", text=f"{TMP}/tmp1xt5phr0/damaged\n"),
     ]
-    shown = build.without_machine_paths(outputs, home=Path("/home/ann"))
+    shown = without_machine_paths(outputs, home=Path("/home/ann"))
     assert shown[0]["text"] == "Shards in ~/.cache/x\n"
     assert shown[1]["data"] == {"text/plain": "'~/a.jpg'", "image/png": "iVBO"}
     assert shown[2]["text"] == "/home/annex/b.jpg\n"  # Another user's folder is left alone.
@@ -530,8 +535,8 @@ def test_split_variants_rejects_an_empty_cell_naming_file_and_line(tmp_path):
     root = _lesson_root(
         tmp_path, MINIMAL_LESSON.replace("# %%\ndef double", "# %%\n\n# %%\ndef double")
     )
-    with pytest.raises(build.BuildError) as error:
-        build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    with pytest.raises(BuildError) as error:
+        split_variants(root / "notebooks" / "09_test_lesson.py", root)
     assert str(error.value) == (
         "notebooks/09_test_lesson.py:21: an empty code cell. Delete its `# %%` line, "
         "or put code or text in it."
@@ -543,6 +548,6 @@ def test_split_variants_rejects_an_empty_markdown_cell(tmp_path):
         tmp_path, MINIMAL_LESSON.replace("# %%\ndef double", "# %% [markdown]\n# %%\ndef double")
     )
     with pytest.raises(
-        build.BuildError, match=r"^notebooks/09_test_lesson.py:21: an empty markdown cell\."
+        BuildError, match=r"^notebooks/09_test_lesson.py:21: an empty markdown cell\."
     ):
-        build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+        split_variants(root / "notebooks" / "09_test_lesson.py", root)

@@ -16,10 +16,13 @@ from tests.conftest import REPO_ROOT
 from tools import build_notebooks as build
 from tools import grade
 from tools.building import setup_cell
+from tools.building.header import GRADED_NOTE
 from tools.building.lesson_parameters import missing_modules
+from tools.building.outputs import METADATA_KEY
+from tools.building.variants import split_variants
 from tools.grading import grade_kernel, sandbox, sealed
 
-KEY = build.METADATA_KEY
+KEY = METADATA_KEY
 # Every lesson, from the files (an optional one whose modules are missing is left out).
 LESSONS = [p.stem for p in build.lesson_sources(REPO_ROOT) if not missing_modules(p.stem)]
 LAB2 = "02_write_tfrecords"
@@ -27,7 +30,7 @@ LAB2 = "02_write_tfrecords"
 
 def _notebook(folder, lesson):
     """The lab or solution as the build makes it now (a solution needs no outputs here)."""
-    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     return copy.deepcopy(lab if folder == "labs" else solution)
 
 
@@ -699,7 +702,7 @@ def test_points_come_from_the_lesson_source(tmp_path):
     for name in ("pyproject.toml", "requirements.txt", "requirements-beam.txt"):
         (tmp_path / name).write_text((REPO_ROOT / name).read_text())
     (tmp_path / "notebooks" / f"{LAB1}.py").write_text(marked)
-    lab, _ = build.split_variants(tmp_path / "notebooks" / f"{LAB1}.py", tmp_path)
+    lab, _ = split_variants(tmp_path / "notebooks" / f"{LAB1}.py", tmp_path)
     todo1 = next(c for c in lab.cells if c.id == "todo-1")
     assert todo1.metadata[KEY] == {"todo": 1, "points": 3}
     assert lab.cells[1].source.endswith(
@@ -914,10 +917,10 @@ def test_the_kernel_gets_the_graders_parameters_after_the_labs():
 
 def test_each_lab_header_lists_the_points():
     for source in build.lesson_sources(REPO_ROOT):
-        lab, solution = build.split_variants(source)
+        lab, solution = split_variants(source)
         todos = sum("todo" in c.metadata.get(KEY, {}) for c in lab.cells)
         assert lab.cells[1].source.endswith(f" point ({todos} in all)."), source.name
-        assert build.GRADED_NOTE not in solution.cells[1].source
+        assert GRADED_NOTE not in solution.cells[1].source
 
 
 def test_a_submission_is_graded_against_the_lab_of_its_version(tmp_path):

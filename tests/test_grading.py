@@ -11,8 +11,8 @@ import nbformat
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools import build_notebooks as build
 from tools import grade
+from tools.building.variants import split_variants
 from tools.grading import (
     flags,
     identify,
@@ -32,7 +32,7 @@ LAB1 = "01_tf_data_basics"
 
 @pytest.fixture(scope="module")
 def lab1():
-    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{LAB1}.py")
+    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{LAB1}.py")
     return lab, solution
 
 
@@ -398,7 +398,7 @@ class TestThreads:
 @pytest.mark.parametrize("lesson", ["01_tf_data_basics", "02_write_tfrecords"])
 def test_the_grader_runs_nothing_after_the_last_check(lesson):
     """Nothing after the last check cell decides a verdict (lab 1's speed tests, plots)."""
-    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     restored, _ = grade.restore_protected_cells(solution, lab)
     code = [c.id for c in restored.cells if c.cell_type == "code"]
     last_check = max(i for i, cell_id in enumerate(code) if cell_id.startswith("check-"))

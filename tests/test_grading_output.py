@@ -22,8 +22,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.test_grade import _notebook, _processes_with, _with_todo, needs_bwrap
-from tools import build_notebooks as build
 from tools import grade
+from tools.building.outputs import METADATA_KEY
 from tools.grading import grade_kernel, judge_output, model, run, sealed, workfolder
 from utils.lab import data
 
@@ -218,7 +218,7 @@ def test_a_cells_timeout_says_which_limit_and_how_long():
 
 
 def test_a_lab_cells_timeout_names_the_todo_whose_cell_came_before_it():
-    todo = nbformat.v4.new_code_cell(id="todo-2", metadata={build.METADATA_KEY: {"todo": 2}})
+    todo = nbformat.v4.new_code_cell(id="todo-2", metadata={METADATA_KEY: {"todo": 2}})
     cells = [nbformat.v4.new_code_cell(id="setup"), todo, nbformat.v4.new_code_cell(id="cell-12")]
     late = "ran past the cell's time limit (30 s)"
     results = [

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from tools import build_notebooks as build
+from tools.building.variants import split_variants
 from tools.grading import flags, graphs, judge_plan, sealed, wire
 from tools.grading.model import KEY
 from utils import storage
@@ -23,7 +23,7 @@ LAB1 = "01_tf_data_basics"
 
 @pytest.fixture(scope="module")
 def lab1():
-    return build.split_variants(REPO_ROOT / "notebooks" / f"{LAB1}.py")[0]
+    return split_variants(REPO_ROOT / "notebooks" / f"{LAB1}.py")[0]
 
 
 class TestWire:

@@ -19,7 +19,7 @@ from tests.test_grade import (
     grade_with_fixed_limits,
     needs_bwrap,
 )
-from tools import build_notebooks as build
+from tools.building.variants import split_variants
 
 LAB5 = "05_accelerator_waiting"
 WRONG_FEEDS = {
@@ -31,7 +31,7 @@ WRONG_FEEDS = {
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
-    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{LAB5}.py")
+    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{LAB5}.py")
     nbformat.write(solution, folder / "sol_05.ipynb")
     forger = copy.deepcopy(lab)  # A blank lab that rewrites its kernel's replies.
     forger.cells.insert(_cell_index(lab, todo=1), nbformat.v4.new_code_cell(KERNEL_FORGER))

@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from tests.test_grade import KERNEL_FORGER, grade_with_fixed_limits, needs_bwrap
-from tools import build_notebooks as build
 from tools.building.lesson_parameters import missing_modules
+from tools.building.variants import split_variants
 from tools.grading import judge, judge_plan, remote, sealed
 from tools.grading.model import KEY, marks
 
@@ -28,7 +28,7 @@ LESSONS = [LAB4, LAB7] + ([] if missing_modules(LAB6) else [LAB6])
 
 
 def _variants(lesson):
-    return build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    return split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
 
 
 @pytest.fixture

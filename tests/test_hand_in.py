@@ -18,13 +18,17 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.test_build_notebooks import EXECUTABLE_LESSON, _lesson_root
 from tools import build_notebooks as build
+from tools.building.hand_in import HAND_IN_CODE, HAND_IN_CODE_HEADER, HAND_IN_TAG
+from tools.building.outputs import METADATA_KEY
+from tools.building.regions import BuildError
+from tools.building.variants import split_variants
 from tools.grading import hand_in_code
 from tools.grading.identify import learner_id
 from tools.grading.prepare import judged_cells
 from tools.grading.restore import restore_protected_cells
 from utils.checks import check_filenames
 
-KEY = build.METADATA_KEY
+KEY = METADATA_KEY
 LAB = "01_tf_data_basics"
 ID_PATTERN = r"^(?P<id>[^_]+)_"  # docs/grading.md's example for the hand-in copies.
 SOURCES = build.lesson_sources(REPO_ROOT)
@@ -206,17 +210,17 @@ def _check_call(cell):
 
 @pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
 def test_every_lab_ends_with_the_hand_in_cells_calling_each_todos_check(source):
-    lab, solution = build.split_variants(source)
+    lab, solution = split_variants(source)
     text, call = lab.cells[-2:]
     assert [c.id for c in lab.cells[-2:]] == ["hand-in-text", "hand-in"]
     # Its code right after the set-up cell: "Run all" defines it before a check can fail.
     tags = [c.metadata.get("tags", []) for c in lab.cells]
     code = lab.cells[tags.index(["setup", "nbval-ignore-output"]) + 1]
     assert code.id == "hand-in-code"
-    hand_in_cells = [c.id for c, t in zip(lab.cells, tags, strict=True) if build.HAND_IN_TAG in t]
+    hand_in_cells = [c.id for c, t in zip(lab.cells, tags, strict=True) if HAND_IN_TAG in t]
     assert hand_in_cells == ["hand-in-code", "hand-in-text", "hand-in"]
     assert f"`<your id>_{source.stem}.ipynb`" in text.source
-    assert code.source == build.HAND_IN_CODE_HEADER + build.HAND_IN_CODE.read_text().rstrip()
+    assert code.source == HAND_IN_CODE_HEADER + HAND_IN_CODE.read_text().rstrip()
     assert code.metadata["jupyter"] == {"source_hidden": True}  # As the set-up cell.
     (statement,) = [s for s in ast.parse(call.source).body if isinstance(s, ast.Expr)]
     assert ast.unparse(statement.value.func) == "hand_in"
@@ -234,7 +238,7 @@ def test_every_lab_ends_with_the_hand_in_cells_calling_each_todos_check(source):
         _check_call(checks[todo]) for todo in todos
     ]
     # The lab's alone: a solution is not handed in (nor its checks run twice).
-    assert not [c.id for c in solution.cells if build.HAND_IN_TAG in c.metadata.get("tags", [])]
+    assert not [c.id for c in solution.cells if HAND_IN_TAG in c.metadata.get("tags", [])]
 
 
 def test_a_check_cell_without_its_call_as_a_statement_is_refused(tmp_path):
@@ -244,15 +248,15 @@ def test_a_check_cell_without_its_call_as_a_statement_is_refused(tmp_path):
             "checks.check_double(double, todo=2)", "result = checks.check_double(double, todo=2)"
         ),
     )
-    with pytest.raises(build.BuildError, match=r"the check cell of TODO 2 must call checks\."):
-        build.split_variants(root / "notebooks" / "09_test_lesson.py", root)
+    with pytest.raises(BuildError, match=r"the check cell of TODO 2 must call checks\."):
+        split_variants(root / "notebooks" / "09_test_lesson.py", root)
 
 
 def test_the_generated_cells_hand_in_from_a_jupyterlab_kernel(tmp_path, monkeypatch):
     """The test lesson's lab, filled, saved with an id and run as JupyterLab runs it: the
     kernel is told the notebook's file by JPY_SESSION_NAME (jupyter_server)."""
     root = _lesson_root(tmp_path, EXECUTABLE_LESSON)
-    solution = _filled(*build.split_variants(root / "notebooks" / "09_test_lesson.py", root))
+    solution = _filled(*split_variants(root / "notebooks" / "09_test_lesson.py", root))
     call = solution.cells[-1]
     call.source = call.source.replace('LEARNER_ID = ""', 'LEARNER_ID = "kim42"')
     path = tmp_path / "work" / "09_test_lesson.ipynb"
@@ -272,7 +276,7 @@ def test_the_generated_cells_hand_in_from_a_jupyterlab_kernel(tmp_path, monkeypa
 
 @pytest.mark.parametrize("lesson", [LAB, "02_write_tfrecords"])
 def test_the_grader_runs_and_plans_no_hand_in_cell(lesson):
-    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     solution = _filled(lab, solution)
     restored, notes = restore_protected_cells(solution, lab)
     assert notes == []

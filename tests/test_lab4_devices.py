@@ -20,8 +20,8 @@ import papermill
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools import build_notebooks as build
 from tools.building.lesson_parameters import KERNEL_OPTIONS
+from tools.building.variants import split_variants
 
 LESSON = "04_train_keras"
 # Lab 4 with its default training recipe (batch per replica, images seen, epochs, steps per
@@ -46,7 +46,7 @@ tf.config.threading.set_inter_op_parallelism_threads(64)
 
 def _run_lab4(tmp_path, parameters, env=None):
     """Executes lab 4's solution; returns all it printed on stdout, one string."""
-    _, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{LESSON}.py")
+    _, solution = split_variants(REPO_ROOT / "notebooks" / f"{LESSON}.py")
     path = tmp_path / f"{LESSON}.ipynb"
     nbformat.write(solution, path)
     saved = dict(os.environ)
@@ -151,7 +151,7 @@ COLAB_TPU_V5E1 = {"accelerator": "TPU", "gpuType": "V5E1"}
 
 @pytest.mark.parametrize("lesson", [LESSON, "05_accelerator_waiting"])
 def test_generated_tpu_labs_carry_colab_tpu_runtime_metadata(tmp_path, lesson):
-    for variant in build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py"):
+    for variant in split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py"):
         path = tmp_path / f"{lesson}.ipynb"
         nbformat.write(variant, path)
         metadata = nbformat.read(path, as_version=4).metadata

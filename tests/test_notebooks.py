@@ -24,6 +24,8 @@ from tools.building.lesson_parameters import (
     install_command,
     missing_modules,
 )
+from tools.building.outputs import METADATA_KEY
+from tools.building.variants import split_variants
 
 ALL_LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 
@@ -38,7 +40,7 @@ def _skip_without_modules(lesson, *values):
 
 
 LESSONS = [_skip_without_modules(lesson) for lesson in ALL_LESSONS]
-KEY = build.METADATA_KEY
+KEY = METADATA_KEY
 SANITIZE_FILE = REPO_ROOT / "tests" / "nbval_sanitize.cfg"
 AUTOGRAPH_FILES = "__autograph_generated_file"
 
@@ -198,7 +200,7 @@ def lesson_runs(request, tmp_path_factory):
     a time, the solutions first), so that `-k` on one lesson runs that lesson alone."""
 
     def solution(lesson):
-        lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+        lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
         return _with_trials(lab, solution), "solutions"
 
     def lab(lesson):

@@ -30,6 +30,7 @@ import pytest
 
 from tools import build_notebooks
 from tools.building import saved as build_saved
+from tools.building.regions import TODO_LINE, find_regions
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB_2 = "notebooks/02_write_tfrecords.py"
@@ -92,7 +93,7 @@ def test_each_saved_function_is_its_lessons_solution(lesson, name, module):
     lines, taught_node = path.read_text().splitlines(), _functions(ROOT / lesson)[name]
     lesson_lines = (ROOT / lesson).read_text().splitlines()
     function_lines = lesson_lines[taught_node.lineno - 1 : taught_node.end_lineno]
-    todos = [m.group(1) for m in map(build_notebooks.TODO_LINE.match, function_lines) if m]
+    todos = [m.group(1) for m in map(TODO_LINE.match, function_lines) if m]
     origin = f"TODO {todos[0]}" if todos else "given code"
     marker = f"# Generated from {lesson} ({origin}) by tools/building/saved.py."
     assert lines[helper.lineno - 2] == marker
@@ -193,7 +194,7 @@ def _solved_functions() -> set[tuple[str, str]]:
     for path in sorted((ROOT / "notebooks").glob("*.py")):
         text = path.read_text()
         lesson = path.relative_to(ROOT).as_posix()
-        regions = build_notebooks.find_regions(text, lesson)
+        regions = find_regions(text, lesson)
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef) and any(
                 node.lineno < begin and end <= node.end_lineno for begin, end in regions

@@ -5,7 +5,7 @@ import ast
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools import build_notebooks as build
+from tools.building.variants import split_variants
 
 SOURCE = REPO_ROOT / "notebooks" / "03_read_tfrecords.py"
 
@@ -41,7 +41,7 @@ OPENERS = {  # What `open_tfrecord` is in each lab that carries the reader.
 
 def _top_level(stem: str) -> dict[str, ast.stmt]:
     """The top-level assignments and functions of a lesson's solution, by name."""
-    _, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{stem}.py")
+    _, solution = split_variants(REPO_ROOT / "notebooks" / f"{stem}.py")
     found = {}
     for cell in solution.cells:
         if cell.cell_type != "code" or "setup" in cell.metadata.get("tags", []):
@@ -105,7 +105,7 @@ def test_the_reader_test_fails_without_an_interleave_argument(change, problem):
 
 
 def test_the_lab_leaves_the_reader_to_the_learner():
-    lab, _ = build.split_variants(SOURCE)
+    lab, _ = split_variants(SOURCE)
     (todo_2,) = [
         cell.source
         for cell in lab.cells
@@ -163,7 +163,7 @@ def test_lab4_shows_the_device_detection_it_runs():
     # Issue 50 items 3 and 7: on JAX the learner sets the distribution (TODO 1); on
     # TensorFlow the TPU -> GPUs -> CPU detection is a cell of the lab, and the model is
     # built under the strategy it returns: no course helper chooses the devices.
-    _, solution = build.split_variants(REPO_ROOT / "notebooks" / "04_train_keras.py")
+    _, solution = split_variants(REPO_ROOT / "notebooks" / "04_train_keras.py")
     (todo_1,) = [c.source for c in solution.cells if c.get("id") == "todo-1"]
     assert "keras.distribution.set_distribution(" in todo_1
     assert "keras.distribution.DataParallel(devices=devices)" in todo_1
@@ -184,7 +184,7 @@ LAB1 = REPO_ROOT / "notebooks" / "01_tf_data_basics.py"
 
 
 def test_lab1_todo_3_is_tf_datas_parallel_map_of_the_learners_filenames():
-    lab, solution = build.split_variants(LAB1)
+    lab, solution = split_variants(LAB1)
     (todo_3,) = [c.source for c in solution.cells if c.id == "todo-3"]
     assert "map" in _calls(todo_3) and "filenames.map(read_and_decode" in todo_3
     assert _keywords(todo_3, "map") == {"num_parallel_calls": "NUM_PARALLEL_READS"}

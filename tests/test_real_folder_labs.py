@@ -15,8 +15,8 @@ import pytest
 
 from tests import notebook_runs
 from tests.conftest import REPO_ROOT
-from tools import build_notebooks as build
 from tools.building.lesson_parameters import SMALL_PARAMETERS
+from tools.building.variants import split_variants
 
 LABS = ["01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords", "04_train_keras"]
 # Lab 3 times and traces more images than a small folder holds (its timeline raises when
@@ -34,7 +34,7 @@ SMALL_FOLDER_PARAMETERS = {
 
 def _job(lesson, folder, tmp_path):
     """The run of `lesson`'s solution on `folder`, in `tmp_path`, with its own TMPDIR."""
-    _, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    _, solution = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     path = tmp_path / f"{lesson}.ipynb"
     nbformat.write(solution, path)
     scratch = tmp_path / "tmpdir"

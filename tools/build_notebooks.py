@@ -49,37 +49,10 @@ import nbformat
 
 from tools.building import saved as build_saved
 from tools.building import setup_cell
-from tools.building.outputs import (  # noqa: F401  (re-exported: the build's names)
-    EXECUTION_SECONDS,
-    METADATA_KEY,
-    execute_solution,
-    strip_outputs,
-    without_machine_paths,
-)
-from tools.building.regions import (  # noqa: F401  (re-exported: the build's names)
-    BEGIN,
-    END,
-    TODO_LINE,
-    BuildError,
-    cell_regions,
-    find_regions,
-    make_stub,
-    todo_number,
-)
-from tools.building.variants import (  # noqa: F401  (re-exported: the build's names)
-    BUILD_COMMAND,
-    DEFAULT_POINTS,
-    GRADED_NOTE,
-    HAND_IN_CODE,
-    HAND_IN_CODE_HEADER,
-    HAND_IN_TAG,
-    SOLUTION_NOTE,
-    STEPS,
-    Lesson,
-    graded_note,
-    split_variants,
-    to_text,
-)
+from tools.building.header import BUILD_COMMAND
+from tools.building.outputs import execute_solution, strip_outputs
+from tools.building.regions import BuildError
+from tools.building.variants import split_variants, to_text
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -38,8 +38,9 @@ from pathlib import Path
 
 import nbformat
 
-from tools import build_notebooks, lesson_load, run_course
+from tools import lesson_load, run_course
 from tools.building import lesson_parameters
+from tools.building.outputs import EXECUTION_SECONDS, METADATA_KEY
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUMMARY_TAG = "summary"
@@ -128,7 +129,7 @@ def execution_minutes(root: Path) -> dict[str, float]:
     Raises:
         NumbersError: if a solution has no recorded execution time.
     """
-    key, field = build_notebooks.METADATA_KEY, build_notebooks.EXECUTION_SECONDS
+    key, field = METADATA_KEY, EXECUTION_SECONDS
     minutes = {}
     for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
         seconds = nbformat.read(path, as_version=4).metadata.get(key, {}).get(field)

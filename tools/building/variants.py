@@ -18,19 +18,8 @@ import jupytext
 import nbformat
 
 from tools.building import setup_cell
-from tools.building.hand_in import (  # noqa: F401  (HAND_IN_...: build_notebooks's names)
-    HAND_IN_CODE,
-    HAND_IN_CODE_HEADER,
-    HAND_IN_TAG,
-    add_hand_in,
-)
-from tools.building.header import (  # noqa: F401  (BUILD_COMMAND...: build_notebooks's names)
-    BUILD_COMMAND,
-    GRADED_NOTE,
-    SOLUTION_NOTE,
-    add_header,
-    graded_note,
-)
+from tools.building.hand_in import add_hand_in
+from tools.building.header import add_header
 from tools.building.model import Lesson
 from tools.building.outputs import METADATA_KEY
 from tools.building.regions import BuildError, cell_regions, find_regions, make_stub, todo_number

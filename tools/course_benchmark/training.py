@@ -107,10 +107,10 @@ def run_lab4(setting: str, seed: int, parameters: dict, scratch: Path) -> RunRes
     import nbformat
     import papermill
 
-    from tools import build_notebooks as build
     from tools.building.lesson_parameters import KERNEL_OPTIONS
+    from tools.building.variants import split_variants
 
-    _, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{LESSON}.py")
+    _, solution = split_variants(REPO_ROOT / "notebooks" / f"{LESSON}.py")
     path = scratch / f"{LESSON}_{setting}_{seed}.ipynb"
     nbformat.write(solution, path)
     saved = dict(os.environ)

@@ -16,8 +16,8 @@ import json
 
 import nbformat
 
-from tools import build_notebooks as build
 from tools.building.lesson_parameters import SMALL_PARAMETERS
+from tools.building.variants import split_variants, to_text
 from tools.grading.model import REPO_ROOT, Limits, Options
 from tools.grading.prepare import judged_cells, lab_parameters
 from tools.grading.restore import restore_protected_cells
@@ -48,7 +48,7 @@ def _solution_run(lesson, solution, lab, parameters, options: Options) -> dict:
     """The solution's run in the sandbox (cached when clean): {"seconds": per cell id,
     "written": the most bytes seen in /tmp and in the work folder}."""
     digest = hashlib.sha256(
-        (build.to_text(solution) + json.dumps(parameters, sort_keys=True)).encode()
+        (to_text(solution) + json.dumps(parameters, sort_keys=True)).encode()
     ).hexdigest()[:16]
     store = (options.cache or data.default_cache_dir()) / LIMITS_FILE
     try:
@@ -91,7 +91,7 @@ def measure_limits(
     if fixed is not None:
         return fixed
     source = REPO_ROOT / "notebooks" / f"{lesson}.py"
-    solution = build.split_variants(source)[1] if source.exists() else None
+    solution = split_variants(source)[1] if source.exists() else None
     if solution is None:
         disk, disk_why = disk_limits(None, disk_gb)
         return Limits(

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import nbformat
 
-from tools import build_notebooks as build
+from tools.building.outputs import METADATA_KEY
+from tools.building.regions import TODO_LINE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-KEY = build.METADATA_KEY
+KEY = METADATA_KEY
 _STABLE_ID = re.compile(r"^(todo|check)-(\d+)$")
 # CPython before 3.11.8 and 3.12.2 builds Python AST objects with one recursion counter per
 # interpreter, not per thread: two threads in `ast.parse` at once can fail with
@@ -152,7 +153,7 @@ def todo_of(cell: nbformat.NotebookNode) -> int | None:
         return None
     if "todo" in found:
         return found["todo"]
-    match = next(filter(None, map(build.TODO_LINE.match, cell.source.splitlines())), None)
+    match = next(filter(None, map(TODO_LINE.match, cell.source.splitlines())), None)
     return int(match.group(1)) if match else None
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools import build_notebooks as build
+from tools.building.variants import split_variants
 from tools.grading import model
 from tools.grading.model import KEY, REPO_ROOT, marks
 
@@ -23,7 +23,7 @@ from tools.grading.model import KEY, REPO_ROOT, marks
 def _solution_cells(path: Path, modified: float) -> tuple[dict, dict]:
     """({todo: the lab's stub}, {todo: the solution's cell}) of a lesson source as built now."""
     with model.PARSE_LOCK:  # The build parses with ast, as the grader's threads do.
-        lab, solution = build.split_variants(path)
+        lab, solution = split_variants(path)
     return _todo_cells(lab), _todo_cells(solution)
 
 

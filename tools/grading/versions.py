@@ -11,8 +11,8 @@ from pathlib import Path
 
 import nbformat
 
-from tools import build_notebooks as build
 from tools.building import setup_cell
+from tools.building.variants import DEFAULT_POINTS
 from tools.grading.model import KEY, REPO_ROOT, Submission, marks
 
 
@@ -75,7 +75,7 @@ def step(submission: Submission) -> bool:
 def lab_points(lab: nbformat.NotebookNode) -> dict[int, int]:
     """The points of each TODO of a lab, from its cells' metadata."""
     return {
-        marks(c)["todo"]: c.metadata.get(KEY, {}).get("points", build.DEFAULT_POINTS)
+        marks(c)["todo"]: c.metadata.get(KEY, {}).get("points", DEFAULT_POINTS)
         for c in lab.cells
         if "todo" in marks(c)
     }

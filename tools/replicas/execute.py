@@ -26,8 +26,8 @@ from pathlib import Path
 
 import nbformat
 
-from tools import build_notebooks as build
 from tools.building.setup_cell import SETUP_TAG
+from tools.building.variants import split_variants
 from tools.replicas import runs as planned
 from tools.replicas.environments import working_copy
 
@@ -83,7 +83,7 @@ def setup_printed(notebook: nbformat.NotebookNode) -> str:
 
 
 def _notebook(run: planned.Run) -> nbformat.NotebookNode:
-    lab, solution = build.split_variants(REPO_ROOT / "notebooks" / f"{run.lesson}.py")
+    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{run.lesson}.py")
     return lab if run.variant == "lab" else solution
 
 
