@@ -1,10 +1,3 @@
-# ---
-# jupyter:
-#   accelerator: TPU
-#   colab:
-#     gpuType: V5E1
-# ---
-
 # %% [markdown]
 # # Lesson 5 · Is the accelerator waiting?
 #
@@ -19,6 +12,15 @@
 # 1. Make the input that costs nothing: one batch held in memory (TODO 1).
 # 2. Make the naive feed keep the accelerator busy (TODO 2).
 
+# %% [markdown]
+# ## Set-up
+#
+# Run this cell first: it finds the course's `utils` (beside `labs/` in a checkout) or
+# installs it, and installs TensorFlow where it is missing.
+
+# %% tags=["setup"]
+# The build puts the set-up code here (tools/building/setup_cell.py).
+
 # %% tags=["parameters"]
 DATA_SOURCE = "embedded"  # "embedded", "flower_photos", a local folder, or "gs://.../*/*.jpg"
 NUM_IMAGES = 3670  # The embedded dataset's size.
@@ -32,15 +34,6 @@ NUM_ROUNDS = 5  # Rounds of every comparison, taken in turns.
 STAND_IN_IMAGES_PER_SECOND = 2120  # A TPU v5e chip's rate, estimated (printed below).
 STAND_IN_SPEEDS = [0.5, 1, 2]  # That rate times these.
 SEED = 42
-
-# %% [markdown]
-# ## Set-up
-#
-# Run this cell first: it finds the course's `utils` (beside `labs/` in a checkout) or
-# installs it, and installs TensorFlow where it is missing.
-
-# %% tags=["setup"]
-# The build puts the set-up code here (tools/building/setup_cell.py).
 
 # %%
 import tensorflow as tf

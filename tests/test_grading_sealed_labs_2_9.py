@@ -262,18 +262,19 @@ def graded(tmp_path_factory):
 
 def test_labs_2_and_9_score_what_their_answers_earn(graded):
     rows, report = graded
-    found = {name: [row[f"TODO {n}"] for n in range(1, 5)] for name, row in rows.items()}
+    # grades.csv has a column per TODO of the labs graded: lab 2 has 2, lab 9 has 3.
+    found = {name: [row.get(f"TODO {n}", "") for n in range(1, 4)] for name, row in rows.items()}
     expected = {
-        "x-2-unsafe.ipynb": ["1", "0", "", ""],
-        "x-2-patched.ipynb": ["0", "0", "", ""],
+        "x-2-unsafe.ipynb": ["1", "0", ""],
+        "x-2-patched.ipynb": ["0", "0", ""],
     }
     if not missing_modules(LAB9):
         expected |= {
-            "x-9-solution.ipynb": ["1", "1", "1", ""],
-            "x-9-blank.ipynb": ["0"] * 3 + [""],
-            "x-9-unrestored.ipynb": ["1", "1", "0", ""],
-            "x-9-empty-state.ipynb": ["1", "1", "0", ""],
-            "x-9-zeros.ipynb": ["1", "1", "0", ""],
+            "x-9-solution.ipynb": ["1", "1", "1"],
+            "x-9-blank.ipynb": ["0"] * 3,
+            "x-9-unrestored.ipynb": ["1", "1", "0"],
+            "x-9-empty-state.ipynb": ["1", "1", "0"],
+            "x-9-zeros.ipynb": ["1", "1", "0"],
         }
         assert (  # One object in the kernel is one in the judge: its check sees it.
             "- x-9-unrestored.ipynb, TODO 3: TODO 3 (resumed_batch): expected the first batch of "
