@@ -25,7 +25,6 @@ from tools.building.lesson_parameters import (
     missing_modules,
 )
 from tools.building.outputs import METADATA_KEY
-from tools.building.variants import split_variants
 
 ALL_LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 
@@ -200,7 +199,7 @@ def lesson_runs(request, tmp_path_factory):
     a time, the solutions first), so that `-k` on one lesson runs that lesson alone."""
 
     def solution(lesson):
-        lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+        lab, solution = build_variants.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
         return _with_trials(lab, solution), "solutions"
 
     def lab(lesson):

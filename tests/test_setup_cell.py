@@ -18,7 +18,6 @@ from tools import build_notebooks as build
 from tools.building import lesson_modules, setup_cell
 from tools.building import variants as build_variants
 from tools.building.regions import BuildError
-from tools.building.variants import split_variants
 from utils import checks
 from utils.lab import packages, runtime
 
@@ -31,7 +30,7 @@ def _setup_cells(notebook):
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_gets_the_one_template(lesson):
-    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    lab, solution = build_variants.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     has_backend = lesson in ("04_train_keras", "09_grain_arrayrecord")
     expected = setup_cell.render(lesson, has_backend_parameter=has_backend)
     for notebook in (lab, solution):
@@ -63,7 +62,7 @@ def test_every_lesson_gets_the_one_template(lesson):
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_each_lab_embeds_the_modules_its_lesson_reaches_as_in_the_checkout(lesson):
-    lab, _ = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
+    lab, _ = build_variants.split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
     (cell,) = _setup_cells(lab)
     embedded = setup_cell.embedded_files(cell.source)
     assert sorted(embedded) == lesson_modules.lesson_files(lesson)
@@ -270,7 +269,7 @@ def test_no_notebook_or_readme_line_points_at_an_unconfigured_address():
     configured = setup_cell.repository()
     texts = {name: (REPO_ROOT / name).read_text() for name in DOCUMENTS}
     for source in build.lesson_sources(REPO_ROOT):
-        lab, solution = split_variants(source)
+        lab, solution = build_variants.split_variants(source)
         texts[f"built lab of {source.name}"] = nbformat.writes(lab)
         texts[f"built solution of {source.name}"] = nbformat.writes(solution)
     for folder in ("labs", "solutions"):  # What a learner downloads.
@@ -295,7 +294,7 @@ def test_build_refuses_the_placeholder_repository(tmp_path):
         SETUP_SOURCE.replace('# %% tags=["setup"]\n# The build puts the set-up code here.\n\n', "")
     )
     with pytest.raises(BuildError, match=r"repository = 'tpu-speed-pipelines/tpu-speed"):
-        split_variants(tmp_path / "notebooks" / "09_test.py", tmp_path)
+        build_variants.split_variants(tmp_path / "notebooks" / "09_test.py", tmp_path)
 
 
 SETUP_SOURCE = """# %% [markdown]
@@ -339,11 +338,11 @@ def test_build_refuses_a_misplaced_or_doubled_setup_cell(tmp_path, edit, message
     source = tmp_path / "notebooks" / "09_test.py"
     source.write_text(SETUP_SOURCE.replace(*edit))
     with pytest.raises(BuildError, match=message):
-        split_variants(source, tmp_path)
+        build_variants.split_variants(source, tmp_path)
 
 
 def test_checked_outputs_are_tagged_for_nbval_and_the_rest_ignored():
-    lab, _ = split_variants(REPO_ROOT / "notebooks" / "01_tf_data_basics.py")
+    lab, _ = build_variants.split_variants(REPO_ROOT / "notebooks" / "01_tf_data_basics.py")
     checked = []
     for cell in lab.cells:
         tags = cell.metadata.get("tags", [])
