@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from utils import comparison, timing
@@ -104,7 +105,7 @@ def plot_throughput(
     return figure
 
 
-def _points_above(axis, value: float, line: float) -> float:
+def _points_above(axis: Axes, value: float, line: float) -> float:
     """How far `line` runs above `value` on `axis`, in points (negative: below it)."""
     to_pixels = axis.transData.transform
     pixels = to_pixels((0, line))[1] - to_pixels((0, value))[1]

@@ -7,7 +7,7 @@ import dataclasses
 import io
 import itertools
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import tensorflow as tf
 
@@ -128,7 +128,9 @@ def measure_in_turns(
     return results
 
 
-def _images_per_second(candidate, label: str, num_images: int | None) -> float:
+def _images_per_second(
+    candidate: tf.data.Dataset | Callable[[], float], label: str, num_images: int | None
+) -> float:
     if not isinstance(candidate, tf.data.Dataset):
         return float(candidate())
     if num_images is None:
@@ -188,7 +190,9 @@ def _busiest(*results: RepeatedResult) -> tuple[float | None, int | None]:
     return busiest.others_busy_cores, busiest.num_cores
 
 
-def _judge(candidate: RepeatedResult, baseline: RepeatedResult, min_effect: float):
+def _judge(
+    candidate: RepeatedResult, baseline: RepeatedResult, min_effect: float
+) -> tuple[str, int, str]:
     """Returns (kind, sign, words): kind "busy", "overlap", "beyond" or "small"; sign +1
     where the candidate is faster, -1 where slower, 0 when not judged; words for the first
     two kinds."""

@@ -169,6 +169,9 @@ def _swap_height_and_width(image: tf.Tensor) -> tf.Tensor:
     Not `tf.transpose`: on a CPU without AVX-512, TensorFlow's oneDNN build logs an error
     line ("oneDNN supports DT_UINT8 only on platforms with AVX-512") for a transpose of
     integer pixels, even in a branch never taken, and it landed in the lessons' outputs.
+
+    Returns:
+        The image of shape (width, height, channels).
     """
     shape = tf.shape(image)
     height, width = shape[0], shape[1]
@@ -188,7 +191,12 @@ def _read_header(header: bytes | np.ndarray) -> tuple[np.int32, np.bool_]:
 def _decode_with_pillow(image_bytes: bytes | np.ndarray) -> np.ndarray:
     """A HEIC photo or a transparent image as RGB pixels, as viewers show it on white.
 
-    Raises `tf.errors.InvalidArgumentError`, as TensorFlow's decoders do, if it cannot.
+    Returns:
+        The pixels, uint8 of shape (height, width, 3).
+
+    Raises:
+        tensorflow.errors.InvalidArgumentError: as TensorFlow's decoders do, if it cannot
+            decode the image (or it is HEIC and pillow-heif is missing).
     """
     image_bytes = image_bytes.item() if isinstance(image_bytes, np.ndarray) else image_bytes
     if is_heic(image_bytes) and not heif_support():

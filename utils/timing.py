@@ -59,7 +59,7 @@ class ThroughputResult:
         )
 
 
-def _count_images(element) -> int:
+def _count_images(element: tf.Tensor | tuple | dict) -> int:
     """Returns how many images an element holds, from its first component.
 
     A string scalar or a rank-3 image is one image; a string vector or a rank-4 batch of

@@ -193,7 +193,7 @@ def dataset_steps(dataset: tf.data.Dataset) -> list[DatasetStep] | None:
         return None
     nodes = {node.name: node for node in graph_def.node}
 
-    def constant(name: str):
+    def constant(name: str) -> int | float | bytes | None:
         node = nodes.get(name.split(":")[0].lstrip("^"))
         if node is None or node.op != "Const":
             return None

@@ -88,7 +88,7 @@ def check_in_memory(
     passed(todo, f"one batch of {shapes}, repeated without end.")
 
 
-def _same_batches(wanted, found) -> bool:
+def _same_batches(wanted: tf.TypeSpec | tuple | dict, found: tf.TypeSpec | tuple | dict) -> bool:
     """Whether two element specs are alike: structure, dtypes and fully equal shapes."""
     try:
         tf.nest.assert_same_structure(wanted, found)

@@ -37,7 +37,7 @@ def _write_dofn_samples(folder: Path, class_names: Sequence[str]) -> dict[str, s
     return written
 
 
-def _outputs_of(dofn_class, path: str, what: str, *, todo: int, name: str) -> list:
+def _outputs_of(dofn_class: type, path: str, what: str, *, todo: int, name: str) -> list:
     """What Beam would take from `process(path)`: the items of the iterable it returns."""
     __tracebackhide__ = True
     import apache_beam as beam
@@ -69,7 +69,7 @@ def _outputs_of(dofn_class, path: str, what: str, *, todo: int, name: str) -> li
         )
 
 
-def _check_skipped_entry(output, path: str, what: str, *, todo: int, name: str) -> None:
+def _check_skipped_entry(output: object, path: str, what: str, *, todo: int, name: str) -> None:
     __tracebackhide__ = True
     import apache_beam as beam
 

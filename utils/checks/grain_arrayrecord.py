@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from utils.checks._base import CHECK_ERRORS, describe, fail, first_line, passed, require_done
 from utils.lab import framework_internals
 
+if TYPE_CHECKING:
+    import grain
+
 
 def _key(record: bytes) -> str:
     return hashlib.sha256(record).hexdigest()
 
 
-def _epoch_order(dataset, epoch: int, num_records: int, index_of: dict, todo: int) -> list:
+def _epoch_order(
+    dataset: grain.MapDataset, epoch: int, num_records: int, index_of: dict, todo: int
+) -> list:
     """The source indices of one epoch's records, in the dataset's order."""
     __tracebackhide__ = True
     name = "shuffled"
@@ -137,7 +143,7 @@ def check_shuffled(
     )
 
 
-def _worker_count(dataset) -> int:
+def _worker_count(dataset: grain.IterDataset) -> int:
     """The worker processes in a Grain dataset's graph (one prefetch per process)."""
     count, stack, seen = 0, [dataset], set()
     while stack:
@@ -244,7 +250,7 @@ def check_loader(
     )
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     return (
         _is_batch(a)
         and _is_batch(b)
@@ -253,7 +259,7 @@ def _same(a, b) -> bool:
     )
 
 
-def _is_batch(value) -> bool:
+def _is_batch(value: object) -> bool:
     """True for what next() on the loader gives: (images, labels), two arrays."""
     return (
         isinstance(value, tuple | list)
@@ -262,7 +268,7 @@ def _is_batch(value) -> bool:
     )
 
 
-def _shares_arrays(a, b) -> bool:
+def _shares_arrays(a: object, b: object) -> bool:
     """True when a batch holds an array of the other batch itself (not an equal copy)."""
     arrays = lambda batch: [x for x in batch if isinstance(x, np.ndarray)]  # noqa: E731
     if not isinstance(a, tuple | list) or not isinstance(b, tuple | list):
@@ -270,7 +276,7 @@ def _shares_arrays(a, b) -> bool:
     return any(np.shares_memory(x, y) for x in arrays(a) for y in arrays(b))
 
 
-def _batch_after(loader, state: dict, todo: int):
+def _batch_after(loader: grain.IterDataset, state: dict, todo: int) -> object:
     """The first batch of a fresh iterator of `loader` after `set_state(state)`."""
     __tracebackhide__ = True
     iterator = iter(loader)

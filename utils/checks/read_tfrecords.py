@@ -99,7 +99,7 @@ def _sample_records(shard_paths: Sequence[str], count: int, todo: int) -> list[b
         raise
 
 
-def _expected_pairs(serialized: Sequence[bytes]):
+def _expected_pairs(serialized: Sequence[bytes]) -> tuple[list[np.ndarray], list[int]]:
     parsed = [records.parse_record(tf.constant(r)) for r in serialized]
     images = [tf.io.decode_jpeg(p["image"], channels=3).numpy() for p in parsed]
     return images, [int(p["class"]) for p in parsed]

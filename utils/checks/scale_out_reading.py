@@ -59,8 +59,8 @@ def check_host_cores(host_cores_needed: Callable, *, todo: int) -> None:
 
 
 def _host_records(
-    dataset_fn, num_hosts: int, host_index: int, todo: int, name: str, num_replicas: int
-):
+    dataset_fn: Callable, num_hosts: int, host_index: int, todo: int, name: str, num_replicas: int
+) -> tuple[list[str], int | None]:
     """Runs the learner's dataset_fn as host `host_index` of `num_hosts`; returns (ids, batch)."""
     __tracebackhide__ = True
     context = tf.distribute.InputContext(
@@ -192,7 +192,7 @@ def _stub_probe(through_service: Callable) -> object:
         return _Unsent()
 
 
-def _service_steps(dataset) -> list | None:
+def _service_steps(dataset: tf.data.Dataset) -> list | None:
     """The steps of `dataset` (options aside), each op with its service's processing mode."""
     steps = dataset_steps(dataset)
     if steps is None:
@@ -201,7 +201,14 @@ def _service_steps(dataset) -> list | None:
     return [(s.op, s.constants[1] if s.op.startswith("DataService") else None) for s in kept]
 
 
-def _require_through_service(result, numbers, mode, address: str, todo: int, label: str) -> None:
+def _require_through_service(
+    result: tf.data.Dataset,
+    numbers: tf.data.Dataset,
+    mode: tf.data.experimental.service.ShardingPolicy | str,
+    address: str,
+    todo: int,
+    label: str,
+) -> None:
     """Fails unless `result` is `numbers` sent to the service in `mode`, nothing after it.
 
     The counts alone pass a dataset copied by `repeat(2)` for OFF: the graph tells, with the

@@ -115,10 +115,14 @@ def _shuffle_buffer(dataset: tf.data.Dataset) -> int | None:
 
 
 def _shuffled_without_seed(dataset: tf.data.Dataset) -> bool:
-    """True when every shuffle in `dataset`'s graph draws its seeds at random.
+    """Whether every shuffle in `dataset`'s graph draws its seeds at random.
 
     `shuffle(seed=None)` with no global seed stores the seeds (0, 0), which TensorFlow
     replaces with random ones; a seed (or `tf.random.set_seed`) stores others.
+
+    Returns:
+        True when every shuffle stores the seeds (0, 0); False when one stores others, or
+        when no shuffle is read from the graph.
     """
     seeds = [
         step.constants[2:4]
@@ -128,7 +132,9 @@ def _shuffled_without_seed(dataset: tf.data.Dataset) -> bool:
     return bool(seeds) and all(seed == (0, 0) for seed in seeds)
 
 
-def _map_one(function: Callable, path: str, what: str, hint: str, *, todo, name, expected):
+def _map_one(
+    function: Callable, path: str, what: str, hint: str, *, todo: int, name: str, expected: str
+) -> object:
     """`function` mapped over a dataset of one path; an error names the file, `what`."""
     __tracebackhide__ = True
     try:
@@ -237,7 +243,9 @@ def check_read_and_decode(
     )
 
 
-def _check_parallel_settings(dataset: Any, todo: int, name: str, num_parallel_reads: int):
+def _check_parallel_settings(
+    dataset: tf.data.Dataset, todo: int, name: str, num_parallel_reads: int
+) -> None:
     """Fails unless the map asks for the reads itself and has the threads to run them.
 
     Read from the graph and options, not measured: `AUTOTUNE` and the default pool size

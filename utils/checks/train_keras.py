@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import keras
@@ -141,7 +141,9 @@ def check_distribution(devices: Sequence, *, todo: int) -> None:
     )
 
 
-def _read(iterator, count: int, keys: list | None = None, batches: list | None = None) -> None:
+def _read(
+    iterator: Iterator, count: int, keys: list | None = None, batches: list | None = None
+) -> None:
     """Reads `count` (image, label) from batches; appends to `keys` each image's (key the
     same for its flips, key of this orientation), to `batches` each batch's flip-free keys."""
     while count > 0:
@@ -320,9 +322,14 @@ def check_training_dataset(
     )
 
 
-def _small_shuffle_buffer(dataset, batch_size: int) -> str:
-    """The hint for a shuffle whose buffer (read from the graph) is at most a batch: its
-    images are drawn from their next few neighbours only. "" for none (or no graph)."""
+def _small_shuffle_buffer(dataset: tf.data.Dataset, batch_size: int) -> str:
+    """The hint for a shuffle whose buffer (read from the graph) is at most a batch.
+
+    Its images are drawn from their next few neighbours only.
+
+    Returns:
+        The hint; "" for no such shuffle (or no graph).
+    """
     buffers = [
         step.constants[1]
         for step in dataset_steps(dataset) or []
@@ -345,7 +352,7 @@ def _small_shuffle_buffer(dataset, batch_size: int) -> str:
     )
 
 
-def _check_batches(dataset, todo: int, name: str, sizes: tuple) -> None:
+def _check_batches(dataset: tf.data.Dataset, todo: int, name: str, sizes: tuple) -> None:
     """Fails unless the elements are (uint8 images, labels) of static batch shapes."""
     __tracebackhide__ = True
     batch_size, image_size = sizes
@@ -379,7 +386,7 @@ def _check_batches(dataset, todo: int, name: str, sizes: tuple) -> None:
         fail(todo, name, f"expected uint8 images; found {specs[0].dtype.name}.")
 
 
-def _check_prefetch_last(dataset, todo: int, name: str) -> None:
+def _check_prefetch_last(dataset: tf.data.Dataset, todo: int, name: str) -> None:
     """Fails unless the dataset's graph ends with prefetch() (options aside)."""
     __tracebackhide__ = True
     ops = dataset_ops(dataset)  # None: this TensorFlow's graph cannot be read.

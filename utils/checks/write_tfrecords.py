@@ -99,7 +99,9 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
     passed(todo, "the record parses with the schema and holds the right values.")
 
 
-def _write_and_read(write_shard: Callable, records, folder: str, wanted: str, *, todo, name):
+def _write_and_read(
+    write_shard: Callable, records: list[bytes], folder: str, wanted: str, *, todo: int, name: str
+) -> None:
     """Writes `records` with `write_shard` as shard 3 of `folder`; checks the shard and folder.
 
     An error of `write_shard` on a folder that already holds the shard is raised as it is.

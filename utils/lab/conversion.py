@@ -236,10 +236,14 @@ def input_fingerprint(
 def _images_per_shard(
     images: Iterator[LoadedImage], shard_of: dict[str, int], num_shards: int
 ) -> Iterator[Iterator[LoadedImage]]:
-    """Yields, for shard 0, 1, ..., the images that belong to it (none if none loaded).
+    """The images of each shard in turn, shard 0 first.
 
     The images come in shard order, so each shard's are a run of consecutive ones; each
     run must be read to its end before the next is asked for.
+
+    Yields:
+        For shard 0, 1, ..., `num_shards - 1`: an iterator of its images (empty if none
+        was loaded).
     """
     runs = itertools.groupby(images, key=lambda image: shard_of[image.path])
     index, run = next(runs, (None, iter(())))

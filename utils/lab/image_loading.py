@@ -71,7 +71,13 @@ def load_images(
         )
 
 
-def _load_image(path, *, class_table, transform: Callable, target_size: int):
+def _load_image(
+    path: tf.Tensor,
+    *,
+    class_table: tf.lookup.StaticHashTable,
+    transform: Callable,
+    target_size: int,
+) -> tuple[tf.Tensor, ...]:
     """Reads and transforms one image in the graph; returns its fields as tensors."""
     image_bytes = tf.io.read_file(path)
     # Upright as a photo viewer shows it (EXIF Orientation), and a large JPEG decoded at

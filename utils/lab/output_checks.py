@@ -92,7 +92,9 @@ def write_errors_said(output_dir: str) -> Iterator[None]:
         Nothing: the block that writes there.
 
     Raises:
-        OutputFolderError: saying what happened and what to do; any other error as it is.
+        OutputFolderError: saying what happened and what to do, for a problem it knows.
+        tensorflow.errors.OpError: a write error it does not know, as it is.
+        OSError: likewise.
     """
     try:
         yield

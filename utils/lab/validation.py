@@ -199,7 +199,9 @@ def _record_facts(serialized):
     )
 
 
-def _read_shard(path: str, class_names: list[str], target_size: int | None):
+def _read_shard(
+    path: str, class_names: list[str], target_size: int | None
+) -> tuple[ShardReport, list[str]]:
     """Reads one shard; returns its `ShardReport` and the problems found in it."""
     name = Path(path).name
     problems, counts, num_records = [], collections.Counter(), 0
@@ -224,7 +226,14 @@ def _read_shard(path: str, class_names: list[str], target_size: int | None):
     return ShardReport(name, count_in_name, num_records, dict(counts)), problems
 
 
-def _record_problem(class_index, label, size, one_hot, shape, class_names) -> str | None:
+def _record_problem(
+    class_index: np.int64,
+    label: bytes,
+    size: np.ndarray,
+    one_hot: np.ndarray,
+    shape: np.ndarray,
+    class_names: list[str],
+) -> str | None:
     if not 0 <= class_index < len(class_names):
         return f"class {class_index} is not an index into {len(class_names)} classes"
     if label.decode(errors="replace") != class_names[class_index]:

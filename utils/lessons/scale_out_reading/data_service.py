@@ -60,7 +60,7 @@ class LocalCluster:
             raise
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def add_worker(self) -> None:

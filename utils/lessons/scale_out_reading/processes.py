@@ -181,7 +181,7 @@ class CpuUse:
         self._start_time = time.perf_counter()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         end = self._cpu_seconds()
         self.seconds = time.perf_counter() - self._start_time
         self.busy_cores = {

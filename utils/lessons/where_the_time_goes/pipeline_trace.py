@@ -57,7 +57,7 @@ class _Stamps:
         with self._lock:
             self.times[stage, int(batch)].append(time.perf_counter() - self.start)
 
-    def mark(self, stage: str, batch: tf.Tensor, value: tf.Tensor):
+    def mark(self, stage: str, batch: tf.Tensor, value: tf.Tensor) -> tf.Tensor:
         """Returns `value`, once the time of `stage` for `batch` is recorded."""
 
         def record(index):
