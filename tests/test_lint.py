@@ -1,4 +1,8 @@
-"""Ruff lints and formats everything that is Python: utils, tools, tests and lesson sources."""
+"""Ruff lints and formats everything that is Python: utils, tools, tests and lesson sources.
+
+In `utils` it also checks each function's types and docstring (pyproject.toml's `ANN`, `D`
+and `DOC` rules; tests/test_contracts.py shows they bite, and checks what they cannot ask).
+"""
 
 import subprocess
 import sys
