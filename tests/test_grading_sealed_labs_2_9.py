@@ -2,11 +2,11 @@
 rebuilt.
 
 In-process tests run the kernel's side (`export_*.py`, as the grader sends it) and the
-judge's side in one process; one grading run (bwrap where it works) grades hostile
-submissions of both labs end to end (lab 2's solution scores 2/2 in tests/test_grade.py).
+judge's side in one process; the sealed class's one grading run (bwrap where it works;
+tests/sealed_class.py) grades hostile submissions of both labs end to end (lab 2's solution
+scores 2/2 in tests/test_grade.py).
 """
 
-import csv
 import functools
 import inspect
 import json
@@ -20,7 +20,6 @@ import tensorflow as tf
 from tests.conftest import REPO_ROOT
 from tests.test_checks_write_tfrecords import _write_to_final_name
 from tests.test_grade import KERNEL_FORGER, _cell_index, _notebook, _set_todo, _with_todo
-from tools import grade
 from tools.building.lesson_parameters import missing_modules
 from tools.grading import graphs, remote, remote_calls, wire
 from utils import checks
@@ -209,9 +208,8 @@ def test_a_resume_is_checked_on_the_judges_own_loader(tmp_path):
         )
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("submissions")
+def write_submissions(folder):
+    """Lab 2's unsafe and patched answers; lab 9's solution, blank and three wrong resumes."""
     lab2, solution2 = _notebook("labs", LAB2), _notebook("solutions", LAB2)
     forged = {}
     unsafe = _set_todo(solution2, 2, UNSAFE)
@@ -236,28 +234,13 @@ def graded(tmp_path_factory):
         cell = nbformat.v4.new_code_cell(KERNEL_FORGER)
         notebook.cells.insert(_cell_index(notebook, todo=1), cell)
         nbformat.write(notebook, folder / name)
-    output = tmp_path_factory.mktemp("grades")
-    # Fixed limits: measuring them would run each lesson's solution once more in the sandbox
-    # (tests/test_grade.py tests the measured limits).
-    assert (
-        grade.main(
-            [
-                str(folder),
-                "--output-dir",
-                str(output),
-                "-j",
-                "2",
-                "--cell-timeout",
-                "400",
-                "--timeout",
-                "900",
-            ]
-        )
-        == 0
-    )
-    with open(output / "grades.csv") as file:
-        rows = {row["submission"]: row for row in csv.DictReader(file)}
-    return rows, (output / "scores.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def graded(sealed_class):
+    status, rows, report = sealed_class.of(__name__)
+    assert status == 0
+    return rows, report
 
 
 def test_labs_2_and_9_score_what_their_answers_earn(graded):
@@ -281,11 +264,12 @@ def test_labs_2_and_9_score_what_their_answers_earn(graded):
             "`resumed`, a fresh iterator after resumed.set_state(state); found next_batch itself"
             in report
         )
+        said = [line for line in report.splitlines() if line.startswith("- x-9-empty-state")]
         assert (  # The judge restores the state into its own loader: {} restores nothing.
             "- x-9-empty-state.ipynb, TODO 3: TODO 3 (state): expected the dict "
             "iterator.get_state() returns, saved after two batches; found an empty dict, which "
-            "restores nothing. Take state = iterator.get_state().\n" in report
-        )
+            "restores nothing. Take state = iterator.get_state()."
+        ) in said, said
         assert (
             "- x-9-zeros.ipynb, TODO 3: TODO 3 (next_batch): expected a batch (images, labels), "
             "as next() on an iterator of loader gives; found a ndarray.\n" in report
