@@ -52,8 +52,8 @@ def test_check_distribution_catches(devices, message):
     assert str(failure.value) == "TODO 1 (devices): " + message
 
 
-# On 8 JAX devices (simulated): a learner's answers, each in a fresh process (the
-# distribution is global), and what the check says.
+# On 8 JAX devices (simulated): a learner's answers, each after the distribution is unset (it
+# is global), in one process, and what the check says.
 JAX_ANSWERS = {
     "right": "devices = keras.distribution.list_devices()\n"
     "keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))",
@@ -70,15 +70,18 @@ JAX_SCRIPT = """
 import contextlib, io, json, sys
 import jax, keras
 from utils import checks
-exec(sys.argv[1])
-printed = io.StringIO()
-try:
-    with contextlib.redirect_stdout(printed):
-        checks.check_distribution(devices, todo=1)
-except checks.CheckFailed as failure:
-    print(json.dumps(str(failure)))
-else:
-    print(json.dumps(printed.getvalue().strip()))
+for answer in json.loads(sys.argv[1]):
+    keras.distribution.set_distribution(None)
+    namespace = {"jax": jax, "keras": keras}
+    exec(answer, namespace)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            checks.check_distribution(namespace["devices"], todo=1)
+    except checks.CheckFailed as failure:
+        print(json.dumps(str(failure)))
+    else:
+        print(json.dumps(printed.getvalue().strip()))
 """
 
 
@@ -90,24 +93,23 @@ def test_check_distribution_on_8_jax_devices_reads_the_distribution_set():
         "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
-    found = {}
-    for name, answer in JAX_ANSWERS.items():
-        run = subprocess.run(
-            [sys.executable, "-c", JAX_SCRIPT, answer],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert run.returncode == 0, run.stderr[-2000:]
-        found[name] = run.stdout.splitlines()[-1]  # The check's line, or its failure.
+    run = subprocess.run(
+        [sys.executable, "-c", JAX_SCRIPT, json.dumps(list(JAX_ANSWERS.values()))],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = [json.loads(line) for line in run.stdout.splitlines()[-len(JAX_ANSWERS) :]]
+    found = dict(zip(JAX_ANSWERS, said, strict=True))  # The check's line, or its failure.
     eight = [f"cpu:{n}" for n in range(8)]
     passed = (
         "TODO 1 passed: all 8 CPU device(s) Keras trains on here, one replica each; "
         "keras.distribution.distribution() is a DataParallel over them."
     )
-    assert {name: json.loads(line) for name, line in found.items()} == {
+    assert found == {
         "right": passed,
         "jax devices": passed,
         "one device": f"TODO 1 (devices): expected all 8 devices Keras trains on here, {eight}; "
