@@ -190,10 +190,15 @@ def test_a_todo_1_left_undone_costs_todo_1_only():
 
 
 def write_submissions(folder):
-    """Each lab's solution and a forging blank; lab 4's solution with TODO 1 left undone."""
+    """Each lab's solution, a forging blank of labs 4 and 6, lab 4's solution with TODO 1 left
+    undone. Lab 7's forging blank is left out: its cells start host and service processes
+    (about 45 s of CPU a submission here), and a forging blank earns nothing the same way
+    in the other labs of the class (1-6, 9)."""
     for lesson in LESSONS:
         lab, solution = _variants(lesson)
         nbformat.write(solution, folder / f"sol_{lesson[:2]}.ipynb")
+        if lesson == LAB7:
+            continue
         forger = copy.deepcopy(lab)  # A blank lab that rewrites its kernel's replies.
         first_todo = next(i for i, c in enumerate(lab.cells) if "todo" in marks(c))
         forger.cells.insert(first_todo, nbformat.v4.new_code_cell(KERNEL_FORGER))
@@ -222,7 +227,6 @@ def test_solutions_score_full_marks_and_forging_blanks_zero(graded):
         "sol_06.ipynb": ("graded", "2", "2"),
         "forger_06.ipynb": ("graded", "0", "2"),
         "sol_07.ipynb": ("graded", "3", "3"),
-        "forger_07.ipynb": ("graded", "0", "3"),
     }
     graded_labs = {lesson[:2] for lesson in LESSONS}
     assert found == {name: row for name, row in expected.items() if name[-8:-6] in graded_labs}
@@ -231,10 +235,6 @@ def test_solutions_score_full_marks_and_forging_blanks_zero(graded):
 @needs_bwrap
 def test_the_judges_messages_for_a_forging_blank(graded):
     report = graded[2]
-    assert (
-        "- forger_07.ipynb, TODO 3: TODO 3 (through_service): not done yet: it returns "
-        "Ellipsis. Expected the dataset, run by the tf.data service.\n"
-    ) in report
     not_done = (
         "TODO 1 (devices): not done yet: devices is still ... (Ellipsis). Expected the names "
         "of the 1 device(s) Keras trains on here, \\['cpu:0'\\]."  # Brackets escaped.

@@ -42,14 +42,15 @@ FULL = dict(
 
 # Quick: every row, on few images. Drawing and converting 300, 200 and 400 embedded images took
 # about half its time: now 160 and 100, the sizes the tests' small lessons draw (in the same
-# cache in a test session), the pipelines' 160 also the largest growth size.
+# cache in a test session), the pipelines' 160 also the largest growth size; 300 images a
+# timed run.
 QUICK = dict(
     num_images=160,
     headline_repeats=2,
     repeats=1,
     sizes=[100, 160],
     shard_counts=[2, 4],
-    timed=600,
+    timed=300,
     timed_files=60,
     timed_sequential=6,
     grain_decoders=["pillow"],
