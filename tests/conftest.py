@@ -142,15 +142,6 @@ PHOTOS = REPO_ROOT / "tests" / "data" / "photos"
 
 
 @pytest.fixture(scope="session")
-def sealed_class(tmp_path_factory):
-    """The sealed-verdict submissions of labs 2, 4-7 and 9, graded in one run (sealed_class.py)."""
-    from tests import sealed_class  # It imports the modules whose submissions it grades.
-
-    submissions, output = tmp_path_factory.mktemp("submissions"), tmp_path_factory.mktemp("grades")
-    return sealed_class.grade(submissions, output)
-
-
-@pytest.fixture(scope="session")
 def real_photo_folder(tmp_path_factory):
     """A learner's folder of real photographs, with every kind of trouble; made once.
 

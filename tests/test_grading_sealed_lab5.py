@@ -1,10 +1,9 @@
 """Sealed verdicts of lab 5: a feed that keeps the stand-in busy, timed in the judge.
 
-End to end, in the sealed class's one grading run (bwrap; tests/sealed_class.py): lab 5's
-solution, a blank lab that rewrites its kernel's replies, and two wrong answers to TODO 2:
-the naive feed itself (the judge times it and it fails on its idle time) and one batch
-repeated (it fails on its batches). The learner's `feed` crosses as a graph without Python
-callbacks (lab 3's reader on the shards on disk).
+One grading run (bwrap) of lab 5's solution, of a blank lab that rewrites its kernel's
+replies, and of two wrong answers to TODO 2: the naive feed itself (the judge times it and
+it fails on its idle time) and one batch repeated (it fails on its batches). The learner's
+`feed` crosses as a graph without Python callbacks (lab 3's reader on the shards on disk).
 """
 
 import copy
@@ -17,6 +16,7 @@ from tests.test_grade import (
     KERNEL_FORGER,
     _cell_index,
     _set_todo,
+    grade_with_fixed_limits,
     needs_bwrap,
 )
 from tools.building.variants import split_variants
@@ -28,8 +28,10 @@ WRONG_FEEDS = {
 }
 
 
-def write_submissions(folder):
-    """Lab 5's solution, a blank lab that forges its kernel's replies, two wrong feeds."""
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Lab 5's solution, a blank lab that forges its kernel's replies, two wrong feeds, graded."""
+    folder = tmp_path_factory.mktemp("submissions")
     lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{LAB5}.py")
     nbformat.write(solution, folder / "sol_05.ipynb")
     forger = copy.deepcopy(lab)  # A blank lab that rewrites its kernel's replies.
@@ -37,11 +39,7 @@ def write_submissions(folder):
     nbformat.write(forger, folder / "forger_05.ipynb")
     for name, source in WRONG_FEEDS.items():
         nbformat.write(_set_todo(solution, 2, source), folder / name)
-
-
-@pytest.fixture(scope="module")
-def graded(sealed_class):
-    return sealed_class.of(__name__)
+    return grade_with_fixed_limits(folder, tmp_path_factory.mktemp("grades"))
 
 
 @needs_bwrap

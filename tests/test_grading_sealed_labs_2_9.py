@@ -2,9 +2,8 @@
 rebuilt.
 
 In-process tests run the kernel's side (`export_*.py`, as the grader sends it) and the
-judge's side in one process; the sealed class's one grading run (bwrap where it works;
-tests/sealed_class.py) grades hostile submissions of both labs end to end (lab 2's solution
-scores 2/2 in tests/test_grade.py).
+judge's side in one process; one grading run (bwrap where it works) grades hostile
+submissions of both labs end to end (lab 2's solution scores 2/2 in tests/test_grade.py).
 """
 
 import functools
@@ -19,7 +18,14 @@ import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from tests.test_checks_write_tfrecords import _write_to_final_name
-from tests.test_grade import KERNEL_FORGER, _cell_index, _notebook, _set_todo, _with_todo
+from tests.test_grade import (
+    KERNEL_FORGER,
+    _cell_index,
+    _notebook,
+    _set_todo,
+    _with_todo,
+    grade_with_fixed_limits,
+)
 from tools.building.lesson_parameters import missing_modules
 from tools.grading import graphs, remote, remote_calls, wire
 from utils import checks
@@ -197,10 +203,12 @@ def test_a_resume_is_checked_on_the_judges_own_loader(tmp_path):
         )
 
 
-def write_submissions(folder):
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
     """Lab 2's unsafe and patched answers; lab 9's solution, blank, and a resume that returns
     `next_batch` itself (an empty state and a batch of zeros are judged in-process above and
-    in tests/test_checks_grain_arrayrecord.py)."""
+    in tests/test_checks_grain_arrayrecord.py), graded with fixed limits."""
+    folder = tmp_path_factory.mktemp("submissions")
     lab2, solution2 = _notebook("labs", LAB2), _notebook("solutions", LAB2)
     forged = {}
     unsafe = _set_todo(solution2, 2, UNSAFE)
@@ -223,11 +231,7 @@ def write_submissions(folder):
         cell = nbformat.v4.new_code_cell(KERNEL_FORGER)
         notebook.cells.insert(_cell_index(notebook, todo=1), cell)
         nbformat.write(notebook, folder / name)
-
-
-@pytest.fixture(scope="module")
-def graded(sealed_class):
-    status, rows, report = sealed_class.of(__name__)
+    status, rows, report = grade_with_fixed_limits(folder, tmp_path_factory.mktemp("grades"))
     assert status == 0
     return rows, report
 

@@ -2,9 +2,9 @@
 
 In-process: the kernel's side (`export_objects.py`, `export_beam.py`, started as the grader
 starts them, on a real socket) answers the judge's side (`remote_datasets.py`,
-`remote_beam.py`). End to end, in the sealed class's one grading run (bwrap;
-tests/sealed_class.py): each lab's solution and a blank lab that rewrites its kernel's
-replies and fakes `utils.checks` (lab 6 only where Beam is installed).
+`remote_beam.py`). End to end: one grading run (bwrap) of each lab's
+solution and of a blank lab 4 and 6 that rewrites its kernel's replies and fakes
+`utils.checks` (lab 6 only where Beam is installed).
 """
 
 import copy
@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from tests.test_grade import KERNEL_FORGER, needs_bwrap
+from tests.test_grade import KERNEL_FORGER, grade_with_fixed_limits, needs_bwrap
 from tools.building.lesson_parameters import missing_modules
 from tools.building.variants import split_variants
 from tools.grading import judge, judge_plan, remote, sealed
@@ -189,11 +189,13 @@ def test_a_todo_1_left_undone_costs_todo_1_only():
     assert verdicts[1] == (3, False, "NameError: name 'total' is not defined")  # Without.
 
 
-def write_submissions(folder):
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
     """Each lab's solution, a forging blank of labs 4 and 6, lab 4's solution with TODO 1 left
     undone. Lab 7's forging blank is left out: its cells start host and service processes
     (about 45 s of CPU a submission here), and a forging blank earns nothing the same way
-    in the other labs of the class (1-6, 9)."""
+    in the other labs graded here and in tests/test_grade.py (1-6, 9)."""
+    folder = tmp_path_factory.mktemp("submissions")
     for lesson in LESSONS:
         lab, solution = _variants(lesson)
         nbformat.write(solution, folder / f"sol_{lesson[:2]}.ipynb")
@@ -208,11 +210,7 @@ def write_submissions(folder):
     for cell in solution.cells:
         cell.source = stub if marks(cell).get("todo") == 1 else cell.source
     nbformat.write(solution, folder / "undone1_04.ipynb")
-
-
-@pytest.fixture(scope="module")
-def graded(sealed_class):
-    return sealed_class.of(__name__)
+    return grade_with_fixed_limits(folder, tmp_path_factory.mktemp("grades"))
 
 
 @needs_bwrap
