@@ -15,6 +15,13 @@ processes write there meanwhile, so that a learner's JupyterLab is never taken f
 
 Notebooks run by the tests inherit this environment; MPLBACKEND is left alone so that they
 show their figures inline, as they do for a learner.
+
+With pytest-xdist (the README's `-n 2`) the controller makes the root and takes the
+state; each worker works in `<root>/<worker id>/` (its own TMPDIR, HOME and data cache: no
+two processes build the same dataset at once) and runs no `test_the_session_left_*`: the
+controller runs the same checks once every worker has ended (`pytest_sessionfinish`). A
+test module goes to one worker whole (`--dist loadfile` in pyproject.toml), so a module's
+fixtures are made once.
 """
 
 import os
@@ -46,35 +53,84 @@ TEMP_WATCHER: session_state.TempWatcher | None = None
 CHECKOUT_BEFORE: dict | None = None  # `session_state.checkout_state` at start-up.
 HOME_BEFORE: dict = {}  # `session_state.home_state(REAL_HOME)` at start-up.
 WRITER_LOG: session_state.WriterLog | None = None  # Other writers, through the session.
+WORKER: str | None = None  # In a pytest-xdist worker, its id ("gw0").
+
+
+def _work_in(root: Path, cache: str) -> None:
+    """Points TMPDIR, tempfile, HOME and the data cache into `root`."""
+    os.environ["TMPDIR"] = str(root)
+    tempfile.tempdir = str(root)  # tempfile caches its folder; pytest's tmp_path asks it.
+    os.environ[data.CACHE_ENV_VAR] = cache
+    (root / "home").mkdir()
+    os.environ["HOME"] = str(root / "home")
+    for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        os.environ.pop(name, None)  # Under HOME, as they are by default.
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """What an xdist worker needs of the controller's set-up (pytest-xdist's hook)."""
+    node.workerinput["tests_root"] = str(TEMP_ROOT)
+    node.workerinput["tests_real_home"] = str(REAL_HOME)
 
 
 def pytest_configure(config):
-    """Takes the checkout's, HOME's and the temp folder's state; points TMPDIR, HOME at a root."""
+    """Takes the checkout's, HOME's and the temp folder's state; points TMPDIR, HOME at a root.
+
+    In an xdist worker: a folder of its own in the controller's root, and no state taken.
+    """
     global TEMP_BEFORE, TEMP_ROOT, TEMP_WATCHER, CHECKOUT_BEFORE, HOME_BEFORE, WRITER_LOG
+    global WORKER, REAL_HOME
+    if hasattr(config, "workerinput"):
+        WORKER = config.workerinput["workerid"]
+        REAL_HOME = Path(config.workerinput["tests_real_home"])
+        TEMP_ROOT = Path(config.workerinput["tests_root"]) / WORKER
+        TEMP_ROOT.mkdir()
+        _work_in(TEMP_ROOT, str(Path(os.environ[data.CACHE_ENV_VAR]) / WORKER))
+        return
     TEMP_BEFORE = frozenset(p.name for p in SYSTEM_TEMP.iterdir())
     TEMP_WATCHER = session_state.TempWatcher(SYSTEM_TEMP).start()
     WRITER_LOG = session_state.WriterLog(REPO_ROOT, REAL_HOME).start()
     CHECKOUT_BEFORE = session_state.checkout_state(REPO_ROOT)
     HOME_BEFORE = session_state.home_state(REAL_HOME)
     TEMP_ROOT = Path(tempfile.mkdtemp(prefix="tpu_speed_pipelines_tests-"))
-    os.environ["TMPDIR"] = str(TEMP_ROOT)
-    tempfile.tempdir = str(TEMP_ROOT)  # tempfile caches its folder; pytest's tmp_path asks it.
-    os.environ.setdefault(data.CACHE_ENV_VAR, str(TEMP_ROOT / "cache"))
-    (TEMP_ROOT / "home").mkdir()
-    os.environ["HOME"] = str(TEMP_ROOT / "home")
-    for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
-        os.environ.pop(name, None)  # Under HOME, as they are by default.
+    _work_in(TEMP_ROOT, os.environ.get(data.CACHE_ENV_VAR) or str(TEMP_ROOT / "cache"))
 
 
-def pytest_collection_modifyitems(items):
-    """Moves the checks of what the session left to the end of the session."""
+def pytest_collection_modifyitems(config, items):
+    """Moves the checks of what the session left to the end of the session; an xdist worker
+    leaves them to the controller."""
     last = [item for item in items if item.nodeid.startswith(LAST_TESTS)]
-    items[:] = [item for item in items if item not in last] + last
+    items[:] = [item for item in items if item not in last]
+    if WORKER is None:
+        items.extend(last)
+    elif last:
+        config.hook.pytest_deselected(items=last)
+
+
+def pytest_sessionfinish(session):
+    """The controller of an xdist run checks what the session left, once every worker ended."""
+    if WORKER is not None or not session.config.pluginmanager.has_plugin("dsession"):
+        return
+    from tests import test_temp_folder
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for check in test_temp_folder.SESSION_CHECKS:
+        failure, notes = check()
+        for note in notes:
+            reporter.write_line(f"warning: {note}", yellow=True)
+        if failure:
+            reporter.write("\n")  # After the progress line, which xdist leaves open.
+            reporter.write_sep("=", f"FAILED {check.__name__}", red=True)
+            reporter.write_line(failure)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     """Removes the session's temporary root (after pytest's own clean-up)."""
+    if WORKER is not None:  # Its folder goes with the controller's root.
+        return
     if TEMP_WATCHER is not None:
         TEMP_WATCHER.stop()
     if WRITER_LOG is not None:

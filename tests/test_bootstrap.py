@@ -243,9 +243,17 @@ def test_setup_cell_finds_the_course_beside_a_decoy_utils_py(tmp_path):
         + "\nfrom utils import checks\n"
         + "print('RESULT', sys.modules['utils'].__file__, checks.__name__)\n"
     )
-    # From standard input, as `-c` would, but with no limit on the argument's length.
+    # From standard input, as `-c` would, but with no limit on the argument's length; the
+    # backend left to the set-up (a test before may have chosen one in this process).
+    environment = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     result = subprocess.run(
-        [sys.executable, "-"], input=code, cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "-"],
+        input=code,
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()

@@ -277,6 +277,9 @@ filenames = filenames.map(_tidy)
 SLEEPER = "import time\nwhile True:\n    time.sleep(1)\n"
 
 
+LONG_NAME = "x-edited_dee_1234567_89012345_01_tf_data_basics_submission_attempt_2"
+
+
 def _set_todo(notebook, todo, source):
     return _with_todo(notebook, todo, lambda old: source)
 
@@ -327,7 +330,8 @@ def graded(tmp_path_factory):
     write(other_version, "x-other-version.ipynb")
     edited = _edited(solution, lab)
     edited.metadata[KEY]["learner"] = "dee"
-    write(edited, "x-edited.ipynb")
+    # Named as an LMS names a download: a long name made a kernel socket's path too long.
+    write(edited, f"{LONG_NAME}.ipynb")
     write(_without_checks(_set_todo(lab, 1, CHEAT)), "x-cheat.ipynb")
     # A blank lab that rewrites its kernel's replies, hooks and modules, and plants a module
     # for the judge in a hidden cell tagged `setup`: sealed, it earns nothing.
@@ -459,7 +463,7 @@ def test_the_whole_grade_table(graded):
         "x-crash.ipynb": ("x-crash", ["1", "0", "0"], "1", "3", ""),
         "x-old-build.ipynb": ("x-old-build", ["1"] * 3, "3", "3", ""),
         "x-other-version.ipynb": ("x-other-version", ["1"] * 3, "3", "3", ""),
-        "x-edited.ipynb": ("dee", ["1"] * 3, "3", "3", ""),
+        f"{LONG_NAME}.ipynb": ("dee", ["1"] * 3, "3", "3", ""),
         "x-cheat.ipynb": ("x-cheat", ["0"] * 3, "0", "3", "imported modules; import system"),
         "y-victim.ipynb": ("y-victim", ["1"] * 3, "3", "3", "paths outside the work folder"),
         "x-6-replies.ipynb": (

@@ -15,6 +15,7 @@ from tools import grade
 from tools.building.variants import split_variants
 from tools.grading import (
     flags,
+    grade_kernel,
     identify,
     prepare,
     reports,
@@ -421,3 +422,16 @@ def test_default_jobs_are_two_a_core_within_free_memory(monkeypatch, cores, free
     memory = SimpleNamespace(available=free_gib * 2**30)
     monkeypatch.setattr(arguments.psutil, "virtual_memory", lambda: memory)
     assert arguments.default_jobs() == jobs
+
+
+def test_a_kernel_whose_socket_path_is_too_long_says_so_and_what_to_do(tmp_path):
+    work = tmp_path / ("w" * 100)  # A long TMPDIR, as macOS's is, with a long folder in it.
+    work.mkdir()
+    kernel = grade_kernel.SandboxedKernel(work, {}, bwrap=None, read_only=[], memory_bytes=2**30)
+    with pytest.raises(RuntimeError) as raised:
+        kernel.start()
+    assert str(raised.value) == (
+        f"its socket's path ({work}/k-65535) is longer than a Unix socket allows (107 bytes): "
+        "set TMPDIR to a shorter folder"
+    )
+    assert kernel.process is None and sorted(work.iterdir()) == []  # Nothing started, written.

@@ -44,4 +44,4 @@ def test_a_marker_selects_its_modules_tests_and_the_quick_command_leaves_them_ou
 
 def test_contributing_gives_the_quick_command():
     contributing = (REPO_ROOT / "CONTRIBUTING.md").read_text()
-    assert f'.venv/bin/python -m pytest -m "{QUICK}"' in contributing
+    assert f'.venv/bin/python -m pytest -n 2 -m "{QUICK}"' in contributing

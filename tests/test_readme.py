@@ -46,7 +46,7 @@ def test_the_readme_gives_both_commands_in_its_first_20_lines():
         "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt "
         "&& .venv/bin/python -m tools.run_course",
         "python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt "
-        "&& .venv/bin/python -m pytest",
+        "&& .venv/bin/python -m pytest -n 2",
     ]
 
 

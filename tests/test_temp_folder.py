@@ -7,6 +7,7 @@ there) and look for what escaped the root.
 """
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -93,27 +94,32 @@ def this_sessions(leftovers: list[str], watcher) -> tuple[list[str], list[str]]:
     return ours, [name for name in leftovers if name not in ours]
 
 
-def test_the_session_left_nothing_of_the_course_in_the_temp_folder():
+def temp_folder_left() -> tuple[str, list[str]]:
+    """(why the session fails, or "", notes): what it left in the system temporary folder."""
     assert conftest.TEMP_ROOT.is_dir()
     conftest.TEMP_WATCHER.poll()
     leftovers = session_state.course_leftovers(
         conftest.SYSTEM_TEMP, conftest.TEMP_BEFORE, conftest.TEMP_ROOT
     )
     ours, cannot_tell = this_sessions(leftovers, conftest.TEMP_WATCHER)
-    assert ours == [], (
+    failure = (
         f"The tests left {ours} in {conftest.SYSTEM_TEMP}, outside the session's temporary "
         f"root {conftest.TEMP_ROOT}: something ignored TMPDIR (no other course run was on "
         "the machine as they appeared)."
+        if ours
+        else ""
     )
+    notes = []
     if cannot_tell:
-        warnings.warn(
+        notes.append(
             f"{len(cannot_tell)} new course file(s) in {conftest.SYSTEM_TEMP} appeared while "
-            f"other course runs were on the machine (e.g. {cannot_tell[0]}): not counted.",
-            stacklevel=1,
+            f"other course runs were on the machine (e.g. {cannot_tell[0]}): not counted."
         )
+    return failure, notes
 
 
-def test_the_session_left_the_checkout_and_home_as_they_were():
+def checkout_and_home_left() -> tuple[str, list[str]]:
+    """(why the session fails, or "", notes): what it wrote in the checkout or the real HOME."""
     log = conftest.WRITER_LOG
     log.sample()
     ours, cannot_tell = [], []
@@ -127,20 +133,42 @@ def test_the_session_left_the_checkout_and_home_as_they_were():
         theirs = session_state.attribute(changed, place, log)
         ours += theirs[0]
         cannot_tell += theirs[1]
+    notes = []
     if cannot_tell:
         writers = log.writers_at("checkout", None) + log.writers_at("home", None)
-        warnings.warn(
+        notes.append(
             f"{len(cannot_tell):,} change(s) in the checkout or the real HOME (e.g. "
             f"{cannot_tell[0]}) were made while other processes worked there (e.g. "
-            f"{writers[0]!r}): not counted.",
-            stacklevel=1,
+            f"{writers[0]!r}): not counted."
         )
-    if ours:
-        pytest.fail(
-            f"The tests wrote {len(ours):,} path(s) into the checkout or the real HOME, while "
-            "no other process worked there:\n" + session_state.listing(sorted(map(str, ours))),
-            pytrace=False,
-        )
+    failure = (
+        f"The tests wrote {len(ours):,} path(s) into the checkout or the real HOME, while "
+        "no other process worked there:\n" + session_state.listing(sorted(map(str, ours)))
+        if ours
+        else ""
+    )
+    return failure, notes
+
+
+# What the session must leave as it found it: checked by the tests below, last, or under
+# pytest-xdist by the controller once every worker has ended (tests/conftest.py).
+SESSION_CHECKS = (temp_folder_left, checkout_and_home_left)
+
+
+def _as_a_test(check):
+    failure, notes = check()
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
+    if failure:
+        pytest.fail(failure, pytrace=False)
+
+
+def test_the_session_left_nothing_of_the_course_in_the_temp_folder():
+    _as_a_test(temp_folder_left)
+
+
+def test_the_session_left_the_checkout_and_home_as_they_were():
+    _as_a_test(checkout_and_home_left)
 
 
 WRITES_HOME_AND_TEMP = """
@@ -273,12 +301,13 @@ def test_writes_into_the_checkout():
 """
 
 
-def run_the_check(tmp_path, child_test: str, *, beside: str | None = None):
+def run_the_check(tmp_path, child_test: str, *, beside: str | None = None, options=()):
     """Runs `child_test` and then the check in a child session on a git checkout of its own.
 
     Args:
         child_test: the text of `tests/test_child.py` in that checkout.
         beside: a script started first, outside the child's process tree, with its HOME.
+        options: pytest's options for the child (`-n 1`: the check is the xdist controller's).
 
     Returns:
         The child's `subprocess.CompletedProcess`.
@@ -310,6 +339,7 @@ def run_the_check(tmp_path, child_test: str, *, beside: str | None = None):
             "-q",
             "-p",
             "no:cacheprovider",
+            *options,
             "tests/test_child.py",
             THE_CHECK,
         ],
@@ -348,6 +378,21 @@ def test_the_check_fails_in_a_few_lines_when_a_test_writes_into_the_checkout(tmp
     # failure and pytest's short summary), never f30-f39.
     listed = [line for line in result.stdout.splitlines() if f"{out}/f" in line]
     assert len(listed) <= 2 * 30 and f"{out}/f30.txt" not in result.stdout
+
+
+def test_under_xdist_the_controller_fails_the_session_once_the_workers_end(tmp_path):
+    result = run_the_check(tmp_path, WRITES_THE_CHECKOUT, options=["-n", "1"])
+    assert result.returncode == 1, result.stdout[-3000:]
+    # The worker left the check out (its test alone passed); the controller ran it after.
+    assert re.search(r"^1 passed in [\d.]+s$", result.stdout, re.M), result.stdout[-3000:]
+    out = tmp_path / "checkout" / "build" / "out"
+    expected = (
+        "The tests wrote 40 path(s) into the checkout or the real HOME, while no other "
+        f"process worked there:\n  {out}/f00.txt\n"
+    )
+    assert re.search(
+        r"^=+ FAILED checkout_and_home_left =+\n" + re.escape(expected), result.stdout, re.M
+    )
 
 
 def test_listing_says_how_many_it_leaves_out():

@@ -218,7 +218,9 @@ def test_load_watch_counts_a_running_child_process_as_its_own_work():
         child = subprocess.Popen([sys.executable, "-c", busy_loop])
         time.sleep(1.0)  # Measured while the child still runs; waited for only after.
     child.wait()
-    assert load.other_cores < 0.5, load.summary()
+    # This process only sleeps: what it counts as its own is the child's. A core at most;
+    # at least a third of one even while other tests keep both cores busy (pytest -n 2).
+    assert 0.33 < load.own_cores <= 1.1, load.summary()
 
 
 def test_load_watch_sees_other_processes_and_not_its_own_work():

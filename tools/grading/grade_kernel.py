@@ -38,6 +38,7 @@ from tools.grading import sandbox
 
 OUTPUT_LIMIT = 4000  # Characters of printed text kept per cell.
 KERNEL_START_SECONDS = 120
+SOCKET_PATH_BYTES = 107  # Linux's sun_path holds 108 bytes, the last one a NUL.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -90,6 +91,12 @@ class SandboxedKernel:
         from jupyter_client.connect import write_connection_file
 
         connection = self.work / "kernel.json"
+        longest = f"{self.work / 'k'}-65535"  # ZeroMQ's ipc address: `ip`, then "-port".
+        if len(os.fsencode(longest)) > SOCKET_PATH_BYTES:
+            raise RuntimeError(
+                f"its socket's path ({longest}) is longer than a Unix socket allows "
+                f"({SOCKET_PATH_BYTES} bytes): set TMPDIR to a shorter folder"
+            )
         write_connection_file(
             str(connection),
             transport="ipc",

@@ -32,7 +32,8 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
     and in the work folders: {"tmp": ..., "work": ...})."""
     # `limits.disk` where `limits.measure_limits` made them; a plain `Limits`, the floors.
     disk = limits.disk
-    work = Path(tempfile.mkdtemp(prefix=f"{label[:40]}-", dir=options.work_root))
+    # A short name: the kernel's sockets are in it, and a socket's path has 107 bytes at most.
+    work = Path(tempfile.mkdtemp(prefix=f"{label[:12]}-", dir=options.work_root))
     env = prepare_work(work, options.cache)
     data_folders = [options.cache] if options.cache is not None else []
     read_only = [REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix), *data_folders]

@@ -100,9 +100,9 @@ def _own_cpu_seconds() -> float:
 class LoadWatch:
     """Watches the machine's load during a measurement: `with machine_load.LoadWatch() as load:`.
 
-    On exit it holds the load averages before and after, and the cores that other
-    processes (not this one or its children) kept busy on average; `summary()` says
-    whether the machine was idle.
+    On exit it holds the load averages before and after, the cores that this process and
+    its children kept busy on average (`own_cores`) and those that other processes kept
+    busy (`other_cores`); `summary()` says whether the machine was idle.
 
     Example:
         with machine_load.LoadWatch() as load:
@@ -121,6 +121,7 @@ class LoadWatch:
         busy, own = _busy_cpu_seconds() - self._busy, _own_cpu_seconds() - self._own
         self.load_after = psutil.getloadavg()[0]
         self.num_cores = os.cpu_count() or 1
+        self.own_cores = own / seconds
         self.other_cores = max(0.0, busy - own) / seconds
         return False
 
