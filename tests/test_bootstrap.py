@@ -30,6 +30,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 import venv
 import zipfile
@@ -225,8 +226,15 @@ def _embedded_line(stem):
     return EMBEDDED.format(version=VERSION, sha12=sha256[:12])
 
 
+# The upload-only platforms build their notebooks in threads; CPython 3.11's `ast` keeps its
+# recursion depth per interpreter, not per thread, and `ast.parse` in two threads at once can
+# raise "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905).
+_BUILDING = threading.Lock()
+
+
 def _notebook(stem, variant):
-    lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{stem}.py")
+    with _BUILDING:
+        lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{stem}.py")
     return lab if variant == "lab" else solution
 
 
