@@ -3,7 +3,8 @@
 `tests/conftest.py` takes their state when the session starts (`tests/session_state.py`)
 and points `TMPDIR` (and pytest's `tmp_path`) and `HOME` into a root of its own, which it
 removes at the end. The tests named `test_the_session_left_*` run last (conftest moves them
-there) and look for what escaped the root.
+there) and look for what escaped the root; under pytest-xdist the controller runs the same
+checks (`SESSION_CHECKS`) once every worker has ended.
 """
 
 import os
