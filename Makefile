@@ -19,7 +19,7 @@ numbers:  ## Copy the committed solutions' summary outputs into README.md's numb
 	$(PYTHON) -m tools.readme_numbers
 
 test:
-	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt && .venv/bin/python -m pytest
+	python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt && .venv/bin/python -m pytest -n 2
 
 course:
 	python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python -m tools.run_course
