@@ -2,6 +2,8 @@
 
 import hashlib
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,6 +64,23 @@ def test_make_flowers_dataset_reuses_finished_cache(tmp_path):
     marker.write_bytes(b"changed")
     assert data.make_flowers_dataset(10, cache_dir=tmp_path) == root
     assert marker.read_bytes() == b"changed"  # Not regenerated.
+
+
+def test_make_flowers_dataset_keeps_the_copy_another_process_finished_first(tmp_path, monkeypatch):
+    """Two notebooks draw the same dataset at once: the first to finish keeps its folder,
+    which it may be reading; the second drops its own (it used to delete the first's)."""
+    rename, first = Path.rename, {}
+
+    def finished_first(staging, target):
+        if not first:  # The other process's copy, complete, moved in just before this one.
+            shutil.copytree(staging, target)
+            first["inode"] = Path(target).stat().st_ino
+        return rename(staging, target)
+
+    monkeypatch.setattr(Path, "rename", finished_first)
+    root = data.make_flowers_dataset(10, cache_dir=tmp_path)
+    assert root.stat().st_ino == first["inode"] and data.is_cached(10, cache_dir=tmp_path)
+    assert not list(tmp_path.glob("*.partial-*"))
 
 
 def test_make_flowers_dataset_ignores_an_unfinished_folder(tmp_path):

@@ -189,6 +189,8 @@ def make_flowers_dataset(
 
     Raises:
         ValueError: if `num_images` is less than 5 or `seed` is not an integer.
+        OSError: if the finished dataset cannot be moved into the cache (another process
+            finishing the same dataset first is not an error: its copy is used).
 
     Example:
         root = data.make_flowers_dataset(500)
@@ -221,9 +223,15 @@ def make_flowers_dataset(
         manifest = {"classes": list(CLASSES), "class_counts": counts, "seed": seed}
         manifest["num_bytes"] = num_bytes
         (staging / _COMPLETE_MARKER).write_text(json.dumps(manifest, indent=1))
-        if root.exists():  # An earlier run was interrupted after renaming; start clean.
-            shutil.rmtree(root)
-        staging.rename(root)
+        if root.exists() and not (root / _COMPLETE_MARKER).exists():
+            shutil.rmtree(root)  # Left incomplete by an older version; start clean.
+        try:
+            staging.rename(root)
+        except OSError:
+            # Another process (a second notebook) drew the same dataset meanwhile: its copy,
+            # which it may be reading, stays; this one is dropped.
+            if not (root / _COMPLETE_MARKER).exists():
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return root
