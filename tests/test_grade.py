@@ -790,24 +790,27 @@ def test_solutions_raise_no_flags(lesson):
     assert grade.find_flags(code, lab) == []
 
 
-def test_without_bwrap_the_grader_says_not_isolated_and_how_to_fix_it(
-    tmp_path, monkeypatch, capsys
-):
+def test_without_bwrap_the_grader_refuses_unless_told_none(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
     (tmp_path / "submissions").mkdir()
     (tmp_path / "submissions" / "broken.ipynb").write_text("not json")
     arguments = [str(tmp_path / "submissions"), "--output-dir", str(tmp_path / "grades")]
-    assert grade.main([*arguments, "--sandbox", "bwrap"]) == 2
-    assert capsys.readouterr().err.startswith("error: --sandbox bwrap, but bwrap ")
-    assert not (tmp_path / "grades").exists()
+    for mode in ([], ["--sandbox", "auto"], ["--sandbox", "bwrap"]):
+        assert grade.main([*arguments, *mode]) == 2
+        assert capsys.readouterr().err == (
+            "error: no sandbox, so nothing was graded: bwrap is not installed. Debian/Ubuntu: "
+            "sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap. To grade "
+            "unsandboxed all the same (only work you trust): --sandbox none\n"
+        )
+        assert not (tmp_path / "grades").exists()
     (tmp_path / "grades").mkdir()
     (tmp_path / "grades" / "mine.txt").write_text("kept")
-    assert grade.main(arguments) == 0
+    assert grade.main([*arguments, "--sandbox", "none"]) == 0
     err = capsys.readouterr().err
-    assert err.startswith("WARNING: NOT ISOLATED (no working bwrap here): ")
-    assert " To isolate: " in err
+    assert err.startswith("WARNING: NOT ISOLATED (--sandbox none): ")
     report = (tmp_path / "grades" / "scores.md").read_text()
-    assert report.startswith("Sandbox: NOT ISOLATED (no working bwrap here)\n")
+    assert report.startswith("Sandbox: NOT ISOLATED (--sandbox none)\n")
     assert (tmp_path / "grades" / "mine.txt").read_text() == "kept"
 
 

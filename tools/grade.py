@@ -177,13 +177,12 @@ def choose_sandbox(mode: str) -> tuple[str | None, str]:
     bwrap = sandbox.find_bwrap() if mode in ("auto", "bwrap") else None
     if bwrap:
         return bwrap, (
-            "bwrap (only the venv, Python, utils/ and the data cache, read-only; no "
-            "solutions, sources or other submissions; private work folder and /tmp, no "
-            "network, own PID namespace, memory limit)"
+            "bwrap (as nobody in its own user namespace, no capability; only the venv, "
+            "Python, utils/ and the data cache, read-only; no solutions, sources or other "
+            "submissions; private work folder and /tmp, no network, own PID namespace, "
+            "memory limit)"
         )
-    if mode == "none":
-        return None, "NOT ISOLATED (--sandbox none)"
-    return None, "NOT ISOLATED (no working bwrap here)"
+    return None, "NOT ISOLATED (--sandbox none)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,14 +214,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --disk-gb must be more than 0; got {args.disk_gb:g}", file=sys.stderr)
         return 2
     bwrap, isolation = choose_sandbox(args.sandbox)
-    if args.sandbox == "bwrap" and bwrap is None:
-        print(f"error: --sandbox bwrap, but {sandbox.bwrap_fix()}", file=sys.stderr)
+    if args.sandbox != "none" and bwrap is None:
+        print(
+            f"error: no sandbox, so nothing was graded: {sandbox.bwrap_fix()}. To grade "
+            "unsandboxed all the same (only work you trust): --sandbox none",
+            file=sys.stderr,
+        )
         return 2
     if bwrap is None:
-        fix = f" To isolate: {sandbox.bwrap_fix()}." if args.sandbox == "auto" else ""
         print(
             f"WARNING: {isolation}: submissions can read and write your files, the course "
-            f"and each other's; grade only work you trust.{fix}",
+            "and each other's; grade only work you trust.",
             file=sys.stderr,
         )
     print(f"Sandbox: {isolation}", flush=True)

@@ -60,7 +60,8 @@ def parser(description: str) -> argparse.ArgumentParser:
         "--sandbox",
         choices=("auto", "bwrap", "none"),
         default="auto",
-        help="auto: bwrap where it works, else none (loudly)",
+        help="auto and bwrap: bwrap, else refuse (saying what to install); none: no "
+        "sandbox (only work you trust)",
     )
     parser.add_argument(
         "--id-pattern",

@@ -11,6 +11,14 @@ When the command ends, every process it left behind ends with it (bwrap's init, 
 of the namespace, exits and the kernel kills the rest); `--die-with-parent` does the
 same if the grader is killed.
 
+No capability, whoever runs the grader (`ISOLATION`): its own user namespace, in which its
+processes are `SANDBOX_ID` (nobody), not root; every capability dropped; no further user
+namespace (so no mount of its own); `/proc` and `/dev` read-only. Started by root, bwrap
+would otherwise leave it CAP_SYS_ADMIN: it could remount a read-only bind writable, or its
+`/tmp` larger. Its processes are still the grader's user outside (root's, where root runs
+it): hence nothing writable but its work folder and its tmpfs, and `/proc` read-only (a
+process of root's may write `/proc/sys` without any capability).
+
 The memory limit is RLIMIT_DATA (private writable memory per process): TensorFlow runs
 under it, while RLIMIT_AS also counts the large virtual reservations of thread stacks and
 XLA. It limits each process, not the sandbox as a whole (a cgroup would; none is writable
@@ -26,6 +34,7 @@ command with the same environment and limit, but nothing is isolated.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -43,17 +52,38 @@ _LIMIT = (
 )
 
 
+SANDBOX_ID = "65534"  # nobody: the uid and gid of the sandbox's processes, in its namespace.
+ISOLATION = (
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    "--uid",
+    SANDBOX_ID,
+    "--gid",
+    SANDBOX_ID,
+    "--cap-drop",
+    "ALL",
+    "--die-with-parent",
+    "--new-session",
+    "--clearenv",
+)
+NO_CAPABILITY = "CapEff:\t0000000000000000"
+
+
 def find_bwrap() -> str | None:
-    """Returns the path of a bwrap that works here (user namespaces allowed), or None."""
+    """Returns the path of a bwrap that seals a command off here as `ISOLATION` says (its
+    own user namespace, as nobody, no capability), or None."""
     path = shutil.which("bwrap")
     if path is None:
         return None
-    probe = [path, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "true"]
+    probe = [path, "--ro-bind", "/", "/", "--proc", "/proc", *ISOLATION]
+    probe += ["--", "cat", "/proc/self/status"]
     try:
-        works = subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+        status = subprocess.run(probe, capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
-        works = False
-    return path if works else None
+        return None
+    sealed = NO_CAPABILITY in status and f"Uid:\t{SANDBOX_ID}\t" in status
+    return path if sealed else None
 
 
 def with_memory_limit(
@@ -82,10 +112,11 @@ def bwrap_command(
 
     The sandbox's root is empty: only the system folders (`SYSTEM_FOLDERS`), the folders of
     `read_only` (read-only) and `work` (writable, the same path inside) are there, with a
-    private `/tmp`, `/dev` and `/proc`. So a course checkout, its solutions, its git
-    history, other submissions and the grader's output are not hidden but absent, wherever
-    they are, unless a folder of `read_only` holds them. Mount order: `/tmp` first, then
-    parents before children, so a folder under `/tmp` is bound on top of the private one.
+    private `/tmp` and `/dev/shm` (sized), a read-only `/dev` and `/proc`. So a course
+    checkout, its solutions, its git history, other submissions and the grader's output
+    are not hidden but absent, wherever they are, unless a folder of `read_only` holds them.
+    Mount order: `/tmp` first, then parents before children, so a folder under `/tmp` is
+    bound on top of the private one.
     `tmp_bytes` sizes `/tmp` and `/dev/shm` (each; bwrap 0.8's `--size`), else unbounded.
     """
     size = [] if tmp_bytes is None else ["--size", str(tmp_bytes)]
@@ -99,7 +130,7 @@ def bwrap_command(
         if path.exists() and str(path) not in SYSTEM_FOLDERS:
             args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(work), str(work), "--chdir", str(work)]
-    args += ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    args += ["--remount-ro", "/proc", "--remount-ro", "/dev", *ISOLATION]
     for name, value in env.items():
         args += ["--setenv", name, value]
     return [*args, "--", *command]
@@ -110,7 +141,7 @@ def sandbox_root(pid: int) -> Path | None:
 
     bwrap forks once: its child is PID 1 of the new PID namespace, and the command is that
     child's child; `/proc/<its pid>/root` shows its private `/tmp`, which the grader may
-    read (the sandbox's user namespace is the grader's own user's).
+    read (the sandbox's user namespace belongs to the grader's own user).
     """
     for _ in range(2):
         try:
@@ -126,12 +157,31 @@ def sandbox_root(pid: int) -> Path | None:
 USERNS_SETTING = "kernel.apparmor_restrict_unprivileged_userns"
 
 
+def bwrap_version(path: str) -> tuple[int, ...]:
+    """`bwrap --version`'s numbers (`bubblewrap 0.8.0`: (0, 8, 0)); () where it says none."""
+    try:
+        said = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    found = re.search(r"(\d+(?:\.\d+)+)", said.stdout)
+    return tuple(int(part) for part in found.group(1).split(".")) if found else ()
+
+
 def bwrap_fix() -> str:
     """Returns what to do where bwrap is missing or blocked, with the exact commands."""
-    if shutil.which("bwrap") is None:
+    path = shutil.which("bwrap")
+    if path is None:
         return (
             "bwrap is not installed. Debian/Ubuntu: sudo apt-get install bubblewrap; "
             "Fedora: sudo dnf install bubblewrap"
+        )
+    version = bwrap_version(path)
+    if version and version < (0, 8):
+        return (
+            f"bwrap {'.'.join(map(str, version))} is older than 0.8, which the sandbox needs "
+            "(--disable-userns, --size): install bubblewrap 0.8 or later (Debian 12, "
+            "Ubuntu 24.04, Fedora 38 and later have it; else build it from "
+            "https://github.com/containers/bubblewrap/releases)"
         )
     setting = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
     try:
