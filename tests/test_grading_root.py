@@ -1,0 +1,133 @@
+"""The sandbox refuses every way out, whoever runs the grader: as root too (CI and this
+project's machines run as root). Each attempt is made from inside the sandbox the grader
+makes, with the binds it makes (issue 62)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tools.grading import sandbox
+
+BWRAP = sandbox.find_bwrap()
+needs_bwrap = pytest.mark.skipif(
+    BWRAP is None,
+    reason="bwrap is missing or cannot make user namespaces here (apt-get install bubblewrap)",
+)
+SITE_PACKAGES = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+# Every read-only bind a submission's kernel and judge get, and the system's.
+BINDS = [REPO_ROOT / "utils", REPO_ROOT / "tools", Path(sys.prefix), Path(sys.base_prefix)]
+# Tries each way out with the system calls themselves and prints {attempt: errno name}
+# ("done" where it worked). A write that works leaves no change: it writes what is there.
+ATTEMPTS = r"""
+import ctypes, errno, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+found = {}
+
+def said(name, code):
+    found[name] = "done" if code == 0 else errno.errorcode[ctypes.get_errno()]
+
+def write(name, path, data=b"x"):
+    try:
+        with open(path, "ab" if data == b"" else "wb") as file:
+            file.write(data)
+        found[name] = "done"
+    except OSError as error:
+        found[name] = errno.errorcode[error.errno]
+
+for path in json.loads(sys.argv[1]):
+    flags = MS_REMOUNT | MS_BIND
+    said(f"remount rw {path}", libc.mount(None, path.encode(), None, flags, None))
+    write(f"write {path}", os.path.join(path, "planted.py"))
+said("remount /tmp larger", libc.mount(None, b"/tmp", None, MS_REMOUNT, b"size=10g"))
+said("mount a tmpfs over /tmp", libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
+said("user namespace", libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
+write("plant a .pth", os.path.join(sys.argv[2], "planted.pth"), b"import os\n")
+write("plant a check", os.path.join(sys.argv[3], "checks", "tf_data_basics.py"), b"")
+write("sysctl", "/proc/sys/kernel/core_pattern", open("/proc/sys/kernel/core_pattern", "rb").read())
+write("own /proc", "/proc/self/oom_score_adj", b"0")
+write("/dev", "/dev/planted")
+status = open("/proc/self/status").read()
+found["CapEff"] = status.split("CapEff:")[1].split()[0]
+found["uid"] = status.split("Uid:")[1].split()[0]
+print(json.dumps(found))
+"""
+
+
+def _attempts(tmp_path: Path) -> dict[str, str]:
+    paths = [str(path) for path in BINDS] + ["/usr", "/etc"]
+    command = [sys.executable, "-c", ATTEMPTS, json.dumps(paths)]
+    command += [str(SITE_PACKAGES), str(REPO_ROOT / "utils")]
+    full = sandbox.bwrap_command(
+        BWRAP, command, work=tmp_path, env={"PATH": "/usr/bin:/bin"}, read_only=BINDS
+    )
+    result = subprocess.run(full, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@needs_bwrap
+def test_no_way_out_of_the_sandbox_works_as_root_or_not(tmp_path):
+    """As root, bwrap alone left CAP_SYS_ADMIN inside (`CapEff 000001fffeffffff`): a
+    submission remounted utils/ read-write and wrote into the checkout."""
+    before = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=REPO_ROOT, text=True, capture_output=True
+    ).stdout
+    found = _attempts(tmp_path)
+    expected = {"CapEff": "0000000000000000", "uid": sandbox.SANDBOX_ID}
+    for path in [*BINDS, Path("/usr"), Path("/etc")]:
+        expected[f"remount rw {path}"] = "EPERM"
+        expected[f"write {path}"] = "EROFS"
+    expected.update(
+        {
+            "remount /tmp larger": "EPERM",
+            "mount a tmpfs over /tmp": "EPERM",
+            "user namespace": "ENOSPC",  # --disable-userns: no namespace of its own is left.
+            "plant a .pth": "EROFS",
+            "plant a check": "EROFS",
+            "sysctl": "EROFS",  # /proc is read-only: a process of root's may write /proc/sys.
+            "own /proc": "EROFS",
+            "/dev": "EROFS",
+        }
+    )
+    assert found == expected
+    assert not (SITE_PACKAGES / "planted.pth").exists()
+    after = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=REPO_ROOT, text=True, capture_output=True
+    ).stdout
+    assert after == before
+
+
+@needs_bwrap
+def test_every_try_is_refused_again(tmp_path):
+    """Refused every time, not once: ten sandboxes in a row find the same."""
+    first = _attempts(tmp_path)
+    assert all(_attempts(tmp_path) == first for _ in range(9))
+
+
+@needs_bwrap
+def test_the_work_folder_is_the_sandboxs_own_and_the_graders(tmp_path):
+    """Inside, the grader's folder is nobody's, the sandbox's user: it writes there; outside,
+    what it wrote is the grader's user's, which the grader reads and deletes."""
+    script = "import os; open('made', 'w').write('x'); print(os.stat('.').st_uid, os.getuid())"
+    full = sandbox.bwrap_command(
+        BWRAP, [sys.executable, "-c", script], work=tmp_path, env={}, read_only=BINDS
+    )
+    result = subprocess.run(full, capture_output=True, text=True, timeout=60)
+    assert result.stdout == f"{sandbox.SANDBOX_ID} {sandbox.SANDBOX_ID}\n", result.stderr
+    assert (tmp_path / "made").stat().st_uid == os.getuid()
+
+
+def test_the_fix_names_a_bwrap_too_old(monkeypatch):
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
+    monkeypatch.setattr(sandbox, "bwrap_version", lambda path: (0, 6, 1))
+    assert sandbox.bwrap_fix().startswith(
+        "bwrap 0.6.1 is older than 0.8, which the sandbox needs (--disable-userns, --size): "
+        "install bubblewrap 0.8 or later"
+    )
