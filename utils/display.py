@@ -101,23 +101,27 @@ MAX_NAMES_LISTED = 12
 NAMES_SHOWN = 4
 
 
-def short_list(names: Sequence[str]) -> str:
-    """Returns names joined by commas, shortened beyond `MAX_NAMES_LISTED` to stay one line.
+def short_list(
+    names: Sequence[str], *, max_listed: int = MAX_NAMES_LISTED, shown: int = NAMES_SHOWN
+) -> str:
+    """Returns names joined by commas, shortened beyond `max_listed` to stay one line.
 
     Args:
         names: the names (classes, files), in the order to list them.
+        max_listed: the most names listed whole.
+        shown: how many are named when there are more than `max_listed`.
 
     Returns:
-        Every name up to `MAX_NAMES_LISTED`; beyond, the first `NAMES_SHOWN` and how many
-        more, as in "n01440764, n01443537, n01484850, n01491361, ... (996 more)".
+        Every name up to `max_listed`; beyond, the first `shown` and how many more, as in
+        "n01440764, n01443537, n01484850, n01491361, ... (996 more)".
 
     Example:
         print(f"{len(class_names):,} classes:", display.short_list(class_names))
     """
-    if len(names) <= MAX_NAMES_LISTED:
+    if len(names) <= max_listed:
         return ", ".join(names)
-    shown = ", ".join(names[:NAMES_SHOWN])
-    return f"{shown}, ... ({len(names) - NAMES_SHOWN:,} more)"
+    listed = ", ".join(names[:shown])
+    return f"{listed}, ... ({len(names) - shown:,} more)"
 
 
 def describe_saving(before: float, after: float) -> str:

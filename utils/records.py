@@ -56,6 +56,7 @@ _DECODE_RATIOS = (1, 2, 4, 8)
 # The brands of an `ftyp` box that mark a HEIF image coded in HEVC: an iPhone's HEIC photo.
 _HEIC_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs"})
 HEIC_MESSAGE = "a HEIC (iPhone) photo: install pillow-heif or export as JPEG"
+AVIF_MESSAGE = "an AVIF image: this Pillow does not read AVIF; upgrade Pillow (11.3 or later)"
 # Pillow warns "Corrupt EXIF data" and returns no tag: the warning is silenced around one
 # reading at a time (`warnings.catch_warnings` is not thread-safe; tf.data maps in threads).
 _EXIF_LOCK = threading.Lock()
@@ -76,6 +77,61 @@ def is_heic(image_bytes: bytes) -> bool:
         return False
     brands = [data[8:12]] + [data[i : i + 4] for i in range(16, min(box_size, len(data)), 4)]
     return any(brand in _HEIC_BRANDS for brand in brands)
+
+
+# The formats `tf.io.decode_jpeg` decodes to one (height, width, 3) image; any other that
+# Pillow reads (HEIC, AVIF, WebP, GIF, BMP, TIFF) goes through Pillow: decode_jpeg gives a
+# static WebP a 4-D shape and refuses AVIF, BMP, TIFF and an animated GIF or WebP.
+TENSORFLOW_FORMATS = frozenset({"JPEG", "PNG"})
+_AVIF_BRANDS = frozenset({b"avif", b"avis"})
+
+
+def image_format(image_bytes: bytes) -> str:
+    """Names an image's format from its first bytes, not its name.
+
+    Args:
+        image_bytes: the file's bytes (its first 64 bytes are enough).
+
+    Returns:
+        "JPEG", "PNG", "GIF", "WebP", "BMP", "TIFF", "HEIC", "AVIF" or "HEIF" (another
+        HEIF image); "" for bytes of none of them (empty, text, damaged).
+    """
+    data = bytes(image_bytes[:64])
+    signatures = {
+        b"\xff\xd8\xff": "JPEG",
+        b"\x89PNG\r\n\x1a\n": "PNG",
+        b"GIF87a": "GIF",
+        b"GIF89a": "GIF",
+        b"BM": "BMP",
+        b"II*\0": "TIFF",
+        b"MM\0*": "TIFF",
+    }
+    for signature, name in signatures.items():
+        if data.startswith(signature):
+            return name
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "WebP"
+    if is_heic(data):
+        return "HEIC"
+    box_size = int.from_bytes(data[:4], "big")
+    if data[4:8] == b"ftyp" and box_size >= 16:
+        brands = [data[8:12]] + [data[i : i + 4] for i in range(16, min(box_size, len(data)), 4)]
+        if any(brand in _AVIF_BRANDS for brand in brands):
+            return "AVIF"
+        if any(brand in (b"mif1", b"msf1") for brand in brands):
+            return "HEIF"
+    return ""
+
+
+def avif_support() -> bool:
+    """Tells whether this Pillow reads AVIF (Pillow 11.2 and later, built with libavif).
+
+    Returns:
+        True if it does.
+    """
+    from PIL import features
+
+    return bool(features.check("avif"))
 
 
 @functools.cache
@@ -109,7 +165,8 @@ def exif_orientation(image_bytes: bytes) -> int:
     Returns:
         1 to 8, as the EXIF standard numbers them; 1 for a file without EXIF, with a
         broken EXIF block (truncated, bad pointers, empty, bad byte order) or another
-        value, and for a HEIC photo (its decoder applies the file's own rotation).
+        value, with an orientation in XMP only (browsers ignore it), and for a HEIC photo
+        (its decoder applies the file's own rotation).
 
     Example:
         orientation = records.exif_orientation(open("photo.jpg", "rb").read())
@@ -119,7 +176,12 @@ def exif_orientation(image_bytes: bytes) -> int:
     try:
         with _EXIF_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            value = _open_image(image_bytes).getexif().get(ORIENTATION_TAG, 1)
+            image = _open_image(image_bytes)
+            # EXIF's only, as browsers apply it: Pillow's getexif() would add an orientation
+            # found only in XMP (`tiff:Orientation`), which viewers ignore (docs/lessons.md).
+            image.info.pop("xmp", None)
+            image.info.pop("XML:com.adobe.xmp", None)
+            value = image.getexif().get(ORIENTATION_TAG, 1)
     except (OSError, SyntaxError, ValueError):  # Not an image Pillow reads, or broken EXIF.
         return 1
     return value if isinstance(value, int) and 1 <= value <= 8 else 1
@@ -184,12 +246,14 @@ def _swap_height_and_width(image: tf.Tensor) -> tf.Tensor:
 def _read_header(header: bytes | np.ndarray) -> tuple[np.int32, np.bool_]:
     """(EXIF orientation, decoded by Pillow) of a file's first bytes, for `tf.numpy_function`."""
     header = header.item() if isinstance(header, np.ndarray) else header
-    by_pillow = is_heic(header) or has_transparency(header)
+    known = image_format(header)
+    by_pillow = bool(known) and known not in TENSORFLOW_FORMATS or has_transparency(header)
     return np.int32(exif_orientation(header)), np.bool_(by_pillow)
 
 
 def _decode_with_pillow(image_bytes: bytes | np.ndarray) -> np.ndarray:
-    """A HEIC photo or a transparent image as RGB pixels, as viewers show it on white.
+    """An image TensorFlow does not decode (HEIC, AVIF, WebP, GIF ...) or a transparent one
+    as RGB pixels, as viewers show it: on white, an animation's first frame.
 
     Returns:
         The pixels, uint8 of shape (height, width, 3).
@@ -201,6 +265,8 @@ def _decode_with_pillow(image_bytes: bytes | np.ndarray) -> np.ndarray:
     image_bytes = image_bytes.item() if isinstance(image_bytes, np.ndarray) else image_bytes
     if is_heic(image_bytes) and not heif_support():
         raise tf.errors.InvalidArgumentError(None, None, HEIC_MESSAGE)
+    if image_format(image_bytes) == "AVIF" and not avif_support():
+        raise tf.errors.InvalidArgumentError(None, None, AVIF_MESSAGE)
     try:
         image = _open_image(image_bytes)
         if image.has_transparency_data:
@@ -268,8 +334,9 @@ def decode_upright(image_bytes: tf.Tensor, *, min_side: int | None = None) -> tu
     `tf.io.decode_jpeg` ignores the EXIF Orientation tag, so a phone photo taken upright
     would come out lying on its side; this reads the tag and turns the pixels. It drops
     alpha too (a transparent background's hidden colours show): a PNG, WebP or GIF with
-    transparency is decoded by Pillow and composited on white, and a HEIC photo (known by
-    its bytes, whatever its name) through pillow-heif. With `min_side`, a large JPEG is
+    transparency is decoded by Pillow and composited on white, a HEIC photo (known by
+    its bytes, whatever its name) through pillow-heif, and AVIF, WebP, GIF, BMP and TIFF
+    (an animation's first frame) by Pillow. With `min_side`, a large JPEG is
     decoded at 1/2, 1/4 or 1/8 of its size, the smallest whose shorter side still has
     `min_side` pixels: memory and time follow the output.
 

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,12 +21,25 @@ import numpy as np
 import tensorflow as tf
 
 from utils import errors, records, shard_files
-from utils.lab import arguments, data, output_checks, output_folder, progress, sources
+from utils.lab import (
+    arguments,
+    data,
+    image_loading,
+    output_checks,
+    output_folder,
+    progress,
+    sources,
+)
 from utils.lab.conversion_report import ConversionReport, SkippedImage, SmallImage
 from utils.lab.image_loading import LoadedImage, load_images, why_unreadable
 from utils.lab.shard_metadata import write_metadata
 
 DEFAULT_NUM_SHARDS = 16
+# A local folder of at least this many images is timed first, format by format, and the
+# conversion's expected time said before it starts (a HEIC takes 30 times a JPEG's time).
+LARGE_FOLDER = 500
+# Images of each format the expectation is timed on (read into memory first).
+TIMED_PER_FORMAT = 8
 
 
 @dataclasses.dataclass
@@ -93,6 +107,8 @@ def convert(
     }
     check_parameters(source, **parameters)
     output_dir = output_checks.check_output_dir(source, output_dir)
+    if source.num_images >= LARGE_FOLDER and not source.is_remote:
+        print(expected_time(source, steps, target_size=target_size, jpeg_quality=jpeg_quality))
     fingerprint = input_fingerprint(source, **parameters)
     with output_checks.write_errors_said(output_dir):  # Outermost: said once the folder is gone.
         with output_folder.incomplete_dir(output_dir) as folder:
@@ -156,6 +172,61 @@ def _write_set(
     )
     write_metadata(folder, source, report, target_size, jpeg_quality, fingerprint=fingerprint)
     return report
+
+
+def expected_time(
+    source: sources.ImageSource, steps: ConversionSteps, *, target_size: int, jpeg_quality: int
+) -> str:
+    """Says how long converting a local folder should take, from its formats timed now.
+
+    Every image's format is read from its first bytes; `TIMED_PER_FORMAT` images of each
+    are loaded as the conversion loads them (decoded, resized, recompressed), on all
+    cores, and each format's count divided by its rate.
+
+    Args:
+        source: a local folder's images.
+        steps: the conversion's functions (`resize_and_crop` and `recompress` are timed).
+        target_size: side of the square images, in pixels.
+        jpeg_quality: JPEG quality of the recompressed images.
+
+    Returns:
+        One line: the expected time, and each format's count and rate.
+    """
+    formats: dict[str, list[str]] = {}
+    for path in source_paths(source):
+        with open(path, "rb") as file:
+            formats.setdefault(records.image_format(file.read(64)) or "other", []).append(path)
+    timed = {
+        name: [Path(path).read_bytes() for path in paths[:TIMED_PER_FORMAT]]
+        for name, paths in formats.items()
+        if name != "other"  # Files of no known format are skipped, fast.
+    }
+
+    def prepare(image_bytes: tf.Tensor) -> tf.Tensor:
+        image = image_loading.decode_as_converted(image_bytes, min_side=target_size)
+        return steps.recompress(steps.resize_and_crop(image, target_size), jpeg_quality)
+
+    try:
+        rates = image_loading.rates_by_format(timed, prepare, seconds=0.5, repeats=1)
+    except (ValueError, tf.errors.OpError) as error:  # A timed file that does not decode.
+        return f"Expected time: not measured ({errors.first_line(error)})."
+    seconds = sum(len(formats[name]) / max(rates[name].median, 1e-9) for name in rates)
+    counts = {name: len(paths) for name, paths in formats.items()}
+    return (
+        f"Expected time: about {_duration(seconds)} for {source.num_images:,} images on "
+        f"{os.cpu_count() or 1} core(s), at the rates just timed: "
+        + image_loading.describe_rates(rates, counts)
+        + "."
+    )
+
+
+def _duration(seconds: float) -> str:
+    """`seconds` as "45 s", "4.2 min" or "1.3 h"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def check_parameters(

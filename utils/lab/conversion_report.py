@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
-from utils import display, records
+from utils import display, readable_images, records
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,8 +24,9 @@ class SmallImage:
     size: tuple[int, int]
 
 
-# At most this many small (or transparent) images are named in a report; the count is complete.
-_MAX_LISTED = 10
+# At most this many skipped, small or transparent images are named in a report, on one line
+# each kind; the count is complete.
+_MAX_LISTED = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +78,8 @@ class ConversionReport:
         """Returns the report `convert` prints.
 
         Returns:
-            Lines of counts, bytes before and after, speed, and the skipped files.
+            Lines of counts, bytes before and after, speed, and the files skipped, small or
+            transparent: a line per kind (per reason skipped), a count and a few names.
         """
         written = max(self.num_written, 1)
         before, after = self.input_bytes / written, self.output_image_bytes / written
@@ -90,27 +93,30 @@ class ConversionReport:
             f"Input images: {self.num_input_images} = {self.num_written} written "
             f"+ {len(self.skipped)} skipped.",
         ]
-        lines += [f"  skipped {image.path}: {image.error}" for image in self.skipped]
+        if self.skipped:
+            skipped = [(image.path, image.error) for image in self.skipped]
+            lines.append(readable_images.describe_skipped(skipped, "Skipped"))
         if self.small_images:
             side = self.target_size
-            lines.append(
-                f"Smaller than {side} x {side}: {len(self.small_images)} image(s), kept and "
-                "enlarged (blurry; remove them from the folder if they are thumbnails):"
-            )
-            lines += [
-                f"  {image.path}: {image.size[0]} x {image.size[1]}"
-                for image in self.small_images[:_MAX_LISTED]
+            named = [
+                f"{Path(image.path).name} ({image.size[0]} x {image.size[1]})"
+                for image in self.small_images
             ]
-            if len(self.small_images) > _MAX_LISTED:
-                lines.append(f"  ... and {len(self.small_images) - _MAX_LISTED} more.")
+            lines.append(
+                f"Smaller than {side} x {side}: {len(self.small_images):,} image(s), kept and "
+                "enlarged (blurry; remove them from the folder if they are thumbnails): "
+                + display.short_list(named, max_listed=_MAX_LISTED, shown=_MAX_LISTED)
+            )
         if self.composited:
             lines.append(
-                f"Transparent: {len(self.composited)} image(s), composited on white as a "
-                "viewer shows them:"
+                f"Transparent: {len(self.composited):,} image(s), composited on white as a "
+                "viewer shows them: "
+                + display.short_list(
+                    [Path(path).name for path in self.composited],
+                    max_listed=_MAX_LISTED,
+                    shown=_MAX_LISTED,
+                )
             )
-            lines += [f"  {path}" for path in self.composited[:_MAX_LISTED]]
-            if len(self.composited) > _MAX_LISTED:
-                lines.append(f"  ... and {len(self.composited) - _MAX_LISTED} more.")
         if self.empty_class_folders:
             empty = ", ".join(self.empty_class_folders)
             lines.append(f"Empty class folder(s), not used as classes: {empty}")

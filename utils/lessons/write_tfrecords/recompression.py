@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 from matplotlib.figure import Figure
 
-from utils import charts, comparison, display, readable_images, sampling, timing
-from utils.lab import conversion, sources
+from utils import charts, comparison, display, readable_images, records, sampling, timing
+from utils.lab import conversion, image_loading, sources
 
 # The JPEG qualities drawn in the trade-off plot; the lab's own quality is added if missing.
 QUALITIES = (50, 70, 80, 90, 95)
@@ -42,6 +42,9 @@ class RecompressionResult:
             at each quality ("resized, quality 90"), measured in turns.
         decode_verdict: the line comparing the resized images at `quality` with the
             originals (`comparison.describe_difference`).
+        format_rates: images/s decoding the originals of each format (JPEG, HEIC ...) as
+            the conversion does (`image_loading.rates_by_format`).
+        format_counts: the sample's images of each format.
     """
 
     num_images: int
@@ -52,6 +55,8 @@ class RecompressionResult:
     psnr_db: float
     decode_runs: dict[str, comparison.RepeatedResult]
     decode_verdict: str
+    format_rates: dict[str, comparison.RepeatedResult] = dataclasses.field(default_factory=dict)
+    format_counts: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def show_resized(
@@ -70,12 +75,19 @@ def show_resized(
     Returns:
         The matplotlib Figure (`display.show_images`).
 
+    Raises:
+        ValueError: in one line, if no image of `source` decodes.
+
     Example:
         recompression.show_resized(source, resize_and_crop, target_size=192)
     """
     paths = conversion.source_paths(source)
     spread = paths[:: max(1, len(paths) // num_images)]
-    shown_paths, images, _ = readable_images.readable_sample(spread + paths, num_images)
+    shown_paths, images, _ = readable_images.readable_sample(
+        spread + paths, num_images, tensorflow_only=False
+    )
+    if not images:
+        raise ValueError(_none_decode(source))
     print(f"Sizes of {len(images)} images (height, width):", [i.shape[:2] for i in images])
     labels = [source.class_names.index(Path(path).parent.name) for path in shown_paths]
     squares = np.stack([resize_and_crop(image, target_size).numpy() for image in images])
@@ -98,10 +110,11 @@ def measure_recompression(
 ) -> RecompressionResult:
     """Measures, on a sample from every class, what resizing and recompressing buy and cost.
 
-    Prints the sample's classes; the bytes per image of the originals, of the originals
-    recompressed at their own size, and of the images resized and recompressed; their
-    PSNR; and whether the resized images decode faster than the originals (decoding timed
-    in turns, on all cores). Draws bytes, decode speed and PSNR against the JPEG quality.
+    Prints the sample's classes; each format's decode rate (HEIC against JPEG); the bytes
+    per image of the originals, of the originals recompressed at their own size, and of
+    the images resized and recompressed; their PSNR; and whether the resized images
+    decode faster than the originals (decoding timed in turns, on all cores). Draws
+    bytes, decode speed and PSNR against the JPEG quality.
 
     Args:
         source: the lab's image source.
@@ -116,21 +129,34 @@ def measure_recompression(
     Returns:
         A `RecompressionResult`.
 
+    Raises:
+        ValueError: in one line, if no image of `source` decodes.
+
     Example:
         result = recompression.measure_recompression(source, resize_and_crop, recompress,
             target_size=192, quality=90, num_sample=200, num_timed_images=2000, repeats=5)
     """
     every_class = sampling.paths_from_every_class(conversion.source_paths(source))
-    paths, _, _ = readable_images.readable_sample(every_class, num_sample)
+    paths, originals, _ = readable_images.readable_sample(
+        every_class, num_sample, tensorflow_only=False
+    )
+    if not paths:
+        raise ValueError(_none_decode(source))
     per_class = [f"{name} {count}" for name, count in sampling.count_classes(paths).items()]
     print(f"Sample: {len(paths)} images;", display.short_list(per_class))
     original_jpegs = [tf.io.read_file(path).numpy() for path in paths]
-    originals = [tf.io.decode_jpeg(jpeg, channels=3) for jpeg in original_jpegs]
+    by_format = image_loading.encoded_by_format(original_jpegs)
+    format_rates = image_loading.rates_by_format(by_format, seconds=0.5, repeats=min(repeats, 3))
+    format_counts = {name: len(encoded) for name, encoded in by_format.items()}
+    print(
+        "Decoding the originals as the conversion does (upright, in sRGB, full size), on all "
+        "cores: " + image_loading.describe_rates(format_rates, format_counts) + "."
+    )
     same_size = [recompress(image, quality).numpy() for image in originals]
     resized = [resize_and_crop(image, target_size) for image in originals]
     qualities = sorted({*QUALITIES, quality})
     by_quality = encode_at_qualities(resized, recompress, qualities)
-    timers = {"originals": decode_timer(original_jpegs, num_images=num_timed_images)}
+    timers = {"originals": _originals_timer(by_format, format_rates, num_timed_images)}
     timers |= {
         f"resized, quality {q}": decode_timer(jpegs, num_images=num_timed_images)
         for q, jpegs in by_quality.items()
@@ -150,6 +176,8 @@ def measure_recompression(
         decode_verdict=comparison.describe_difference(
             [runs[f"resized, quality {quality}"], runs["originals"]], name="Decoding"
         ),
+        format_rates=format_rates,
+        format_counts=format_counts,
     )
     print(
         f"Bytes per image: originals {before:,.0f}; recompressed at their size "
@@ -166,6 +194,41 @@ def measure_recompression(
         psnr_db=psnr_by_quality,
     )
     return result
+
+
+def _none_decode(source: sources.ImageSource) -> str:
+    """One line: no image of `source` decodes, what its files are, and what to do."""
+    found = image_loading.encoded_by_format(
+        [tf.io.read_file(path).numpy()[:64] for path in conversion.source_paths(source)[:200]]
+    )
+    kinds = ", ".join(f"{len(files)} {name}" for name, files in found.items())
+    return (
+        f"No image of {source.name!r} decodes (of the first files: {kinds}); open one in a "
+        "viewer: if it shows, export the photos as JPEG; if not, the files are damaged."
+    )
+
+
+def _originals_timer(
+    by_format: dict[str, list[bytes]],
+    format_rates: dict[str, comparison.RepeatedResult],
+    num_timed_images: int,
+) -> Callable[[], float]:
+    """Times decoding the originals, each run about a second where some are slow (HEIC).
+
+    Returns:
+        A timer for `comparison.measure_in_turns`: `tf.io.decode_jpeg` where every
+        original is a JPEG or PNG (as labs 1 and 3 decode files), else as the conversion
+        decodes them.
+    """
+    encoded = [image for images in by_format.values() for image in images]
+    if set(by_format) <= records.TENSORFLOW_FORMATS:
+        return decode_timer(encoded, num_images=num_timed_images)
+    seconds_each = sum(len(by_format[name]) / rates.median for name, rates in format_rates.items())
+    per_second = len(encoded) / max(seconds_each, 1e-9)
+    count = int(min(num_timed_images, max(4, per_second)))
+    decoded = tf.data.Dataset.from_tensor_slices(encoded).repeat()
+    decoded = decoded.map(image_loading.decode_as_converted, num_parallel_calls=tf.data.AUTOTUNE)
+    return timing.throughput_timer(decoded, num_images=count)
 
 
 def encode_at_qualities(
