@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools.grading import sandbox
+from tools import grade
+from tools.grading import course_seal, sandbox
 
 BWRAP = sandbox.find_bwrap()
 needs_bwrap = pytest.mark.skipif(
@@ -131,3 +132,54 @@ def test_the_fix_names_a_bwrap_too_old(monkeypatch):
         "bwrap 0.6.1 is older than 0.8, which the sandbox needs (--disable-userns, --size): "
         "install bubblewrap 0.8 or later"
     )
+
+
+def _course(tmp_path: Path) -> tuple[Path, Path]:
+    course, venv = tmp_path / "course", tmp_path / "venv"
+    (course / "utils" / "checks").mkdir(parents=True)
+    (course / "utils" / "checks" / "tf_data_basics.py").write_text("def check_filenames(): ...\n")
+    (venv / "site-packages").mkdir(parents=True)
+    (venv / "site-packages" / "numpy.py").write_text("x = 1\n")
+    return course, venv
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda course, venv: (course / "utils/checks/tf_data_basics.py").write_text("pass\n"),
+        lambda course, venv: (course / "utils/checks/new_check.py").write_text(""),
+        lambda course, venv: (venv / "site-packages/planted.pth").write_text("import os\n"),
+        lambda course, venv: (venv / "site-packages/numpy.py").write_text("x = 2\n"),
+    ],
+    ids=["a check replaced", "a check added", "a .pth planted", "a module changed in place"],
+)
+def test_the_seal_names_the_submission_that_changed_the_course(tmp_path, change):
+    course, venv = _course(tmp_path)
+    seal = course_seal.CourseSeal([course / "utils"], [venv])
+    seal.started("ann_01.ipynb")
+    seal.verify("ann_01.ipynb")  # Nothing changed.
+    seal.started("bob_01.ipynb")
+    seal.started("cat_01.ipynb")
+    change(course, venv)
+    with pytest.raises(course_seal.CourseChanged) as raised:
+        seal.verify("bob_01.ipynb")
+    assert str(raised.value) == (
+        "the course files the judge imports changed while bob_01.ipynb ran (running beside "
+        "it: cat_01.ipynb): the run stops here and writes no grade. Restore what changed "
+        "(git status shows utils/ and tools/) and grade again without that submission."
+    )
+
+
+def test_a_changed_course_stops_the_run_and_writes_no_grade(tmp_path, monkeypatch, capsys):
+    """The grader stops at the first submission after which the seal finds a change."""
+
+    def verify(self, submission):
+        raise course_seal.CourseChanged(f"changed while {submission} ran")
+
+    monkeypatch.setattr(course_seal.CourseSeal, "verify", verify)
+    (tmp_path / "submissions").mkdir()
+    (tmp_path / "submissions" / "broken.ipynb").write_text("not json")
+    output = tmp_path / "grades"
+    assert grade.main([str(tmp_path / "submissions"), "--output-dir", str(output)]) == 3
+    assert capsys.readouterr().err == "error: changed while broken.ipynb ran\n"
+    assert not (output / "grades.csv").exists()

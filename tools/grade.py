@@ -57,6 +57,7 @@ from tools.building.lesson_parameters import SMALL_PARAMETERS
 from tools.grading import (
     arguments,
     class_files,
+    course_seal,
     flags,
     gradebook,
     identify,
@@ -267,16 +268,27 @@ def main(argv: list[str] | None = None) -> int:
                 lesson, labs["current"][lesson], options, disk_gb=args.disk_gb
             )
             print(f"Limits for {lesson}: {limits[lesson].why}", flush=True)
+        seal = course_seal.CourseSeal(
+            [REPO_ROOT / "utils", REPO_ROOT / "tools"],
+            [Path(sys.prefix), *options.cache.glob("flowers-embedded-*")],
+        )
+
+        def graded(path: Path) -> Grade:
+            seal.started(path.name)
+            grade = grade_submission(path, labs, limits, options, args.id_pattern)
+            seal.verify(path.name)
+            return grade
+
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            jobs = [
-                pool.submit(
-                    grade_submission, copies / path.name, labs, limits, options, args.id_pattern
-                )
-                for path in paths
-            ]
+            jobs = [pool.submit(graded, copies / path.name) for path in paths]
             grades = []
             for path, job in zip(paths, jobs, strict=True):
-                grades.append(job.result())
+                try:
+                    grades.append(job.result())
+                except course_seal.CourseChanged as error:
+                    pool.shutdown(cancel_futures=True)
+                    print(f"error: {error}", file=sys.stderr)
+                    return 3
                 grades[-1].submitted = class_files.submitted_at(path, args.id_pattern)
                 print(f"Graded {path.name} in {grades[-1].seconds:.0f} s", flush=True)
     elapsed = time.perf_counter() - started
