@@ -54,7 +54,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from utils import batch_sizes, checks, models, training
+from utils import batch_sizes, checks, display, models, sampling, training
 from utils.lab import shard_cache, sources
 
 # %% [markdown]
@@ -75,6 +75,8 @@ train_paths, validation_paths = shard_paths[:-VALIDATION_SHARDS], shard_paths[-V
 num_train = sum(shard_set.record_counts[path] for path in train_paths)
 num_validation = sum(shard_set.record_counts[path] for path in validation_paths)
 print(f"Training: {num_train}; validation: {VALIDATION_SHARDS} shards, {num_validation} images")
+train_counts = sampling.count_shard_classes(train_paths, class_names)
+display.say_if_too_few_per_class(train_counts, num_validation=num_validation)
 
 # %%
 open_tfrecord = tf.data.TFRecordDataset

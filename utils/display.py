@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import sys
 import textwrap
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import matplotlib
@@ -74,6 +76,43 @@ def show_images(
     return shown_as_jpeg(figure)
 
 
+@functools.cache
+def _font_characters() -> frozenset[int]:
+    """The code points matplotlib's default font draws (its fallback fonts' too)."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    properties = font_manager.FontProperties()
+    try:  # The fallback list matplotlib draws with (3.6 and later).
+        paths = font_manager.fontManager._find_fonts_by_props(properties)
+    except AttributeError:
+        paths = [font_manager.findfont(properties)]
+    return frozenset(code for path in paths for code in FT2Font(str(path)).get_charmap())
+
+
+def drawable(text: str) -> str:
+    """Returns `text` with each character the plot font lacks (an emoji) named instead.
+
+    matplotlib draws a missing glyph as an empty box and warns `Glyph ... missing from
+    font(s)`; "cats \U0001f431" becomes "cats [cat face]", still telling classes apart.
+
+    Args:
+        text: a title or label, as a class name may hold anything a folder name can.
+
+    Returns:
+        The text, each missing character as "[its Unicode name]" (or "[U+XXXX]").
+    """
+    known = _font_characters()
+    parts = []
+    for character in text:
+        if character.isspace() or ord(character) in known:
+            parts.append(character)
+        else:
+            name = unicodedata.name(character, "").lower()
+            parts.append(f"[{name or f'U+{ord(character):04X}'}]")
+    return "".join(parts)
+
+
 # Characters of a title line that fit above one image of `show_images` at font size 10.
 TITLE_LINE_CHARACTERS = 24
 
@@ -90,9 +129,10 @@ def image_title(class_name: str, height: int, width: int) -> str:
         width: the image's width in pixels.
 
     Returns:
-        The title, lines of at most `TITLE_LINE_CHARACTERS` characters.
+        The title, lines of at most `TITLE_LINE_CHARACTERS` characters; a character the
+        plot font lacks is named (`drawable`).
     """
-    text = f"{class_name} ({height}x{width})"
+    text = f"{drawable(class_name)} ({height}x{width})"
     return "\n".join(textwrap.wrap(text, TITLE_LINE_CHARACTERS, break_on_hyphens=False))
 
 
@@ -141,23 +181,32 @@ def describe_saving(before: float, after: float) -> str:
 MIN_IMAGES_PER_CLASS = 10
 
 
-def say_if_too_few_per_class(num_images: int, *, num_classes: int) -> None:
-    """Prints a line when there are too few training images per class to learn anything.
+def say_if_too_few_per_class(class_counts: Mapping[str, int], *, num_validation: int) -> None:
+    """Prints one line when a class has too few training images to learn it from.
 
     Args:
-        num_images: the training images.
-        num_classes: the classes they are spread over.
+        class_counts: {class: its training images} (`sampling.count_shard_classes`).
+        num_validation: the validation images the accuracy is measured on.
 
     Example:
-        display.say_if_too_few_per_class(num_train, num_classes=len(class_names))
+        display.say_if_too_few_per_class(sampling.count_shard_classes(train_paths,
+            class_names), num_validation=num_validation)
     """
-    per_class = num_images / max(num_classes, 1)
-    if per_class < MIN_IMAGES_PER_CLASS:
-        print(
-            f"{num_images:,} training images in {num_classes:,} classes, {per_class:.1f} a "
-            f"class: too few to learn a class (under {MIN_IMAGES_PER_CLASS}); expect "
-            "accuracy near chance, whatever the pipeline."
+    few = {name: count for name, count in class_counts.items() if count < MIN_IMAGES_PER_CLASS}
+    if not few:
+        return
+    named = short_list([f"{name} {count}" for name, count in few.items()], max_listed=4, shown=4)
+    line = (
+        f"WARNING: {len(few):,} of {len(class_counts):,} classes have under "
+        f"{MIN_IMAGES_PER_CLASS} training images ({named}): too few to learn a class; expect "
+        "accuracy near chance, whatever the pipeline."
+    )
+    if num_validation:
+        line += (
+            f" The validation accuracy is measured on {num_validation:,} image(s): each one "
+            f"moves it by {1 / num_validation:.2f}, so even 1.00 can be luck, not learning."
         )
+    print(line)
 
 
 def show_predictions(
@@ -189,6 +238,7 @@ def show_predictions(
         axis.imshow(image)
         right = guess == label
         text = class_names[guess] if right else f"{class_names[guess]} (is {class_names[label]})"
+        text = drawable(text)
         wrapped = "\n".join(textwrap.wrap(text, TITLE_LINE_CHARACTERS, break_on_hyphens=False))
         axis.set_title(wrapped, color="black" if right else "red", fontsize=9)
     figure.tight_layout()
@@ -225,9 +275,9 @@ def show_image_rows(rows: dict[str, Sequence[np.ndarray]], *, title: str | None 
             axis.axis("off")
         for axis, image in zip(row_axes, images, strict=False):
             axis.imshow(image)
-        row_axes[0].set_title(label, fontsize=9, loc="left")
+        row_axes[0].set_title(drawable(label), fontsize=9, loc="left")
     if title:
-        figure.suptitle(title, fontsize=10)
+        figure.suptitle(drawable(title), fontsize=10)
     figure.tight_layout()
     return shown_as_jpeg(figure)
 

@@ -59,3 +59,24 @@ def mean_bytes(encoded_images: list[bytes]) -> float:
         The mean length in bytes.
     """
     return float(np.mean([len(encoded) for encoded in encoded_images]))
+
+
+def count_shard_classes(paths: Sequence[str], class_names: Sequence[str]) -> dict[str, int]:
+    """Counts the records of some TFRecord shards by class (their `class` feature).
+
+    Args:
+        paths: the shards (lab 2's records).
+        class_names: the classes, in the order of their indices.
+
+    Returns:
+        {class name: records of it}, every class named, in index order (0 for a class
+        with none).
+    """
+    import tensorflow as tf  # Imported here: the other functions need only NumPy.
+
+    feature = {"class": tf.io.FixedLenFeature([], tf.int64)}
+    counts = np.zeros(len(class_names), np.int64)
+    records = tf.data.TFRecordDataset(list(paths)).batch(1024)
+    for batch in records.map(lambda serialized: tf.io.parse_example(serialized, feature)["class"]):
+        counts += np.bincount(batch.numpy(), minlength=len(class_names))[: len(class_names)]
+    return {name: int(count) for name, count in zip(class_names, counts, strict=True)}
