@@ -47,7 +47,7 @@ def test_jax_missing_gives_the_reason_and_the_install_command(monkeypatch):
     assert host_processes.jax_missing() == (
         "JAX is not installed here: /course/.venv/bin/python -m pip install 'jax[cpu]==0.10.2'."
     )
-    pins = (REPO_ROOT / "requirements-dev.txt").read_text().splitlines()
+    pins = (REPO_ROOT / "requirements-optional.txt").read_text().splitlines()
     assert host_processes.JAX_REQUIREMENT in pins
 
 

@@ -39,9 +39,12 @@ def test_the_readme_is_short_and_points_at_each_document():
     assert "Apache License" in (REPO_ROOT / "LICENSE").read_text()
 
 
-def test_the_readme_gives_both_commands_in_its_first_20_lines():
-    first = (REPO_ROOT / "README.md").read_text().splitlines()[:20]
-    assert first.count("```bash") == 2
+def test_the_readme_gives_the_clone_and_both_commands_in_its_first_30_lines():
+    first = (REPO_ROOT / "README.md").read_text().splitlines()[:30]
+    assert first.count("```bash") == 3
+    assert [line for line in first if line.startswith("git clone ")] == [
+        "git clone https://github.com/OWNER/tpu-speed-pipelines.git && cd tpu-speed-pipelines"
+    ]
     assert [line for line in first if line.startswith("python3 -m venv .venv")] == [
         "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt "
         "&& .venv/bin/python -m tools.run_course",
@@ -63,7 +66,8 @@ NAMED_NUMBERS = {"2", "2.0", "3.10", "3.11", "3.13", "8889"}
 
 def test_every_number_in_the_readme_is_written_by_readme_numbers():
     text = (REPO_ROOT / "README.md").read_text()
-    for block in (readme_numbers.LABS, readme_numbers.TIMES, readme_numbers.BLOCK):
+    blocks = (readme_numbers.LABS, readme_numbers.TIMES, readme_numbers.BLOCK, readme_numbers.CLONE)
+    for block in blocks:
         text = block.sub("", text)
     text = readme_numbers.FACT.sub("", text)
     text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)

@@ -166,7 +166,15 @@ def test_this_readme_has_the_labs_table_and_its_facts():
     readme = (REPO_ROOT / "README.md").read_text()
     assert readme_numbers.LABS.search(readme) is not None
     facts = [match["name"] for match in readme_numbers.FACT.finditer(readme)]
-    assert facts == ["lesson_minutes", "test_count", "test_minutes", "venv_gb"]
+    assert facts == [
+        "lessons_run",
+        "lesson_minutes",
+        "lessons_skipped",
+        "lessons_partly_run",
+        "test_count",
+        "test_minutes",
+        "venv_gb",
+    ]
 
 
 def _lab(root, stem, title, *, prose="Read this.", todo=None):
@@ -202,7 +210,7 @@ def test_labs_table_gives_each_lab_s_minutes_to_read_and_do_and_to_run(tmp_path,
         "| [Lesson 6 (optional) · More](labs/06_extra.ipynb) "
         "([solution](solutions/06_extra.ipynb)) | 1 | 0.5 |\n"
         "| labs 1-5, the core | 10 | 1.5 |\n"
-        "<!-- labs:end -->\nTook <!-- fact:lesson_minutes -->2<!-- /fact --> min.\n"
+        "<!-- labs:end -->\nTook <!-- fact:lesson_minutes -->2.0<!-- /fact --> min.\n"
     )
     capsys.readouterr()
     _solution(tmp_path, stem="01_lab", seconds=300)
@@ -226,6 +234,7 @@ def test_measured_facts_are_left_alone_by_check_and_an_unknown_fact_is_an_error(
     assert readme_numbers.main(["--check"], root=root) == 1
     assert capsys.readouterr().err == (
         "README.md: no fact called 'tests_count'; known: all_lesson_minutes, lesson_minutes, "
+        "lessons_partly_run, lessons_run, lessons_skipped, "
         "test_count, test_minutes, venv_gb.\n"
     )
 
@@ -238,7 +247,9 @@ def test_measure_reads_the_tests_minutes_from_pytest_s_last_line(tmp_path):
     log = tmp_path / "pytest.log"
     log.write_text("...\n= 1241 passed, 1 failed, 3 skipped, 2 warnings in 1379.61s (0:22:59) =\n")
     facts = readme_numbers.measured_facts(tmp_path, log)
-    assert facts == {"test_count": "1", "venv_gb": "0.0", "test_minutes": "23"}
+    # pytest's own count (1,241 + 1 + 3), not the collected one: warnings are no tests.
+    assert facts == {"test_count": "1,245", "venv_gb": "0.0", "test_minutes": "23"}
+    assert readme_numbers.measured_facts(tmp_path, None) == {"venv_gb": "0.0"}
     assert readme_numbers._disk_bytes(tmp_path / ".venv") >= 3_000_000
     log.write_text("collected 3 items\n")
     with pytest.raises(readme_numbers.NumbersError, match=r"pytest.log: no pytest summary line"):

@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from tests.conftest import REPO_ROOT
 from tests.test_bootstrap import COURSE_ENTRIES, _fresh_environment
@@ -32,6 +33,45 @@ for name in {modules!r}:
     module = importlib.import_module(name)
     print("FROM", name, module.__file__)
 """
+# requirements.txt's lines that `pip install .` leaves out, and why: the platform brings its
+# own TensorFlow build (CPU, GPU or TPU); the rest run the lessons headless or open them.
+NOT_INSTALLED_WITH_THE_COURSE = {
+    "tensorflow-cpu",
+    "tensorflow",
+    "papermill",
+    "ipykernel",
+    "jupytext",
+    "nbformat",
+    "jupyterlab",
+    "tomli",  # The tools' pyproject reader before Python 3.11.
+}
+
+
+def _requirements(lines) -> dict[str, Requirement]:
+    """The requirements of `lines` (comments and options dropped), by canonical name."""
+    requirements = {}
+    for line in lines:
+        line = line.split(" #")[0].strip()
+        if line and not line.startswith(("#", "-")):
+            requirement = Requirement(line)
+            requirements[requirement.name.lower().replace("_", "-")] = requirement
+    return requirements
+
+
+def test_pip_install_of_the_course_brings_what_requirements_txt_gives_the_labs():
+    declared = _requirements(setup_cell.read_pyproject()["project"]["dependencies"])
+    pinned = _requirements((REPO_ROOT / "requirements.txt").read_text().splitlines())
+    for_the_labs = {
+        name: requirement
+        for name, requirement in pinned.items()
+        if name not in NOT_INSTALLED_WITH_THE_COURSE
+    }
+    assert sorted(declared) == sorted(for_the_labs)
+    for name, requirement in for_the_labs.items():
+        assert (declared[name].specifier, declared[name].marker) == (
+            requirement.specifier,
+            requirement.marker,
+        ), name
 
 
 @pytest.fixture(scope="module")

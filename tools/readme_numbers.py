@@ -18,8 +18,8 @@ inline `<!-- fact:NAME -->VALUE<!-- /fact -->`:
 - from the committed files, checked by `--check`: `lesson_minutes` (the lessons the course
   run runs with `requirements.txt` alone, in the build), `all_lesson_minutes`;
 - measured on this machine, written only with `--measure` (never checked: they are this
-  machine's): `test_count` (`pytest --collect-only`), `venv_gb` (`du` of `.venv`), and with
-  `--test-log FILE` (a pytest run's output) `test_minutes`, from pytest's last line.
+  machine's): `venv_gb` (`du` of `.venv`), and with `--test-log FILE` (a pytest run's
+  output) `test_count` and `test_minutes`, from pytest's last line.
 
 Usage:
     .venv/bin/python -m tools.readme_numbers            # rewrite the blocks in the documents
@@ -32,14 +32,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 
 from tools import lesson_load, run_course
-from tools.building import lesson_parameters
+from tools.building import lesson_parameters, setup_cell
 from tools.building.outputs import EXECUTION_SECONDS, METADATA_KEY
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -55,10 +54,19 @@ DOCUMENTS = ("README.md", "docs/*.md")
 
 TIMES = re.compile(r"(<!-- times:begin -->\n)(?P<body>.*?)(<!-- times:end -->)", re.DOTALL)
 LABS = re.compile(r"(<!-- labs:begin -->\n)(?P<body>.*?)(<!-- labs:end -->)", re.DOTALL)
+CLONE = re.compile(r"(<!-- clone:begin -->\n)(?P<body>.*?)(<!-- clone:end -->)", re.DOTALL)
+# The clone's address until pyproject.toml names the repository the course is published at.
+PLACEHOLDER_OWNER = "OWNER"
 FACT = re.compile(r"(<!-- fact:(?P<name>\w+) -->)(?P<body>[^<]*)(<!-- /fact -->)")
 # Facts of this machine, written only with --measure; facts from the committed solutions.
 MEASURED_FACTS = ("test_count", "venv_gb", "test_minutes")
-FACT_NAMES = ("lesson_minutes", "all_lesson_minutes")
+FACT_NAMES = (
+    "lesson_minutes",
+    "all_lesson_minutes",
+    "lessons_run",
+    "lessons_skipped",
+    "lessons_partly_run",
+)
 # pytest's last line: "1,241 passed, 1 failed, 3 skipped in 5700.12s (1:35:00)".
 PYTEST_SUMMARY = re.compile(r"^=* ?(?P<counts>\d[\w ,]*) in (?P<seconds>[\d.]+)s\b", re.M)
 
@@ -142,6 +150,16 @@ def execution_minutes(root: Path) -> dict[str, float]:
     return minutes
 
 
+def render_clone(root: Path) -> str:
+    """Returns the README's clone command, for pyproject.toml's `repository` (or a placeholder)."""
+    repository = setup_cell.repository(root)
+    name = setup_cell.read_pyproject(root)["project"]["name"]
+    where = repository or f"{PLACEHOLDER_OWNER}/{name}"
+    folder = where.split("/")[1]
+    lines = ["```bash", f"git clone https://github.com/{where}.git && cd {folder}", "```"]
+    return "\n".join(lines) + "\n"
+
+
 def _title(lab: Path) -> str:
     """The lab's first `# ` heading."""
     for cell in nbformat.read(lab, as_version=4).cells:
@@ -183,36 +201,51 @@ def checked_facts(root: Path) -> dict[str, str]:
     """Returns the inline facts that follow from the committed solutions, by name."""
     run = execution_minutes(root)
     alone = [m for stem, m in run.items() if stem not in lesson_parameters.OPTIONAL_MODULES]
-    return dict(zip(FACT_NAMES, (f"{sum(alone):.0f}", f"{sum(run.values()):.0f}"), strict=True))
+    numbers = [int(stem[:2]) for stem in run]
+    skipped = [int(stem[:2]) for stem in lesson_parameters.OPTIONAL_MODULES]
+    # To a tenth, as the times block prints them: the README and docs/commands.md agree.
+    values = (
+        f"{sum(alone):.1f}",
+        f"{sum(run.values()):.1f}",
+        _number_list([n for n in numbers if n not in skipped]),
+        _number_list(skipped),
+        _number_list([int(stem[:2]) for stem in run_course.PARTS_THAT_SKIP]),
+    )
+    return dict(zip(FACT_NAMES, values, strict=True))
+
+
+def _number_list(numbers: list[int]) -> str:
+    """Lesson numbers as a reader writes them: [1, 2, 3, 5, 7] -> "1-3, 5 and 7"."""
+    runs: list[list[int]] = []
+    for number in sorted(numbers):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    parts = [f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs]
+    words = ", ".join(parts).rsplit(", ", 1)
+    return " and ".join(words)
 
 
 def measured_facts(root: Path, test_log: Path | None) -> dict[str, str]:
-    """Measures this machine's facts: the tests collected, `.venv`'s size, the tests' minutes.
+    """Measures this machine's facts: `.venv`'s size; from a pytest log, tests and minutes.
+
+    The test count is what pytest's last line reports (passed, failed, skipped, errors), the
+    count a reader sees, not `--collect-only`'s: under `-n 2` the controller's session checks
+    are collected but reported only when they fail.
 
     Raises:
-        NumbersError: if pytest collects nothing, or `test_log` has no pytest summary line.
+        NumbersError: if `test_log` has no pytest summary line.
     """
-    collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-    count = re.search(r"^(\d+) tests? collected", collected.stdout, re.M)
-    if count is None or collected.returncode != 0:
-        raise NumbersError(
-            "pytest --collect-only did not collect the tests: "
-            + (collected.stdout.strip().splitlines() or ["no output"])[-1]
-        )
-    facts = {
-        "test_count": f"{int(count[1]):,}",
-        "venv_gb": f"{_disk_bytes(root / '.venv') / 1e9:.1f}",
-    }
+    facts = {"venv_gb": f"{_disk_bytes(root / '.venv') / 1e9:.1f}"}
     if test_log is not None:
         summary = PYTEST_SUMMARY.findall(test_log.read_text(errors="replace"))
         if not summary:
             raise NumbersError(f"{test_log}: no pytest summary line ('... passed ... in 12.34s').")
-        facts["test_minutes"] = f"{float(summary[-1][1]) / 60:.0f}"
+        counts, seconds = summary[-1]
+        reported = re.findall(r"(\d+) (?:passed|failed|skipped|errors?|xfailed|xpassed)\b", counts)
+        facts["test_count"] = f"{sum(int(count) for count in reported):,}"
+        facts["test_minutes"] = f"{float(seconds) / 60:.0f}"
     return facts
 
 
@@ -300,9 +333,14 @@ def update(
             return match[1] + body + match[4]
 
         text = BLOCK.sub(replace, text)
-        for kind, pattern, render in (("times", TIMES, render_times), ("labs", LABS, render_labs)):
+        blocks = (
+            ("times", TIMES, render_times),
+            ("labs", LABS, lambda root, up=up: render_labs(root, up)),
+            ("clone", CLONE, render_clone),
+        )
+        for kind, pattern, render in blocks:
             if pattern.search(text):
-                body = render(root) if kind == "times" else render(root, up)
+                body = render(root)
                 if pattern.search(text)["body"] != body:
                     changed.append((name, kind))
                 text = pattern.sub(lambda match, body=body: match[1] + body + match[3], text)
@@ -324,6 +362,8 @@ def _what_differs(stem: str) -> str:
         return "the times block differs from the solutions' execution times"
     if stem == "labs":
         return "the labs table differs from the labs and solutions (tools.lesson_load)"
+    if stem == "clone":
+        return "the clone command differs from pyproject.toml's repository"
     if stem in FACT_NAMES:
         return f"the fact {stem} differs from the solutions"
     return f"the numbers block of {stem} differs from solutions/{stem}.ipynb"
@@ -336,7 +376,9 @@ def main(argv: list[str] | None = None, root: Path = REPO_ROOT) -> int:
         "--measure", action="store_true", help="also measure this machine's facts and write them"
     )
     parser.add_argument(
-        "--test-log", type=Path, help="with --measure: a pytest run's output, for test_minutes"
+        "--test-log",
+        type=Path,
+        help="with --measure: a pytest run's output, for test_count and test_minutes",
     )
     args = parser.parse_args(argv)
     if args.test_log and not args.measure:

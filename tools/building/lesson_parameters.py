@@ -21,17 +21,14 @@ def missing_modules(lesson: str) -> list[str]:
     return [module for module in OPTIONAL_MODULES.get(lesson, ()) if find_spec(module) is None]
 
 
-# Each optional lesson's requirements file.
-OPTIONAL_REQUIREMENTS = {
-    "06_convert_with_beam": "requirements-beam.txt",
-    "09_grain_arrayrecord": "requirements-grain.txt",
-}
+# What the optional lessons need, in one file (lesson 9 needs JAX beside Grain).
+OPTIONAL_REQUIREMENTS = "requirements-optional.txt"
 
 
-def install_command(lesson: str) -> str:
-    """Returns the command that installs an optional lesson's packages into this Python's
-    environment."""
-    return f"{os.path.relpath(sys.executable)} -m pip install -r {OPTIONAL_REQUIREMENTS[lesson]}"
+def install_command() -> str:
+    """Returns the command that installs the optional lessons' packages into this Python's
+    environment, relative to the current folder (the clone, where the tools run)."""
+    return f"{os.path.relpath(sys.executable)} -m pip install -r {OPTIONAL_REQUIREMENTS}"
 
 
 SMALL_PARAMETERS = {

@@ -26,7 +26,8 @@ def environment(name: str, value: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def kernels_temporary_folder() -> Iterator[Path]:
-    """Points TMPDIR (the kernels' and this process's) at a new folder; removes it at the end.
+    """Points TMPDIR (the kernels' and this process's), Jupyter's runtime folder and IPython's
+    profile folder at a new folder; removes it at the end, so the run leaves nothing in HOME.
 
     A SIGTERM (`timeout`, a CI job cancelled) ends the run like Ctrl-C does, so that the
     kernel is shut down and the folder removed then too.
@@ -38,7 +39,11 @@ def kernels_temporary_folder() -> Iterator[Path]:
         previous_handler = None
     with (
         tempfile.TemporaryDirectory(prefix="tpu_speed_pipelines_course-") as folder,
-        environment("TMPDIR", folder),  # The kernels' connection files too.
+        environment("TMPDIR", folder),
+        # What Jupyter and IPython would leave in HOME: the kernels' connection files
+        # (~/.local/share/jupyter/runtime) and IPython's profile (~/.ipython).
+        environment("JUPYTER_RUNTIME_DIR", str(Path(folder, "jupyter_runtime"))),
+        environment("IPYTHONDIR", str(Path(folder, "ipython"))),
     ):
         tempfile.tempdir = folder
         try:

@@ -27,7 +27,7 @@ from utils.lessons.scale_out_reading.multi_host import (
 
 MODULE = "utils.lessons.scale_out_reading.host_processes"  # Run by `python -m` as each host.
 HOSTS_TIMEOUT_S = 180.0
-JAX_REQUIREMENT = "jax[cpu]==0.10.2"  # As pinned in requirements-dev.txt.
+JAX_REQUIREMENT = "jax[cpu]==0.10.2"  # As pinned in requirements-optional.txt.
 
 
 def run_hosts(
