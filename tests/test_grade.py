@@ -463,7 +463,14 @@ def test_the_whole_grade_table(graded):
         "x-crash.ipynb": ("x-crash", ["1", "0", "0"], "1", "3", ""),
         "x-old-build.ipynb": ("x-old-build", ["1"] * 3, "3", "3", ""),
         "x-other-version.ipynb": ("x-other-version", ["1"] * 3, "3", "3", ""),
-        f"{LONG_NAME}.ipynb": ("dee", ["1"] * 3, "3", "3", ""),
+        # Its metadata names dee: the file's name is who it is, and the review says so.
+        f"{LONG_NAME}.ipynb": (
+            LONG_NAME,
+            ["1"] * 3,
+            "3",
+            "3",
+            "another learner's id in its metadata",
+        ),
         "x-cheat.ipynb": ("x-cheat", ["0"] * 3, "0", "3", "imported modules; import system"),
         "y-victim.ipynb": ("y-victim", ["1"] * 3, "3", "3", "paths outside the work folder"),
         "x-6-replies.ipynb": (
@@ -737,12 +744,12 @@ def test_identify_lab_by_metadata_or_title():
     assert grade.identify_lab(lab, labs) is None
 
 
-def test_learner_id_from_pattern_metadata_or_file_name():
-    notebook = nbformat.v4.new_notebook(metadata={KEY: {"learner": "eve"}})
-    assert grade.learner_id(Path("s123_lab1.ipynb"), notebook, r"^s(?P<id>\d+)_") == "123"
-    assert grade.learner_id(Path("s123_lab1.ipynb"), notebook, None) == "eve"
-    assert grade.learner_id(Path("s123_lab1.ipynb"), None, r"^(\w)") == "s"
-    assert grade.learner_id(Path("s123_lab1.ipynb"), None, r"^nomatch") == "s123_lab1"
+def test_learner_id_from_pattern_or_file_name_never_metadata():
+    assert grade.learner_id(Path("s123_lab1.ipynb"), r"^s(?P<id>\d+)_") == "123"
+    assert grade.learner_id(Path("s123_lab1.ipynb"), None) == "s123_lab1"
+    assert grade.learner_id(Path("s123_lab1.ipynb"), r"^(\w)") == "s"
+    assert grade.learner_id(Path("s123_lab1.ipynb"), r"^nomatch") == "s123_lab1"
+    assert grade.learner_id(Path("kim42_01_tf_data_basics.ipynb"), None) == "kim42"  # Hand-in.
 
 
 def test_main_refuses_a_folder_without_notebooks(tmp_path, capsys):

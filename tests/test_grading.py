@@ -6,6 +6,7 @@ over hostile submissions is tests/test_grade.py.
 
 import copy
 import csv
+import datetime
 
 import nbformat
 import pytest
@@ -16,6 +17,7 @@ from tools.building.variants import split_variants
 from tools.grading import (
     flags,
     grade_kernel,
+    gradebook,
     identify,
     prepare,
     reports,
@@ -98,6 +100,33 @@ class TestIdentify:
         assert submission.grade.status == (
             "unknown lab: no course metadata and no 'Lab N' or 'Lesson N' title"
         )
+
+    def test_a_learner_is_who_the_file_says_and_metadata_naming_another_is_flagged(
+        self, tmp_path, lab1
+    ):
+        """A blank lab whose metadata names ann took ann's row: her correct submission was
+        set aside as "earlier". Now it is bob's, flagged, and ann's row stays hers."""
+        blank = copy.deepcopy(lab1[0])
+        blank.metadata[KEY]["learner"] = "ann"
+        nbformat.write(blank, tmp_path / "bob_01.ipynb")
+        labs = versions.load_labs(REPO_ROOT, tmp_path / "no-releases")
+        submission = _submission(tmp_path / "bob_01.ipynb", labs)
+        submission.id_pattern = r"^(?P<id>[a-z]+)_"
+        for _, step in grade.STEPS[:5]:  # read, identify, choose_lab, restore, flag
+            assert step(submission) is True
+        bob = submission.grade
+        assert (bob.learner, bob.flags) == ("bob", [flags.OTHER_LEARNER])
+        assert bob.notes[-1] == (
+            "The notebook's metadata names another learner (ann): graded as bob, the learner "
+            "its file's name gives."
+        )
+        ann = Grade("ann_01.ipynb", learner="ann", lab=LAB1)
+        ann.submitted = datetime.datetime(2026, 12, 1)
+        bob.submitted = ann.submitted + datetime.timedelta(hours=1)  # Later, but not ann's.
+        assert [g.status for g in gradebook.keep_latest([ann, bob])] == ["graded", "graded"]
+        review = reports.review_markdown([bob])
+        assert f"## bob_01.ipynb (bob, {LAB1}): {flags.OTHER_LEARNER}\n" in review
+        assert "- The notebook's metadata names another learner (ann): graded as bob" in review
 
 
 class TestChooseLab:

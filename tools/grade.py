@@ -9,12 +9,13 @@
    same run bounds what a submission may write in its `/tmp` and in its work folder
    (`workfolder.DISK_MULTIPLE` times what the solution wrote, at least 1 GB and 2 GB);
    `--disk-gb` sets both instead.
-3. For each submission: its learner id (`--id-pattern` on the file name, else the
-   notebook's metadata, else the file name), its lab and version (graded against the lab of
-   its version where `labs/` or `--releases` holds it, else the current one, in one line).
-   Rebuild it on that lab, as nbgrader does: every protected cell (set-up, parameters,
-   text, checks) comes from the lab; the learner's TODO cells (found by metadata, stable
-   id `todo-n`, or `# TODO n:` line; of two copies the last) and added cells stay in place.
+3. For each submission: its learner id (`--id-pattern` on the file name, else the file
+   name; a notebook whose metadata names another learner is flagged), its lab and version
+   (graded against the lab of its version where `labs/` or `--releases` holds it, else the
+   current one, in one line). Rebuild it on that lab, as nbgrader does: every protected
+   cell (set-up, parameters, text, checks) comes from the lab; the learner's TODO cells
+   (found by metadata, stable id `todo-n`, or `# TODO n:` line; of two copies the last)
+   and added cells stay in place.
 4. Run the learner's cells, without the lab's check calls, one by one in a kernel
    sandboxed with bubblewrap (`tools/grading/grade_kernel.py`): only the virtual environment,
    Python, `utils/` and the data cache are there (no solutions, lesson sources or git
@@ -53,7 +54,6 @@ from pathlib import Path
 
 import nbformat
 
-from tools.building.lesson_parameters import SMALL_PARAMETERS
 from tools.grading import (
     arguments,
     class_files,
@@ -74,7 +74,7 @@ from tools.grading.identify import identify_lab, learner_id
 from tools.grading.limits import measure_limits
 from tools.grading.lms_files import write_canvas_csv, write_moodle_csv
 from tools.grading.model import KEY, REPO_ROOT, Grade, Limits, Options, Submission
-from tools.grading.prepare import judged_cells, lab_parameters
+from tools.grading.prepare import grader_parameters, judged_cells, lab_parameters
 from tools.grading.reports import GRADER_FILES, remove_old_reports, write_reports
 from tools.grading.restore import learner_cells, restore_protected_cells
 from tools.grading.score import score
@@ -138,7 +138,7 @@ def grade_submission(
         limits=limits,
         options=options,
         id_pattern=id_pattern,
-        grade=Grade(submission=path.name, learner=learner_id(path, None, id_pattern)),
+        grade=Grade(submission=path.name, learner=learner_id(path, id_pattern)),
     )
     for name, step in STEPS:
         try:
@@ -155,7 +155,7 @@ def grade_submission(
 def warm_cache(lessons: set[str]) -> Path:
     """Makes, outside any sandbox, the embedded datasets the lessons read; returns the cache."""
     for lesson in sorted(lessons):
-        parameters = SMALL_PARAMETERS.get(lesson, {})
+        parameters = grader_parameters(lesson)
         data.make_flowers_dataset(parameters.get("NUM_IMAGES", data.DEFAULT_NUM_IMAGES))
     return data.default_cache_dir()
 

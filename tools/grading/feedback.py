@@ -114,9 +114,12 @@ def feedback(grade: Grade) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def as_code_block(text: str) -> list[str]:
-    """`text` as a fenced block that no line of it can close: its lines, shown as text."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
+def as_code_block(text: str, language: str = "text") -> list[str]:
+    """`text` as a fenced block that no line of it can close: its lines, shown as text.
+
+    Control characters go before the fence is sized: two backticks, a NUL and two more
+    are four backticks once a renderer drops the NUL, and would close a shorter fence."""
     shown = _CONTROL_BUT_LINES.sub("", text.rstrip())
-    return [fence + "text", *shown.splitlines(), fence]
+    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + language, *shown.splitlines(), fence]

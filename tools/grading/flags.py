@@ -14,6 +14,7 @@ import re
 
 import nbformat
 
+from tools.grading.identify import named_learner
 from tools.grading.model import KEY, Submission, marks, parse, without_magics
 from tools.grading.prepare import lab_parameters
 from tools.grading.restore import learner_cells
@@ -24,6 +25,7 @@ from tools.grading.syntax_flags import (
     syntax_flags,
 )
 
+OTHER_LEARNER = "another learner's id in its metadata"
 # What a learner's code has no reason to do, by flag: regular expressions on the code.
 FLAGS = {
     "exec/eval/compile": r"(?<![.\w])(?:exec|eval|compile|execfile)\s*\(",
@@ -130,12 +132,20 @@ def review_diff(lab: nbformat.NotebookNode, restored: nbformat.NotebookNode) -> 
 
 
 def step(submission: Submission) -> bool:
-    """Flags the learner's cells; keeps their diff against the lab when flagged."""
+    """Flags the learner's cells, and a notebook whose metadata names another learner than
+    its file's name; keeps their diff against the lab when flagged."""
     grade = submission.grade
     mine = learner_cells(submission.restored)
     grade.flags = find_flags("\n".join(c.source for c in mine), submission.lab)
     if any(_hidden(c) for c in mine if "added" in c.metadata.get(KEY, {})):
         grade.flags.append("hidden cells")
+    named = named_learner(submission.notebook)
+    if named and named != grade.learner:
+        grade.flags.append(OTHER_LEARNER)
+        grade.notes.append(
+            f"The notebook's metadata names another learner ({named}): graded as "
+            f"{grade.learner}, the learner its file's name gives."
+        )
     if grade.flags:
         grade.diff = review_diff(submission.lab, submission.restored)
     return True

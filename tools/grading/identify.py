@@ -1,8 +1,8 @@
 """Steps `read` and `identify`: a submission's notebook, its learner id and its lab.
 
 Takes the submission's path (and `--id-pattern`); gives `Submission.notebook`,
-`Grade.learner` and `Grade.lab`, or a status that ends its grading (unreadable, unknown
-lab).
+`Grade.learner` (from the file's name only) and `Grade.lab`, or a status that ends its
+grading (unreadable, unknown lab).
 """
 
 from __future__ import annotations
@@ -14,23 +14,26 @@ import nbformat
 
 from tools.grading.model import KEY, Submission
 
+# The name the hand-in cell gives its copy: `<id>_<lab>.ipynb` (an id has no `_`).
+HAND_IN_NAME = re.compile(r"^(?P<id>[^_]+)_\d\d_\w+\.ipynb$")
 _TITLE = re.compile(r"^#\s*(?:Lab|Lesson)\s+(\d+)\b", re.MULTILINE)
 
 
-def learner_id(path: Path, notebook: nbformat.NotebookNode | None, pattern: str | None) -> str:
-    """The learner's id: `--id-pattern`'s group `id` (or 1) in the file name, else the
-    notebook's metadata (`tpu_speed_pipelines.learner`), else the file's name."""
-    if pattern:
-        match = re.search(pattern, path.name)
-        if match:
-            return match.groupdict().get("id") or (
-                match.group(1) if match.groups() else match.group(0)
-            )
-    if notebook is not None:
-        found = notebook.metadata.get(KEY, {}).get("learner")
-        if isinstance(found, str) and found.strip():
-            return found.strip()
-    return path.stem
+def learner_id(path: Path, pattern: str | None) -> str:
+    """The learner's id, from the file's name: `--id-pattern`'s group `id` (or 1) where it
+    matches, else the id of a hand-in copy's name (`HAND_IN_NAME`), else the name without
+    `.ipynb`. Never from inside the file: its metadata names whoever its author typed."""
+    match = re.search(pattern, path.name) if pattern else None
+    if match:
+        return match.groupdict().get("id") or (match.group(1) if match.groups() else match.group(0))
+    match = HAND_IN_NAME.match(path.name)
+    return match.group("id") if match else path.stem
+
+
+def named_learner(notebook: nbformat.NotebookNode) -> str:
+    """The learner the notebook's metadata names (`tpu_speed_pipelines.learner`), or ""."""
+    found = notebook.metadata.get(KEY, {}).get("learner")
+    return found.strip() if isinstance(found, str) else ""
 
 
 def identify_lab(notebook: nbformat.NotebookNode, labs: dict[str, nbformat.NotebookNode]):
@@ -54,7 +57,7 @@ def read(submission: Submission) -> bool:
     except Exception as error:
         grade.status = f"unreadable: {type(error).__name__}: {str(error).splitlines()[0][:120]}"
         return False
-    grade.learner = learner_id(submission.path, submission.notebook, submission.id_pattern)
+    grade.learner = learner_id(submission.path, submission.id_pattern)
     return True
 
 

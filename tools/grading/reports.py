@@ -11,7 +11,7 @@ import csv
 import re
 from pathlib import Path
 
-from tools.grading.feedback import feedback, junit_xml, markdown_text
+from tools.grading.feedback import as_code_block, feedback, junit_xml, markdown_text
 from tools.grading.model import Grade
 
 GRADER_FILES = (
@@ -143,12 +143,15 @@ def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
 
 
 def review_markdown(grades: list[Grade]) -> str:
-    """Each flagged submission's code as a diff against the lab, or `None.`"""
+    """Each flagged submission's notes, and its code as a diff against the lab (in a block
+    that no line of it can close), or `None.`"""
     review = ["# Flagged submissions", ""]
     for grade in grades:
         if grade.flags:
             title = f"## {markdown_text(f'{grade.submission} ({grade.learner}, {grade.lab})')}: "
-            review += [title + ", ".join(grade.flags), "", "```diff", grade.diff, "```", ""]
+            review += [title + ", ".join(grade.flags), ""]
+            review += [f"- {markdown_text(note)}" for note in grade.notes]
+            review += ["", *as_code_block(grade.diff, "diff"), ""]
     if len(review) == 2:
         review.append("None.")
     return "\n".join(review) + "\n"
