@@ -149,7 +149,12 @@ records = read_shards(shard_names)
 # %%
 # NBVAL_CHECK_OUTPUT
 checks.check_read_shards(
-    records, todo=2, storage=simulated_storage, shards=shards, num_parallel_reads=NUM_PARALLEL_READS
+    records,
+    todo=2,
+    storage=simulated_storage,
+    shards=shards,
+    num_parallel_reads=NUM_PARALLEL_READS,
+    read_shards=read_shards,
 )
 
 # %% [markdown]

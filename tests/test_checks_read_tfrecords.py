@@ -49,12 +49,21 @@ def test_check_read_tfrecord_failures(shards):
         checks.CheckFailed, match=r"not done yet: it returns \(Ellipsis, Ellipsis\)"
     ):
         _check_read(lambda serialized: (..., ...), shards)
-    dense = {**FEATURES, "one_hot_class": tf.io.FixedLenFeature([5], tf.float32)}
-    with pytest.raises(checks.CheckFailed, match=r"features\['one_hot_class'\] to be a VarLen"):
-        _check_read(_read_tfrecord, shards, features=dense)
     no_default = {**FEATURES, "size": tf.io.FixedLenFeature([2], tf.int64)}
-    with pytest.raises(checks.CheckFailed, match=r"to have a default_value"):
+    with pytest.raises(checks.CheckFailed) as failed:
         _check_read(_read_tfrecord, shards, features=no_default)
+    assert str(failed.value) == (
+        "TODO 1 (read_tfrecord): expected records written without 'size' to parse too; found "
+        "they fail. Give features['size'] a default_value, such as [0, 0]."
+    )
+    wrong_length = {**FEATURES, "one_hot_class": tf.io.FixedLenFeature([4], tf.float32)}
+    with pytest.raises(checks.CheckFailed, match=r"expected a record to parse with `features`"):
+        _check_read(_read_tfrecord, shards, features=wrong_length)
+    image_as_int = {**FEATURES, "image": tf.io.VarLenFeature(tf.string)}
+    with pytest.raises(checks.CheckFailed, match=r"features\['image'\] to parse to one string"):
+        _check_read(_read_tfrecord, shards, features=image_as_int)
+    with pytest.raises(checks.CheckFailed, match=r"found no such key"):
+        _check_read(_read_tfrecord, shards, features={"image": FEATURES["image"]})
 
     def no_reshape(serialized):
         record = tf.io.parse_single_example(serialized, FEATURES)
@@ -71,6 +80,35 @@ def test_check_read_tfrecord_failures(shards):
 
     with pytest.raises(checks.CheckFailed, match=r"one-hot labels of static shape \(5,\)"):
         _check_read(sparse_label, shards)
+
+
+def _read_dense_label(serialized):
+    """A right answer written otherwise: a dense one-hot feature, the image cast by ensure_shape."""
+    record = tf.io.parse_single_example(serialized, DENSE_FEATURES)
+    image = tf.ensure_shape(tf.image.decode_image(record["image"], channels=3), [32, 32, 3])
+    return image, record["one_hot_class"]
+
+
+DENSE_FEATURES = {
+    "image": tf.io.FixedLenFeature([], tf.string),
+    "one_hot_class": tf.io.FixedLenFeature([5], tf.float32),
+    "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
+}
+
+
+def test_check_read_tfrecord_passes_a_dense_label_spec_and_other_spellings(shards, capsys):
+    _check_read(_read_dense_label, shards, features=DENSE_FEATURES)
+    without_size = {key: DENSE_FEATURES[key] for key in ("image", "one_hot_class")}
+    _check_read(_read_dense_label, shards, features=without_size)
+
+    def parse_then_decode(serialized):  # Another order: label first, decode_jpeg, then reshape.
+        record = tf.io.parse_single_example(serialized, FEATURES)
+        label = tf.reshape(tf.sparse.to_dense(record["one_hot_class"]), [5])
+        image = tf.io.decode_jpeg(record["image"], channels=3)
+        return tf.reshape(image, [32, 32, 3]), label
+
+    _check_read(parse_then_decode, shards)
+    assert capsys.readouterr().out.count("TODO 1 passed: 8 records parsed") == 3
 
 
 def _names(shards):
@@ -98,14 +136,78 @@ def test_check_read_shards_passes_on_the_labs_answer(shards, capsys):
     assert capsys.readouterr().out == (
         "TODO 2 passed: all 60 records, read in parallel, in any order.\n"
     )
-    # Also right: num_parallel_calls=AUTOTUNE, and any order asked by the options instead.
-    autotuned = _read_shards(simulated, shards, num_parallel_calls=-1, deterministic=False)
-    _check(autotuned, simulated, shards)
+    # Also right: any order asked by the options instead, and a function of the argument.
     options = tf.data.Options()
     options.experimental_deterministic = False  # The older name of the same option.
     by_options = _read_shards(simulated, shards, num_parallel_calls=4).with_options(options)
     _check(by_options, simulated, shards)
+
+    def read_shards(filenames, num_parallel_reads=4):  # Keywords in another order.
+        return filenames.interleave(
+            simulated.open_tfrecord,
+            num_parallel_calls=num_parallel_reads,
+            deterministic=False,
+            cycle_length=num_parallel_reads,
+        )
+
+    checks.check_read_shards(
+        read_shards(_names(shards)),
+        todo=2,
+        storage=simulated,
+        shards=shards,
+        num_parallel_reads=4,
+        read_shards=read_shards,
+    )
     assert capsys.readouterr().out.count("TODO 2 passed") == 2
+
+
+def test_check_read_shards_fails_a_function_that_ignores_its_argument(shards):
+    simulated = storage.SimulatedStorage(latency_ms=30)
+
+    def read_shards(filenames, num_parallel_reads=4):
+        return filenames.interleave(
+            simulated.open_tfrecord, cycle_length=4, num_parallel_calls=4, deterministic=False
+        )
+
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_read_shards(
+            read_shards(_names(shards)),
+            todo=2,
+            storage=simulated,
+            shards=shards,
+            num_parallel_reads=4,
+            read_shards=read_shards,
+        )
+    assert str(failure.value) == (
+        "TODO 2 (read_shards): expected read_shards(filenames, 3) to read 3 shards at once; "
+        "found cycle_length=4, num_parallel_calls=4. Use the num_parallel_reads argument, not "
+        "a number of your own."
+    )
+
+
+def test_check_read_shards_fails_autotune_whatever_the_machine(shards):
+    simulated = storage.SimulatedStorage(latency_ms=30)
+    autotuned = _read_shards(simulated, shards, num_parallel_calls=-1, deterministic=False)
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check(autotuned, simulated, shards)
+    assert str(failure.value) == (
+        "TODO 2 (read_shards): expected 4 shards in flight; found num_parallel_calls=AUTOTUNE, "
+        "which counts the cores, not the storage's wait. Pass num_parallel_reads as "
+        "cycle_length and num_parallel_calls."
+    )
+
+
+def test_check_read_shards_names_the_specific_mistake_before_the_order(shards):
+    """No num_parallel_calls, or flat_map: their own message, not "deterministic=False"."""
+    simulated = storage.SimulatedStorage(latency_ms=30)
+    no_calls = _read_shards(simulated, shards, deterministic=False)
+    with pytest.raises(checks.CheckFailed, match=r"found an interleave\(\) without num_parallel"):
+        _check(no_calls, simulated, shards)
+    flat = _names(shards).flat_map(simulated.open_tfrecord)
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check(flat, simulated, shards)
+    assert "found no interleave()" in str(failure.value)
+    assert "Pass deterministic=False" not in str(failure.value)
 
 
 def test_check_read_shards_on_the_stub_says_not_done(shards):
@@ -183,12 +285,11 @@ def test_check_read_shards_explains_too_few_shards_in_flight(shards, monkeypatch
     with pytest.raises(checks.CheckFailed) as failure:
         _check(one.with_options(_any_order()), simulated, shards)
     assert str(failure.value) == (
-        "TODO 2 (read_shards): expected 4 shards read at once; found an interleave() of "
-        "cycle_length=1, num_parallel_calls=1 (AUTOTUNE, -1, counts the cores, not the "
-        "storage's wait). Pass num_parallel_reads as both."
+        "TODO 2 (read_shards): expected 4 shards read at once; found cycle_length=1, "
+        "num_parallel_calls=1. Pass num_parallel_reads as both."
     )
     autotuned = _read_shards(simulated, shards, cycle_length=-1, num_parallel_calls=-1)
-    with pytest.raises(checks.CheckFailed, match=r"num_parallel_calls=-1 \(AUTOTUNE, -1, "):
+    with pytest.raises(checks.CheckFailed, match=r"found num_parallel_calls=AUTOTUNE"):
         _check(autotuned.with_options(_any_order()), simulated, shards)
     # Where the graph cannot be read, the storage's count of shards in flight judges.
     monkeypatch.setattr(read_tfrecords, "dataset_steps", lambda dataset: None)

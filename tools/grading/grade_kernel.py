@@ -40,6 +40,8 @@ OUTPUT_LIMIT = 4000  # Characters of printed text kept per cell.
 KERNEL_START_SECONDS = 120
 SOCKET_PATH_BYTES = 107  # Linux's sun_path holds 108 bytes, the last one a NUL.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# TensorFlow's wrapping of an op's error: `{{function_node __wrapped__...}}`, ` [Op:...]`.
+_TF_WRAPPING = re.compile(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]( name: \S*)?")
 
 
 @dataclasses.dataclass
@@ -56,7 +58,7 @@ class CellResult:
 
 def error_line(name: str, value: str) -> str:
     """Returns one line for an error: the check's own message, else `Name: first line`."""
-    value = _ANSI.sub("", value or "").strip()
+    value = _TF_WRAPPING.sub("", _ANSI.sub("", value or "")).strip()
     if name == "CheckFailed":
         return value[:400]
     lines = [line.strip() for line in value.splitlines() if line.strip()]

@@ -16,10 +16,9 @@ import json
 
 import nbformat
 
-from tools.building.lesson_parameters import SMALL_PARAMETERS
 from tools.building.variants import split_variants, to_text
 from tools.grading.model import REPO_ROOT, Limits, Options
-from tools.grading.prepare import judged_cells, lab_parameters
+from tools.grading.prepare import grader_parameters, judged_cells, lab_parameters
 from tools.grading.restore import restore_protected_cells
 from tools.grading.run import run_prepared
 from tools.grading.workfolder import disk_limits
@@ -101,7 +100,7 @@ def measure_limits(
             disk=disk,
             why=f"no lesson source here: 300 s per cell, 1200 s in all; disk {disk_why}",
         )
-    parameters = lab_parameters(lab, SMALL_PARAMETERS.get(lesson, {}))
+    parameters = lab_parameters(lab, grader_parameters(lesson))
     run = _solution_run(lesson, solution, lab, parameters, options)
     seconds = run["seconds"]
     disk, disk_why = disk_limits(run["written"], disk_gb)

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from utils.errors import first_line  # Defined once, in utils.errors; the checks use it.
+from utils import errors
 
 # What a learner's code raises when it is unfinished or wrong; a check turns it into a message.
 CHECK_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpError)
@@ -15,6 +15,21 @@ CHECK_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpErr
 
 # Steps `with_options()` adds to a dataset's graph; they change no element.
 OPTIONS_ONLY_OPS = {"OptionsDataset", "PrivateThreadPoolDataset", "MaxIntraOpParallelismDataset"}
+
+
+def first_line(error: Exception) -> str:
+    """The first line of an error's message, without TensorFlow's wrapping of an op's error
+    (`{{function_node __wrapped__...}}`, `[Op:...]`): what a check quotes of an error.
+
+    Args:
+        error: any exception.
+
+    Returns:
+        One line: the message's first line, or the error's type name when it has none.
+    """
+    if isinstance(error, tf.errors.OpError) and error.message:
+        return errors.error_message(error) or type(error).__name__
+    return errors.first_line(error)
 
 
 class CheckFailed(AssertionError):

@@ -13,6 +13,7 @@ from utils.checks._base import (
     CHECK_ERRORS,
     DataProblem,
     dataset_steps,
+    describe,
     fail,
     first_line,
     passed,
@@ -105,6 +106,75 @@ def _expected_pairs(serialized: Sequence[bytes]) -> tuple[list[np.ndarray], list
     return images, [int(p["class"]) for p in parsed]
 
 
+def _parsed_values(value: Any) -> np.ndarray:
+    """A parsed feature's values, dense: a sparse tensor's values, a dense tensor's own."""
+    if isinstance(value, tf.SparseTensor):
+        return value.values.numpy()
+    return np.asarray(value.numpy())
+
+
+def _check_features(
+    features: dict, serialized: bytes, todo: int, name: str, num_classes: int
+) -> None:
+    """Judges `features` by what it parses a real record (and one without "size") into.
+
+    Any spec that parses to the right values passes: `VarLenFeature(tf.float32)` or
+    `FixedLenFeature([num_classes], tf.float32)` for the one-hot label alike.
+    """
+    __tracebackhide__ = True
+    specs = (tf.io.FixedLenFeature, tf.io.VarLenFeature, tf.io.FixedLenSequenceFeature)
+    for key in ("image", "one_hot_class"):
+        if key not in features:
+            fail(todo, name, f"expected features[{key!r}]: the record's {key}; found no such key.")
+    wrong = [key for key, spec in features.items() if not isinstance(spec, specs)]
+    if wrong:
+        found = type(features[wrong[0]]).__name__
+        fail(
+            todo,
+            name,
+            f"expected features[{wrong[0]!r}] to be a tf.io feature (FixedLenFeature or "
+            f"VarLenFeature); found a {found}.",
+        )
+    try:
+        parsed = tf.io.parse_single_example(serialized, features)
+    except CHECK_ERRORS as error:
+        fail(todo, name, f"expected a record to parse with `features`; found: {first_line(error)}")
+    expected_values = records.parse_record(tf.constant(serialized))
+    image = parsed["image"]
+    if isinstance(image, tf.SparseTensor) or image.dtype != tf.string or image.shape.rank != 0:
+        fail(
+            todo,
+            name,
+            "expected features['image'] to parse to one string (the JPEG bytes); found "
+            f"{describe(image)}. Declare it FixedLenFeature([], tf.string).",
+        )
+    label = _parsed_values(parsed["one_hot_class"])
+    right_label = _parsed_values(expected_values["one_hot_class"])
+    if (
+        label.dtype != np.float32
+        or label.size != num_classes
+        or not np.allclose(label.ravel(), right_label.ravel())
+    ):
+        fail(
+            todo,
+            name,
+            f"expected features['one_hot_class'] to parse to {num_classes} float32 values; "
+            f"found {label.size} of {label.dtype}. VarLenFeature(tf.float32) or "
+            f"FixedLenFeature([{num_classes}], tf.float32) both do.",
+        )
+    without_size = records.to_example(b"", 0, [1, 1], ["a"] * num_classes)
+    del without_size.features.feature["size"]
+    try:
+        tf.io.parse_single_example(without_size.SerializeToString(), features)
+    except CHECK_ERRORS:
+        fail(
+            todo,
+            name,
+            "expected records written without 'size' to parse too; found they fail. Give "
+            "features['size'] a default_value, such as [0, 0].",
+        )
+
+
 def check_read_tfrecord(
     read_tfrecord: Callable, features: Any, *, todo: int, shards: ShardSet
 ) -> None:
@@ -133,31 +203,8 @@ def check_read_tfrecord(
         fail(todo, name, "not done yet: features is still ... (Ellipsis). Expected a dict.")
     if not isinstance(features, dict):
         fail(todo, name, f"expected `features` to be a dict; found a {type(features).__name__}.")
-    wanted_types = {
-        "image": tf.io.FixedLenFeature,
-        "class": tf.io.FixedLenFeature,
-        "one_hot_class": tf.io.VarLenFeature,
-        "size": tf.io.FixedLenFeature,
-    }
-    for key, kind in wanted_types.items():
-        if not isinstance(features.get(key), kind):
-            found = type(features.get(key)).__name__
-            fail(todo, name, f"expected features[{key!r}] to be a {kind.__name__}; found {found}.")
-    if features["size"].default_value is None:
-        fail(
-            todo,
-            name,
-            "expected features['size'] to have a default_value (such as [0, 0]), so that "
-            "records written without it still parse.",
-        )
-    without_size = records.to_example(b"", 0, [1, 1], ["a"])
-    del without_size.features.feature["size"]
-    try:
-        tf.io.parse_single_example(without_size.SerializeToString(), features)
-    except CHECK_ERRORS as error:
-        fail(todo, name, f"a record without 'size' does not parse: {first_line(error)}")
-
     serialized = _sample_records(shards.paths, 8, todo)
+    _check_features(features, serialized[0], todo, name, num_classes)
     expected = f"(uint8 image of shape ({target_size}, {target_size}, 3), one-hot label)"
     try:
         result = read_tfrecord(tf.constant(serialized[0]))
@@ -189,6 +236,31 @@ def check_read_tfrecord(
     passed(todo, f"{len(found)} records parsed to {expected}.")
 
 
+def _fail_unless_argument_used(
+    read_shards: Callable, shards: ShardSet, num_parallel_reads: int, todo: int, name: str
+) -> None:
+    """Fails unless `read_shards(names, other)` reads `other` shards at once, not a number of
+    its own: the check asks for one more (or one fewer) than the lab's."""
+    __tracebackhide__ = True
+    other = num_parallel_reads - 1 if num_parallel_reads > 2 else num_parallel_reads + 1
+    try:
+        steps = dataset_steps(read_shards(tf.data.Dataset.from_tensor_slices(shards.paths), other))
+    except CHECK_ERRORS as error:
+        fail(todo, name, f"read_shards(filenames, {other}) fails: {first_line(error)}")
+    interleave = _interleave_step(steps) if steps else None
+    if interleave is None or not interleave.op.startswith("ParallelInterleave"):
+        return
+    cycle, calls = interleave.constants[-5], interleave.constants[-1]
+    if other not in (cycle, calls):
+        fail(
+            todo,
+            name,
+            f"expected read_shards(filenames, {other}) to read {other} shards at once; found "
+            f"cycle_length={cycle}, num_parallel_calls={calls}. Use the num_parallel_reads "
+            "argument, not a number of your own.",
+        )
+
+
 def _interleave_step(steps: list) -> Any:
     """The last interleave step of a dataset's graph, or None."""
     interleaves = [step for step in steps if "Interleave" in step.op]
@@ -202,6 +274,7 @@ def check_read_shards(
     storage: SimulatedStorage,
     shards: ShardSet,
     num_parallel_reads: int,
+    read_shards: Callable | None = None,
 ) -> None:
     """Checks TODO 2's `records = read_shards(names)`: every record, many shards at once, any order.
 
@@ -215,6 +288,9 @@ def check_read_shards(
         storage: the storage the shards are opened through (`open_tfrecord`'s).
         shards: the shards (`shard_cache.ensure_shards`): their paths and record count.
         num_parallel_reads: the shards `read_shards` was asked to read at once.
+        read_shards: the learner's function; when given, it is called again with another
+            `num_parallel_reads`, which its reads must follow (a function that ignores its
+            argument fails).
 
     Raises:
         CheckFailed: naming the TODO, when the records come in the files' order (by the
@@ -243,7 +319,6 @@ def check_read_shards(
             "Return the records as they come from the files: read_tfrecord parses them "
             "later.",
         )
-    _fail_unless_any_order(records, todo, name)
     steps = dataset_steps(records)
     interleave = _interleave_step(steps) if steps is not None else None
     if steps is not None and interleave is None:
@@ -269,14 +344,24 @@ def check_read_shards(
         # num_parallel_calls (-1: AUTOTUNE; a cycle_length of AUTOTUNE is resolved from
         # the cores when the dataset is made).
         cycle, calls = interleave.constants[-5], interleave.constants[-1]
-        if any(value is not None and 0 < value < wanted for value in (cycle, calls)):
+        if calls == tf.data.AUTOTUNE and num_parallel_reads != tf.data.AUTOTUNE:
             fail(
                 todo,
                 name,
-                f"expected {wanted} shards read at once; found an interleave() of "
-                f"cycle_length={cycle}, num_parallel_calls={calls} (AUTOTUNE, -1, counts "
-                "the cores, not the storage's wait). Pass num_parallel_reads as both.",
+                f"expected {num_parallel_reads} shards in flight; found num_parallel_calls="
+                "AUTOTUNE, which counts the cores, not the storage's wait. Pass "
+                "num_parallel_reads as cycle_length and num_parallel_calls.",
             )
+        if num_parallel_reads > 0 and any(
+            value is not None and 0 < value < num_parallel_reads for value in (cycle, calls)
+        ):
+            fail(
+                todo,
+                name,
+                f"expected {num_parallel_reads} shards read at once; found cycle_length={cycle}, "
+                f"num_parallel_calls={calls}. Pass num_parallel_reads as both.",
+            )
+    _fail_unless_any_order(records, todo, name)
     storage.reset_counters()
     try:  # One more than expected at most: a dataset that repeats forever ends too.
         count = sum(1 for _ in records.take(shards.num_records + 1))
@@ -302,4 +387,6 @@ def check_read_shards(
             f"{storage.max_in_flight}. Pass num_parallel_reads as interleave()'s cycle_length "
             "and num_parallel_calls.",
         )
+    if read_shards is not None:
+        _fail_unless_argument_used(read_shards, shards, num_parallel_reads, todo, name)
     passed(todo, f"all {count} records, read in parallel, in any order.")

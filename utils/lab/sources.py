@@ -219,8 +219,8 @@ def _from_local_folder(name: str, root: Path) -> ImageSource:
         len(paths),
         False,
         tuple(empty),
-        tuple(paths),
-        tuple(not_images),
+        list(paths),
+        list(not_images),
         tuple(subfolders),
         os_leftovers=tuple(leftovers),
     )
