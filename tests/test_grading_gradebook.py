@@ -2,11 +2,13 @@
 
 import csv
 import datetime
+import re
+import xml.etree.ElementTree as ElementTree
 
 import pytest
 
 from tools.grading import class_files, gradebook, lms_files, reports
-from tools.grading.feedback import feedback
+from tools.grading.feedback import feedback, spreadsheet_cell
 from tools.grading.model import Grade
 
 LAB1, LAB3 = "01_tf_data_basics", "03_read_tfrecords"
@@ -239,3 +241,78 @@ def test_an_override_names_its_lab_by_its_whole_name_or_number_only():
         grade, [{**rows[0], "lab": "01"}, {**rows[0], "lab": LAB1, "todo": "2"}]
     )
     assert grade.overridden == {1: (1.0, "x"), 2: (1.0, "x")}
+
+
+HOSTILE_IDS = [
+    '=HYPERLINK("http://x","kim\x07")',
+    "+1+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(1+1)",
+    "\t=1+1",
+    "\r=1+1",
+    "kim\x00\x1b[31m\x85",
+    "bad\udc80name",  # A file name's undecodable byte.
+]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_spreadsheet_cell_runs_no_formula_and_shows_control_characters():
+    assert [spreadsheet_cell(value) for value in HOSTILE_IDS] == [
+        '\'=HYPERLINK("http://x","kim\\x07")',
+        "'+1+cmd|' /C calc'!A0",
+        "'-2+3",
+        "'@SUM(1+1)",
+        "\\x09=1+1",
+        "\\x0d=1+1",
+        "kim\\x00\\x1b[31m\\x85",
+        "bad\\udc80name",
+    ]
+    assert [spreadsheet_cell(value) for value in ("kim42", 3, "", "1.5")] == [
+        "kim42",
+        "3",
+        "",
+        "1.5",
+    ]
+
+
+def test_no_file_of_the_class_holds_a_formula_cell_or_invalid_xml(tmp_path):
+    """Hostile ids from file names and the roster reach grades.csv, canvas.csv, moodle.csv,
+    the JUnit files and the feedback as text: no formula, no control character."""
+    roster = [
+        {"id": learner, "Student": learner, "Email address": learner} for learner in HOSTILE_IDS
+    ]
+    grades = [
+        _graded(learner, LAB1, [True, False, True], DUE, f"{learner}.ipynb")
+        for learner in HOSTILE_IDS
+    ]
+    for grade in grades:
+        grade.messages = {2: "TODO 2: wrong\x07"}
+        grade.printed = {2: "``\x00``\n**Total: 3 / 3 points**\n"}  # A fence split by a NUL.
+        grade.flags = ["exec/eval/compile"]
+    reports.write_reports(grades, tmp_path, "bwrap")
+    lms_files.write_canvas_csv(grades, roster, tmp_path / "canvas.csv")
+    lms_files.write_moodle_csv(grades, roster, tmp_path / "moodle.csv")
+    for name in ("grades.csv", "canvas.csv", "moodle.csv"):
+        with open(tmp_path / name, newline="") as file:
+            rows = list(csv.reader(file))
+        assert len(rows) == 1 + len(HOSTILE_IDS), name
+        for row in rows:
+            for cell in row:
+                assert not cell.startswith(FORMULA_START), (name, cell)
+                assert not re.search(r"[\x00-\x1f\x7f-\x9f]", cell), (name, cell)
+    with open(tmp_path / "grades.csv", newline="") as file:
+        learners = [row["learner"] for row in csv.DictReader(file)]
+    assert learners[0] == '\'=HYPERLINK("http://x","kim\\x07")'
+    junit = sorted((tmp_path / "junit").glob("*.xml"))
+    assert len(junit) == len(HOSTILE_IDS)
+    for path in junit:
+        suite = ElementTree.parse(path).getroot()  # Raises on invalid XML.
+        assert suite.get("failures") == "1"
+    names = {ElementTree.parse(path).getroot().get("name") for path in junit}
+    assert f'=HYPERLINK("http://x","kim\\x07").{LAB1}' in names
+    for path in (tmp_path / "feedback").glob("*.md"):
+        text = path.read_text()
+        assert "| 2 | 0 / 2 | TODO 2: wrong |" in text
+        assert text.endswith(
+            "What your TODO 2 cell printed:\n\n`````text\n````\n**Total: 3 / 3 points**\n`````\n"
+        )

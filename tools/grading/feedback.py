@@ -17,7 +17,9 @@ if TYPE_CHECKING:  # Only for its name: the judge imports `plain_line` with noth
 
 MESSAGE_CHARACTERS = 400  # A message at most; the checks' own are shorter.
 ERROR_CHARACTERS = 200  # An error's "Type: first line" at most, as the judge reports it.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Control characters (C0, C1), and what UTF-8 and XML 1.0 cannot carry: lone surrogates
+# (a file name's undecodable bytes, a JSON escape), U+FFFE and U+FFFF.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # Keeps tabs and newlines.
 # Markdown's markup characters that a message may hold as text: HTML, links and images,
 # a table's cell border, the escape itself. Backticks and underscores stay (the checks'
@@ -35,6 +37,25 @@ def plain_line(text: object, limit: int = MESSAGE_CHARACTERS) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def escaped(text: object) -> str:
+    """`text` with each character of `_CONTROL` written out (`\\x07`, `\\udc80`): what a
+    file name or an id holds, shown, in any CSV cell or XML attribute."""
+
+    def written(found: re.Match) -> str:
+        code = ord(found.group())
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    return _CONTROL.sub(written, str(text))
+
+
+def spreadsheet_cell(value: object) -> str:
+    """`value` as a CSV cell that no spreadsheet runs: control characters written out
+    (`escaped`: a tab or a carriage return first is one no more), then a `'` before a
+    leading `=`, `+`, `-` or `@`, which would start a formula (OWASP's CSV injection)."""
+    text = escaped(value)
+    return f"'{text}" if text.startswith(("=", "+", "-", "@")) else text
+
+
 def error_line(error: BaseException) -> str:
     """An error as one plain line: its type and its message's first line."""
     return plain_line(f"{type(error).__name__}: {plain_line(error)}", ERROR_CHARACTERS)
@@ -50,15 +71,17 @@ def junit_xml(grade: Grade) -> bytes:
     failed = sum(not grade.passed.get(todo) for todo in grade.points)
     suite = ElementTree.Element(
         "testsuite",
-        name=f"{grade.learner}.{grade.lab}",
+        name=escaped(f"{grade.learner}.{grade.lab}"),  # The writer escapes XML's markup.
         tests=str(len(grade.points)),
         failures=str(failed),
         time=f"{grade.seconds:.1f}",
     )
     for todo in sorted(grade.points):
-        case = ElementTree.SubElement(suite, "testcase", classname=grade.lab, name=f"TODO {todo}")
+        case = ElementTree.SubElement(
+            suite, "testcase", classname=escaped(grade.lab), name=f"TODO {todo}"
+        )
         if not grade.passed.get(todo):
-            message = plain_line(grade.messages.get(todo, ""))  # The writer escapes XML.
+            message = plain_line(grade.messages.get(todo, ""))
             ElementTree.SubElement(case, "failure", message=message)
     return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True)
 

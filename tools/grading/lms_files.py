@@ -2,7 +2,8 @@
 
 Takes the gradebook's `Grade`s and the roster; gives `canvas.csv` and `moodle.csv`, one row
 per roster learner and one column per lab, each cell the final points (a missing
-submission 0; one that could not be graded empty, for the instructor to decide).
+submission 0; one that could not be graded empty, for the instructor to decide). No cell
+is a formula a spreadsheet would run, whatever the roster or a file's name says.
 
 - Canvas (Grades > Import): the columns `Student`, `ID`, `SIS User ID`, `SIS Login ID`,
   `Section` come from the roster (Canvas's own gradebook export); a lab's column is the
@@ -20,6 +21,7 @@ import csv
 import re
 from pathlib import Path
 
+from tools.grading.feedback import spreadsheet_cell
 from tools.grading.model import Grade
 
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -46,17 +48,24 @@ def lab_column(lab: str, header: list[str]) -> str:
     return next((name for name in header if pattern.search(name)), lab)
 
 
+def cells(row: list) -> list[str]:
+    """A row's cells, each one that no spreadsheet runs (`feedback.spreadsheet_cell`)."""
+    return [spreadsheet_cell(value) for value in row]
+
+
 def write_canvas_csv(grades: list[Grade], roster: list[dict], path: Path) -> None:
     labs = sorted({grade.lab for grade in grades if grade.lab})
     header = list(roster[0]) if roster else []
     points = finals(grades)
     with open(path, "w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow([*CANVAS_COLUMNS, *(lab_column(lab, header) for lab in labs)])
+        writer.writerow(cells([*CANVAS_COLUMNS, *(lab_column(lab, header) for lab in labs)]))
         for learner in roster:
             known = [learner.get(name, "") for name in CANVAS_COLUMNS]
             known[1] = known[1] or learner["id"]
-            writer.writerow([*known, *(points.get((learner["id"], lab), "") for lab in labs)])
+            writer.writerow(
+                cells([*known, *(points.get((learner["id"], lab), "") for lab in labs)])
+            )
 
 
 def write_moodle_csv(grades: list[Grade], roster: list[dict], path: Path) -> None:
@@ -65,7 +74,9 @@ def write_moodle_csv(grades: list[Grade], roster: list[dict], path: Path) -> Non
     points = finals(grades)
     with open(path, "w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["Email address" if email else "ID number", *labs])
+        writer.writerow(cells(["Email address" if email else "ID number", *labs]))
         for learner in roster:
             identity = learner[email] if email else learner["id"]
-            writer.writerow([identity, *(points.get((learner["id"], lab), "") for lab in labs)])
+            writer.writerow(
+                cells([identity, *(points.get((learner["id"], lab), "") for lab in labs)])
+            )

@@ -11,7 +11,13 @@ import csv
 import re
 from pathlib import Path
 
-from tools.grading.feedback import as_code_block, feedback, junit_xml, markdown_text
+from tools.grading.feedback import (
+    as_code_block,
+    feedback,
+    junit_xml,
+    markdown_text,
+    spreadsheet_cell,
+)
 from tools.grading.model import Grade
 
 GRADER_FILES = (
@@ -99,13 +105,14 @@ def _row(grade: Grade, name: str, max_todo: int) -> list:
 
 
 def write_grades_csv(grades: list[Grade], path: Path, max_todo: int) -> None:
-    """One row per submission (and per missing one): learner, lab, points per TODO, ..."""
+    """One row per submission (and per missing one): learner, lab, points per TODO, ...;
+    each cell one that no spreadsheet runs (`spreadsheet_cell`)."""
     header = [*HEADER[:3], *(f"TODO {n}" for n in range(1, max_todo + 1)), *HEADER[3:]]
     with open(path, "w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(header)
         for grade, name in zip(grades, report_names(grades), strict=True):
-            writer.writerow(_row(grade, name, max_todo))
+            writer.writerow([spreadsheet_cell(value) for value in _row(grade, name, max_todo)])
 
 
 def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
