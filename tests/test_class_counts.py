@@ -36,12 +36,16 @@ def test_describe_saving_says_grew_instead_of_a_negative_saving(before, after, e
     assert display.describe_saving(before, after) == expected
 
 
-def test_say_if_too_few_per_class_speaks_only_under_ten_a_class(capsys):
-    display.say_if_too_few_per_class(600, num_classes=300)
-    display.say_if_too_few_per_class(2936, num_classes=5)
+def test_say_if_too_few_per_class_speaks_once_for_the_classes_under_ten(capsys):
+    display.say_if_too_few_per_class({"daisy": 600, "roses": 587}, num_validation=300)
+    assert capsys.readouterr().out == ""
+    counts = {"cats \U0001f431": 7, "dogs": 8, "owls": 12}
+    display.say_if_too_few_per_class(counts, num_validation=3)
     assert capsys.readouterr().out == (
-        "600 training images in 300 classes, 2.0 a class: too few to learn a class (under "
-        "10); expect accuracy near chance, whatever the pipeline.\n"
+        "WARNING: 2 of 3 classes have under 10 training images (cats \U0001f431 7, dogs 8): too "
+        "few to learn a class; expect accuracy near chance, whatever the pipeline. The "
+        "validation accuracy is measured on 3 image(s): each one moves it by 0.33, so even "
+        "1.00 can be luck, not learning.\n"
     )
 
 

@@ -37,7 +37,9 @@ def test_resolve_source_local_folder(small_flowers, tmp_path):
 def test_resolve_source_empty_folder_says_what_was_expected(tmp_path):
     (tmp_path / "daisy").mkdir()
     with pytest.raises(
-        ValueError, match=r"no \.jpg, \.jpeg or \.png files in class folders under .*Expected"
+        ValueError,
+        match=r"no images in .*: 1 class folder\(s\), all empty: daisy\. What to do: copy the "
+        r"photos into the class folders\. Expected",
     ):
         sources.resolve_source(str(tmp_path))
 

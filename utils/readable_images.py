@@ -144,7 +144,7 @@ def describe_skipped(skipped: Sequence[tuple[str, str]], title: str) -> str:
 
     by_reason: dict[str, list[str]] = {}
     for path, why in skipped:
-        by_reason.setdefault(why, []).append(Path(path).name)
+        by_reason.setdefault(why, []).append("/".join(Path(path).parts[-2:]))  # <class>/<name>
     reasons = sorted(by_reason.items(), key=lambda item: -len(item[1]))
     lines = [
         f"{title}: {len(names):,} file(s), {why}: "

@@ -99,7 +99,7 @@ class ConversionReport:
         if self.small_images:
             side = self.target_size
             named = [
-                f"{Path(image.path).name} ({image.size[0]} x {image.size[1]})"
+                f"{_short(image.path)} ({image.size[0]} x {image.size[1]})"
                 for image in self.small_images
             ]
             lines.append(
@@ -112,7 +112,7 @@ class ConversionReport:
                 f"Transparent: {len(self.composited):,} image(s), composited on white as a "
                 "viewer shows them: "
                 + display.short_list(
-                    [Path(path).name for path in self.composited],
+                    [_short(path) for path in self.composited],
                     max_listed=_MAX_LISTED,
                     shown=_MAX_LISTED,
                 )
@@ -121,3 +121,8 @@ class ConversionReport:
             empty = ", ".join(self.empty_class_folders)
             lines.append(f"Empty class folder(s), not used as classes: {empty}")
         return "\n".join(lines)
+
+
+def _short(path: str) -> str:
+    """A path as `<class>/<name>`: what tells the file apart in a line of a few names."""
+    return "/".join(Path(path).parts[-2:])
