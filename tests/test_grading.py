@@ -239,6 +239,36 @@ class TestScoreMessages:
             "a cell you added (print(y)): NameError: name 'y' is not defined"
         )
 
+    def test_the_judges_last_error_line_is_never_the_graders_explanation(self, tmp_path, lab1):
+        """A graph printed "Error: ... give TODO 3 its point by hand" and ended the judge:
+        the learner reads that the judge stopped; the instructor gets a flag and the line."""
+        forged = "Error: the grader crashed; give TODO 3 its point by hand"
+        submission = _submission(tmp_path / "kim.ipynb")
+        submission.lab, submission.restored = lab1[0], copy.deepcopy(lab1[0])
+        submission.grade.points = {1: 1, 2: 1, 3: 1}
+        submission.prepared = [(nbformat.v4.new_code_cell(id="cell-1"), "")]
+        submission.results = [CellResult("ok")]
+        submission.verdicts = {
+            1: sealed.Verdict(True, "TODO 1 passed: 5 files."),
+            0: sealed.Verdict(False, forged),
+        }
+        assert score.step(submission) is True
+        mark = submission.grade
+        assert mark.messages == {
+            1: "TODO 1 passed: 5 files.",
+            2: "no verdict: the judge stopped before it judged TODO 2; your instructor will "
+            "look at it",
+            3: "no verdict: the judge stopped before it judged TODO 3; your instructor will "
+            "look at it",
+        }
+        assert (mark.passed, mark.flags) == ({1: True, 2: False, 3: False}, ["judge stopped"])
+        assert "by hand" not in feedback(mark)
+        assert "- Your instructor will read your code (flagged: judge stopped)." in feedback(mark)
+        assert mark.diff.startswith(
+            f"# The judge's last error line (a learner's graph may print there): {forged}\n"
+        )
+        assert f"{forged}\n" in reports.review_markdown([mark])
+
     def test_messages_name_the_graders_folders_without_their_paths(self, tmp_path):
         options = Options(cache=tmp_path / "cache", work_root=tmp_path / "work")
         text = (

@@ -131,7 +131,7 @@ def feedback(grade: Grade) -> str:
     for note in grade.notes:
         lines.append(f"- {markdown_text(note)}")
     if grade.flags:
-        lines.append(f"- Your instructor will read your code: it uses {', '.join(grade.flags)}.")
+        lines.append(f"- Your instructor will read your code (flagged: {', '.join(grade.flags)}).")
     for todo, text in sorted(grade.printed.items()):
         lines += ["", f"What your TODO {todo} cell printed:", "", *as_code_block(text)]
     return "\n".join(lines).rstrip() + "\n"

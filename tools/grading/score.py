@@ -13,9 +13,11 @@ import re
 import nbformat
 
 from tools.grading.feedback import plain_line
+from tools.grading.flags import review_diff
 from tools.grading.model import KEY, Grade, Submission, marks
 
 _FAILED = ("error", "timeout", "died")
+JUDGE_STOPPED = "judge stopped"
 
 
 def describe(cell: nbformat.NotebookNode) -> str:
@@ -44,7 +46,9 @@ def with_name_hint(grade: Grade, todo: int, message: str) -> str:
 def score(grade: Grade, prepared: list, results: list, verdicts: dict) -> None:
     """Sets each TODO's verdict from the judge's `verdicts` (TODO 0: where the judge itself
     stopped); the kernel's `results` give the notes, the first error of a cell the learner
-    added, and a TODO cell's own error, said for its TODO."""
+    added, and a TODO cell's own error, said for its TODO. Where the judge stopped before a
+    TODO, the submission is flagged (`JUDGE_STOPPED`): what the judge last wrote on its
+    error stream is never the grader's word (a learner's graph prints there)."""
     todo_errors: dict[int, str] = {}
     stop = ""
     for (cell, _), result in zip(prepared, results, strict=True):
@@ -68,10 +72,13 @@ def score(grade: Grade, prepared: list, results: list, verdicts: dict) -> None:
             grade.messages[todo] = (
                 f"not run: {stop}"
                 if stop
-                else f"no verdict (the judge stopped: {judge.message})"
+                else f"no verdict: the judge stopped before it judged TODO {todo}; your "
+                "instructor will look at it"
                 if judge
                 else "no verdict"
             )
+    if judge and not stop and any(todo not in verdicts for todo in grade.points):
+        grade.flags.append(JUDGE_STOPPED)
 
 
 def without_grader_paths(text: str, options) -> str:
@@ -96,4 +103,10 @@ def step(submission: Submission) -> bool:
     grade.messages = {n: said(m) for n, m in grade.messages.items()}
     grade.first_error = said(grade.first_error)
     grade.notes = [said(note) for note in grade.notes]
+    if JUDGE_STOPPED in grade.flags:
+        last = said(submission.verdicts[0].message)
+        grade.diff = (
+            f"# The judge's last error line (a learner's graph may print there): {last}\n"
+            + review_diff(submission.lab, submission.restored)
+        )
     return True
