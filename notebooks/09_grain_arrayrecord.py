@@ -224,6 +224,7 @@ resumed = iter(loader)
 resumed.set_state(state)
 resumed_batch = next(resumed)
 ### END SOLUTION
+further_batch = next(resumed)  # The batch after it: the check compares it too.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -234,6 +235,7 @@ checks.check_resumed(
     next_batch=next_batch,
     first_batch=first_batch,
     loader=loader,
+    further_batch=further_batch,
 )
 
 # %%

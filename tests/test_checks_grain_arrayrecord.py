@@ -308,3 +308,23 @@ def test_check_resumed_on_a_real_iterator(shuffled, restored, capsys):
     finally:
         iterator.close()
         resumed.close()
+
+
+def test_check_resumed_a_copied_batch_beside_an_iterator_never_restored_fails(resume, capsys):
+    """A real get_state() and a copy of next_batch, `resumed` a fresh iterator never restored:
+    its next batch is not the restored order's second (issue 61)."""
+    loader = resume["loader"]
+    never_restored = iter(loader)
+    further_batch = next(never_restored)
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check_resumed(resume, _copy(resume["next_batch"]), further_batch=further_batch)
+    assert str(failure.value) == (
+        "TODO 3 (resumed): expected next(resumed) after resumed_batch to give the batch after "
+        "it in the restored order; found another batch: `resumed` was not restored. Make "
+        "resumed = iter(loader), then resumed.set_state(state)."
+    )
+    restored = iter(loader)  # The right answer: restored, its first batch, then the next.
+    restored.set_state(resume["state"])
+    resumed_batch = next(restored)
+    _check_resumed(resume, resumed_batch, further_batch=next(restored))
+    assert capsys.readouterr().out.startswith("TODO 3 passed")

@@ -276,13 +276,13 @@ def _shares_arrays(a: object, b: object) -> bool:
     return any(np.shares_memory(x, y) for x in arrays(a) for y in arrays(b))
 
 
-def _batch_after(loader: grain.IterDataset, state: dict, todo: int) -> object:
-    """The first batch of a fresh iterator of `loader` after `set_state(state)`."""
+def _batches_after(loader: grain.IterDataset, state: dict, todo: int) -> tuple[object, object]:
+    """The first two batches of a fresh iterator of `loader` after `set_state(state)`."""
     __tracebackhide__ = True
     iterator = iter(loader)
     try:
         iterator.set_state(state)
-        return next(iterator)
+        return next(iterator), next(iterator)
     except (*CHECK_ERRORS, IndexError) as error:
         fail(
             todo,
@@ -303,6 +303,7 @@ def check_resumed(
     next_batch: object,
     first_batch: object,
     loader: object,
+    further_batch: object = None,
 ) -> None:
     """Checks the resume: `state` restored into a fresh iterator of `loader` gives the
     batch that followed it, and `resumed_batch` is that batch.
@@ -314,6 +315,9 @@ def check_resumed(
         next_batch: the batch the first iterator gave right after its state was saved.
         first_batch: the loader's first batch (what a fresh iterator gives unrestored).
         loader: TODO 2's loader; the check restores `state` into a fresh iterator of it.
+        further_batch: the batch `resumed` gave after `resumed_batch`; when given, it must
+            be the restored order's second batch, which a copy of `next_batch` beside an
+            iterator that was never restored cannot give.
 
     Raises:
         CheckFailed: naming the TODO, when a result is missing or not a batch, the state
@@ -359,7 +363,7 @@ def check_resumed(
             "resumed.set_state(state); found next_batch itself (the same arrays), which "
             "shows nothing restored. Take resumed_batch = next(resumed).",
         )
-    expected = _batch_after(loader, state, todo)
+    expected, expected_further = _batches_after(loader, state, todo)
     if _same(expected, first_batch):
         fail(
             todo,
@@ -391,5 +395,13 @@ def check_resumed(
             "expected the batch that follows the saved state; found "
             "another batch. Save the state with get_state() right before "
             "next_batch = next(iterator).",
+        )
+    if further_batch is not None and not _same(further_batch, expected_further):
+        fail(
+            todo,
+            "resumed",
+            "expected next(resumed) after resumed_batch to give the batch after it in the "
+            "restored order; found another batch: `resumed` was not restored. Make resumed = "
+            "iter(loader), then resumed.set_state(state).",
         )
     passed(todo, "the resumed iterator gave the batch that followed the saved state.")
