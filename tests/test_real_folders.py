@@ -280,5 +280,5 @@ def test_readable_sample_skips_and_lists_unreadable_files(real_photo_folder, cap
     assert [image.shape[-1] for image in images] == [3, 3]
     assert [path for path, _ in skipped] == unreadable
     out = capsys.readouterr().out.splitlines()
-    prefix = "Skipped in the sample (does not decode): "
+    prefix = "Skipped in the sample: 1 file(s), "  # Three reasons, a line each.
     assert [line[: len(prefix)] for line in out] == [prefix] * 3
