@@ -155,7 +155,7 @@ def _make_training_dataset(
         if shuffle_after_batch:  # Whole batches shuffled: the same batches every epoch.
             dataset = dataset.batch(batch, drop_remainder=True).shuffle(buffer, seed=1).repeat()
         else:
-            dataset = dataset.shuffle(buffer, seed=1)
+            dataset = dataset.shuffle(buffer, seed=1) if buffer else dataset  # 0: no shuffle.
             if cache and not cache_first:
                 dataset = dataset.cache()
             if not repeat_first:
@@ -223,6 +223,11 @@ def test_check_training_dataset_says_when_an_epoch_has_too_few_batches_to_tell(
             "order.",
         ),
         (
+            dict(buffer=0),  # No shuffle at all: not told about "a cache after the shuffle".
+            "expected each epoch in a new order; the second epoch repeats the first one's. "
+            "There is no shuffle(): add shuffle(2048, seed=SEED) after cache().",
+        ),
+        (
             dict(augment=False),
             "expected the images flipped anew in each epoch; all 400 images seen in both "
             "epochs came back exactly as before. Map augment after batch(), after cache().",
@@ -239,6 +244,7 @@ def test_check_training_dataset_says_when_an_epoch_has_too_few_batches_to_tell(
         "repeat before cache, big buffer",
         "no cache",
         "cache after shuffle",
+        "no shuffle",
         "no augment",
         "remainder",
     ],

@@ -271,12 +271,7 @@ def check_training_dataset(
             todo,
             name,
             "expected each epoch in a new order; the second epoch repeats the "
-            "first one's. "
-            + (
-                small_buffer
-                or "shuffle() after cache(): a cache after the "
-                "shuffle replays the first epoch's order."
-            ),
+            "first one's. " + (small_buffer or _same_order_hint(dataset)),
         )
     per_epoch = num_images // batch_size
     repeated = _repeated_pairs(batches, per_epoch)
@@ -319,6 +314,26 @@ def check_training_dataset(
         todo,
         f"endless batches of {batch_size} images of {(image_size, image_size, 3)}; "
         f"later epochs from the cache, each in a new order, flipped anew{untold}.",
+    )
+
+
+def _same_order_hint(dataset: tf.data.Dataset) -> str:
+    """Why each epoch repeats the first one's order, read from the graph.
+
+    Returns:
+        The hint for no shuffle at all, for a shuffle before the cache, or (the graph
+        unread, or neither) where the shuffle goes.
+    """
+    steps = [step.op for step in dataset_steps(dataset) or []]
+    shuffles = [i for i, op in enumerate(steps) if op.startswith("Shuffle")]
+    caches = [i for i, op in enumerate(steps) if op.startswith("Cache")]
+    if steps and not shuffles:
+        return "There is no shuffle(): add shuffle(2048, seed=SEED) after cache()."
+    if shuffles and caches and max(shuffles) < min(caches):
+        return "shuffle() after cache(): a cache after the shuffle replays the first epoch's order."
+    return (
+        "Shuffle after cache() with reshuffle_each_iteration left at its default, so that "
+        "each epoch draws a new order."
     )
 
 
