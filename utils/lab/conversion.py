@@ -196,16 +196,16 @@ def expected_time(
     for path in source_paths(source):
         with open(path, "rb") as file:
             formats.setdefault(records.image_format(file.read(64)) or "other", []).append(path)
-    timed = {
-        name: [Path(path).read_bytes() for path in paths[:TIMED_PER_FORMAT]]
-        for name, paths in formats.items()
-        if name != "other"  # Files of no known format are skipped, fast.
-    }
 
     def prepare(image_bytes: tf.Tensor) -> tf.Tensor:
         image = image_loading.decode_as_converted(image_bytes, min_side=target_size)
         return steps.recompress(steps.resize_and_crop(image, target_size), jpeg_quality)
 
+    timed = {}
+    with errors.decoder_messages():
+        for name, paths in formats.items():
+            if name != "other":  # Files of no known format are skipped, fast.
+                timed[name] = _first_that_load(paths, prepare, TIMED_PER_FORMAT)
     try:
         rates = image_loading.rates_by_format(timed, prepare, seconds=0.5, repeats=1)
     except (ValueError, tf.errors.OpError) as error:  # A timed file that does not decode.
@@ -218,6 +218,21 @@ def expected_time(
         + image_loading.describe_rates(rates, counts)
         + "."
     )
+
+
+def _first_that_load(paths: Sequence[str], prepare: Callable, count: int) -> list[bytes]:
+    """The bytes of the first `count` of `paths` that `prepare` loads (a damaged one does not)."""
+    loaded = []
+    for path in paths:
+        image_bytes = Path(path).read_bytes()
+        try:
+            prepare(tf.constant(image_bytes))
+        except tf.errors.OpError:
+            continue
+        loaded.append(image_bytes)
+        if len(loaded) == count:
+            break
+    return loaded
 
 
 def _duration(seconds: float) -> str:
