@@ -32,13 +32,13 @@ BATCH_SIZE = 16  # Images per step: lab 4's batch on a CPU.
 NUM_TIMED_STEPS = 32  # Steps timed in each run.
 NUM_ROUNDS = 5  # Rounds of every comparison, taken in turns.
 STAND_IN_IMAGES_PER_SECOND = 2120  # A TPU v5e chip's rate, estimated (printed below).
-STAND_IN_SPEEDS = [0.5, 1, 2]  # That rate times these.
+BREAK_POINT_SPEEDS = [0.5, 0.7, 0.85, 1, 1.2, 1.5]  # Times the course pipeline's rate here.
 SEED = 42
 
 # %%
 import tensorflow as tf
 
-from utils import checks
+from utils import checks, timing
 from utils.lab import shard_cache, sources
 from utils.lessons.accelerator_waiting import accelerator_wait
 
@@ -109,8 +109,8 @@ naive_feed = naive_feed.with_options(naive)
 # A fed step takes the step's time plus any wait for its batch. To see the step alone,
 # feed it an input that costs nothing.
 #
-# **TODO 1.** Make `in_memory`: an endless dataset that gives one batch of `naive_feed`,
-# already decoded, at every step.
+# **TODO 1.** Make `in_memory`: with `tf.data.Dataset.from_tensors()` and `repeat()`, an
+# endless dataset that gives one batch of `naive_feed`, already decoded, at every step.
 
 # %%
 # TODO 1: one batch, held in memory, given at every step.
@@ -126,7 +126,8 @@ checks.check_in_memory(in_memory, todo=1, pipeline=naive_feed)
 # ## 2. A feed that keeps up (TODO 2)
 #
 # **TODO 2.** Make `feed`: the naive feed's batches, from `read_shards(shard_names)` and
-# `read_tfrecord`, made so that the accelerator does not wait for them. The check times
+# `read_tfrecord`, made so that the accelerator does not wait for them: decoded by a
+# `map()` with `num_parallel_calls`, then `batch()` and `prefetch()`. The check times
 # your feed and the naive one feeding a stand-in accelerator, in turns.
 
 # %%
@@ -150,42 +151,104 @@ checks.check_feed_keeps_up(feed, todo=2, naive=naive_feed)
 # The stand-in for one TPU v5e chip sleeps through each step, a SIMULATION: the lines
 # below give its rate and what it assumes. During a step only what a feed runs in the
 # background goes on; the time the stand-in then waits for its next batch is its idle
-# time. The feeds take turns: from memory (TODO 1), the naive feed, yours (TODO 2), and
-# the course pipeline (lab 3's reader, a parallel `map()`) without and with `prefetch()`.
+# time. The feeds take turns: from memory (TODO 1), the naive feed and yours (TODO 2).
 
 # %%
 stand_in = accelerator_wait.SimulatedAccelerator(
     images_per_second=STAND_IN_IMAGES_PER_SECOND, batch_size=BATCH_SIZE, num_steps=NUM_TIMED_STEPS
 )
 print(stand_in.describe())
-parallel_map = read_shards(shard_names).map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
-no_prefetch = parallel_map.batch(BATCH_SIZE, drop_remainder=True)
-course_pipeline = no_prefetch.prefetch(tf.data.AUTOTUNE)
 feeds = {"from memory": in_memory, "naive feed": naive_feed, "your feed": feed}
-feeds |= {"course pipeline, no prefetch": no_prefetch, "course pipeline": course_pipeline}
 lines = stand_in.compare(feeds, repeats=NUM_ROUNDS)  # Each feed against the first.
 figure = stand_in.plot_last_runs()
 
 # %% [markdown]
 # The timeline draws each feed's last run: red, the accelerator waits for its batch;
 # green, a step. The step is the same sleep in every row, so the rows differ only by
-# their idle time.
+# their idle time. Even from memory the stand-in idles a little (the line below says how
+# long): asking tf.data for a batch that is ready still costs a call into its runtime and
+# the hand-over of the batch. Every feed pays that too, so what counts is the idle time
+# beyond it.
+#
+# ## When does `prefetch()` pay?
+#
+# `prefetch()` runs the stages before it in a thread of its own that fills a buffer while
+# the step runs (TensorFlow's `PrefetchDataset`). Two feeds, each timed without and with
+# it: the course pipeline, whose last stage is the parallel `map()` (tf.data fuses it with
+# `batch()`), and the same feed with lab 4's `augment` applied to each batch after
+# `batch()`, in a plain `map()`. The options make tf.data add nothing of its own. This
+# stand-in's step is twice what the augmented feed takes to make a batch here, measured
+# first.
+
+
+# %%
+def augment(images, labels):
+    """Lab 4's augment: a batch resized to 96 px, each image flipped at random."""
+    images = tf.cast(tf.image.resize(images, [96, 96], method="area"), tf.uint8)
+    images = tf.image.random_flip_left_right(images)
+    return tf.image.random_flip_up_down(images), labels
+
+
+only_as_written = tf.data.Options()  # No prefetch added, no map made parallel.
+only_as_written.experimental_optimization.inject_prefetch = False
+only_as_written.experimental_optimization.map_parallelization = False
+parallel_map = read_shards(shard_names).map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
+course_batches = parallel_map.batch(BATCH_SIZE, drop_remainder=True)
+augmented = course_batches.map(augment)  # One batch at a time, in the thread that asks.
+pairs = {"course pipeline": course_batches, "augment after batch()": augmented}
+made = timing.measure_throughput(
+    augmented.with_options(only_as_written), num_images=4 * BATCH_SIZE * NUM_TIMED_STEPS
+)
+step_sized = accelerator_wait.SimulatedAccelerator(
+    images_per_second=made.images_per_second / 2, batch_size=BATCH_SIZE, num_steps=NUM_TIMED_STEPS
+)
+for name, batches in pairs.items():
+    with_and_without = {
+        f"{name}, no prefetch": batches.with_options(only_as_written),
+        f"{name}, prefetch()": batches.prefetch(tf.data.AUTOTUNE).with_options(only_as_written),
+    }
+    lines += step_sized.compare(with_and_without, repeats=NUM_ROUNDS)
+
+# %% [markdown]
+# Each prefetch line compares a feed with `prefetch()` to the same feed without it, in
+# the same rounds. Read them with what each last stage does:
+#
+# - After a plain `map()`, nothing runs ahead: `augment` runs inside the step's request
+#   for a batch, so the accelerator waits for it; `prefetch()` moves that work into its
+#   thread, during the step.
+# - A parallel `map()` already runs ahead: its own thread keeps up to
+#   `num_parallel_calls` calls in flight and holds their results in a buffer
+#   (TensorFlow's `ParallelMapDataset`), so a `prefetch()` after it has little left to
+#   hide.
 #
 # ## Where does the course pipeline stop keeping up?
 #
-# A faster chip asks for its batches sooner: the course pipeline against memory, with the
-# stand-in at each of `STAND_IN_SPEEDS` times its rate.
+# A faster chip asks for its batches sooner. The course pipeline's own rate here, with
+# nothing consuming it, sizes the stand-ins: each is `BREAK_POINT_SPEEDS` times that
+# rate, tried in order until the accelerator waits for the pipeline. The rule: it waits
+# when its idle time beyond "from memory" is at least a tenth of the step (median) and
+# every round of it idled longer than every round from memory.
 
 # %%
-for factor in STAND_IN_SPEEDS:
-    chip = {"from memory": in_memory, f"course pipeline, stand-in at {factor}x": course_pipeline}
-    lines += stand_in.at_speed(factor).compare(chip, repeats=NUM_ROUNDS)
+course_pipeline = course_batches.prefetch(tf.data.AUTOTUNE)
+course_rate = timing.measure_throughput(
+    course_pipeline, num_images=4 * BATCH_SIZE * NUM_TIMED_STEPS
+).images_per_second
+lines += accelerator_wait.find_break_point(
+    {"from memory": in_memory, "course pipeline": course_pipeline},
+    feed_images_per_second=course_rate,
+    factors=BREAK_POINT_SPEEDS,
+    batch_size=BATCH_SIZE,
+    num_steps=NUM_TIMED_STEPS,
+    repeats=NUM_ROUNDS,
+)
 
 # %% [markdown]
 # ## What you measured
 #
-# One line per feed: its images/s against the stand-in fed from memory in the same
-# rounds, and its idle time per step.
+# One line per feed: its images/s against the first feed of its comparison, in the same
+# rounds, and the idle time per step of both; for each speed of the search, the wait
+# beyond "from memory" and what the rule says.
 
 # %% tags=["summary"]
 print("\n".join(lines))
@@ -195,14 +258,15 @@ print("\n".join(lines))
 # beat every round of the other and the medians are at least `comparison.MIN_EFFECT`
 # apart; "small but consistent" when the rounds are apart but the medians closer; "not
 # resolved in N rounds" when the rounds overlap; "not judged" where other processes kept
-# a share of the cores busy. Where a verdict says the accelerator waits, that feed did not
-# keep up. The two course pipelines' lines show what `prefetch()` changed here; the first
-# speed whose verdict says the accelerator waits, if any, is where this machine's cores
-# stop keeping up with such a chip.
+# a share of the cores busy. The last line of the search names the first speed at which
+# the course pipeline kept the accelerator waiting, if any of `BREAK_POINT_SPEEDS` did:
+# as a multiple of the pipeline's own rate, it tells how far below what the cores make
+# alone the pipeline stops keeping up.
 #
-# **Takeaway.** A feed that makes each batch only when the step asks for it adds all of
-# that work to every step. Decoding in parallel and prefetching make the next batches
-# while the step runs, but only as fast as the cores allow: measure the idle time per
-# step against the chip you will feed.
+# **Takeaway.** Read your own lines: the naive feed's and your feed's idle times against
+# memory's, whether `prefetch()` changed the idle time after a plain `map()` and after a
+# parallel one, and the speed at which the course pipeline stopped keeping up on this
+# machine. `prefetch()` pays where the last stage before the step does its work only when
+# asked.
 #
 # *What changed from the original course:* it never measured whether the input kept up.

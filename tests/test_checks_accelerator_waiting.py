@@ -98,13 +98,33 @@ def _made_ahead():
     return dataset.batch(4, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
 
+PASSED_FEED = (
+    "TODO 2 passed: new batches, decoded in parallel and made ahead of the step (prefetch last).\n"
+)
+
+
 def test_check_feed_keeps_up_passes_a_parallel_prefetched_feed(capsys):
     accelerator_waiting.check_feed_keeps_up(_made_ahead(), todo=2, naive=_naive())
-    assert capsys.readouterr().out == (
-        "TODO 2 passed: the stand-in, its step twice as long as the naive feed takes to make "
-        "a batch, waited under 25% of a step for your batches, under half as long as for the "
-        "naive feed's.\n"
+    assert capsys.readouterr().out == PASSED_FEED
+
+
+def test_check_feed_keeps_up_passes_right_feeds_written_otherwise(capsys):
+    """Lab 1's parallel map of NUM_PARALLEL_READS with a prefetch of 2; the naive feed's own
+    graph with a parallel map (its options kept); map and batch fused by hand."""
+    records, decode = _slow_records()
+    numbered = records.map(decode, num_parallel_calls=16).batch(4, drop_remainder=True)
+    fused = records.apply(
+        tf.data.experimental.map_and_batch(decode, 4, num_parallel_calls=4, drop_remainder=True)
     )
+    with_options = (
+        records.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(4, drop_remainder=True)
+        .with_options(_naive().options())
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    for feed in (numbered.prefetch(2), fused.prefetch(tf.data.AUTOTUNE), with_options):
+        accelerator_waiting.check_feed_keeps_up(feed, todo=2, naive=_naive())
+    assert capsys.readouterr().out == PASSED_FEED * 3
 
 
 def _unbatched():
@@ -144,26 +164,36 @@ def _not_full():
         ),
         (
             _naive,
-            "Decode in parallel: `map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)`.",
+            "TODO 2 (feed): expected images decoded several at once and batches made ahead of "
+            "the step; found a feed that lacks one. Decode in parallel: `map(read_tfrecord, "
+            "num_parallel_calls=tf.data.AUTOTUNE)`, then batch and prefetch.",
+        ),
+        (  # A prefetch alone: one batch at a time, made ahead (issue 61).
+            lambda: _naive().prefetch(tf.data.AUTOTUNE),
+            "Decode in parallel: `map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)`",
+        ),
+        (
+            lambda: (
+                _slow_records()[0]
+                .map(_slow_records()[1], num_parallel_calls=4)
+                .batch(4, drop_remainder=True)
+            ),
+            "Make the next batches while the step runs: `prefetch(tf.data.AUTOTUNE)` last.",
         ),
     ],
-    ids=["stub", "not batched", "no drop_remainder", "one batch repeated", "the naive feed"],
+    ids=[
+        "stub",
+        "not batched",
+        "no drop_remainder",
+        "one batch repeated",
+        "the naive feed",
+        "the naive feed prefetched",
+        "no prefetch",
+    ],
 )
 def test_check_feed_keeps_up_names_todo_2_and_the_mistake(make, message):
     with pytest.raises(checks.CheckFailed, match=re.escape(message)):
         accelerator_waiting.check_feed_keeps_up(make(), todo=2, naive=_naive())
-
-
-def test_check_feed_keeps_up_says_how_long_the_stand_in_waited():
-    with pytest.raises(checks.CheckFailed) as failure:
-        accelerator_waiting.check_feed_keeps_up(_naive(), todo=2, naive=_naive())
-    assert re.match(
-        r"TODO 2 \(feed\): expected the stand-in, its step [\d.]+ ms \(twice as long as the "
-        r"naive feed takes to make a batch\), to wait at most 25% of a step for each of your "
-        r"batches, and at most half as long as for the naive feed's; it waited [\d.]+ ms for "
-        r"yours, [\d.]+ ms for the naive feed's \(medians of 5 rounds\)\. Decode in parallel",
-        str(failure.value),
-    )
 
 
 def test_what_is_missing_reads_the_feeds_steps():
