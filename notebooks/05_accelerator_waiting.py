@@ -127,8 +127,8 @@ checks.check_in_memory(in_memory, todo=1, pipeline=naive_feed)
 #
 # **TODO 2.** Make `feed`: the naive feed's batches, from `read_shards(shard_names)` and
 # `read_tfrecord`, made so that the accelerator does not wait for them: decoded by a
-# `map()` with `num_parallel_calls`, then `batch()` and `prefetch()`. The check times
-# your feed and the naive one feeding a stand-in accelerator, in turns.
+# `map()` with `num_parallel_calls`, then `batch()` and `prefetch()`. The check reads your
+# feed's steps (its graph), which no other work on the machine can change.
 
 # %%
 # TODO 2: the same batches, ready when the step asks for them.
