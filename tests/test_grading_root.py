@@ -2,16 +2,20 @@
 project's machines run as root). Each attempt is made from inside the sandbox the grader
 makes, with the binds it makes (issue 62)."""
 
+import copy
+import csv
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from tests.conftest import REPO_ROOT
 from tools import grade
+from tools.building.outputs import METADATA_KEY as KEY
 from tools.grading import course_seal, sandbox
 
 BWRAP = sandbox.find_bwrap()
@@ -183,3 +187,95 @@ def test_a_changed_course_stops_the_run_and_writes_no_grade(tmp_path, monkeypatc
     assert grade.main([str(tmp_path / "submissions"), "--output-dir", str(output)]) == 3
     assert capsys.readouterr().err == "error: changed while broken.ipynb ran\n"
     assert not (output / "grades.csv").exists()
+
+
+# A lab 1 TODO 1 cell that tries every way out from the learner's kernel, then does nothing:
+# it prints which tries worked (none may).
+BREAKOUT = """import ctypes, os
+_libc = ctypes.CDLL(None, use_errno=True)
+_worked = []
+for _path in {binds!r}:
+    if _libc.mount(None, _path.encode(), None, 32 | 4096, None) == 0:  # MS_REMOUNT | MS_BIND
+        _worked.append("remount " + _path)
+if _libc.mount(None, b"/tmp", None, 32, b"size=10g") == 0:
+    _worked.append("remount /tmp")
+for _path, _text in {plants!r}:
+    try:
+        with open(_path, "a") as _file:
+            _file.write(_text)
+        _worked.append(_path)
+    except OSError:
+        pass
+print("ways out that worked:", _worked)
+filenames = ...
+"""
+FORGED_CHECK = "\\ndef check_filenames(*args, **kwargs):\\n    print('TODO 1 passed: forged')\\n"
+
+
+@pytest.fixture(scope="module")
+def hostile_class(tmp_path_factory):
+    """Lab 1, graded one submission at a time as root: a breakout, then a blank lab (0/3
+    whatever the breakout did), a solution, a blank lab whose metadata names the solution's
+    learner (handed in later), and a solution from a learner whose id is a formula."""
+    from tests.test_grade import _notebook, _with_todo
+
+    lab, solution = (
+        _notebook("labs", "01_tf_data_basics"),
+        _notebook("solutions", "01_tf_data_basics"),
+    )
+    plants = [
+        (str(REPO_ROOT / "utils" / "checks" / "tf_data_basics.py"), FORGED_CHECK),
+        (str(REPO_ROOT / "utils" / "checks" / "planted.py"), FORGED_CHECK),
+        (str(REPO_ROOT / "tools" / "grading" / "planted.py"), "x = 1\n"),
+        (str(SITE_PACKAGES / "planted.pth"), "import os\n"),
+    ]
+    binds = [str(path) for path in BINDS] + ["/usr", "/etc"]
+    breakout = BREAKOUT.format(binds=binds, plants=plants)
+    folder = tmp_path_factory.mktemp("class")
+    submissions = {
+        "a_01.ipynb": _with_todo(lab, 1, lambda source: breakout),
+        "b_01.ipynb": lab,
+        "c_01.ipynb": solution,
+        "d_01.ipynb": copy.deepcopy(lab),
+        "=1+2_01.ipynb": solution,
+    }
+    submissions["d_01.ipynb"].metadata[KEY]["learner"] = "c"
+    for name, notebook in submissions.items():
+        nbformat.write(notebook, folder / name)
+    later = (folder / "c_01.ipynb").stat().st_mtime + 3600
+    os.utime(folder / "d_01.ipynb", (later, later))
+    output = tmp_path_factory.mktemp("grades")
+    git_before = _git_status()
+    status = grade.main(
+        [str(folder), "--output-dir", str(output), "-j", "1", "--id-pattern", r"^(?P<id>[^_]+)_"]
+        + ["--cell-timeout", "400", "--timeout", "900"]
+    )
+    return status, output, git_before, _git_status()
+
+
+def _git_status() -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+
+@needs_bwrap
+def test_a_hostile_class_as_root_gets_each_learner_their_own_grade(hostile_class):
+    status, output, git_before, git_after = hostile_class
+    assert status == 0
+    assert git_after == git_before  # Nothing written under the course.
+    assert not (SITE_PACKAGES / "planted.pth").exists()
+    with open(output / "grades.csv", newline="") as file:
+        rows = [(r["learner"], r["total"], r["status"], r["flags"]) for r in csv.DictReader(file)]
+    assert rows == [
+        ("'=1+2", "3", "graded", ""),
+        ("a", "0", "graded", ""),
+        ("b", "0", "graded", ""),  # After the breakout: still 0, no forged check.
+        ("c", "3", "graded", ""),  # Not set aside by d's metadata.
+        ("d", "0", "graded", "another learner's id in its metadata"),
+    ]
+    feedback = (output / "feedback" / "a-01_tf_data_basics.md").read_text()
+    assert "ways out that worked: []\n" in feedback
+    with open(output / "grades.csv", newline="") as file:
+        cells = [cell for row in csv.reader(file) for cell in row]
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]

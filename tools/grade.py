@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             if lesson:
                 lessons.add(lesson)
         options = Options(
+            course=sandbox.copy_course(Path(workspace) / "course") if bwrap else None,
             cell_timeout=args.cell_timeout,
             timeout=args.timeout,
             memory_gb=args.memory_gb,
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"Limits for {lesson}: {limits[lesson].why}", flush=True)
         seal = course_seal.CourseSeal(
-            [REPO_ROOT / "utils", REPO_ROOT / "tools"],
+            [(options.course or REPO_ROOT) / name for name in sandbox.COURSE_FOLDERS],
             [Path(sys.prefix), *options.cache.glob("flowers-embedded-*")],
         )
 

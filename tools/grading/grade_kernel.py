@@ -79,12 +79,15 @@ class SandboxedKernel:
         tmp_bytes: int | None = None,
         file_bytes: int | None = None,
         watch=None,
+        course: Path | None = None,
     ):
-        """`tmp_bytes` sizes the sandbox's `/tmp`, `file_bytes` is RLIMIT_FSIZE, and
-        `watch()`, if given, returns "" or why the run must stop (a disk bound passed)."""
+        """`tmp_bytes` sizes the sandbox's `/tmp`, `file_bytes` is RLIMIT_FSIZE, `course`
+        the grader's copy of the course, and `watch()`, if given, returns "" or why the run
+        must stop (a disk bound passed)."""
         self.work, self.env, self.bwrap = work, env, bwrap
         self.read_only, self.memory_bytes = read_only, memory_bytes
         self.tmp_bytes, self.file_bytes, self.watch = tmp_bytes, file_bytes, watch
+        self.course = course
         self.process: subprocess.Popen | None = None
         self.client = None
 
@@ -126,6 +129,7 @@ class SandboxedKernel:
                 env=env,
                 read_only=self.read_only,
                 tmp_bytes=self.tmp_bytes,
+                course=self.course,
             )
             env = {}
         self.process = subprocess.Popen(

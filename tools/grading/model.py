@@ -114,6 +114,7 @@ class Options:
     bwrap: str | None = None
     cache: Path | None = None
     work_root: Path | None = None
+    course: Path | None = None  # The grader's copy of utils/ and tools/ (sandbox.copy_course).
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -53,6 +53,7 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
         memory_bytes=int(options.memory_gb * 2**30),
         tmp_bytes=disk.tmp_bytes,
         file_bytes=disk.work_bytes,
+        course=options.course,
     )
     watch = DiskWatch(disk, [work, own], lambda: [p.pid for p in (kernel.process, judge) if p])
     kernel.watch = watch.check

@@ -41,6 +41,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tools.grading.model import REPO_ROOT
+
 SANDBOX_TMP = Path("/tmp")
 # Sets the memory and file-size limits, then runs the command: a small Python wrapper, so
 # it works the same inside and outside bwrap, on Linux and macOS (no `prlimit` needed).
@@ -95,6 +97,8 @@ def with_memory_limit(
     return [sys.executable, "-c", _LIMIT, str(memory_bytes), str(files), *command]
 
 
+# The course's folders a sandbox may see (the checks, the judge): bound from a copy.
+COURSE_FOLDERS = ("utils", "tools")
 # The system folders a Python program needs; everything else on the machine is absent.
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 
@@ -107,6 +111,7 @@ def bwrap_command(
     env: dict[str, str],
     read_only: Sequence[Path] = (),
     tmp_bytes: int | None = None,
+    course: Path | None = None,
 ) -> list[str]:
     """Returns the bwrap command line that runs `command` in `work`, sealed off.
 
@@ -118,6 +123,8 @@ def bwrap_command(
     Mount order: `/tmp` first, then parents before children, so a folder under `/tmp` is
     bound on top of the private one.
     `tmp_bytes` sizes `/tmp` and `/dev/shm` (each; bwrap 0.8's `--size`), else unbounded.
+    `course`, the grader's copy of the course (`copy_course`): a folder of `read_only` in
+    the checkout is bound from its place in the copy, at its own path.
     """
     size = [] if tmp_bytes is None else ["--size", str(tmp_bytes)]
     args = [bwrap]
@@ -127,13 +134,26 @@ def bwrap_command(
     args += [*size, "--tmpfs", "/tmp"]
     paths = sorted({Path(path).resolve() for path in read_only}, key=lambda p: len(p.parts))
     for path in paths:
-        if path.exists() and str(path) not in SYSTEM_FOLDERS:
-            args += ["--ro-bind", str(path), str(path)]
+        source = path
+        if course is not None and path.is_relative_to(REPO_ROOT):
+            source = course / path.relative_to(REPO_ROOT)
+        if source.exists() and str(path) not in SYSTEM_FOLDERS:
+            args += ["--ro-bind", str(source), str(path)]
     args += ["--bind", str(work), str(work), "--chdir", str(work)]
     args += ["--remount-ro", "/proc", "--remount-ro", "/dev", *ISOLATION]
     for name, value in env.items():
         args += ["--setenv", name, value]
     return [*args, "--", *command]
+
+
+def copy_course(folder: Path) -> Path:
+    """Copies the course's `COURSE_FOLDERS` into `folder` (no `__pycache__`) and returns it:
+    the sandboxes see this copy (read-only), which no one edits while a class is graded."""
+    for name in COURSE_FOLDERS:
+        shutil.copytree(
+            REPO_ROOT / name, folder / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return folder
 
 
 def sandbox_root(pid: int) -> Path | None:

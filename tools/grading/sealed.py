@@ -116,7 +116,13 @@ def start_judge(job: dict, work: Path, options, disk: DiskLimits) -> tuple:
             *job.pop("read_only"),
         ]
         command = sandbox.bwrap_command(
-            options.bwrap, command, work=own, env=env, read_only=read_only, tmp_bytes=disk.tmp_bytes
+            options.bwrap,
+            command,
+            work=own,
+            env=env,
+            read_only=read_only,
+            tmp_bytes=disk.tmp_bytes,
+            course=options.course,
         )
     else:
         job.pop("read_only")
