@@ -1,5 +1,7 @@
 """utils/checks/write_tfrecords.py (lab 2): right answers pass, mistakes name the TODO."""
 
+import re
+
 import pytest
 import tensorflow as tf
 
@@ -227,3 +229,57 @@ def test_check_to_example_explains_the_likeliest_mistakes():
     assert failure(lambda *args: records.to_example(*args).SerializeToString()) == EXPECTED + (
         "a bytes. Return the Example itself, not its bytes."
     )
+
+
+def _renamed_inside_the_with_block(rename_name):
+    """The likeliest wrong answer: the rename inside the writer's `with` block, the writer
+    still open (its buffered bytes not yet in the file)."""
+
+    def write_shard(serialized_examples, output_dir, index):
+        import os
+
+        temporary = shard_files.temporary_path(output_dir, index)
+        num_records = 0
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for record in serialized_examples:
+                writer.write(record)
+                num_records += 1
+            final_path = f"{output_dir}/{shard_files.shard_name(index, num_records)}"
+            if rename_name == "gfile":
+                tf.io.gfile.rename(temporary, final_path, overwrite=True)
+            else:
+                os.replace(temporary, final_path)
+        return final_path
+
+    return write_shard
+
+
+@pytest.mark.parametrize("rename_name", ["gfile", "os.replace"])
+def test_check_write_shard_fails_a_rename_inside_the_writers_with_block(rename_name):
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_write_shard(_renamed_inside_the_with_block(rename_name), todo=2)
+    assert re.fullmatch(
+        r"TODO 2 \(write_shard\): expected a whole shard under its final name at every "
+        r"instant; found the file renamed with \d+ of its \d+ bytes written: the writer was "
+        r"still open\. Rename after the with block, once the writer is closed\.",
+        str(failure.value),
+    )
+
+
+def test_check_write_shard_passes_a_writer_closed_by_hand_then_renamed(capsys):
+    """Another right answer: the writer closed with close(), then tf.io.gfile.rename."""
+
+    def write_shard(serialized_examples, output_dir, index):
+        temporary = shard_files.temporary_path(output_dir, index)
+        writer = tf.io.TFRecordWriter(temporary)
+        count = 0
+        for record in serialized_examples:
+            writer.write(record)
+            count += 1
+        writer.close()
+        final_path = f"{output_dir}/{shard_files.shard_name(index, count)}"
+        tf.io.gfile.rename(temporary, final_path, overwrite=True)
+        return final_path
+
+    checks.check_write_shard(write_shard, todo=2)
+    assert capsys.readouterr().out.startswith("TODO 2 passed")

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from tests.test_checks_write_tfrecords import _write_to_final_name
+from tests.test_checks_write_tfrecords import _renamed_inside_the_with_block, _write_to_final_name
 from tests.test_grade import (
     KERNEL_FORGER,
     _cell_index,
@@ -81,6 +81,26 @@ def test_a_fed_call_fails_write_shard_as_the_lab_does(tmp_path):
     assert "no file existed while they came" in in_the_judge
     written = [path.name for path in (tmp_path / "_grader_folders").glob("*/*")]
     assert written == ["flowers03-5.tfrec"]  # Written twice in the kernel; the third: nothing.
+
+
+def test_a_rename_inside_the_writers_with_block_fails_in_the_judge_as_in_the_lab(tmp_path):
+    """The kernel notes each rename's size and sends it as data: the judge's check fails the
+    shard renamed while its writer was open, as the notebook's does (issue 61)."""
+    kernel = _Kernel(tmp_path)
+    renamed_open = _renamed_inside_the_with_block("gfile")
+    kernel.keep(2, write_shard=renamed_open)
+    judged = remote.RemoteFunction(kernel, 2, "write_shard", {})
+    in_the_judge = _failure(checks.check_write_shard, judged)
+    assert in_the_judge == _failure(checks.check_write_shard, renamed_open)
+    assert "renamed with 0 of its" in in_the_judge
+    reported = []
+    restore = kernel.namespace["_grader_watch_renames"](reported)
+    try:
+        (tmp_path / "a").write_bytes(b"123")
+        tf.io.gfile.rename(str(tmp_path / "a"), str(tmp_path / "b"))
+    finally:
+        restore()
+    assert reported == [["a", 3]]
 
 
 def test_the_judge_copies_names_of_links_never_what_they_point_to(tmp_path):

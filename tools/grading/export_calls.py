@@ -26,6 +26,34 @@ def _grader_raised(name, message):
     return kind(str(message))
 
 
+def _grader_watch_renames(renamed):
+    """Notes each file's name and size when it is renamed (tf.io.gfile.rename, os.rename,
+    os.replace, shutil.move, Path.rename); returns the function that undoes it."""
+    import os
+    import shutil
+
+    import tensorflow as tf
+
+    originals = (tf.io.gfile.rename, os.rename, os.replace, shutil.move)
+
+    def noting(original):
+        def rename(source, *args, **keywords):
+            try:
+                renamed.append([os.path.basename(os.fspath(source)), os.path.getsize(source)])
+            except (OSError, TypeError):
+                pass
+            return original(source, *args, **keywords)
+
+        return rename
+
+    tf.io.gfile.rename, os.rename, os.replace, shutil.move = map(noting, originals)
+
+    def restore():
+        tf.io.gfile.rename, os.rename, os.replace, shutil.move = originals
+
+    return restore
+
+
 def _grader_start_call(wire, request, function):
     import os
     import queue
@@ -54,10 +82,16 @@ def _grader_start_call(wire, request, function):
             args.append(wire.decode(data))
 
     def run():
+        renamed = []  # (name, size then) of each file renamed during the call: the judge's
+        restore = _grader_watch_renames(renamed)  # check of a shard renamed while open.
         try:
-            outbox.put({"state": "returned", "value": wire.encode(function(*args))})
+            value = function(*args)
         except BaseException as error:  # Said to the judge, which raises it in the check.
-            outbox.put({"state": "raised", "error": _grader_error(error)})
+            restore()
+            outbox.put({"state": "raised", "error": _grader_error(error), "renamed": renamed})
+            return
+        restore()
+        outbox.put({"state": "returned", "value": wire.encode(value), "renamed": renamed})
 
     _grader_calls["current"] = (inbox, outbox)
     threading.Thread(target=run, daemon=True).start()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +102,68 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
     passed(todo, "the record parses with the schema and holds the right values.")
 
 
+# The renames seen while a check watches: (the renamed file's name, its size then). A
+# function the grader's judge runs in the learner's kernel reports its renames through
+# `record_rename`; in the notebook the check sees them itself.
+_renames_seen: list[tuple[str, int]] | None = None
+
+
+def record_rename(source: str, size: int) -> None:
+    """Notes that `source`, `size` bytes long then, was renamed, while a check watches.
+
+    Args:
+        source: the renamed file's path or name.
+        size: its size in bytes at the moment of the rename.
+    """
+    if _renames_seen is not None:
+        _renames_seen.append((Path(str(source)).name, int(size)))
+
+
+@contextlib.contextmanager
+def _watching_renames() -> Iterator[list[tuple[str, int]]]:
+    """Notes the size of every file renamed in the block (`tf.io.gfile.rename`, `os.rename`,
+    `os.replace`, `shutil.move`, `Path.rename` alike): a file renamed while its writer is
+    open has less under the final name than it ends with.
+
+    Yields:
+        The list of (name, size at the rename), filled as the block runs.
+    """
+    global _renames_seen
+    seen: list[tuple[str, int]] = []
+    originals = (tf.io.gfile.rename, os.rename, os.replace, shutil.move)
+
+    def noting(original: Callable) -> Callable:
+        def rename(source: object, *args: object, **keywords: object) -> object:
+            with contextlib.suppress(OSError, TypeError):
+                record_rename(str(os.fspath(source)), os.path.getsize(source))
+            return original(source, *args, **keywords)
+
+        return rename
+
+    _renames_seen = seen
+    tf.io.gfile.rename, os.rename, os.replace, shutil.move = map(noting, originals)
+    try:
+        yield seen
+    finally:
+        tf.io.gfile.rename, os.rename, os.replace, shutil.move = originals
+        _renames_seen = None
+
+
+def _fail_if_renamed_open(renames: list[tuple[str, int]], path: str, todo: int, name: str) -> None:
+    """Fails when a file became the shard with fewer bytes than the shard holds."""
+    __tracebackhide__ = True
+    size = Path(path).stat().st_size
+    short = [seen for seen in renames if seen[1] < size]
+    if short:
+        fail(
+            todo,
+            name,
+            f"expected a whole shard under its final name at every instant; found the file "
+            f"renamed with {short[0][1]} of its {size} bytes written: the writer was still "
+            "open. Rename after the with block, once the writer is closed.",
+        )
+
+
 def _write_and_read(
     write_shard: Callable, records: list[bytes], folder: str, wanted: str, *, todo: int, name: str
 ) -> None:
@@ -109,10 +174,12 @@ def _write_and_read(
     __tracebackhide__ = True
     already_there = (Path(folder) / wanted).exists()
     if already_there:
-        path = write_shard(iter(records), folder, 3)
+        with _watching_renames() as renames:
+            path = write_shard(iter(records), folder, 3)
     else:
         try:
-            path = write_shard(iter(records), folder, 3)
+            with _watching_renames() as renames:
+                path = write_shard(iter(records), folder, 3)
         except TypeError as error:
             fail(
                 todo,
@@ -136,7 +203,8 @@ def _write_and_read(
             "name holds the number of records written.",
         )
     if not Path(path).exists():
-        fail(todo, name, f"it returned {path}, but there is no such file.")
+        fail(todo, name, f"it returned {Path(str(path)).name}, but there is no such file.")
+    _fail_if_renamed_open(renames, path, todo, name)
     written = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
     if written != records:
         if already_there:
