@@ -102,12 +102,12 @@ def test_convert_lists_images_smaller_than_the_target_and_keeps_them(tmp_path, c
         ("panorama.jpg", (10, 60000)),
     ]
     printed = capsys.readouterr().out
-    assert (
+    [line] = [line for line in printed.splitlines() if line.startswith("Smaller than")]
+    assert line.startswith(
         "Smaller than 32 x 32: 2 image(s), kept and enlarged (blurry; remove them from the "
-        "folder if they are thumbnails):"
-    ) in printed
-    assert f"  {root.resolve() / 'daisy' / 'panorama.jpg'}: 10 x 60000" in printed
-    assert f"  {root.resolve() / 'tulips' / 'dot.png'}: 1 x 1" in printed
+        "folder if they are thumbnails): "
+    )
+    assert "daisy/panorama.jpg (10 x 60000)" in line and "tulips/dot.png (1 x 1)" in line
     sizes = sorted(r["size"].numpy().tolist() for r in _records(tmp_path / "out"))
     assert sizes == [[1, 1], [10, 60000], [48, 64], [48, 64]]
 
@@ -359,16 +359,13 @@ def test_subfolders_and_a_link_loop_in_class_folders_are_named_not_read(tmp_path
     (root / "tulips" / "loop").symlink_to(root, target_is_directory=True)
     source = sources.resolve_source(str(root))
     assert source.num_images == 4
-    named = [
-        f"  {root / 'daisy' / '2024'} (4 image(s))",
-        f"  {root / 'tulips' / 'loop'} (a link to {root}, not followed)",
-    ]
-    heading = (
+    line = (  # One line, whatever the count: the folders named under the source's folder.
         "Not read: 2 folder(s) inside the class folders (only <class>/<file> is read; move "
-        "their photos up into the class folder):"
+        f"their photos up into the class folder): daisy/2024 (4 image(s)), tulips/loop (a link "
+        f"to {root}, not followed)"
     )
-    assert source.describe().splitlines()[1:] == [heading, *named]
+    assert source.describe().splitlines()[1:] == [line]
     conversion.convert(source, tmp_path / "out", target_size=16, num_shards=1)
     printed = capsys.readouterr().out.splitlines()
     index = printed.index("Input images: 4 = 4 written + 0 skipped.")
-    assert printed[index + 1 :] == [heading, *named]
+    assert printed[index + 1 :] == [line]

@@ -151,10 +151,16 @@ def _write_set(
     unwritten = sorted(set(paths) - set(written.paths))
     skipped = [SkippedImage(path, why_unreadable(path)) for path in unwritten]
     if not written.paths:
+        reasons: dict[str, int] = {}
+        for image in skipped:
+            reasons[image.error] = reasons.get(image.error, 0) + 1
+        why, count = max(reasons.items(), key=lambda item: item[1])
+        where = str(Path(paths[0]).parent.parent) if not source.is_remote else source.pattern
         raise ValueError(
             f"No image of {source.name!r} could be read: all {len(paths)} were skipped, so "
-            "there is nothing to learn from; no shard was kept. First: "
-            f"{skipped[0].path}: {skipped[0].error}"
+            f"there is nothing to learn from; no shard was kept. In {where}: {count} of them "
+            f"{why} (first: {skipped[0].path}). What to do: open one in a photo viewer; if it "
+            "shows, export the photos as JPEG; if not, the files are damaged."
         )
     report = ConversionReport(
         output_dir=folder,
