@@ -100,9 +100,9 @@ def label_from_path(path):
 
 
 # %% [markdown]
-# **TODO 2.** Complete `read_and_decode(path)`: the image at `path`, read through the
-# simulated storage (where you would use `tf.io.read_file`) and decoded to 3 colour
-# channels, and its label.
+# **TODO 2.** Complete `read_and_decode(path)`: with `simulated_storage.read_file(path)`
+# (where you would use `tf.io.read_file`) and `tf.io.decode_jpeg`, the image at `path`
+# decoded to 3 colour channels, and its label.
 
 
 # %%
@@ -159,8 +159,9 @@ threads.threading.private_threadpool_size = NUM_PARALLEL_READS
 filenames = filenames.with_options(threads)
 
 # %% [markdown]
-# **TODO 3.** Make `parallel`: the images and labels of `filenames`, read by
-# `read_and_decode` with `NUM_PARALLEL_READS` reads in flight at once.
+# **TODO 3.** Make `parallel`: with `map()` and its `num_parallel_calls`, the images and
+# labels of `filenames`, read by `read_and_decode` with `NUM_PARALLEL_READS` reads in
+# flight at once.
 
 # %%
 # TODO 3: many reads in flight at once.

@@ -115,6 +115,9 @@ for name, meaning in records.SCHEMA.items():
 # %% [markdown]
 # **TODO 1.** Complete `to_example(image_jpeg, class_index, original_size, class_names)`:
 # the `tf.train.Example` of one image, with the five features above, each of its kind.
+# A feature is a `tf.train.Feature` holding one list, `tf.train.BytesList`,
+# `tf.train.Int64List` or `tf.train.FloatList`, made with `value=[...]` (text goes in as
+# bytes: `str.encode()`); the Example takes them in `tf.train.Features`.
 
 
 # %% tags=["save"]
@@ -157,8 +160,9 @@ print(report.describe_example(example))
 #
 # **TODO 2.** Complete `write_shard(serialized_examples, output_dir, index)`: every record
 # written to `shard_files.temporary_path(output_dir, index)`, then the file given its final
-# name, `shard_files.shard_name(index, num_records)` in `output_dir`, replacing any shard of
-# that name; return its path. (`tf.io.gfile` works alike on local disk and `gs://`.)
+# name, `shard_files.shard_name(index, num_records)` in `output_dir`, with
+# `tf.io.gfile.rename(..., overwrite=True)` so that it replaces any shard of that name;
+# return its path. (`tf.io.gfile` works alike on local disk and `gs://`.)
 
 
 # %% tags=["save"]

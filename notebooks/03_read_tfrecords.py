@@ -76,10 +76,12 @@ print(simulated_storage.describe())
 # shape: `tf.io.FixedLenFeature` for a fixed number of values (`default_value=` fills a
 # missing one), `tf.io.VarLenFeature` for any number (it parses to a sparse tensor).
 #
-# **TODO 1.** Declare `features` and complete `read_tfrecord(serialized)` so that it
-# returns the decoded image with the static shape Keras and TPUs need
-# (`[TARGET_SIZE, TARGET_SIZE, 3]`, uint8: the decoder cannot know it) and the dense
-# float32 one-hot label of `len(class_names)` values.
+# **TODO 1.** Declare `features` and complete `read_tfrecord(serialized)`: with
+# `tf.io.parse_single_example` and the features you declared, then
+# `tf.io.decode_jpeg(..., channels=3)`, the decoded image with the static shape Keras and
+# TPUs need (`tf.reshape` to `[TARGET_SIZE, TARGET_SIZE, 3]`, uint8: the decoder cannot
+# know it), and the dense float32 one-hot label of `len(class_names)` values
+# (`tf.sparse.to_dense`).
 
 # %%
 # TODO 1: declare the features of a record.
@@ -122,9 +124,9 @@ checks.check_read_tfrecord(read_tfrecord, features, todo=1, shards=shards)
 # `tf.data.TFRecordDataset(path)` with the storage's wait (on a real `gs://` source it is
 # exactly that). Labs 4 and 5 reuse your reader with `tf.data.TFRecordDataset` itself.
 #
-# **TODO 2.** Complete `read_shards(filenames, num_parallel_reads)`: every record of the
-# files named in `filenames`, `num_parallel_reads` files in flight at once, each record as
-# soon as it arrives.
+# **TODO 2.** Complete `read_shards(filenames, num_parallel_reads)`: with `interleave()`
+# over `open_tfrecord`, every record of the files named in `filenames`,
+# `num_parallel_reads` files in flight at once, each record as soon as it arrives.
 
 # %%
 open_tfrecord = simulated_storage.open_tfrecord

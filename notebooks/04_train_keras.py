@@ -118,8 +118,9 @@ def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):  # lab 3's TO
 # uses it once it is set with `keras.distribution.set_distribution()`.
 # `keras.distribution.list_devices()` names the devices Keras trains on here.
 #
-# **TODO 1.** Bind `devices` to the names of all the devices Keras trains on here and,
-# on JAX, make `fit()` train with one replica on each.
+# **TODO 1.** With `keras.distribution.list_devices()`, bind `devices` to the names of
+# all the devices Keras trains on here and, on JAX, with `set_distribution()` and
+# `DataParallel`, make `fit()` train with one replica on each.
 
 # %%
 # TODO 1: every device, one replica each.
@@ -210,11 +211,17 @@ def augment(images, labels):
 
 
 # %% [markdown]
+# `cache()` keeps every element that passes through it in memory: the first epoch reads
+# and decodes the shards, each later one is served from the cache. Put it after the
+# decoding and before anything that must change each epoch: a shuffle, a random flip.
+#
 # **TODO 2.** Complete `make_training_dataset(paths)`: the images of the shards in
-# `paths`, read with lab 3's reader, every epoch from memory, in a new order and in new
-# batches of exactly `global_batch_size` images, each batch augmented, the next batches
-# prepared while the model trains, without end. The check reads a few epochs, deleting its
-# copy of the shards after the first.
+# `paths` (`tf.data.Dataset.from_tensor_slices`), read with lab 3's reader, every epoch
+# from memory (`cache()`), in a new order (`shuffle()`) and in new batches of exactly
+# `global_batch_size` images (`batch(..., drop_remainder=True)`), each batch augmented,
+# the next batches prepared while the model trains (`prefetch()`), without end
+# (`repeat()`). The check reads a few epochs, deleting its copy of the shards after the
+# first.
 
 
 # %%

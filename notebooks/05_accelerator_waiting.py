@@ -32,7 +32,7 @@ BATCH_SIZE = 16  # Images per step: lab 4's batch on a CPU.
 NUM_TIMED_STEPS = 32  # Steps timed in each run.
 NUM_ROUNDS = 5  # Rounds of every comparison, taken in turns.
 STAND_IN_IMAGES_PER_SECOND = 2120  # A TPU v5e chip's rate, estimated (printed below).
-BREAK_POINT_SPEEDS = [0.5, 0.7, 0.85, 1, 1.2, 1.5]  # Times the course pipeline's rate here.
+BREAK_POINT_SPEEDS = [0.5, 0.7, 0.85, 1, 1.2, 1.5, 2, 3]  # Times the course pipeline's rate.
 SEED = 42
 
 # %%
@@ -164,21 +164,19 @@ figure = stand_in.plot_last_runs()
 
 # %% [markdown]
 # The timeline draws each feed's last run: red, the accelerator waits for its batch;
-# green, a step. The step is the same sleep in every row, so the rows differ only by
-# their idle time. Even from memory the stand-in idles a little (the line below says how
-# long): asking tf.data for a batch that is ready still costs a call into its runtime and
-# the hand-over of the batch. Every feed pays that too, so what counts is the idle time
-# beyond it.
+# green, a step (the same sleep in every row). Even from memory the stand-in idles a
+# little (the summary says how long): asking tf.data for a batch that is ready still
+# costs a call into its runtime and the hand-over of the batch. Every feed pays it, so
+# what counts is the idle time beyond it.
 #
 # ## When does `prefetch()` pay?
 #
 # `prefetch()` runs the stages before it in a thread of its own that fills a buffer while
-# the step runs (TensorFlow's `PrefetchDataset`). Two feeds, each timed without and with
-# it: the course pipeline, whose last stage is the parallel `map()` (tf.data fuses it with
-# `batch()`), and the same feed with lab 4's `augment` applied to each batch after
-# `batch()`, in a plain `map()`. The options make tf.data add nothing of its own. This
-# stand-in's step is twice what the augmented feed takes to make a batch here, measured
-# first.
+# the step runs (TensorFlow's `PrefetchDataset`). Two feeds, each without and with it: the
+# course pipeline, whose last stage is the parallel `map()`, and the same with lab 4's
+# `augment` applied to each batch after `batch()` in a plain `map()`. The options stop
+# tf.data adding a prefetch or parallelism of its own. This stand-in's step is twice what
+# the augmented feed takes to make a batch, measured first.
 
 
 # %%
@@ -197,7 +195,9 @@ course_batches = parallel_map.batch(BATCH_SIZE, drop_remainder=True)
 augmented = course_batches.map(augment)  # One batch at a time, in the thread that asks.
 pairs = {"course pipeline": course_batches, "augment after batch()": augmented}
 made = timing.measure_throughput(
-    augmented.with_options(only_as_written), num_images=4 * BATCH_SIZE * NUM_TIMED_STEPS
+    augmented.with_options(only_as_written),
+    num_images=4 * BATCH_SIZE * NUM_TIMED_STEPS,
+    label="augment after batch(), no prefetch, alone",
 )
 step_sized = accelerator_wait.SimulatedAccelerator(
     images_per_second=made.images_per_second / 2, batch_size=BATCH_SIZE, num_steps=NUM_TIMED_STEPS
@@ -210,29 +210,25 @@ for name, batches in pairs.items():
     lines += step_sized.compare(with_and_without, repeats=NUM_ROUNDS)
 
 # %% [markdown]
-# Each prefetch line compares a feed with `prefetch()` to the same feed without it, in
-# the same rounds. Read them with what each last stage does:
+# Each prefetch line compares a feed with `prefetch()` to the same feed without it:
 #
-# - After a plain `map()`, nothing runs ahead: `augment` runs inside the step's request
-#   for a batch, so the accelerator waits for it; `prefetch()` moves that work into its
-#   thread, during the step.
+# - After a plain `map()`, `augment` runs only when the step asks for a batch, so the
+#   accelerator waits for it; `prefetch()` moves it into its thread, during the step.
 # - A parallel `map()` already runs ahead: its own thread keeps up to
-#   `num_parallel_calls` calls in flight and holds their results in a buffer
-#   (TensorFlow's `ParallelMapDataset`), so a `prefetch()` after it has little left to
-#   hide.
+#   `num_parallel_calls` calls in flight and buffers their results (TensorFlow's
+#   `ParallelMapDataset`), so a `prefetch()` after it has little left to hide.
 #
 # ## Where does the course pipeline stop keeping up?
 #
-# A faster chip asks for its batches sooner. The course pipeline's own rate here, with
-# nothing consuming it, sizes the stand-ins: each is `BREAK_POINT_SPEEDS` times that
-# rate, tried in order until the accelerator waits for the pipeline. The rule: it waits
-# when its idle time beyond "from memory" is at least a tenth of the step (median) and
-# every round of it idled longer than every round from memory.
+# A faster chip asks for its batches sooner. The stand-ins run at `BREAK_POINT_SPEEDS`
+# times the course pipeline's own rate here (measured with nothing consuming it), in
+# order, until the accelerator waits: its idle time beyond "from memory" is at least a
+# tenth of the step (median), every round longer than every round from memory.
 
 # %%
 course_pipeline = course_batches.prefetch(tf.data.AUTOTUNE)
 course_rate = timing.measure_throughput(
-    course_pipeline, num_images=4 * BATCH_SIZE * NUM_TIMED_STEPS
+    course_pipeline, num_images=4 * BATCH_SIZE * NUM_TIMED_STEPS, label="course pipeline, alone"
 ).images_per_second
 lines += accelerator_wait.find_break_point(
     {"from memory": in_memory, "course pipeline": course_pipeline},
@@ -247,8 +243,7 @@ lines += accelerator_wait.find_break_point(
 # ## What you measured
 #
 # One line per feed: its images/s against the first feed of its comparison, in the same
-# rounds, and the idle time per step of both; for each speed of the search, the wait
-# beyond "from memory" and what the rule says.
+# rounds, and both idle times per step; then one line per speed of the search.
 
 # %% tags=["summary"]
 print("\n".join(lines))
@@ -257,16 +252,12 @@ print("\n".join(lines))
 # Each verdict is the course's one rule: "beyond the noise" when every round of one side
 # beat every round of the other and the medians are at least `comparison.MIN_EFFECT`
 # apart; "small but consistent" when the rounds are apart but the medians closer; "not
-# resolved in N rounds" when the rounds overlap; "not judged" where other processes kept
-# a share of the cores busy. The last line of the search names the first speed at which
-# the course pipeline kept the accelerator waiting, if any of `BREAK_POINT_SPEEDS` did:
-# as a multiple of the pipeline's own rate, it tells how far below what the cores make
-# alone the pipeline stops keeping up.
+# resolved in N rounds" when they overlap; "not judged" where other processes kept a
+# share of the cores busy. The search's last line is the first speed, as a multiple of
+# the pipeline's own rate, at which the accelerator waited, if any did.
 #
-# **Takeaway.** Read your own lines: the naive feed's and your feed's idle times against
-# memory's, whether `prefetch()` changed the idle time after a plain `map()` and after a
-# parallel one, and the speed at which the course pipeline stopped keeping up on this
-# machine. `prefetch()` pays where the last stage before the step does its work only when
-# asked.
+# **Takeaway.** Your lines say how long the stand-in waited for each feed beyond memory,
+# whether `prefetch()` shortened that wait after a plain `map()` and after a parallel
+# one, and at what speed the course pipeline stopped keeping up on this machine.
 #
 # *What changed from the original course:* it never measured whether the input kept up.

@@ -58,12 +58,9 @@ def _code_above(cells, phrase):
         ("08_where_the_time_goes", "The dashed line is the decode\n# ceiling", "ceiling=ceiling"),
         ("05_accelerator_waiting", "The timeline draws each feed's", "stand_in.plot_last_runs()"),
         ("05_accelerator_waiting", "Each verdict is the course's one", 'print("\\n".join(lines))'),
-        (
-            "05_accelerator_waiting",
-            "The two course pipelines' lines",
-            '"course pipeline, no prefetch"',
-        ),
-        ("05_accelerator_waiting", "the first\n# speed whose verdict", "stand_in.at_speed(factor)"),
+        ("05_accelerator_waiting", "Each prefetch line compares", "step_sized.compare("),
+        ("05_accelerator_waiting", "the augmented feed takes to make", "augment"),
+        ("05_accelerator_waiting", "The search's last line", "accelerator_wait.find_break_point("),
         (
             "07_scale_out_reading",
             "The verdict lines say whether",
@@ -373,10 +370,15 @@ def test_lesson5_keeps_to_its_goal():
     assert text.count("**TODO ") == 2
     assert "map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)" in code
     assert "pipeline.tfrecord_images" not in code and "storage" not in code
-    assert "no_prefetch = parallel_map.batch(BATCH_SIZE, drop_remainder=True)" in code
-    assert "course_pipeline = no_prefetch.prefetch(tf.data.AUTOTUNE)" in code
-    assert "for factor in STAND_IN_SPEEDS" in code
-    assert _parameters("05_accelerator_waiting")["STAND_IN_SPEEDS"] == [0.5, 1, 2]
+    assert "course_batches = parallel_map.batch(BATCH_SIZE, drop_remainder=True)" in code
+    assert "course_pipeline = course_batches.prefetch(tf.data.AUTOTUNE)" in code
+    # Issue 60, items 1 and 2: prefetch after a plain map() and after a parallel one; the
+    # stand-in's speeds sized from the course pipeline's own rate here, going up.
+    assert "augmented = course_batches.map(augment)" in code
+    assert "inject_prefetch = False" in code and "factors=BREAK_POINT_SPEEDS" in code
+    speeds = _parameters("05_accelerator_waiting")["BREAK_POINT_SPEEDS"]
+    assert speeds == sorted(speeds) and speeds[0] < 1 < speeds[-1]
+    assert "a\n# tenth of the step" in text or "a tenth of the step" in text.replace("\n# ", " ")
 
 
 def test_lesson5_summary_prints_each_number_once():
@@ -401,21 +403,27 @@ def _lesson5_committed_summary():
 
 
 def test_lesson5_committed_run_shows_what_its_text_says():
-    """Issue 50, items 5 and 6: one line per feed, each with a three-word verdict (or "not
-    judged" with the load); the learner's feed waits less than the naive one; no verdict is
-    "within the noise". The text holds for any verdict, so none is asserted.
+    """Issue 50, items 5 and 6, and issue 60, items 1 and 2: one line per feed, each with
+    a verdict (or "not judged" with the load); the learner's feed waits less than the
+    naive one; the prefetch pairs; the search's lines, one per speed, going up and ending
+    at the first speed where the accelerator waits (or at the last speed). The text holds
+    for any verdict, so none is asserted.
 
     Fails until solutions/ is rebuilt from this source.
     """
     printed = _lesson5_committed_summary()
-    lines = dict(line.split(": ", 1) for line in printed.splitlines())
-    speeds = [f"course pipeline, stand-in at {factor}x" for factor in (0.5, 1, 2)]
-    feeds = ["naive feed", "your feed", "course pipeline, no prefetch", "course pipeline"]
-    assert list(lines) == feeds + speeds
+    lines = printed.splitlines()
+    labels = [line.split(": ", 1)[0] for line in lines]
+    feeds = ["naive feed", "your feed", "course pipeline, prefetch()"]
+    assert labels[:4] == [*feeds, "augment after batch(), prefetch()"]
     verdicts = ("beyond the noise: ", "small but consistent ", "not resolved in 5 rounds ")
-    for line in lines.values():
-        said = line.split(", from memory ", 1)[1].split(": ", 1)[1]
+    for line in lines[:4]:
+        said = line.rsplit("; idle ", 1)[1].split(": ", 1)[1]
         assert said.startswith((*verdicts, "not judged: other processes kept ")), line
-    idle = {label: float(line.split("; idle ")[1].split(" ")[0]) for label, line in lines.items()}
+    pairs = zip(labels[:4], lines[:4], strict=True)
+    idle = {label: float(line.split("; idle ")[1].split(" ")[0]) for label, line in pairs}
     assert idle["your feed"] < idle["naive feed"] / 2
+    search = lines[4:]
+    assert search and all(label.startswith("course pipeline, stand-in at ") for label in labels[4:])
+    assert all(line.endswith(("it keeps up.", "rounds.")) for line in search[:-1])
     assert "within the noise" not in printed

@@ -94,3 +94,53 @@ def test_a_lab_without_its_solution_is_named(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "labs" / "01_x.ipynb")
     with pytest.raises(FileNotFoundError, match="01_x.ipynb has no solution"):
         lesson_load.every_lesson(tmp_path)
+
+
+def _lab_with_todo(text_above, stub, solved):
+    todo_metadata = {METADATA_KEY: {"todo": 1, "points": 1}}
+    intro = nbformat.v4.new_markdown_cell(text_above)
+    lab_todo = nbformat.v4.new_code_cell(stub, metadata=todo_metadata)
+    lab_todo.id = "todo-1"
+    solved_todo = nbformat.v4.new_code_cell(solved, metadata=todo_metadata)
+    solved_todo.id = "todo-1"
+    lab = _notebook([intro, lab_todo], source="x.py")
+    solution = _notebook([intro, solved_todo], execution_seconds=0)
+    return lab, solution
+
+
+def test_a_todo_whose_api_is_named_nowhere_before_it_counts_12_minutes():
+    solved = "parallel = files.map(read, num_parallel_calls=4)\n"
+    lab, solution = _lab_with_todo("**TODO 1.** Read them all at once.", "parallel = ...", solved)
+    load = lesson_load.lesson_load(lab, solution)
+    assert load.unnamed == ((1, ("map", "num_parallel_calls")),)
+    named_lab, named_solution = _lab_with_todo(
+        "**TODO 1.** With `map()` and its `num_parallel_calls`, read them.",
+        "parallel = ...",
+        solved,
+    )
+    named = lesson_load.lesson_load(named_lab, named_solution)
+    assert named.unnamed == ()
+    assert load.minutes - named.minutes == pytest.approx(
+        lesson_load.MINUTES_PER_UNNAMED_TODO - lesson_load.MINUTES_PER_TODO + (-8 / 150)
+    )
+
+
+def test_the_api_leaves_out_builtins_the_stub_and_what_the_lab_defines():
+    stub = "def to_list(x):\n    items = ...\n    return sorted(items)\n"
+    solved = "def to_list(x):\n    items = list(helper(x, key=1))\n    return sorted(items)\n"
+    lab, solution = _lab_with_todo("def helper(x, key): ...", stub, solved)
+    # `list` is a builtin, `sorted` is in the stub, `helper` is the lab's; `key` is named.
+    assert lesson_load.unnamed_apis(lab, solution) == ()
+    assert lesson_load.called_names(solved) == {"helper", "key"}
+    assert lesson_load.called_names("d.map(f)") == {"map"}  # A method, not the builtin.
+
+
+def test_the_core_names_the_api_of_every_todo_and_fits_its_minutes():
+    # Issue 60, item 6: every TODO of labs 1-5 names the API it needs, and the core
+    # stays within its minutes by that count.
+    loads = lesson_load.every_lesson()
+    for number in lesson_load.CORE_LESSONS:
+        assert loads[number].unnamed == (), loads[number].lesson
+    assert (
+        sum(loads[n].minutes for n in lesson_load.CORE_LESSONS) <= lesson_load.CORE_MINUTES_TARGET
+    )

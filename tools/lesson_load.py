@@ -10,12 +10,22 @@ fixed reading rates:
 
 The rates are a reading estimate, not a measurement of learners: prose and code comments
 at 150 words a minute, code at 10 lines a minute, printed output at 200 words a minute,
-6 minutes for each TODO, plus the solution's own execution time on the build machine.
+6 minutes for each TODO whose API the lab names before it and 12 for one whose API it
+names nowhere before it (the learner looks it up), plus the solution's own execution time
+on the build machine.
+
+A TODO's API is what its solved cell calls that the lab's stub does not: each function or
+method name and each keyword argument (`tf.io.parse_single_example`, `map`,
+`num_parallel_calls`), less Python's builtins and what the lab itself defines. It is named
+when the word stands in the learner's text or code of a cell above the TODO's code cell
+(its own instruction included).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import builtins
 import dataclasses
 import re
 import sys
@@ -31,6 +41,7 @@ PROSE_WORDS_PER_MINUTE = 150
 CODE_LINES_PER_MINUTE = 10
 OUTPUT_WORDS_PER_MINUTE = 200
 MINUTES_PER_TODO = 6
+MINUTES_PER_UNNAMED_TODO = 12
 # The targets of the core (labs 1-5): the original lab's two hours, with some room.
 CORE_MINUTES_TARGET = 150
 PROSE_WORDS_TARGET = 800
@@ -53,6 +64,8 @@ class LessonLoad:
     output_words: int
     figures: int
     execution_minutes: float
+    # TODOs whose API the lab names nowhere before them, with the names it does not.
+    unnamed: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
     @property
     def minutes(self) -> float:
@@ -61,7 +74,8 @@ class LessonLoad:
             (self.prose_words + self.comment_words) / PROSE_WORDS_PER_MINUTE
             + self.code_lines / CODE_LINES_PER_MINUTE
             + self.output_words / OUTPUT_WORDS_PER_MINUTE
-            + self.todos * MINUTES_PER_TODO
+            + (self.todos - len(self.unnamed)) * MINUTES_PER_TODO
+            + len(self.unnamed) * MINUTES_PER_UNNAMED_TODO
             + self.execution_minutes
         )
 
@@ -132,6 +146,74 @@ def output_words(solution: nbformat.NotebookNode) -> tuple[int, int]:
     return words, figures
 
 
+def called_names(source: str) -> set[str]:
+    """Returns what a code cell calls: function and method names, keyword arguments.
+
+    Python's builtins called by name (`len`, `list`) are left out; methods are kept, also
+    where a builtin has their name (`dataset.map`).
+
+    Example:
+        called_names("d = d.map(f, num_parallel_calls=4)")  # {"map", "num_parallel_calls"}
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                names.add(node.func.attr)
+            elif isinstance(node.func, ast.Name) and not hasattr(builtins, node.func.id):
+                names.add(node.func.id)
+            names.update(keyword.arg for keyword in node.keywords if keyword.arg)
+    return names
+
+
+def defined_names(sources: list[str]) -> set[str]:
+    """Returns the names code cells define: functions, classes, assigned names, parameters."""
+    names = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+    return names
+
+
+def unnamed_apis(
+    lab: nbformat.NotebookNode, solution: nbformat.NotebookNode
+) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Each TODO whose API the lab names nowhere above its code cell, with what is unnamed.
+
+    A TODO's API: what its solved cell (same cell id in `solution`) calls that the lab's
+    stub does not (`called_names`), less the names the lab's cells define.
+    """
+    solved = {cell.get("id"): cell.source for cell in solution.cells if cell.cell_type == "code"}
+    cells = _learner_cells(lab)
+    own = defined_names([cell.source for cell in cells if cell.cell_type == "code"])
+    unnamed, text_above = [], []
+    for cell in cells:
+        todo = cell.metadata.get(METADATA_KEY, {}).get("todo")
+        if cell.cell_type == "code" and todo is not None and cell.get("id") in solved:
+            needed = called_names(solved[cell["id"]]) - called_names(cell.source) - own
+            above = "\n".join(text_above)
+            missing = sorted(
+                name for name in needed if not re.search(rf"\b{re.escape(name)}\b", above)
+            )
+            if missing:
+                unnamed.append((todo, tuple(missing)))
+        text_above.append(_HTML_COMMENT.sub("", cell.source))
+    return tuple(unnamed)
+
+
 def lesson_load(lab: nbformat.NotebookNode, solution: nbformat.NotebookNode) -> LessonLoad:
     """Counts what a lab asks of a learner, its outputs taken from the executed solution."""
     prose = code_lines = comment_words = 0
@@ -160,6 +242,7 @@ def lesson_load(lab: nbformat.NotebookNode, solution: nbformat.NotebookNode) -> 
         output_words=words,
         figures=figures,
         execution_minutes=seconds / 60,
+        unnamed=unnamed_apis(lab, solution),
     )
 
 
@@ -214,8 +297,14 @@ def report(loads: dict[str, LessonLoad]) -> str:
     rows.append(
         f"Rates: prose and comments {PROSE_WORDS_PER_MINUTE} words/min, code "
         f"{CODE_LINES_PER_MINUTE} lines/min, output {OUTPUT_WORDS_PER_MINUTE} words/min, "
-        f"{MINUTES_PER_TODO} min per TODO, plus the solution's execution time."
+        f"{MINUTES_PER_TODO} min per TODO ({MINUTES_PER_UNNAMED_TODO} where the lab names its "
+        "API nowhere before it), plus the solution's execution time."
     )
+    for load in loads.values():
+        for todo, names in load.unnamed:
+            rows.append(
+                f"{load.lesson}: TODO {todo} needs {', '.join(names)}, named nowhere before it."
+            )
     return "\n".join(rows)
 
 

@@ -113,6 +113,7 @@ class SimulatedAccelerator:
         self.num_steps = num_steps
         self.num_warmup_steps = num_warmup_steps
         self.timelines: dict[str, list[StepTimeline]] = {}
+        self.last_runs: dict[str, comparison.RepeatedResult] = {}
 
     def run(self, dataset: tf.data.Dataset, *, label: str) -> StepTimeline:
         """Trains (sleeps) on `dataset` for the warm-up and timed steps; keeps the timeline.
@@ -229,6 +230,7 @@ class SimulatedAccelerator:
         """
         with contextlib.redirect_stdout(io.StringIO()):  # The lines below say it once.
             runs = comparison.measure_in_turns(self.candidates(feeds), repeats=repeats)
+        self.last_runs = runs
         idle = self.idle_runs()
         (base, *labels) = feeds
         lines = []
@@ -249,6 +251,37 @@ class SimulatedAccelerator:
             )
         return lines
 
+    def extra_wait(self, label: str, base: str) -> tuple[str, bool]:
+        """Judges the idle time `label` added beyond `base`'s, after `compare` ran both.
+
+        The rule (`waits_beyond`): the accelerator waits for a feed when its median idle
+        per step exceeds the baseline's by at least `MIN_EXTRA_WAIT` of the step and every
+        round of it idled longer than every round of the baseline. Not judged where other
+        processes kept a share of the cores busy (`comparison.verdict`'s rule).
+
+        Args:
+            label: the feed judged.
+            base: the baseline fed in the same rounds (from memory).
+
+        Returns:
+            (one line: both idle times, the extra wait in ms and as a share of the step,
+            and what the rule says; True when the accelerator waits for the feed).
+        """
+        idle = self.idle_runs()
+        fed, baseline = idle[label], idle[base]
+        step_ms = 1000 * self.step_seconds
+        extra = fed.median - baseline.median
+        said = (
+            f"idle {fed.median:.1f} ms a step, {base} {baseline.median:.1f}: "
+            f"{extra:.1f} ms beyond, {extra / step_ms:.0%} of the {step_ms:.1f} ms step"
+        )
+        busy = comparison.verdict(self.last_runs[label], self.last_runs[base])
+        if busy.startswith("not judged"):
+            return f"{said}: {busy}.", False
+        if waits_beyond(fed, baseline, step_ms=step_ms):
+            return f"{said}: the accelerator waits.", True
+        return f"{said}: it keeps up.", False
+
     def plot_last_runs(self) -> Figure:
         """Draws the last run of each label (`plot_step_timelines`), one row each.
 
@@ -256,6 +289,74 @@ class SimulatedAccelerator:
             The matplotlib Figure.
         """
         return plot_step_timelines([runs[-1] for runs in self.timelines.values()])
+
+
+# The break-point rule: a wait matters when it is at least this share of the step.
+MIN_EXTRA_WAIT = 0.10
+
+
+def waits_beyond(
+    fed: comparison.RepeatedResult, baseline: comparison.RepeatedResult, *, step_ms: float
+) -> bool:
+    """Whether a feed keeps the accelerator waiting by the lesson's rule.
+
+    Args:
+        fed: the feed's idle milliseconds per step, one value per round.
+        baseline: the idle of the input that costs nothing, in the same rounds.
+        step_ms: the step's length in milliseconds.
+
+    Returns:
+        True when the feed's median idle exceeds the baseline's by at least
+        `MIN_EXTRA_WAIT` of the step and every round of it idled longer than every round
+        of the baseline.
+    """
+    apart = fed.minimum > baseline.maximum
+    return apart and fed.median - baseline.median >= MIN_EXTRA_WAIT * step_ms
+
+
+def find_break_point(
+    feeds: dict[str, tf.data.Dataset],
+    *,
+    feed_images_per_second: float,
+    factors: Sequence[float],
+    batch_size: int,
+    num_steps: int,
+    repeats: int,
+) -> list[str]:
+    """Runs stand-ins ever faster until the feed keeps them waiting (`extra_wait`'s rule).
+
+    Args:
+        feeds: {"from memory": the input that costs nothing, label: the feed judged}.
+        feed_images_per_second: the feed's own rate here, measured without a consumer;
+            the stand-ins' rates are `factors` times it.
+        factors: the speeds to try, in order; the search stops at the first that waits.
+        batch_size: images per step.
+        num_steps: steps timed per run.
+        repeats: rounds of each comparison, in turns.
+
+    Returns:
+        One line per speed tried: the speed, then `extra_wait`'s line.
+
+    Example:
+        lines = accelerator_wait.find_break_point({"from memory": in_memory, "course": feed},
+            feed_images_per_second=3000, factors=[0.5, 1, 1.5], batch_size=16, num_steps=32,
+            repeats=5)
+    """
+    (base, label) = feeds
+    lines = []
+    for factor in factors:
+        stand_in = SimulatedAccelerator(
+            images_per_second=factor * feed_images_per_second,
+            batch_size=batch_size,
+            num_steps=num_steps,
+        )
+        stand_in.compare({base: feeds[base], label: feeds[label]}, repeats=repeats)
+        line, waits = stand_in.extra_wait(label, base)
+        speed = f"{factor:g}x its rate ({stand_in.images_per_second:,.0f} images/s)"
+        lines.append(f"{label}, stand-in at {speed}: {line}")
+        if waits:
+            break
+    return lines
 
 
 def plot_step_timelines(timelines: Sequence[StepTimeline]) -> Figure:

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 # `kDefaultCyclePrefetchFactor = 2`).
 AUTOTUNE_CORES_PER_READ = 3
 
+# "prefetch: false" means no prefetch at all: by default tf.data adds one of its own at the
+# end of a pipeline that has none (`inject_prefetch`), which left the old "false" row
+# prefetching too.
+WITHOUT_INJECTED_PREFETCH = tf.data.Options()
+WITHOUT_INJECTED_PREFETCH.experimental_optimization.inject_prefetch = False
+
 
 def shard_count_dataset(
     shard_paths: list[str],
@@ -148,6 +154,8 @@ def measure_knobs(
             )
             if settings["epochs"] == 1:
                 variant = variant.repeat()  # After the pipeline: it starts again at each pass.
+            if settings.get("prefetch") is False:
+                variant = variant.with_options(WITHOUT_INJECTED_PREFETCH)
         warmup = math.ceil(records_per_pass / batch_size) if settings.get("cache") else 1
         timer = timing.throughput_timer(
             variant, num_images=num_timed_images, num_warmup_elements=warmup
