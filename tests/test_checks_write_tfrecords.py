@@ -1,6 +1,7 @@
 """utils/checks/write_tfrecords.py (lab 2): right answers pass, mistakes name the TODO."""
 
 import re
+import types
 
 import pytest
 import tensorflow as tf
@@ -8,16 +9,25 @@ import tensorflow as tf
 from utils import checks, records, shard_files
 from utils.lab import data
 
+# The course's solved functions, copied as a learner would write them: the checks refuse
+# the course's own objects (a TODO answered by calling them earns nothing).
+_reference_to_example = types.FunctionType(
+    records.to_example.__code__, records.to_example.__globals__, "to_example"
+)
+_reference_write_shard = types.FunctionType(
+    shard_files.write_shard.__code__, shard_files.write_shard.__globals__, "write_shard"
+)
+
 
 def test_check_to_example_passes_and_names_the_wrong_feature(capsys):
-    checks.check_to_example(records.to_example, todo=1, class_names=data.CLASSES)
+    checks.check_to_example(_reference_to_example, todo=1, class_names=data.CLASSES)
     assert capsys.readouterr().out == (
         "TODO 1 passed: the record parses with the schema and holds the right values.\n"
     )
 
     def with_feature(name, feature):
         def to_example(image_jpeg, class_index, original_size, class_names):
-            example = records.to_example(image_jpeg, class_index, original_size, class_names)
+            example = _reference_to_example(image_jpeg, class_index, original_size, class_names)
             if feature is None:
                 del example.features.feature[name]
             else:
@@ -63,7 +73,7 @@ def _write_streaming_to_final_name(serialized_examples, output_dir, index):
 
 
 def test_check_write_shard_passes_on_the_safe_writer(capsys):
-    checks.check_write_shard(shard_files.write_shard, todo=2)
+    checks.check_write_shard(_reference_write_shard, todo=2)
     assert capsys.readouterr().out == (
         "TODO 2 passed: flowers03-5.tfrec holds its 5 records, written twice over; an "
         "interrupted write leaves no finished-looking shard.\n"
@@ -169,7 +179,7 @@ def _to_example_with(name, make_feature):
     """The reference `to_example`, but feature `name` built by `make_feature(...)`."""
 
     def to_example(*args):
-        features = dict(records.to_example(*args).features.feature)
+        features = dict(_reference_to_example(*args).features.feature)
         features[name] = make_feature(*args)
         return tf.train.Example(features=tf.train.Features(feature=features))
 
@@ -226,7 +236,7 @@ def test_check_to_example_explains_the_likeliest_mistakes():
         "TODO 1 (to_example): expected size=[300, 400]; found [192, 192]. It holds "
         "original_size: the image's (height, width) BEFORE resizing."
     )
-    assert failure(lambda *args: records.to_example(*args).SerializeToString()) == EXPECTED + (
+    assert failure(lambda *args: _reference_to_example(*args).SerializeToString()) == EXPECTED + (
         "a bytes. Return the Example itself, not its bytes."
     )
 
@@ -283,3 +293,36 @@ def test_check_write_shard_passes_a_writer_closed_by_hand_then_renamed(capsys):
 
     checks.check_write_shard(write_shard, todo=2)
     assert capsys.readouterr().out.startswith("TODO 2 passed")
+
+
+def test_check_to_example_refuses_the_courses_own_copy():
+    """Calling records.to_example, by its name, an alias or an earlier import: 0 points."""
+    from utils.records import to_example as imported_earlier
+
+    def by_name(*args):
+        return records.to_example(*args)
+
+    message = (
+        "TODO 1 (to_example): expected an Example your code builds; found a call to "
+        "records.to_example, the course's solved copy, which earns nothing here. Build it "
+        "with tf.train.Example."
+    )
+    for answer in (by_name, records.to_example, lambda *args: imported_earlier(*args)):
+        with pytest.raises(checks.CheckFailed) as failure:
+            checks.check_to_example(answer, todo=1, class_names=data.CLASSES)
+        assert str(failure.value) == message
+    assert records.to_example(b"x", 0, [1, 1], ["a"]).features.feature["class"]  # Restored.
+
+
+def test_check_write_shard_refuses_the_courses_own_copy():
+    def by_name(serialized_examples, output_dir, index):
+        return shard_files.write_shard(serialized_examples, output_dir, index)
+
+    for answer in (by_name, shard_files.write_shard):
+        with pytest.raises(checks.CheckFailed) as failure:
+            checks.check_write_shard(answer, todo=2)
+        assert str(failure.value) == (
+            "TODO 2 (write_shard): expected a shard your code writes; found a call to "
+            "shard_files.write_shard, the course's solved copy, which earns nothing here. "
+            "Write it with tf.io.TFRecordWriter."
+        )

@@ -103,6 +103,36 @@ def test_a_rename_inside_the_writers_with_block_fails_in_the_judge_as_in_the_lab
     assert reported == [["a", 3]]
 
 
+def test_a_todo_answered_by_the_courses_own_copy_fails_in_the_judge(tmp_path):
+    """Lab 2's TODOs answered by calling records.to_example or shard_files.write_shard: the
+    kernel refuses the copy while it runs the TODO's function, and the judge's check says
+    so, as the notebook's does (issue 61)."""
+    from utils import records, shard_files
+    from utils.lab import data
+
+    def to_example(*args):
+        return records.to_example(*args)
+
+    def write_shard(serialized_examples, output_dir, index):
+        return shard_files.write_shard(serialized_examples, output_dir, index)
+
+    kernel = _Kernel(tmp_path)
+    kernel.keep(1, to_example=to_example)
+    kernel.keep(2, write_shard=write_shard)
+    judged_example = remote.RemoteFunction(kernel, 1, "to_example", {})
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.check_to_example(judged_example, todo=1, class_names=data.CLASSES)
+    assert "found a call to records.to_example, the course's solved copy" in str(failure.value)
+    judged_shard = remote.RemoteFunction(kernel, 2, "write_shard", {})
+    assert "found a call to shard_files.write_shard" in _failure(
+        checks.check_write_shard, judged_shard
+    )
+    kernel_only = kernel.namespace["_grader_call_refusing_copy"]
+    with pytest.raises(NotImplementedError, match="course copy"):  # The kernel's own refusal.
+        kernel_only("to_example", to_example, [b"x", 0, [1, 1], ["a"]])
+    assert records.to_example(b"x", 0, [1, 1], ["a"]).features.feature["class"]  # Restored.
+
+
 def test_the_judge_copies_names_of_links_never_what_they_point_to(tmp_path):
     work, judges = tmp_path / "work", tmp_path / "judge"
     (work / "f").mkdir(parents=True)

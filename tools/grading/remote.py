@@ -129,6 +129,8 @@ def value_of(answer: dict, client: Client, todo: int, name: str, namespace: dict
     kind = answer["kind"]
     if kind == "missing":
         raise NotSealable(f"`{name}` was not defined after your TODO {todo} cell ran")
+    if kind == "raised":  # A built-in error of the learner's function (a course copy's).
+        raise remote_calls.error_of(*answer["error"])
     if kind == "same":  # The kernel's two names hold one object: so do the judge's.
         return namespace[answer["as"]]
     if kind == "dataset":

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import tensorflow as tf
@@ -30,6 +31,48 @@ def first_line(error: Exception) -> str:
     if isinstance(error, tf.errors.OpError) and error.message:
         return errors.error_message(error) or type(error).__name__
     return errors.first_line(error)
+
+
+# What the course's solved copy of a TODO's function raises while a check runs that TODO:
+# the learner's code called it (lab 2's `records.to_example`, `shard_files.write_shard`).
+COURSE_COPY = "course copy"
+
+
+def _refuse(*args: object, **keywords: object) -> None:
+    raise NotImplementedError("course copy")  # COURSE_COPY: no name of a closure here.
+
+
+@contextlib.contextmanager
+def refusing_course_copy(function: Callable) -> Iterator[None]:
+    """Makes the course's solved copy of a TODO's function raise while the block runs.
+
+    Its code is swapped, not its name: an alias (`to_example = records.to_example`) or an
+    import made earlier (`from utils.records import to_example`) raises too.
+
+    Args:
+        function: the course's function (a module-level one, without a closure).
+
+    Yields:
+        Nothing; the function's own code is back after the block.
+    """
+    code = function.__code__
+    function.__code__ = _refuse.__code__
+    try:
+        yield
+    finally:
+        function.__code__ = code
+
+
+def is_course_copy_error(error: BaseException) -> bool:
+    """Whether `error` is what a refused course copy raised (here, or in the grader's kernel).
+
+    Args:
+        error: an error the learner's function raised.
+
+    Returns:
+        True for `NotImplementedError("course copy")`.
+    """
+    return isinstance(error, NotImplementedError) and str(error).startswith(COURSE_COPY)
 
 
 class CheckFailed(AssertionError):

@@ -13,7 +13,15 @@ import numpy as np
 import tensorflow as tf
 
 from utils import records, shard_files
-from utils.checks._base import CHECK_ERRORS, fail, first_line, passed, require_result
+from utils.checks._base import (
+    CHECK_ERRORS,
+    fail,
+    first_line,
+    is_course_copy_error,
+    passed,
+    refusing_course_copy,
+    require_result,
+)
 
 _FEATURE_KINDS = {
     "image": "bytes_list",
@@ -63,7 +71,17 @@ def check_to_example(to_example: Callable, *, todo: int, class_names: Sequence[s
     image_jpeg = tf.io.encode_jpeg(tf.zeros((8, 8, 3), tf.uint8)).numpy()
     class_index = len(class_names) // 2
     try:
-        example = to_example(image_jpeg, class_index, [300, 400], list(class_names))
+        with refusing_course_copy(records.to_example):
+            example = to_example(image_jpeg, class_index, [300, 400], list(class_names))
+    except NotImplementedError as error:
+        if not is_course_copy_error(error):
+            raise
+        fail(
+            todo,
+            name,
+            "expected an Example your code builds; found a call to records.to_example, the "
+            "course's solved copy, which earns nothing here. Build it with tf.train.Example.",
+        )
     except CHECK_ERRORS as error:
         hints = [hint for text, hint in _ERROR_HINTS.items() if text in str(error)]
         found = f"found an error: {first_line(error).rstrip('.')}."
@@ -241,6 +259,23 @@ def check_write_shard(write_shard: Callable, *, todo: int) -> None:
     """
     __tracebackhide__ = True
     name = "write_shard"
+    try:
+        with refusing_course_copy(shard_files.write_shard):
+            _check_write_shard(write_shard, todo, name)
+    except NotImplementedError as error:
+        if not is_course_copy_error(error):
+            raise
+        fail(
+            todo,
+            name,
+            "expected a shard your code writes; found a call to shard_files.write_shard, the "
+            "course's solved copy, which earns nothing here. Write it with tf.io.TFRecordWriter.",
+        )
+
+
+def _check_write_shard(write_shard: Callable, todo: int, name: str) -> None:
+    """The body of `check_write_shard`, run while the course's copy is refused."""
+    __tracebackhide__ = True
     records = [f"record {i}".encode() for i in range(5)]
     wanted = shard_files.shard_name(3, len(records))
     with tempfile.TemporaryDirectory() as folder:
