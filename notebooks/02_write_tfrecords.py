@@ -83,7 +83,8 @@ figure = recompression.show_resized(source, resize_and_crop, target_size=TARGET_
 # What do they buy, and what do they cost? On `NUM_SAMPLE` images from every class: the
 # bytes per image before and after, the originals recompressed at their own size (to tell
 # the resizing from the encoding), the PSNR of the result (above 35 dB, differences are
-# hard to see), and the decoding speed, timed in turns; the plot, at several qualities.
+# hard to see), and the decoding speed, timed in turns (one image per call of a parallel
+# `map()`, on all cores); the plot, at several qualities.
 
 # %%
 measured = recompression.measure_recompression(

@@ -165,7 +165,9 @@ checks.check_read_shards(
 # The same images on the same storage, timed in turns, each way against the one before
 # it: lab 1's files (`read_image_file`, one object per image) one at a time and
 # `NUM_PARALLEL_READS` at once; the shards one at a time; your reader with `AUTOTUNE`
-# choosing, and with `NUM_PARALLEL_READS`. `batches()` makes what training takes: the
+# choosing, and with `NUM_PARALLEL_READS`. Each "x" line is the median of the per-round
+# ratios (each round divides its own two runs), not the ratio of the two medians above
+# it. `batches()` makes what training takes: the
 # records parsed with your `read_tfrecord` in parallel, batched, prepared ahead. The
 # shard names repeat before the reads, so that the next pass's shards open while these
 # are read.

@@ -73,5 +73,6 @@ def test_summary_divides_the_last_by_the_first_two_round_by_round():
     assert speed_test.summary(runs) == (
         "On the same simulated storage (medians of 3 rounds in turns): individual files "
         "10.0 images/s one at a time, 100 in parallel; the shards read in parallel 1,000 "
-        "images/s, 112x the first (100-125x) and 10.0x the second (10.0-11.2x)."
+        "images/s. Median of the per-round ratios: 112x the first (100-125x) and 10.0x the "
+        "second (10.0-11.2x)."
     )

@@ -143,7 +143,7 @@ def plot_quality_trade_off(
     speeds = [
         r.median if isinstance(r, comparison.RepeatedResult) else r for r in images_per_second
     ]
-    panels = (("kB per image", kilobytes), ("decoded images/s (all cores)", speeds))
+    panels = (("kB per image", kilobytes), ("images/s, one image per decode call", speeds))
     for index, (axis, (name, values)) in enumerate(zip(axes[:2], panels, strict=True)):
         axis.plot(qualities, values, "o-", label="resized, at this quality")
         top = max(values)

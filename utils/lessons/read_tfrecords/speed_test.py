@@ -120,8 +120,9 @@ def summary(runs: dict[str, comparison.RepeatedResult]) -> str:
             time first, files in parallel second, the shards read in parallel last.
 
     Returns:
-        The medians of the three, and the ratios of the last to the first two, round by
-        round, with their ranges.
+        The medians of the three, and the median of the per-round ratios of the last to
+        the first two, with their ranges (a round divides its own two runs, so this can
+        differ from the ratio of the medians).
 
     Example:
         print(speed_test.summary(speed_runs))
@@ -133,8 +134,8 @@ def summary(runs: dict[str, comparison.RepeatedResult]) -> str:
         f"On the same simulated storage (medians of {shards.num_runs} rounds in turns): "
         f"individual files {files.median:,.1f} images/s one at a time, "
         f"{parallel_files.median:,.0f} in parallel; the shards read in parallel "
-        f"{shards.median:,.0f} images/s, {over_files.median:,.0f}x the first "
-        f"({over_files.minimum:,.0f}-{over_files.maximum:,.0f}x) and "
-        f"{over_parallel.median:,.1f}x the second "
+        f"{shards.median:,.0f} images/s. Median of the per-round ratios: "
+        f"{over_files.median:,.0f}x the first ({over_files.minimum:,.0f}-"
+        f"{over_files.maximum:,.0f}x) and {over_parallel.median:,.1f}x the second "
         f"({over_parallel.minimum:,.1f}-{over_parallel.maximum:,.1f}x)."
     )
