@@ -4,6 +4,7 @@ import ast
 import base64
 import json
 import lzma
+import os
 import re
 import shutil
 import tempfile
@@ -551,3 +552,34 @@ def test_split_variants_rejects_an_empty_markdown_cell(tmp_path):
         BuildError, match=r"^notebooks/09_test_lesson.py:21: an empty markdown cell\."
     ):
         split_variants(root / "notebooks" / "09_test_lesson.py", root)
+
+
+def test_execute_solution_runs_lab_4_on_8_jax_devices_and_restores_the_environment(
+    monkeypatch, tmp_path
+):
+    # Issue 60, item 4: lab 4's committed solution runs the lines its learners type,
+    # Keras on JAX with DataParallel over 8 simulated devices; the kernel papermill starts
+    # inherits the environment set around it, and the build's own is left as it was.
+    import papermill
+
+    seen = {}
+
+    def execute_notebook(unexecuted, executed, **options):
+        seen.update({name: os.environ.get(name) for name in ("KERAS_BACKEND", "XLA_FLAGS")})
+        shutil.copy(unexecuted, executed)
+
+    monkeypatch.setattr(papermill, "execute_notebook", execute_notebook)
+    monkeypatch.setattr(machine, "build_machine", lambda: {})
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    notebook.metadata[METADATA_KEY] = {"source": "notebooks/04_train_keras.py"}
+    build_outputs.execute_solution(notebook, cwd=tmp_path)
+    assert seen == {
+        "KERAS_BACKEND": "jax",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+    }
+    assert os.environ["KERAS_BACKEND"] == "tensorflow" and "XLA_FLAGS" not in os.environ
+    notebook.metadata[METADATA_KEY] = {"source": "notebooks/05_accelerator_waiting.py"}
+    build_outputs.execute_solution(notebook, cwd=tmp_path)
+    assert seen == {"KERAS_BACKEND": "tensorflow", "XLA_FLAGS": None}

@@ -8,10 +8,12 @@ folders as `$TMPDIR`; `strip_outputs` removes them all (a lab, and `--check`'s c
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -27,6 +29,16 @@ EXECUTION_SECONDS = "execution_seconds"
 # ... and the machine it ran on, with its JPEG decode rate
 # (`tools.building.machine.build_machine`): the course run scales the lesson times by it.
 BUILD_MACHINE = "build_machine"
+# The environment a lesson's solution is built in, where it is not the build's own: lab 4
+# runs where its learners run it, Keras on JAX (Colab's and Kaggle's TPU runtimes), with
+# 8 simulated CPU devices (a v5e-8's count) so that `DataParallel` shards every batch.
+# XLA_FLAGS must be set before JAX starts; KERAS_BACKEND before TensorFlow is imported.
+SOLUTION_ENVIRONMENTS = {
+    "notebooks/04_train_keras.py": {
+        "KERAS_BACKEND": "jax",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+    },
+}
 
 
 def strip_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -56,7 +68,11 @@ def execute_solution(
 
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
     build_machine = machine.build_machine()  # Just before the run: the machine it meets.
-    with tempfile.TemporaryDirectory() as scratch:
+    source = notebook.metadata.get(METADATA_KEY, {}).get("source", "")
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        _environment(SOLUTION_ENVIRONMENTS.get(source, {})),
+    ):
         unexecuted, executed = Path(scratch) / "in.ipynb", Path(scratch) / "out.ipynb"
         nbformat.write(notebook, unexecuted)
         papermill.execute_notebook(
@@ -81,6 +97,21 @@ def execute_solution(
             cell.outputs = without_machine_paths(executed_cell.outputs)
             cell.execution_count = executed_cell.execution_count
     return result
+
+
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """Sets `variables` in os.environ (which the kernel inherits) for the block, then restores."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def without_machine_paths(outputs: list, home: Path | None = None) -> list:
