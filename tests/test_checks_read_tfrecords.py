@@ -231,9 +231,9 @@ def test_check_read_shards_explains_the_order_kept(shards):
     assert str(failure.value) == (
         "TODO 2 (read_shards): expected the records in the order they arrive; found the "
         "files' order kept (options.deterministic=None, an interleave() without "
-        "deterministic=False): a late shard then holds up every record behind it. Pass "
-        "deterministic=False to interleave(); options set with with_options() count only on "
-        "the dataset it returns, not on the one you called it on."
+        "deterministic=False): a late shard holds up the records behind it. Pass "
+        "deterministic=False to interleave() (with_options() counts only on the dataset it "
+        "returns)."
     )
 
 
@@ -246,11 +246,10 @@ def test_check_read_shards_explains_tfrecord_datasets_own_order(shards):
         _check(integer_reads.with_options(options), simulated, shards)
     assert str(failure.value) == (
         "TODO 2 (read_shards): expected the shards read in any order; found "
-        'LegacyParallelInterleaveDatasetV2 marked deterministic: "true": it keeps the files\' '
-        "order whatever the options say, as tf.data.TFRecordDataset(paths, "
-        "num_parallel_reads=<an integer>) always does. Interleave the files instead, with "
-        "deterministic=False: filenames.interleave(open_tfrecord, cycle_length=..., "
-        "num_parallel_calls=..., deterministic=False)."
+        'LegacyParallelInterleaveDatasetV2 marked deterministic: "true", as '
+        "TFRecordDataset(paths, num_parallel_reads=<an integer>) makes: it keeps the files' "
+        "order whatever the options say. Interleave the files yourself, with "
+        "deterministic=False."
     )
 
 

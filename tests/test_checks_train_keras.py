@@ -263,9 +263,7 @@ def test_check_training_dataset_shuffle_after_batch_says_batches_repeat(flowers_
         "TODO 2 (make_training_dataset): expected new batches in each epoch; 100% of the "
         "pairs of images that shared a batch in the first epoch share one again in the "
         "second. shuffle() before batch(): shuffled after it, the same images stay batched "
-        "together in every epoch, in another order. On a TPU as anywhere, the steps then "
-        "repeat the same gradients and the model generalizes less from the same number of "
-        "steps."
+        "together in every epoch, in another order."
     )
 
 
@@ -276,8 +274,7 @@ SMALL_BUFFERS = {
     2: "expected new batches in each epoch; ...% of the pairs of images that shared a batch "
     "in the first epoch share one again in the second. The shuffle buffer is 2: shuffle(2) "
     "draws each image from the next 2 only (a batch holds 16). Shuffle with a buffer of "
-    "thousands: shuffle(2048, seed=SEED). On a TPU as anywhere, the steps then repeat the "
-    "same gradients and the model generalizes less from the same number of steps.",
+    "thousands: shuffle(2048, seed=SEED).",
 }
 
 

@@ -18,6 +18,9 @@ CHECK_ERRORS = (AttributeError, TypeError, ValueError, KeyError, tf.errors.OpErr
 OPTIONS_ONLY_OPS = {"OptionsDataset", "PrivateThreadPoolDataset", "MaxIntraOpParallelismDataset"}
 
 
+QUOTED_ERROR_CHARACTERS = 120  # Of an error's line a check quotes.
+
+
 def first_line(error: Exception) -> str:
     """The first line of an error's message, without TensorFlow's wrapping of an op's error
     (`{{function_node __wrapped__...}}`, `[Op:...]`): what a check quotes of an error.
@@ -29,8 +32,13 @@ def first_line(error: Exception) -> str:
         One line: the message's first line, or the error's type name when it has none.
     """
     if isinstance(error, tf.errors.OpError) and error.message:
-        return errors.error_message(error) or type(error).__name__
-    return errors.first_line(error)
+        line = errors.error_message(error) or type(error).__name__
+    else:
+        line = errors.first_line(error)
+    # Quoted inside a message of two lines at most, before its fix: cut, never the fix.
+    return (
+        line if len(line) <= QUOTED_ERROR_CHARACTERS else line[: QUOTED_ERROR_CHARACTERS - 1] + "…"
+    )
 
 
 # What the course's solved copy of a TODO's function raises while a check runs that TODO:

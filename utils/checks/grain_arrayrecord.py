@@ -124,9 +124,8 @@ def check_shuffled(
             name,
             "expected a global shuffle (any record can come next); found "
             f"{same_file:.0%} of neighbours from the same file, and "
-            f"{len(last_quarter)} records of the last quarter in the first half of epoch 1: "
-            "a shuffle within each file or within a window. MapDataset.shuffle(seed=SEED) "
-            "shuffles all the records' indices at once.",
+            f"{len(last_quarter)} of the last quarter's records in epoch 1's first half: a "
+            "shuffle within a file or a window. MapDataset.shuffle(seed=SEED) shuffles them all.",
         )
     repeated = [e + 1 for e in range(1, num_epochs) if orders[e] == first]
     if repeated:

@@ -68,11 +68,9 @@ def _fail_unless_any_order(dataset: tf.data.Dataset, todo: int, name: str) -> No
             todo,
             name,
             "expected the shards read in any order; found "
-            f'{ordered} marked deterministic: "true": it keeps the files\' order whatever '
-            "the options say, as tf.data.TFRecordDataset(paths, num_parallel_reads=<an "
-            "integer>) always does. Interleave the files instead, with deterministic=False: "
-            "filenames.interleave(open_tfrecord, cycle_length=..., num_parallel_calls=..., "
-            "deterministic=False).",
+            f'{ordered} marked deterministic: "true", as TFRecordDataset(paths, '
+            "num_parallel_reads=<an integer>) makes: it keeps the files' order whatever the "
+            "options say. Interleave the files yourself, with deterministic=False.",
         )
     if marks and all(mark == "false" for mark in marks):
         return
@@ -83,9 +81,8 @@ def _fail_unless_any_order(dataset: tf.data.Dataset, todo: int, name: str) -> No
             "expected the records in the order they arrive; found the files' order kept "
             f"(options.deterministic={dataset.options().deterministic}"
             f"{', an interleave() without deterministic=False' if marks else ''}): a late "
-            "shard then holds up every record behind it. Pass deterministic=False to "
-            "interleave(); options set with with_options() count only on the dataset it "
-            "returns, not on the one you called it on.",
+            "shard holds up the records behind it. Pass deterministic=False to interleave() "
+            "(with_options() counts only on the dataset it returns).",
         )
 
 

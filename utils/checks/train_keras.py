@@ -285,10 +285,7 @@ def check_training_dataset(
                 small_buffer
                 or "shuffle() before batch(): shuffled after it, the same images "
                 "stay batched together in every epoch, in another order."
-            )
-            + " On a TPU as "
-            "anywhere, the steps then repeat the same gradients and the model generalizes "
-            "less from the same number of steps.",
+            ),
         )
     orientation = dict(first)
     seen_again = [(key, flipped) for key, flipped in second if key in orientation]
