@@ -11,8 +11,8 @@ Steps of `run_cells`:
 1. Write the connection file (random key, `ipc` transport) into the work folder.
 2. Start the kernel in the sandbox (`sandbox.bwrap_command`: a sized `/tmp`, a file-size
    limit), or unsandboxed with the same environment and limits.
-3. For each cell: send it, read everything it prints (keeping the first `OUTPUT_LIMIT`
-   characters; the rest is counted and dropped, so no print can hold the kernel up) and
+3. For each cell: send it, read what it prints (the kernel sends the first `OUTPUT_LIMIT`
+   characters of each cell and drops the rest as it is written: `KERNEL_MAIN`) and
    its error until the kernel is idle, or the cell's limit, or the submission's limit, or
    the kernel's death, or `watch` (called about once a second and when the cell ends) says
    the submission wrote past its disk bounds: then the sandbox is killed at once.
@@ -37,6 +37,37 @@ from pathlib import Path
 from tools.grading import sandbox
 
 OUTPUT_LIMIT = 4000  # Characters of printed text kept per cell.
+CUT_LINE = f"\n[the grader keeps the first {OUTPUT_LIMIT:,} characters a cell prints]\n"
+# Starts the kernel as `ipykernel_launcher` does, but with a standard output and error that
+# send the first `OUTPUT_LIMIT` characters of each cell (then `CUT_LINE`, once) and drop the
+# rest as it is written: a flood of printing (a thread printing 1 MB lines without pause)
+# fills no buffer of the kernel's and sends the grader nothing to read. It bounds what is
+# kept, not what a cell may print.
+KERNEL_MAIN = """
+import sys
+from pathlib import Path
+
+if sys.path[0] == "" or Path(sys.path[0]) == Path.cwd():
+    del sys.path[0]
+from ipykernel import iostream, kernelapp
+
+
+class BoundedOutStream(iostream.OutStream):
+    def write(self, string):
+        if not isinstance(string, str):
+            return super().write(string)
+        cell = self.parent_header.get("header", {}).get("msg_id")
+        sent = self.__dict__.setdefault("_grader_sent", {})
+        before = sent.get(cell, 0)
+        if before < LIMIT:
+            sent[cell] = before + len(string)
+            cut = CUT_LINE if before + len(string) > LIMIT else ""
+            super().write(string[: LIMIT - before] + cut)
+        return len(string)
+
+
+kernelapp.launch_new_instance()
+"""
 KERNEL_START_SECONDS = 120
 SOCKET_PATH_BYTES = 107  # Linux's sun_path holds 108 bytes, the last one a NUL.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -108,14 +139,16 @@ class SandboxedKernel:
             ip=str(self.work / "k"),
             key=secrets.token_hex(16).encode(),
         )
+        bounded = f"LIMIT = {OUTPUT_LIMIT}\nCUT_LINE = {CUT_LINE!r}\n"
         command = sandbox.with_memory_limit(
             [
                 sys.executable,
-                "-m",
-                "ipykernel_launcher",
+                "-c",
+                bounded + KERNEL_MAIN,
                 "-f",
                 str(connection),
                 "--IPKernelApp.log_level=CRITICAL",
+                "--IPKernelApp.outstream_class=__main__.BoundedOutStream",
             ],
             self.memory_bytes,
             file_bytes=self.file_bytes,

@@ -143,8 +143,8 @@ def scores_markdown(grades: list[Grade], isolation: str, max_todo: int) -> str:
             lines.append(f"- {submission}: {markdown_text(note)}")
         if grade.flags:
             lines.append(
-                f"- {submission}: flagged for review (its code touches "
-                f"{', '.join(grade.flags)}); still graded; see review.md"
+                f"- {submission}: flagged for review ({', '.join(grade.flags)}); still "
+                "graded; see review.md"
             )
     return "\n".join(lines) + "\n"
 

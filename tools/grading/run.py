@@ -4,8 +4,8 @@ Takes `Submission.prepared`, the lesson's `Limits` and the `Options`; gives
 `Submission.results` (one `grade_kernel.CellResult` per prepared cell) and the judge's
 verdicts. The work folder holds the submission's HOME and its data cache (links to the
 shared, read-only datasets); it and the judge's folder are deleted when the run ends.
-What the cells printed is read as they print it and cut at `grade_kernel.OUTPUT_LIMIT`
-characters a cell; the feedback says so (`printed_note`). What they wrote is bounded
+The kernel sends the first `grade_kernel.OUTPUT_LIMIT` characters each cell prints and
+drops the rest as it is printed; the feedback says so (`printed_note`). What they wrote is bounded
 (`model.DiskLimits`, from the lesson's limits).
 """
 
@@ -111,16 +111,17 @@ def todo_prints(prepared: list, results: list) -> dict[int, str]:
     return found
 
 
+PRINTED_NOTE = (
+    "Your cells printed more than the grader keeps: the first "
+    f"{grade_kernel.OUTPUT_LIMIT:,} characters of each cell; the rest was dropped as it was "
+    "printed (printing costs no points)."
+)
+
+
 def printed_note(results: list) -> str:
     """The feedback's line where a cell printed more than the grader keeps, else ""."""
-    printed = sum(result.printed for result in results)
-    if all(result.printed <= grade_kernel.OUTPUT_LIMIT for result in results):
-        return ""
-    return (
-        f"Your cells printed {printed:,} characters. The grader read all of it (printing "
-        f"costs no points) and cut what it keeps at {grade_kernel.OUTPUT_LIMIT:,} "
-        "characters a cell."
-    )
+    cut = any(result.printed > grade_kernel.OUTPUT_LIMIT for result in results)
+    return PRINTED_NOTE if cut else ""
 
 
 def step(submission: Submission) -> bool:

@@ -124,7 +124,8 @@ def bwrap_command(
     bound on top of the private one.
     `tmp_bytes` sizes `/tmp` and `/dev/shm` (each; bwrap 0.8's `--size`), else unbounded.
     `course`, the grader's copy of the course (`copy_course`): a folder of `read_only` in
-    the checkout is bound from its place in the copy, at its own path.
+    one of the course's `COURSE_FOLDERS` is bound from its place in the copy, at its own
+    path (the virtual environment, often in the checkout too, is bound as it is).
     """
     size = [] if tmp_bytes is None else ["--size", str(tmp_bytes)]
     args = [bwrap]
@@ -135,7 +136,7 @@ def bwrap_command(
     paths = sorted({Path(path).resolve() for path in read_only}, key=lambda p: len(p.parts))
     for path in paths:
         source = path
-        if course is not None and path.is_relative_to(REPO_ROOT):
+        if course is not None and any(path.is_relative_to(REPO_ROOT / n) for n in COURSE_FOLDERS):
             source = course / path.relative_to(REPO_ROOT)
         if source.exists() and str(path) not in SYSTEM_FOLDERS:
             args += ["--ro-bind", str(source), str(path)]
