@@ -24,6 +24,21 @@ class WireError(TypeError):
     """A value that does not cross to the judge (not plain data)."""
 
 
+def _is_device(value) -> bool:
+    """A JAX device (`jax.devices()`) or `tf.config.LogicalDevice`: a device, named."""
+    jax_device = type(value).__name__ in ("Device", "CpuDevice", "GpuDevice", "TpuDevice")
+    if jax_device and hasattr(value, "platform") and hasattr(value, "id"):
+        return True
+    return isinstance(value, tf.config.LogicalDevice)
+
+
+def _device_name(device) -> str:
+    """Keras's name of a device, as lab 4's check reads one: "cpu:0", "tpu:3"."""
+    if hasattr(device, "platform") and hasattr(device, "id"):
+        return f"{device.platform}:{device.id}"
+    return ":".join(device.name.rsplit("/", 1)[-1].lower().split(":")[-2:])
+
+
 def encode(value):
     """Returns `value` as JSON-ready data; raises `WireError` for anything else."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -65,6 +80,8 @@ def encode(value):
                 value.num_replicas_in_sync,
             ]
         }
+    if _is_device(value):  # A JAX device or TF's logical one: its Keras name ("cpu:0").
+        return {"v": _device_name(value)}
     if tf.is_tensor(value) and hasattr(value, "numpy"):
         value = value.numpy()
     if isinstance(value, (np.ndarray, np.generic)):
