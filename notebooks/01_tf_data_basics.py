@@ -133,8 +133,8 @@ figure = display.show_images(images_and_labels, class_names=source.class_names)
 #
 # ## The speed test: one object at a time
 #
-# An accelerator wants thousands of images per second. How many does reading one object at
-# a time give?
+# How many images per second does reading one object at a time give? (Lesson 5 sets it
+# against what an accelerator takes.)
 
 # %%
 sequential = filenames.map(read_and_decode)

@@ -100,8 +100,8 @@ measured = recompression.measure_recompression(
 
 # %% [markdown]
 # The lines above say how much of the saving comes from recompressing alone and how much
-# from resizing. Fewer bytes mean less waiting on storage in every epoch; the cost is the
-# detail the PSNR measures.
+# from resizing. Fewer bytes mean less to stream from storage in every epoch (lab 3 times
+# the reading); the cost is the detail the PSNR measures.
 #
 # ## 2. One record per image (TODO 1)
 #

@@ -118,7 +118,8 @@ checks.check_read_tfrecord(read_tfrecord, features, todo=1, shards=shards)
 # Shards read one after another wait for each first byte in turn. `interleave()` reads
 # `cycle_length` files at a time, `num_parallel_calls` of them in flight, so that their
 # waits overlap. By default it keeps a fixed order, waiting for the file whose turn it
-# is; `deterministic=False` lets the fastest file go first (training shuffles anyway).
+# is; `deterministic=False` lets the fastest file go first (training shuffles anyway; lab
+# 1 measured what any order bought its files).
 #
 # `open_tfrecord(path)` opens one shard: here `simulated_storage.open_tfrecord`, which is
 # `tf.data.TFRecordDataset(path)` with the storage's wait (on a real `gs://` source it is
@@ -167,10 +168,9 @@ checks.check_read_shards(
 # `NUM_PARALLEL_READS` at once; the shards one at a time; your reader with `AUTOTUNE`
 # choosing, and with `NUM_PARALLEL_READS`. Each "x" line is the median of the per-round
 # ratios (each round divides its own two runs), not the ratio of the two medians above
-# it. `batches()` makes what training takes: the
-# records parsed with your `read_tfrecord` in parallel, batched, prepared ahead. The
-# shard names repeat before the reads, so that the next pass's shards open while these
-# are read.
+# it. `batches()` makes what training takes: the records parsed with your
+# `read_tfrecord` in parallel, batched, prepared ahead. The shard names repeat before the
+# reads (lesson 8 measures why).
 
 
 # %%

@@ -12,10 +12,11 @@
 # by a pipeline that serves every epoch from memory in a new order.
 #
 # **On Colab's TPU:** choose *Runtime > Change runtime type > v5e-1 TPU*. Keras runs on
-# JAX there (the runtime has no TensorFlow); the set-up installs `tensorflow-cpu` for
-# `tf.data` only. A v5e-1 is one device: `DataParallel` puts each whole batch on it (a
-# v5e-8 would split it eight ways). Expect the first epoch to wait for XLA to compile the
-# model, and each later epoch to take seconds.
+# JAX there (the runtime ships no TensorFlow: docs/platforms.md); the set-up installs
+# `tensorflow-cpu` for `tf.data` only. The committed solution ran that way too, on JAX,
+# with 8 simulated CPU devices in place of a v5e-8's 8 chips
+# (`XLA_FLAGS=--xla_force_host_platform_device_count=8`): its lines show how
+# `DataParallel` splits each batch. A v5e-1 is one device, which takes each whole batch.
 #
 # **You will:**
 #
@@ -32,7 +33,7 @@ SHARDS_DIR = None  # None: where lab 2 wrote them.
 NUM_PARALLEL_READS = 16  # Lab 3's NUM_PARALLEL_READS.
 IMAGE_SIZE = 96  # The model's input size.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
-BATCH_PER_REPLICA = None  # Per device and step; None: 128, or 16 on the CPU.
+BATCH_PER_REPLICA = None  # Per device and step; None: 128, or 16 shared by CPU devices.
 TRAINING_IMAGES = 12_000  # Images the model learns from.
 EPOCHS = 6  # Evaluations on the validation shards.
 STEPS_PER_EXECUTION = 16  # Steps per call into the compiled step.
@@ -154,24 +155,28 @@ def tensorflow_strategy(devices):
         return tf.distribute.MirroredStrategy(devices) if several else tf.distribute.get_strategy()
 
 
+print(f"TensorFlow sees {[device.name for device in tf.config.list_logical_devices()]}")
 scope = contextlib.nullcontext()  # JAX: the distribution places the weights.
 if keras.backend.backend() == "tensorflow":
     tf_strategy = tensorflow_strategy(devices)
     num_replicas, scope = tf_strategy.num_replicas_in_sync, tf_strategy.scope()
+else:
+    print(f"Distribution: {keras.distribution.distribution()!r}")
 print(f"Keras on {keras.backend.backend()}: {num_replicas} replica(s) in sync on {devices}")
 
 # %% [markdown]
 # ## The batch, the learning rate and the plan
 #
-# Each device takes 128 images a step, a batch that keeps a TPU's matrix units busy. A
-# CPU-only run takes 16, so that it ends in minutes: steps count as if a batch held at
+# Each device takes 128 images a step on a TPU or GPU (the original course's batch); CPU
+# devices share 16 a step, so that this run ends in minutes. The global batch is the
+# per-device batch times the replicas (printed below). Steps count as if a batch held at
 # most 48 images (the critical batch size, docs/lessons.md), so larger batches process
 # more images for the same training. The learning rate grows with the global batch, up
 # to 0.008, warms up from 0, then falls along half a cosine.
 
 # %%
 kind = keras.distribution.list_devices()[0].split(":")[0]  # "tpu", "gpu" or "cpu".
-batch_per_replica = BATCH_PER_REPLICA or (16 if kind == "cpu" else 128)
+batch_per_replica = BATCH_PER_REPLICA or (128 if kind != "cpu" else max(1, 16 // num_replicas))
 global_batch_size = batch_sizes.cap_batch_size(  # At most the training images.
     batch_per_replica * num_replicas,
     num_images=num_train,
@@ -218,8 +223,8 @@ def augment(images, labels):
 # **TODO 2.** Complete `make_training_dataset(paths)`: the images of the shards in
 # `paths` (`tf.data.Dataset.from_tensor_slices`), read with lab 3's reader, every epoch
 # from memory (`cache()`), in a new order (`shuffle()`) and in new batches of exactly
-# `global_batch_size` images (`batch(..., drop_remainder=True)`), each batch augmented,
-# the next batches prepared while the model trains (`prefetch()`), without end
+# `global_batch_size` images (`batch(..., drop_remainder=True)`), each batch augmented
+# (`map()`), the next batches prepared while the model trains (`prefetch()`), without end
 # (`repeat()`). The check reads a few epochs, deleting its copy of the shards after the
 # first.
 
@@ -251,10 +256,12 @@ train_dataset = make_training_dataset(train_paths)
 #
 # Validation reads the held-out shards once, unshuffled and unflipped, in batches split
 # evenly over the replicas. The model is built under the strategy's scope (TensorFlow) and
-# computes in bfloat16 on a TPU, float16 on a GPU. Chance level is what always answering
-# the most common class scores. On the embedded images each class is one generated flower
-# shape: a high score says the pipeline and the training loop work end to end; it says
-# nothing about real flowers.
+# computes in bfloat16 on a TPU, float16 on a GPU (float32 here). On JAX the first epoch
+# also waits for XLA to compile the training step: compare its time with the next
+# epochs' in the lines below. Chance level is what always answering the most common class
+# scores. On the embedded images each class is one generated flower shape: a high score
+# says the pipeline and the training loop work end to end; it says nothing about real
+# flowers.
 
 # %%
 validation_batch_size = batch_sizes.even_batch_size(
@@ -297,8 +304,9 @@ print(
 )
 
 # %% [markdown]
-# **Takeaway.** One notebook trains on a TPU, GPUs or the CPU: one replica per device, a
-# batch that grows with them, the weights placed by the distribution (JAX) or the
-# strategy's scope (TensorFlow). The pipeline caches, shuffles, batches and prefetches, so
-# that every epoch is new and served from memory. Does the accelerator still wait for its
-# input? Lesson 5 (`05_accelerator_waiting`). Background: docs/lessons.md.
+# **Takeaway.** The same cells train on every device Keras finds: one replica per device
+# (here 8 simulated ones), a global batch that grows with them, the weights placed by the
+# distribution (JAX) or the strategy's scope (TensorFlow). The pipeline caches, shuffles,
+# batches and prefetches, so that every epoch is new and served from memory. Does the
+# accelerator still wait for its input? Lesson 5 (`05_accelerator_waiting`). Background:
+# docs/lessons.md.
