@@ -107,8 +107,20 @@ def todo_prints(prepared: list, results: list) -> dict[int, str]:
     for (cell, _), result in zip(prepared, results, strict=True):
         todo = (marks(cell) or cell.metadata.get(KEY, {})).get("todo")
         if todo is not None and result.output.strip():
-            found[todo] = result.output
+            found[todo] = without_grader_folders(result.output)
     return found
+
+
+def without_grader_folders(text: str) -> str:
+    """`text` without the grader's folders (its Python environment, the course): a warning
+    printed by a package names its file ("<venv>/lib/.../interleave_op.py:44: UserWarning")."""
+    for folder, shown in (
+        (sys.prefix, "<python>"),
+        (sys.base_prefix, "<python>"),
+        (REPO_ROOT, "<course>"),
+    ):
+        text = text.replace(str(folder).rstrip("/") + "/", shown + "/")
+    return text
 
 
 PRINTED_NOTE = (

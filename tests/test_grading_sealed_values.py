@@ -1,5 +1,6 @@
-"""Devices cross to the judge by name (issue 61): lab 4's `devices = jax.devices()`, which the
-notebook accepts, was refused in the grader with "WireError: a Device does not cross"."""
+"""Values the grader hands on, plain (issue 61): devices cross to the judge by name (lab 4's
+`devices = jax.devices()`, which the notebook accepts, was refused in the grader with
+"WireError: a Device does not cross"), and what a TODO cell printed names no grader folder."""
 
 import jax
 import tensorflow as tf
@@ -20,3 +21,15 @@ def test_devices_by_name_pass_lab_4s_check_as_the_devices_do(capsys):
     checks.check_distribution(wire.decode(wire.encode(devices)), todo=1)
     first, second = capsys.readouterr().out.splitlines()
     assert first == second and first.startswith("TODO 1 passed")
+
+
+def test_what_a_todo_cell_printed_names_no_folder_of_the_graders():
+    """A package's warning names its file: the feedback shows it without the venv's path."""
+    import sys
+
+    from tools.grading import run
+
+    warning = f"{sys.prefix}/lib/python3.11/site-packages/tensorflow/x.py:44: UserWarning: y"
+    assert run.without_grader_folders(warning) == (
+        "<python>/lib/python3.11/site-packages/tensorflow/x.py:44: UserWarning: y"
+    )
