@@ -85,11 +85,12 @@ def test_measure_recompression_measures_a_sample_of_every_class_in_turns(small_s
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "Sample: 10 images; daisy 2, dandelion 2, roses 2, sunflowers 2, tulips 2"
     before, after = measured.original_bytes, measured.resized_bytes
-    jpeg = measured.format_rates["JPEG"].median
-    assert lines[1] == (
+    assert measured.format_rates["JPEG"].median > 0
+    assert lines[1].startswith(
         "Decoding the originals as the conversion does (upright, in sRGB, full size), on all "
-        f"cores: JPEG {jpeg:,.0f} images/s (10 images)."
+        "cores: JPEG "
     )
+    assert lines[1].endswith(" images/s (10 images).")
     assert measured.format_counts == {"JPEG": 10}
     del lines[1]
     assert lines[1].startswith(f"Bytes per image: originals {before:,.0f}; recompressed at their")

@@ -219,7 +219,7 @@ def describe_rates(rates: dict[str, comparison.RepeatedResult], counts: dict[str
         6.4x as long as JPEG"; the costs are said only when JPEG is among the formats.
     """
     parts = [
-        f"{name} {rates[name].median:,.0f} images/s ({counts.get(name, 0):,} images)"
+        f"{name} {_rate(rates[name].median)} images/s ({counts.get(name, 0):,} images)"
         for name in rates
     ]
     text = ", ".join(parts)
@@ -233,3 +233,10 @@ def describe_rates(rates: dict[str, comparison.RepeatedResult], counts: dict[str
         if costs:
             text += ": " + "; ".join(costs)
     return text
+
+
+def _rate(images_per_second: float) -> str:
+    """A rate with the digits that tell formats apart: "1,020", "8.4", "0.31"."""
+    if images_per_second >= 100:
+        return f"{images_per_second:,.0f}"
+    return f"{images_per_second:.1f}" if images_per_second >= 1 else f"{images_per_second:.2f}"
