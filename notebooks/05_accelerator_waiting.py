@@ -173,18 +173,16 @@ figure = stand_in.plot_last_runs()
 #
 # `prefetch()` runs the stages before it in a thread of its own that fills a buffer while
 # the step runs (TensorFlow's `PrefetchDataset`). Two feeds, each without and with it: the
-# course pipeline, whose last stage is the parallel `map()`, and the same with lab 4's
-# `augment` applied to each batch after `batch()` in a plain `map()`. The options stop
+# course pipeline, whose last stage is the parallel `map()`, and the same with an
+# `augment` like lab 4's applied to each batch after `batch()` in a plain `map()`. The options stop
 # tf.data adding a prefetch or parallelism of its own. This stand-in's step is twice what
 # the augmented feed takes to make a batch, measured first.
 
 
 # %%
 def augment(images, labels):
-    """Lab 4's augment: a batch resized to 96 px, each image flipped at random."""
-    images = tf.cast(tf.image.resize(images, [96, 96], method="area"), tf.uint8)
-    images = tf.image.random_flip_left_right(images)
-    return tf.image.random_flip_up_down(images), labels
+    """Like lab 4's augment: a batch resized to 96 px, flipped at random."""
+    return tf.image.random_flip_left_right(tf.image.resize(images, [96, 96], "area")), labels
 
 
 only_as_written = tf.data.Options()  # No prefetch added, no map made parallel.
@@ -193,21 +191,15 @@ only_as_written.experimental_optimization.map_parallelization = False
 parallel_map = read_shards(shard_names).map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)
 course_batches = parallel_map.batch(BATCH_SIZE, drop_remainder=True)
 augmented = course_batches.map(augment)  # One batch at a time, in the thread that asks.
-pairs = {"course pipeline": course_batches, "augment after batch()": augmented}
-made = timing.measure_throughput(
-    augmented.with_options(only_as_written),
-    num_images=4 * BATCH_SIZE * NUM_TIMED_STEPS,
-    label="augment after batch(), no prefetch, alone",
-)
-step_sized = accelerator_wait.SimulatedAccelerator(
-    images_per_second=made.images_per_second / 2, batch_size=BATCH_SIZE, num_steps=NUM_TIMED_STEPS
-)
-for name, batches in pairs.items():
-    with_and_without = {
-        f"{name}, no prefetch": batches.with_options(only_as_written),
-        f"{name}, prefetch()": batches.prefetch(tf.data.AUTOTUNE).with_options(only_as_written),
-    }
-    lines += step_sized.compare(with_and_without, repeats=NUM_ROUNDS)
+timed = 4 * BATCH_SIZE * NUM_TIMED_STEPS
+made = timing.measure_throughput(augmented.with_options(only_as_written), num_images=timed)
+step_sized = stand_in.at_speed(made.images_per_second / 2 / stand_in.images_per_second)
+last_stages = {"course pipeline": course_batches, "augment after batch()": augmented}
+for name, batches in last_stages.items():
+    prefetched = batches.prefetch(tf.data.AUTOTUNE)
+    pair = {f"{name}, no prefetch": batches, f"{name}, prefetch()": prefetched}
+    pair = {label: feed.with_options(only_as_written) for label, feed in pair.items()}
+    lines += step_sized.compare(pair, repeats=NUM_ROUNDS)
 
 # %% [markdown]
 # Each prefetch line compares a feed with `prefetch()` to the same feed without it:
@@ -227,15 +219,11 @@ for name, batches in pairs.items():
 
 # %%
 course_pipeline = course_batches.prefetch(tf.data.AUTOTUNE)
-course_rate = timing.measure_throughput(
-    course_pipeline, num_images=4 * BATCH_SIZE * NUM_TIMED_STEPS, label="course pipeline, alone"
-).images_per_second
-lines += accelerator_wait.find_break_point(
+course_rate = timing.measure_throughput(course_pipeline, num_images=timed).images_per_second
+lines += stand_in.find_break_point(
     {"from memory": in_memory, "course pipeline": course_pipeline},
     feed_images_per_second=course_rate,
     factors=BREAK_POINT_SPEEDS,
-    batch_size=BATCH_SIZE,
-    num_steps=NUM_TIMED_STEPS,
     repeats=NUM_ROUNDS,
 )
 
@@ -249,12 +237,11 @@ lines += accelerator_wait.find_break_point(
 print("\n".join(lines))
 
 # %% [markdown]
-# Each verdict is the course's one rule: "beyond the noise" when every round of one side
-# beat every round of the other and the medians are at least `comparison.MIN_EFFECT`
-# apart; "small but consistent" when the rounds are apart but the medians closer; "not
-# resolved in N rounds" when they overlap; "not judged" where other processes kept a
-# share of the cores busy. The search's last line is the first speed, as a multiple of
-# the pipeline's own rate, at which the accelerator waited, if any did.
+# Each verdict is the course's one rule (`comparison.verdict()`): "beyond the noise" when
+# every round of one side beat every round of the other and the medians are at least 10%
+# apart; "not judged" where other processes kept a share of the cores busy. The search's
+# last line is the first speed, as a multiple of the pipeline's own rate, at which the
+# accelerator waited, if any did.
 #
 # **Takeaway.** Your lines say how long the stand-in waited for each feed beyond memory,
 # whether `prefetch()` shortened that wait after a plain `map()` and after a parallel

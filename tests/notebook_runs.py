@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.building.outputs import SOLUTION_ENVIRONMENTS
+
 AT_ONCE = 2  # Runs at a time: the CI machine's cores.
 ERROR_LINE = "PAPERMILL_EXECUTION_ERROR "  # What the driver prints before a cell's error.
 # Runs one job (argv[1], JSON) with papermill; prints the cell's error where one stops it.
@@ -69,9 +71,13 @@ def execute(job: Job) -> CellError | None:
         "cwd": str(job.cwd),
         "options": job.options,
     }
+    # A lesson runs in the environment the build gives its solution (lab 4: Keras on JAX
+    # over 8 simulated devices), so that a fresh run's checked outputs match the committed.
+    lesson = job.input.name.split(".")[0]
+    built_in = SOLUTION_ENVIRONMENTS.get(f"notebooks/{lesson}.py", {})
     result = subprocess.run(
         [sys.executable, "-c", DRIVER, json.dumps(spec)],
-        env={**os.environ, "TMPDIR": str(job.tmpdir)},
+        env={**os.environ, **built_in, "TMPDIR": str(job.tmpdir)},
         capture_output=True,
         text=True,
     )

@@ -250,13 +250,11 @@ def test_find_break_point_goes_up_and_stops_at_the_first_speed_that_waits(monkey
         "from memory": tf.data.Dataset.from_tensors(tf.zeros([8], tf.int64)).repeat(),
         "slow": _batches_made_in(15, ahead=False),
     }
-    lines = accelerator_wait.find_break_point(
-        feeds,
-        feed_images_per_second=533,
-        factors=[0.05, 0.5, 2],
-        batch_size=8,
-        num_steps=3,
-        repeats=2,
+    stand_in = accelerator_wait.SimulatedAccelerator(
+        images_per_second=1000, batch_size=8, num_steps=3
+    )
+    lines = stand_in.find_break_point(
+        feeds, feed_images_per_second=533, factors=[0.05, 0.5, 2], repeats=2
     )
     assert [line.split(":")[0] for line in lines] == [
         "slow, stand-in at 0.05x its rate (27 images/s)",

@@ -60,7 +60,7 @@ def _code_above(cells, phrase):
         ("05_accelerator_waiting", "Each verdict is the course's one", 'print("\\n".join(lines))'),
         ("05_accelerator_waiting", "Each prefetch line compares", "step_sized.compare("),
         ("05_accelerator_waiting", "the augmented feed takes to make", "augment"),
-        ("05_accelerator_waiting", "The search's last line", "accelerator_wait.find_break_point("),
+        ("05_accelerator_waiting", "The search's last line", "stand_in.find_break_point("),
         (
             "07_scale_out_reading",
             "The verdict lines say whether",

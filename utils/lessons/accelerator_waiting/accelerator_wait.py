@@ -282,6 +282,44 @@ class SimulatedAccelerator:
             return f"{said}: the accelerator waits.", True
         return f"{said}: it keeps up.", False
 
+    def find_break_point(
+        self,
+        feeds: dict[str, tf.data.Dataset],
+        *,
+        feed_images_per_second: float,
+        factors: Sequence[float],
+        repeats: int,
+    ) -> list[str]:
+        """Runs stand-ins ever faster until the feed keeps them waiting (`extra_wait`'s rule).
+
+        Each stand-in has this one's batch and steps, its rate a factor of the feed's own.
+
+        Args:
+            feeds: {"from memory": the input that costs nothing, label: the feed judged}.
+            feed_images_per_second: the feed's own rate here, measured without a
+                consumer; the stand-ins' rates are `factors` times it.
+            factors: the speeds to try, in order; the search stops at the first that waits.
+            repeats: rounds of each comparison, in turns.
+
+        Returns:
+            One line per speed tried: the speed, then `extra_wait`'s line.
+
+        Example:
+            lines = stand_in.find_break_point({"from memory": in_memory, "course": feed},
+                feed_images_per_second=3000, factors=[0.5, 1, 1.5], repeats=5)
+        """
+        (base, label) = feeds
+        lines = []
+        for factor in factors:
+            stand_in = self.at_speed(factor * feed_images_per_second / self.images_per_second)
+            stand_in.compare({base: feeds[base], label: feeds[label]}, repeats=repeats)
+            line, waits = stand_in.extra_wait(label, base)
+            speed = f"{factor:g}x its rate ({stand_in.images_per_second:,.0f} images/s)"
+            lines.append(f"{label}, stand-in at {speed}: {line}")
+            if waits:
+                break
+        return lines
+
     def plot_last_runs(self) -> Figure:
         """Draws the last run of each label (`plot_step_timelines`), one row each.
 
@@ -312,51 +350,6 @@ def waits_beyond(
     """
     apart = fed.minimum > baseline.maximum
     return apart and fed.median - baseline.median >= MIN_EXTRA_WAIT * step_ms
-
-
-def find_break_point(
-    feeds: dict[str, tf.data.Dataset],
-    *,
-    feed_images_per_second: float,
-    factors: Sequence[float],
-    batch_size: int,
-    num_steps: int,
-    repeats: int,
-) -> list[str]:
-    """Runs stand-ins ever faster until the feed keeps them waiting (`extra_wait`'s rule).
-
-    Args:
-        feeds: {"from memory": the input that costs nothing, label: the feed judged}.
-        feed_images_per_second: the feed's own rate here, measured without a consumer;
-            the stand-ins' rates are `factors` times it.
-        factors: the speeds to try, in order; the search stops at the first that waits.
-        batch_size: images per step.
-        num_steps: steps timed per run.
-        repeats: rounds of each comparison, in turns.
-
-    Returns:
-        One line per speed tried: the speed, then `extra_wait`'s line.
-
-    Example:
-        lines = accelerator_wait.find_break_point({"from memory": in_memory, "course": feed},
-            feed_images_per_second=3000, factors=[0.5, 1, 1.5], batch_size=16, num_steps=32,
-            repeats=5)
-    """
-    (base, label) = feeds
-    lines = []
-    for factor in factors:
-        stand_in = SimulatedAccelerator(
-            images_per_second=factor * feed_images_per_second,
-            batch_size=batch_size,
-            num_steps=num_steps,
-        )
-        stand_in.compare({base: feeds[base], label: feeds[label]}, repeats=repeats)
-        line, waits = stand_in.extra_wait(label, base)
-        speed = f"{factor:g}x its rate ({stand_in.images_per_second:,.0f} images/s)"
-        lines.append(f"{label}, stand-in at {speed}: {line}")
-        if waits:
-            break
-    return lines
 
 
 def plot_step_timelines(timelines: Sequence[StepTimeline]) -> Figure:
