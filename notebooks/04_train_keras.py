@@ -14,9 +14,8 @@
 # **On Colab's TPU:** choose *Runtime > Change runtime type > v5e-1 TPU*. Keras runs on
 # JAX there (the runtime ships no TensorFlow: docs/platforms.md); the set-up installs
 # `tensorflow-cpu` for `tf.data` only. The committed solution ran that way too, on JAX,
-# with 8 simulated CPU devices in place of a v5e-8's 8 chips
-# (`XLA_FLAGS=--xla_force_host_platform_device_count=8`): its lines show how
-# `DataParallel` splits each batch. A v5e-1 is one device, which takes each whole batch.
+# on one CPU device as a v5e-1 is one device: `DataParallel` gives it each whole batch. On
+# a v5e-8 (Kaggle) it splits each batch eight ways.
 #
 # **You will:**
 #
@@ -33,7 +32,7 @@ SHARDS_DIR = None  # None: where lab 2 wrote them.
 NUM_PARALLEL_READS = 16  # Lab 3's NUM_PARALLEL_READS.
 IMAGE_SIZE = 96  # The model's input size.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
-BATCH_PER_REPLICA = None  # Per device and step; None: 128, or 16 shared by CPU devices.
+BATCH_PER_REPLICA = None  # Per device and step; None: 128, or 16 on the CPU.
 TRAINING_IMAGES = 12_000  # Images the model learns from.
 EPOCHS = 6  # Evaluations on the validation shards.
 STEPS_PER_EXECUTION = 16  # Steps per call into the compiled step.
@@ -167,16 +166,16 @@ print(f"Keras on {keras.backend.backend()}: {num_replicas} replica(s) in sync on
 # %% [markdown]
 # ## The batch, the learning rate and the plan
 #
-# Each device takes 128 images a step on a TPU or GPU (the original course's batch); CPU
-# devices share 16 a step, so that this run ends in minutes. The global batch is the
-# per-device batch times the replicas (printed below). Steps count as if a batch held at
+# Each device takes 128 images a step on a TPU or GPU (the original course's batch), 16
+# on a CPU, so that this run ends in minutes. The global batch is the per-device batch
+# times the replicas (printed below). Steps count as if a batch held at
 # most 48 images (the critical batch size, docs/lessons.md), so larger batches process
 # more images for the same training. The learning rate grows with the global batch, up
 # to 0.008, warms up from 0, then falls along half a cosine.
 
 # %%
 kind = keras.distribution.list_devices()[0].split(":")[0]  # "tpu", "gpu" or "cpu".
-batch_per_replica = BATCH_PER_REPLICA or (128 if kind != "cpu" else max(1, 16 // num_replicas))
+batch_per_replica = BATCH_PER_REPLICA or (16 if kind == "cpu" else 128)
 global_batch_size = batch_sizes.cap_batch_size(  # At most the training images.
     batch_per_replica * num_replicas,
     num_images=num_train,
@@ -305,7 +304,7 @@ print(
 
 # %% [markdown]
 # **Takeaway.** The same cells train on every device Keras finds: one replica per device
-# (here 8 simulated ones), a global batch that grows with them, the weights placed by the
+# (the lines above show how many), a global batch that grows with them, the weights placed by the
 # distribution (JAX) or the strategy's scope (TensorFlow). The pipeline caches, shuffles,
 # batches and prefetches, so that every epoch is new and served from memory. Does the
 # accelerator still wait for its input? Lesson 5 (`05_accelerator_waiting`). Background:

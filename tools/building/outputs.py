@@ -30,13 +30,15 @@ EXECUTION_SECONDS = "execution_seconds"
 # (`tools.building.machine.build_machine`): the course run scales the lesson times by it.
 BUILD_MACHINE = "build_machine"
 # The environment a lesson's solution is built in, where it is not the build's own: lab 4
-# runs where its learners run it, Keras on JAX (Colab's and Kaggle's TPU runtimes), with
-# 8 simulated CPU devices (a v5e-8's count) so that `DataParallel` shards every batch.
+# runs where its learners run it, Keras on JAX (Colab's and Kaggle's TPU runtimes), on one
+# device as Colab's v5e-1 is. Not 8 simulated devices: on this 2-core machine under load,
+# XLA's all-reduce over 8 CPU devices waited past its 40 s limit for one device's thread
+# and killed the kernel (2026-11-28); tests/test_lab4_devices.py trains on 8 briefly.
 # XLA_FLAGS must be set before JAX starts; KERAS_BACKEND before TensorFlow is imported.
 SOLUTION_ENVIRONMENTS = {
     "notebooks/04_train_keras.py": {
         "KERAS_BACKEND": "jax",
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
     },
 }
 
