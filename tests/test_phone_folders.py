@@ -261,15 +261,24 @@ def test_rates_by_format_times_heic_against_jpeg_in_bounded_runs():
 
 
 # AVIF, and the first frame of an animated WebP or GIF, named .jpg: stored as a viewer shows them.
-@pytest.mark.parametrize("kind", ["AVIF", "animated WebP", "animated GIF", "static WebP"])
-def test_avif_and_animations_named_jpg_are_stored_as_their_first_frame(tmp_path, kind):
+@pytest.mark.parametrize(
+    ("kind", "suffix"),
+    [
+        ("AVIF", ".jpg"),
+        ("AVIF", ".avif"),
+        ("animated WebP", ".jpg"),
+        ("animated GIF", ".jpg"),
+        ("static WebP", ".jpg"),
+    ],
+)
+def test_avif_and_animations_named_jpg_are_stored_as_their_first_frame(tmp_path, kind, suffix):
     content = {
         "AVIF": lambda: _encoded(_portrait(), "AVIF", quality=90),
         "animated WebP": lambda: _animation("WEBP"),
         "animated GIF": lambda: _animation("GIF"),
         "static WebP": lambda: _encoded(_portrait(), "WEBP", quality=95),
     }[kind]()
-    files = {"cats/IMG_0001.jpg": content, "dogs/IMG_0002.jpg": content}
+    files = {f"cats/IMG_0001{suffix}": content, f"dogs/IMG_0002{suffix}": content}
     root = _make_folder(tmp_path / "mixed", files)
     before = _hashes(root)
     source = sources.resolve_source(str(root))

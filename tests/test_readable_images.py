@@ -14,6 +14,8 @@ from utils import readable_images
         ("notes.txt", False),
         ("photo.heic", True),
         ("IMG_0002.HEIF", True),
+        ("download.AVIF", True),  # Pillow 11.2 and later reads it.
+        ("._IMG_0003.JPG", False),  # A Mac's AppleDouble file beside the photo.
         (".jpg", False),  # A hidden file with no extension, not a JPEG.
         ("archive.jpg.zip", False),
     ],

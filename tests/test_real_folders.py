@@ -60,7 +60,7 @@ def test_resolve_source_lists_every_file_of_a_folder_with_brackets(real_photo_fo
     described = real_source.describe()
     assert "WARNING: empty class folder(s), not used as classes: drafts, lilies" in described
     assert (
-        "Not read: 4 file(s) in the class folders are not .jpg/.jpeg/.png/.heic/.heif images:"
+        "Not read: 4 file(s) in the class folders are not .jpg/.jpeg/.png/.heic/.heif/.avif images:"
         in described
     )
 

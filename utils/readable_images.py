@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 # The image types the course reads, in any letter case: `tf.io.decode_jpeg` decodes PNG
-# too, and the conversion (`records.decode_upright`) HEIC photos through pillow-heif.
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".heic", ".heif")
+# too, and the conversion (`records.decode_upright`) HEIC photos through pillow-heif and
+# AVIF through Pillow (whatever a file's name, its format is read from its bytes).
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".heic", ".heif", ".avif")
 # What an operating system leaves beside photos, never a photo: macOS's AppleDouble files
 # (`._IMG_0001.JPG`, a copy's metadata), the `__MACOSX/` folder a Mac's zip holds, Finder's
 # `.DS_Store` and `.Trashes`, Windows' `Thumbs.db` and `desktop.ini`, a Synology NAS's

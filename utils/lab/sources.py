@@ -15,7 +15,7 @@ from utils.lab import data, remote_sources
 
 _EXPECTED = (
     'Expected "embedded", "flower_photos", a local folder laid out as <folder>/<class>/*.jpg '
-    '(or .jpeg, .png, .heic), or a glob such as "gs://my-bucket/flowers/*/*.jpg".'
+    '(or .jpeg, .png, .heic, .avif), or a glob such as "gs://my-bucket/flowers/*/*.jpg".'
 )
 
 
@@ -33,8 +33,8 @@ class ImageSource:
         is_remote: True for real cloud storage (`gs://`), where no latency is simulated.
         empty_class_folders: folders beside the class folders that hold no images; they
             are not classes (a class needs images to learn from). Local folders only.
-        paths: every image file, sorted (a list): `.jpg`, `.jpeg`, `.png`, `.heic` and `.heif` in
-            any letter case.
+        paths: every image file, sorted (a list): `.jpg`, `.jpeg`, `.png`, `.heic`, `.heif`
+            and `.avif` in any letter case (`readable_images.is_image_file`).
         not_images: the other files in the class folders, listed and not read.
         subfolders: folders (and links) inside the class folders, named and not read: a
             label is the folder just above the photo (lab 1's TODO reads it from the path).
