@@ -43,7 +43,8 @@ def _grader_trace_datasets(wire, request, function):
         "output": concrete.outputs[0].name,
         "spec": wire.encode(concrete.structured_outputs.element_spec),
         "captures": _grader_captures(wire, concrete, len(specs)),
-        "roles": _grader_roles(graph_def, {}),  # noqa: F821 (export_values.py)
+        # The storage's waits by the notebook's name for the storage, as for any graph.
+        "roles": _grader_roles(graph_def, _grader_context.get("namespace", {})),  # noqa: F821
     }
 
 

@@ -242,8 +242,8 @@ def _fail_unless_argument_used(
     other = num_parallel_reads - 1 if num_parallel_reads > 2 else num_parallel_reads + 1
     try:
         steps = dataset_steps(read_shards(tf.data.Dataset.from_tensor_slices(shards.paths), other))
-    except CHECK_ERRORS as error:
-        fail(todo, name, f"read_shards(filenames, {other}) fails: {first_line(error)}")
+    except Exception:  # noqa: BLE001 (Not this test's concern: the records were judged above.)
+        return
     interleave = _interleave_step(steps) if steps else None
     if interleave is None or not interleave.op.startswith("ParallelInterleave"):
         return
