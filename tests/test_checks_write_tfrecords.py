@@ -326,3 +326,26 @@ def test_check_write_shard_refuses_the_courses_own_copy():
             "shard_files.write_shard, the course's solved copy, which earns nothing here. "
             "Write it with tf.io.TFRecordWriter."
         )
+
+
+def test_check_to_example_passes_right_answers_written_otherwise(capsys):
+    """The one-hot from tf.one_hot, the features made one by one in another order, and the
+    label encoded with bytes(); then the Example parsed from its own bytes."""
+
+    def one_by_one(image_jpeg, class_index, original_size, class_names):
+        example = tf.train.Example()
+        feature = example.features.feature
+        one_hot = tf.one_hot(class_index, len(class_names)).numpy().tolist()
+        feature["one_hot_class"].float_list.value.extend(one_hot)
+        feature["size"].int64_list.value.extend([int(v) for v in original_size])
+        feature["label"].bytes_list.value.append(bytes(class_names[class_index], "utf-8"))
+        feature["class"].int64_list.value.append(class_index)
+        feature["image"].bytes_list.value.append(image_jpeg)
+        return example
+
+    def round_trip(*args):
+        return tf.train.Example.FromString(one_by_one(*args).SerializeToString())
+
+    for answer in (one_by_one, round_trip):
+        checks.check_to_example(answer, todo=1, class_names=data.CLASSES)
+    assert capsys.readouterr().out.count("TODO 1 passed") == 2
