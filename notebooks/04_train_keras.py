@@ -15,7 +15,8 @@
 # JAX there (the runtime ships no TensorFlow: docs/platforms.md); the set-up installs
 # `tensorflow-cpu` for `tf.data` only. The committed solution ran that way too, on JAX,
 # on one CPU device as a v5e-1 is one device: `DataParallel` gives it each whole batch. On
-# a v5e-8 (Kaggle) it splits each batch eight ways.
+# a v5e-8 (Kaggle) it splits each batch eight ways (tests/test_lab4_devices.py runs this
+# lab on 8 simulated devices).
 #
 # **You will:**
 #
@@ -304,8 +305,8 @@ print(
 
 # %% [markdown]
 # **Takeaway.** The same cells train on every device Keras finds: one replica per device
-# (the lines above show how many), a global batch that grows with them, the weights placed by the
-# distribution (JAX) or the strategy's scope (TensorFlow). The pipeline caches, shuffles,
-# batches and prefetches, so that every epoch is new and served from memory. Does the
-# accelerator still wait for its input? Lesson 5 (`05_accelerator_waiting`). Background:
-# docs/lessons.md.
+# (the lines above show how many), a global batch of the per-device batch times them, the
+# weights placed by the distribution (JAX) or the strategy's scope (TensorFlow). The
+# pipeline caches, shuffles, batches and prefetches, so that every epoch is new and served
+# from memory. Does the accelerator still wait for its input? Lesson 5
+# (`05_accelerator_waiting`). Background: docs/lessons.md.

@@ -4,8 +4,7 @@
 # By the end you can show, step by step, whether an accelerator waits for its input, and
 # write a feed that keeps it busy.
 #
-# A stand-in for a TPU chip is fed by several feeds in turns; every step records how long
-# it waited for its batch. This lesson writes its own shards if lab 2 did not.
+# This lesson writes its own shards if lab 2 did not.
 #
 # **You will:**
 #
@@ -230,16 +229,15 @@ lines += stand_in.find_break_point(
 # %% [markdown]
 # ## What you measured
 #
-# One line per feed: its images/s against the first feed of its comparison, in the same
-# rounds, and both idle times per step; then one line per speed of the search.
+# One line per feed against the first of its comparison, with both idle times per step;
+# then one line per speed of the search.
 
 # %% tags=["summary"]
 print("\n".join(lines))
 
 # %% [markdown]
-# Each verdict is the course's one rule (`comparison.verdict()`): "beyond the noise" when
-# every round of one side beat every round of the other and the medians are at least 10%
-# apart; "not judged" where other processes kept a share of the cores busy. The search's
+# Each verdict is the course's one rule (`comparison.verdict()`, lab 1); "not judged" means
+# other processes kept a share of the cores busy. The search's
 # last line is the first speed, as a multiple of the pipeline's own rate, at which the
 # accelerator waited, if any did.
 #
