@@ -84,14 +84,14 @@ class ConversionReport:
         written = max(self.num_written, 1)
         before, after = self.input_bytes / written, self.output_image_bytes / written
         lines = [
-            f"Wrote {self.num_written} records in {len(self.shards)} shards to "
+            f"Wrote {self.num_written:,} records in {len(self.shards)} shards to "
             f"{self.output_dir} in {self.seconds:.1f} s ({self.records_per_second:.0f} records/s).",
             f"Average bytes per image: {before:,.0f} before, {after:,.0f} after "
             f"({display.describe_saving(before, after)})."
             if before
             else "No image written.",
-            f"Input images: {self.num_input_images} = {self.num_written} written "
-            f"+ {len(self.skipped)} skipped.",
+            f"Input images: {self.num_input_images:,} = {self.num_written:,} written "
+            f"+ {len(self.skipped):,} skipped.",
         ]
         if self.skipped:
             skipped = [(image.path, image.error) for image in self.skipped]

@@ -87,13 +87,13 @@ class ImageSource:
             text += f"\nWARNING: empty class folder(s), not used as classes: {empty}"
         if self.not_images:
             text += (
-                f"\nNot read: {len(self.not_images)} file(s) in the class folders are not "
+                f"\nNot read: {len(self.not_images):,} file(s) in the class folders are not "
                 f"{'/'.join(readable_images.IMAGE_EXTENSIONS)} images: "
                 + display.short_list(self._relative(self.not_images), max_listed=3, shown=3)
             )
         if self.os_leftovers:
             text += (
-                f"\nIgnored: {len(self.os_leftovers)} file(s) an operating system made "
+                f"\nIgnored: {len(self.os_leftovers):,} file(s) an operating system made "
                 "(._* copies, .DS_Store, __MACOSX/, Thumbs.db ...), not photos."
             )
         return text + self.subfolders_not_read()
@@ -110,7 +110,7 @@ class ImageSource:
         from utils import display
 
         return (
-            f"\nNot read: {len(self.subfolders)} folder(s) inside the class folders (only "
+            f"\nNot read: {len(self.subfolders):,} folder(s) inside the class folders (only "
             "<class>/<file> is read; move their photos up into the class folder): "
             + display.short_list(self._relative(self.subfolders), max_listed=3, shown=3)
         )
