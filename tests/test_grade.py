@@ -618,14 +618,14 @@ def test_a_feedback_file_per_learner(graded):
     assert (
         "| 1 | 1 / 1 | set by your instructor: listed the files in a cell of their own (the "
         "check: TODO 1 (filenames): not done yet: filenames is still ... (Ellipsis). "
-        "Expected a tf.data.Dataset of 100 file paths.) |"
+        "Expected a tf.data.Dataset of 103 file paths.) |"
     ) in text
     assert (
         "| 2 | 0 / 1 | TODO 2 (read_and_decode): not done yet: it returns (Ellipsis, Ellipsis). "
         "Expected (image, label): a uint8 image of shape (height, width, 3) and its label. |"
     ) in text
     assert "First error" not in text  # Each failure is said once, in its TODO's row.
-    assert "NUM_PARALLEL_READS=8 (the lab's: 16)" in text
+    assert "NUM_IMAGES=103 (the lab's: 3670)" in text  # prepare.GRADER_OVERRIDES.
     assert "/tmp/" not in text and str(REPO_ROOT) not in text
     text = (output_dir / "feedback" / f"ann-{LAB1}.md").read_text()
     assert "**Total: 3 / 3 points**" in text and "| 1 | 1 / 1 | TODO 1 passed: " in text
@@ -637,10 +637,10 @@ def test_sealed_verdicts_say_what_the_judge_found(graded):
     report = (graded[2] / "scores.md").read_text()
     assert (
         "- x-6-replies.ipynb, TODO 1: TODO 1 (filenames): not done yet: filenames is still "
-        "... (Ellipsis). Expected a tf.data.Dataset of 100 file paths.\n"
+        "... (Ellipsis). Expected a tf.data.Dataset of 103 file paths.\n"
     ) in report
     assert (
-        "- x-7-export.ipynb, TODO 1: TODO 1 (filenames): expected a tf.data.Dataset of 100 "
+        "- x-7-export.ipynb, TODO 1: TODO 1 (filenames): expected a tf.data.Dataset of 103 "
         "file paths; found a list.\n"
     ) in report
     assert "- x-8-python-in-graph.ipynb, TODO 2: TODO 2 (read_and_decode): expected " in report
