@@ -33,3 +33,22 @@ def test_what_a_todo_cell_printed_names_no_folder_of_the_graders():
     assert run.without_grader_folders(warning) == (
         "<python>/lib/python3.11/site-packages/tensorflow/x.py:44: UserWarning: y"
     )
+
+
+def test_a_todo_cells_tensorflow_error_is_said_without_tensorflows_wrapping():
+    """Lab 3's cycle_length=1 with num_parallel_calls=16 fails in the learner's own cell:
+    its line in the feedback keeps what TensorFlow says, not `{{function_node ...}}`."""
+    from tools.grading import grade_kernel
+
+    value = (
+        "{{function_node __wrapped__ParallelInterleaveDatasetV4_Targuments_0_device_/job:"
+        "localhost/replica:0/task:0/device:CPU:0}} If `cycle_length` is set to a fixed value, "
+        "`num_parallel_calls` must be either `tf.data.AUTOTUNE` or a value less than or equal "
+        "to `cycle_length`. However, `num_parallel_calls` is 16 and `cycle_length` is 1 "
+        "[Op:ParallelInterleaveDatasetV4] name: "
+    )
+    assert grade_kernel.error_line("InvalidArgumentError", value) == (
+        "InvalidArgumentError: If `cycle_length` is set to a fixed value, `num_parallel_calls` "
+        "must be either `tf.data.AUTOTUNE` or a value less than or equal to `cycle_length`. "
+        "However, `num_parallel_calls` is 16 and `cycle_length` is 1"
+    )
