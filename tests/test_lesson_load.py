@@ -120,8 +120,9 @@ def test_a_todo_whose_api_is_named_nowhere_before_it_counts_12_minutes():
     )
     named = lesson_load.lesson_load(named_lab, named_solution)
     assert named.unnamed == ()
+    more_words = named.prose_words - load.prose_words
     assert load.minutes - named.minutes == pytest.approx(
-        lesson_load.MINUTES_PER_UNNAMED_TODO - lesson_load.MINUTES_PER_TODO + (-8 / 150)
+        lesson_load.MINUTES_PER_UNNAMED_TODO - lesson_load.MINUTES_PER_TODO - more_words / 150
     )
 
 
@@ -136,8 +137,12 @@ def test_the_api_leaves_out_builtins_the_stub_and_what_the_lab_defines():
 
 
 def test_the_core_names_the_api_of_every_todo_and_fits_its_minutes():
-    # Issue 60, item 6: every TODO of labs 1-5 names the API it needs, and the core
-    # stays within its minutes by that count.
+    """Issue 60, item 6: every TODO of labs 1-5 names the API it needs, and the core stays
+    within its minutes by that count.
+
+    Fails until labs/ and solutions/ are rebuilt from the sources (the execution times
+    are the build's).
+    """
     loads = lesson_load.every_lesson()
     for number in lesson_load.CORE_LESSONS:
         assert loads[number].unnamed == (), loads[number].lesson
