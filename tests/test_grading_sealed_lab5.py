@@ -1,9 +1,11 @@
-"""Sealed verdicts of lab 5: a feed that keeps the stand-in busy, timed in the judge.
+"""Sealed verdicts of lab 5: a feed that keeps the stand-in busy, judged in the judge by
+what load cannot change (its batches and its graph), never by a timing (issue 61).
 
 One grading run (bwrap) of lab 5's solution, of a blank lab that rewrites its kernel's
-replies, and of two wrong answers to TODO 2: the naive feed itself (the judge times it and
-it fails on its idle time) and one batch repeated (it fails on its batches). The learner's
-`feed` crosses as a graph without Python callbacks (lab 3's reader on the shards on disk).
+replies, of three wrong answers to TODO 2 (the naive feed itself, the naive feed with a
+prefetch alone, one batch repeated) and of a right one written otherwise (lab 1's parallel
+map of NUM_PARALLEL_READS, then a prefetch). The learner's `feed` crosses as a graph
+without Python callbacks (lab 3's reader on the shards on disk).
 """
 
 import copy
@@ -25,6 +27,12 @@ LAB5 = "05_accelerator_waiting"
 WRONG_FEEDS = {
     "x-5-naive.ipynb": "feed = naive_feed\n",
     "x-5-one-batch.ipynb": "feed = tf.data.Dataset.from_tensors(next(iter(naive_feed))).repeat()\n",
+    "x-5-prefetch-alone.ipynb": "feed = naive_feed.prefetch(tf.data.AUTOTUNE)\n",
+    "y-5-parallel-map.ipynb": (
+        "feed = read_shards(shard_names)\n"
+        "feed = feed.map(read_tfrecord, num_parallel_calls=NUM_PARALLEL_READS)\n"
+        "feed = feed.batch(BATCH_SIZE, drop_remainder=True).prefetch(tf.data.AUTOTUNE)\n"
+    ),
 }
 
 
@@ -52,6 +60,8 @@ def test_lab5_scores_what_its_feeds_earn(graded):
         "forger_05.ipynb": ("0", "0"),
         "x-5-naive.ipynb": ("1", "0"),
         "x-5-one-batch.ipynb": ("1", "0"),
+        "x-5-prefetch-alone.ipynb": ("1", "0"),
+        "y-5-parallel-map.ipynb": ("1", "1"),
     }
 
 
@@ -63,10 +73,12 @@ def test_lab5_judges_messages_name_todo_2_and_the_mistake(graded):
         "Expected a tf.data.Dataset of the naive feed's batches that keeps the accelerator "
         "busy.\n"
     ) in report
-    assert "- x-5-naive.ipynb, TODO 2: TODO 2 (feed): expected the stand-in, its step " in report
-    assert "Decode in parallel: `map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)`." in (
-        report
-    )
+    for name in ("x-5-naive.ipynb", "x-5-prefetch-alone.ipynb"):
+        assert (
+            f"- {name}, TODO 2: TODO 2 (feed): expected images decoded several at once and "
+            "batches made ahead of the step; found a feed that lacks one. Decode in parallel: "
+            "`map(read_tfrecord, num_parallel_calls=tf.data.AUTOTUNE)`, then batch and prefetch.\n"
+        ) in report
     assert (
         "- x-5-one-batch.ipynb, TODO 2: TODO 2 (feed): expected new batches from the shards; "
         "found the same batch again"
