@@ -211,8 +211,8 @@ figure = charts.plot_throughput(list(runs.values()), title=simulated_storage.des
 # **Takeaway.** One request at a time, images/s is about 1000 divided by the wait in
 # milliseconds. Many reads in flight overlap the waits, and more so in any order (in order,
 # one slow read holds up the rest), yet every image still costs a request: far below what
-# the CPU decodes from local disk. Lab 2 packs hundreds of images into each of a few large
-# files (TFRecords); lab 3 measures what that buys.
+# the CPU decodes from local disk. Lab 2 packs the images into a few large files
+# (TFRecords); lab 3 measures what that buys.
 #
 # *What changed from the original course:* its bucket `gs://flowers-public` now answers 403,
 # so the storage here is simulated (details: the course's docs/lessons.md).

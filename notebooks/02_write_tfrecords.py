@@ -57,9 +57,8 @@ print("Shards will go to:", output_dir)
 #
 # A batch is one tensor, so its images must share a size. Squashing an image to a square
 # distorts it; its centre square, as wide as the shorter side, keeps its proportions. The
-# square is then stored as JPEG again, at `JPEG_QUALITY`: raw pixels would take
-# `TARGET_SIZE * TARGET_SIZE * 3` bytes each. Read these two functions; the conversion
-# below runs them on every image.
+# square is then stored as JPEG again, at `JPEG_QUALITY`, not as raw pixels. Read these
+# two functions; the conversion below runs them on every image.
 
 
 # %% tags=["save"]
