@@ -1,5 +1,6 @@
 """Tests of lesson 8's knobs.py and knob_settings.py: one knob at a time."""
 
+import inspect
 import time
 
 import pytest
@@ -230,3 +231,12 @@ def test_describe_open_shards_says_autotune_is_sized_from_the_cores():
     assert "= 32 shard(s) at once on 96 cores" in knobs.describe_open_shards(
         _ablation(), num_cores=96
     )
+
+
+def test_prefetch_false_row_turns_off_tf_datas_own_prefetch_too():
+    # Issue 60, item 3: "prefetch: false" measures a pipeline with no prefetch at all;
+    # by default tf.data adds one at the end of a pipeline that has none.
+    assert knobs.WITHOUT_INJECTED_PREFETCH.experimental_optimization.inject_prefetch is False
+    source = inspect.getsource(knobs.measure_knobs)
+    assert 'if settings.get("prefetch") is False:' in source
+    assert "variant.with_options(WITHOUT_INJECTED_PREFETCH)" in source
