@@ -205,6 +205,27 @@ def test_an_heic_only_folder_is_sampled_timed_and_stored_whole(tmp_path, capsys)
     assert _hashes(root) == before
 
 
+# The same export where pillow-heif is missing: one line says what to install, nothing written.
+def test_an_heic_only_folder_without_pillow_heif_stops_in_one_line_saying_what_to_install(
+    tmp_path, monkeypatch
+):
+    heic = _encoded(_portrait(), "HEIF", quality=90)
+    files = {f"{name}/IMG_{i:04d}.HEIC": heic for name in ("cats", "dogs") for i in range(2)}
+    root = _make_folder(tmp_path / "iphone", files)
+    before = _hashes(root)
+    monkeypatch.setattr(records, "heif_support", lambda: False)
+    source = sources.resolve_source(str(root))
+    with pytest.raises(ValueError, match=r"\(of the first files: 4 HEIC\); install pillow-heif"):
+        recompression.show_resized(source, records.resize_and_crop, target_size=32)
+    with pytest.raises(ValueError) as raised:
+        conversion.convert(source, tmp_path / "out", target_size=32, num_shards=1)
+    message = str(raised.value)
+    assert "\n" not in message and str(root.resolve()) in message
+    assert f"4 of them {records.HEIC_MESSAGE} (first: " in message
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    assert _hashes(root) == before
+
+
 # Many HEIC photos beside a few JPEGs: a readable summary, each format's rate, the time ahead.
 # (60 photos here; the 2,000 print the same number of lines.)
 def test_many_heic_photos_print_a_few_lines_with_each_formats_rate(tmp_path, capsys, monkeypatch):

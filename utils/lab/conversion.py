@@ -156,11 +156,16 @@ def _write_set(
             reasons[image.error] = reasons.get(image.error, 0) + 1
         why, count = max(reasons.items(), key=lambda item: item[1])
         where = str(Path(paths[0]).parent.parent) if not source.is_remote else source.pattern
+        todo = (
+            ""  # The reason says what to do.
+            if why in (records.HEIC_MESSAGE, records.AVIF_MESSAGE)
+            else " What to do: open one in a photo viewer; if it shows, export the photos as "
+            "JPEG; if not, the files are damaged."
+        )
         raise ValueError(
             f"No image of {source.name!r} could be read: all {len(paths)} were skipped, so "
             f"there is nothing to learn from; no shard was kept. In {where}: {count} of them "
-            f"{why} (first: {skipped[0].path}). What to do: open one in a photo viewer; if it "
-            "shows, export the photos as JPEG; if not, the files are damaged."
+            f"{why} (first: {skipped[0].path}).{todo}"
         )
     report = ConversionReport(
         output_dir=folder,

@@ -202,10 +202,15 @@ def _none_decode(source: sources.ImageSource) -> str:
         [tf.io.read_file(path).numpy()[:64] for path in conversion.source_paths(source)[:200]]
     )
     kinds = ", ".join(f"{len(files)} {name}" for name, files in found.items())
-    return (
-        f"No image of {source.name!r} decodes (of the first files: {kinds}); open one in a "
-        "viewer: if it shows, export the photos as JPEG; if not, the files are damaged."
+    todo = (
+        "open one in a viewer: if it shows, export the photos as JPEG; if not, the files are "
+        "damaged"
     )
+    if "HEIC" in found and not records.heif_support():
+        todo = "install pillow-heif (pip install pillow-heif), or export the photos as JPEG"
+    elif "AVIF" in found and not records.avif_support():
+        todo = "upgrade Pillow (11.3 or later), or export the photos as JPEG"
+    return f"No image of {source.name!r} decodes (of the first files: {kinds}); {todo}."
 
 
 def _originals_timer(
