@@ -21,6 +21,7 @@ from tools.grading import (
     identify,
     prepare,
     reports,
+    run,
     score,
     sealed,
     syntax_flags,
@@ -268,6 +269,21 @@ class TestScoreMessages:
             f"# The judge's last error line (a learner's graph may print there): {forged}\n"
         )
         assert f"{forged}\n" in reports.review_markdown([mark])
+
+    def test_a_kernel_dying_in_a_lab_cell_is_said_as_the_learners_kernel(self):
+        """It blamed the lab's cell ("Stopped: the lab's cell cell-17 the kernel died")."""
+        cells = [nbformat.v4.new_code_cell(id=i) for i in ("todo-3", "cell-17")]
+        cells[0].metadata[KEY] = {"todo": 3}
+        prepared = [(cell, "") for cell in cells]
+        results = [CellResult("ok"), CellResult("died", error=grade_kernel.KERNEL_DIED)]
+        run.name_the_todo(prepared, results)
+        mark = Grade("a.ipynb", points={3: 1})
+        score.score(mark, prepared, results, {3: sealed.Verdict(True, "TODO 3 passed")})
+        assert mark.notes == [
+            "Stopped: your kernel died (memory, os._exit or a crash) after your TODO 3 cell, "
+            "while the lab's cell cell-17 ran; the cells after it were not run"
+        ]
+        assert mark.passed == {3: True}
 
     def test_messages_name_the_graders_folders_without_their_paths(self, tmp_path):
         options = Options(cache=tmp_path / "cache", work_root=tmp_path / "work")

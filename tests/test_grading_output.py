@@ -24,7 +24,7 @@ from tests.conftest import REPO_ROOT
 from tests.test_grade import _notebook, _processes_with, _with_todo, needs_bwrap
 from tools import grade
 from tools.building.outputs import METADATA_KEY
-from tools.grading import grade_kernel, judge_output, model, run, sealed, workfolder
+from tools.grading import grade_kernel, judge_output, model, run, sandbox, sealed, workfolder
 from utils.lab import data
 
 LAB1, LAB4 = "01_tf_data_basics", "04_train_keras"
@@ -223,3 +223,41 @@ def test_a_lab_cells_timeout_names_the_todo_whose_cell_came_before_it():
     ]
     run.name_the_todo([(cell, "") for cell in cells], results)
     assert [result.error for result in results] == [late, "", f"{late}, after the cell of TODO 2"]
+
+
+FLOOD = """import threading
+
+
+def _flood():
+    while True:
+        print("x" * 10**6)
+
+
+threading.Thread(target=_flood, daemon=True).start()
+"""
+SUM = "import time\n_t = time.perf_counter()\nsum(range(3 * 10**7))\nprint('summed')\n"
+
+
+@needs_bwrap
+def test_a_flooding_thread_fills_no_buffer_and_slows_no_cell(tmp_path):
+    """A thread printing 1 MB lines without pause: before, the kernel buffered and sent all
+    of it (564 MB from its cell, 1.2 GB from the next), and a cell of 1 s took 55 s. Now
+    each cell sends the first `OUTPUT_LIMIT` characters and the line that says so."""
+    work = tmp_path / "w"
+    work.mkdir()
+    kernel = grade_kernel.SandboxedKernel(
+        work,
+        workfolder.prepare_work(work, None),
+        bwrap=sandbox.find_bwrap(),
+        read_only=[REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix)],
+        memory_bytes=4 * 2**30,
+    )
+    results = grade_kernel.run_cells([SUM, FLOOD, SUM, SUM], [120] * 4, kernel, total_limit=400)
+    assert [result.status for result in results] == ["ok"] * 4
+    assert results[0].output == "summed\n"
+    cut = len(grade_kernel.CUT_LINE)
+    for result in results[1:]:  # The thread prints in whichever cell runs.
+        assert result.printed == grade_kernel.OUTPUT_LIMIT + cut
+        assert len(result.output) == grade_kernel.OUTPUT_LIMIT
+    assert max(result.seconds for result in results[2:]) < 10 * results[0].seconds + 5
+    assert run.printed_note(results) == run.PRINTED_NOTE

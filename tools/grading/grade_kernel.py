@@ -56,7 +56,7 @@ class BoundedOutStream(iostream.OutStream):
     def write(self, string):
         if not isinstance(string, str):
             return super().write(string)
-        cell = self.parent_header.get("header", {}).get("msg_id")
+        cell = self.parent_header.get("msg_id")
         sent = self.__dict__.setdefault("_grader_sent", {})
         before = sent.get(cell, 0)
         if before < LIMIT:
@@ -69,6 +69,7 @@ class BoundedOutStream(iostream.OutStream):
 kernelapp.launch_new_instance()
 """
 KERNEL_START_SECONDS = 120
+KERNEL_DIED = "the kernel died (memory, os._exit or a crash)"
 SOCKET_PATH_BYTES = 107  # Linux's sun_path holds 108 bytes, the last one a NUL.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # TensorFlow's wrapping of an op's error: `{{function_node __wrapped__...}}`, ` [Op:...]`.
@@ -221,7 +222,7 @@ class SandboxedKernel:
                 message = self.client.get_iopub_msg(timeout=min(remaining, 1.0))
             except queue.Empty:
                 if not self.alive():
-                    return result("died", "the kernel died (memory, os._exit or a crash)")
+                    return result("died", KERNEL_DIED)
                 continue
             if message.get("parent_header", {}).get("msg_id") != msg_id:
                 continue

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from tools.grading import grade_kernel, sealed
+from tools.grading.grade_kernel import KERNEL_DIED
 from tools.grading.judge_output import JudgeOutput
 from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks
 from tools.grading.workfolder import DiskWatch, prepare_work
@@ -91,14 +92,23 @@ def run_prepared(prepared: list, limits: Limits, options: Options, label: str, j
 
 def name_the_todo(prepared: list, results: list) -> None:
     """Adds to a lab cell's timeout the TODO whose cell came last before it (a lab cell's id
-    means nothing to a learner; its time is mostly that TODO's code)."""
+    means nothing to a learner; its time is mostly that TODO's code), and says a kernel that
+    died in a lab cell is the learner's kernel (what their cells left running, a thread
+    among them), not the lab's cell."""
     todo = None
     for (cell, _), result in zip(prepared, results, strict=True):
         cell_marks = marks(cell) or cell.metadata.get(KEY, {})
         if "todo" in cell_marks:
             todo = cell_marks["todo"]
-        elif result.status == "timeout" and todo is not None and "check" not in cell_marks:
+        elif todo is None or "check" in cell_marks:
+            continue
+        elif result.status == "timeout":
             result.error += f", after the cell of TODO {todo}"
+        elif result.error == KERNEL_DIED and "added" not in cell_marks:
+            result.error = (
+                f"your kernel died (memory, os._exit or a crash) after your TODO {todo} cell, "
+                f"while the lab's cell {cell.get('id')} ran"
+            )
 
 
 def todo_prints(prepared: list, results: list) -> dict[int, str]:

@@ -54,7 +54,9 @@ def score(grade: Grade, prepared: list, results: list, verdicts: dict) -> None:
     for (cell, _), result in zip(prepared, results, strict=True):
         cell_marks = marks(cell) or cell.metadata.get(KEY, {})
         if result.status in ("timeout", "died") and not stop:
-            stop = f"{describe(cell)} {result.error}; the cells after it were not run"
+            # A lab cell's death is said as the learner's kernel's (`run.name_the_todo`).
+            where = "" if result.error.startswith("your kernel") else f"{describe(cell)} "
+            stop = f"{where}{result.error}; the cells after it were not run"
             grade.notes.append(f"Stopped: {stop}")
         if result.status in _FAILED and not grade.first_error and "added" in cell_marks:
             grade.first_error = f"{describe(cell)}: {result.error}"
