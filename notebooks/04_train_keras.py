@@ -256,12 +256,12 @@ train_dataset = make_training_dataset(train_paths)
 #
 # Validation reads the held-out shards once, unshuffled and unflipped, in batches split
 # evenly over the replicas. The model is built under the strategy's scope (TensorFlow) and
-# computes in bfloat16 on a TPU, float16 on a GPU (float32 here). On JAX the first epoch
-# also waits for XLA to compile the training step: compare its time with the next
-# epochs' in the lines below. Chance level is what always answering the most common class
-# scores. On the embedded images each class is one generated flower shape: a high score
-# says the pipeline and the training loop work end to end; it says nothing about real
-# flowers.
+# computes in bfloat16 on a TPU, float16 on a GPU (float32 here). On an accelerator the
+# first epoch also waits for XLA to compile the training step (16 s of lab 4's first epoch
+# on a GPU: docs/platforms.md). Chance level is what always answering the most common
+# class scores. On the embedded images each class is one generated flower shape: a high
+# score says the pipeline and the training loop work end to end; it says nothing about
+# real flowers.
 
 # %%
 validation_batch_size = batch_sizes.even_batch_size(
