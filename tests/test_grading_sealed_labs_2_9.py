@@ -227,23 +227,39 @@ def test_a_resume_is_checked_on_the_judges_own_loader(tmp_path):
         state = iterator.get_state()
         next_batch = next(iterator)
         resumed.set_state(state)
-        kernel.keep(3, state=state, next_batch=next_batch, resumed_batch=next(resumed))
+        resumed_batch = next(resumed)
+        kernel.keep(3, state=state, next_batch=next_batch, resumed_batch=resumed_batch)
+        kernel.keep(3, further_batch=next(resumed))  # Issue 61: the batch after it too.
+        never_restored = iter(loader)
+        copied_beside_it = next(never_restored)
     finally:
         iterator.close()
         resumed.close()
     kernel.namespace.update(data_source=source, parse=_record_and_length)
     steps = kernel.namespace["_grader_chain"](loader, kernel.namespace)
     judges = {"data_source": list(source), "parse": _record_and_length}
-    fetched = {
-        name: remote.fetch(kernel, 3, name, {}) for name in ("state", "next_batch", "resumed_batch")
-    }
+    names = ("state", "next_batch", "resumed_batch", "further_batch")
+    fetched = {name: remote.fetch(kernel, 3, name, {}) for name in names}
     check = functools.partial(
         checks.check_resumed,
         todo=3,
         first_batch=first_batch,
         loader=remote_grain.rebuild(steps, judges),
     )
-    check(fetched["resumed_batch"], state=fetched["state"], next_batch=fetched["next_batch"])
+    check(
+        fetched["resumed_batch"],
+        state=fetched["state"],
+        next_batch=fetched["next_batch"],
+        further_batch=fetched["further_batch"],
+    )
+    kernel.keep(3, further_batch=copied_beside_it)  # A copy beside an iterator never restored.
+    with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(resumed\): .* was not restored"):
+        check(
+            tuple(part.copy() for part in fetched["next_batch"]),
+            state=fetched["state"],
+            next_batch=fetched["next_batch"],
+            further_batch=remote.fetch(kernel, 3, "further_batch", {}),
+        )
     kernel.keep(3, state={})
     with pytest.raises(checks.CheckFailed, match=r"^TODO 3 \(state\): .* found an empty dict"):
         check(
