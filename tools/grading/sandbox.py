@@ -200,8 +200,8 @@ def bwrap_fix() -> str:
     if version and version < (0, 8):
         return (
             f"bwrap {'.'.join(map(str, version))} is older than 0.8, which the sandbox needs "
-            "(--disable-userns, --size): install bubblewrap 0.8 or later (Debian 12, "
-            "Ubuntu 24.04, Fedora 38 and later have it; else build it from "
+            "(--disable-userns, --size): install bubblewrap 0.8 or later (Debian 12 and "
+            "Ubuntu 24.04 have it; else build it from "
             "https://github.com/containers/bubblewrap/releases)"
         )
     setting = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
