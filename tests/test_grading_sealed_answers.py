@@ -4,7 +4,8 @@ Lab 1's literal `from_tensor_slices(source.paths)` with `shuffle(100)` (the grad
 images, so a fixed 100 is no full shuffle there either: TODO 1 fails, TODO 3 passes); lab 2
 answered by the course's own `records.to_example` (TODO 1 earns nothing) and a writer that
 renames inside its `with` block (TODO 2 fails); lab 3's `read_shards` that ignores its
-argument (TODO 2 fails); the solutions score full marks.
+argument (TODO 2 fails); lab 1's read_and_decode with tf.io.read_file (TODO 2 fails, TODO 3
+not with it); lab 3's dense one-hot spec (passes); the solutions score full marks.
 """
 
 import nbformat
@@ -43,6 +44,23 @@ RENAMED_OPEN = """def write_shard(serialized_examples, output_dir, index):
         tf.io.gfile.rename(temporary, final_path, overwrite=True)
     return final_path
 """
+READ_FILE = """def read_and_decode(path):
+    image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+    return image, label_from_path(path)
+"""
+DENSE_LABEL = """features = {
+    "image": tf.io.FixedLenFeature([], tf.string),
+    "one_hot_class": tf.io.FixedLenFeature([len(class_names)], tf.float32),
+    "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
+}
+
+
+def read_tfrecord(serialized):
+    record = tf.io.parse_single_example(serialized, features)
+    image = tf.io.decode_jpeg(record["image"], channels=3)
+    image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
+    return image, record["one_hot_class"]
+"""
 SHUFFLE_100 = (
     "filenames = tf.data.Dataset.from_tensor_slices(source.paths).shuffle(100, seed=SEED)\n"
 )
@@ -66,6 +84,8 @@ def graded(tmp_path_factory):
         "x-copy_02.ipynb": _set_todo(lab2, 1, COURSE_COPY),
         "x-renamed_02.ipynb": _set_todo(lab2, 2, RENAMED_OPEN),
         "x-ignores_03.ipynb": _set_todo(lab3, 2, IGNORES_ARGUMENT),
+        "x-readfile_01.ipynb": _set_todo(lab1, 2, READ_FILE),
+        "y-dense_03.ipynb": _set_todo(lab3, 1, DENSE_LABEL),
     }
     for name, notebook in notebooks.items():
         nbformat.write(notebook, folder / name)
@@ -85,6 +105,9 @@ def test_each_answer_scores_in_the_grader_as_in_the_notebook(graded):
         "x-copy_02.ipynb": ["0", "1", ""],
         "x-renamed_02.ipynb": ["1", "0", ""],
         "x-ignores_03.ipynb": ["1", "0", ""],
+        # TODO 2 bypasses the storage: TODO 3's map is judged on its settings (one mistake).
+        "x-readfile_01.ipynb": ["1", "0", "1"],
+        "y-dense_03.ipynb": ["1", "1", ""],  # A dense one-hot spec parses to the same label.
     }
     assert (
         "- x-ignores_03.ipynb, TODO 2: TODO 2 (read_shards): expected read_shards(filenames, 3) "
