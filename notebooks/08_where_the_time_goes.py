@@ -347,8 +347,9 @@ figure = ablation_chart.plot_ablation(
 #   on the current one. `false` has no prefetch at all (tf.data's own, which it adds to
 #   a pipeline without one, is switched off for that row). Here the consumer only counts
 #   images and the stage before the prefetch is the parallel `map()`, which already runs
-#   ahead into its own buffer: a prefetch has little to gain and costs a thread that
-#   hands each batch over, on the cores the map needs. So a `false` as fast or faster says
-#   nothing about a training step; lesson 5 measures when prefetch pays.
+#   ahead into its own buffer: a prefetch adds a second buffer and a thread that hands
+#   each batch over, on the cores the map needs, and its verdict says whether that paid
+#   here. Either way it says nothing about a training step; lesson 5 measures when
+#   prefetch pays.
 # - **cache**: after the first pass, no storage and no decoding at all, as long as the
 #   decoded images fit in memory (here `num_records * TARGET_SIZE**2 * 3` bytes).
