@@ -32,7 +32,7 @@ ALL_LESSONS = [source.stem for source in build.lesson_sources(REPO_ROOT)]
 def _skip_without_modules(lesson, *values):
     """A test parameter that is skipped, saying why, when an optional lesson's modules miss."""
     missing = missing_modules(lesson)
-    reason = f"{lesson} needs {', '.join(missing)}: {install_command(lesson)}" if missing else ""
+    reason = f"{lesson} needs {', '.join(missing)}: {install_command()}" if missing else ""
     return pytest.param(
         *(values or (lesson,)), marks=pytest.mark.skipif(bool(missing), reason=reason)
     )
