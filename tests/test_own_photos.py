@@ -19,7 +19,7 @@ import tensorflow as tf
 from PIL import Image, ImageCms
 
 from tests.conftest import REPO_ROOT
-from utils import records, shard_files
+from utils import records, shard_files, sidecar
 from utils.lab import conversion, output_checks, shard_metadata, sources
 
 USER_FILES = {"notes.txt": b"my notes, not the course's", "flowers00-9.tfrec.bak": b"mine"}
@@ -197,7 +197,7 @@ def test_convert_disk_full_while_writing_a_shard_deletes_what_the_run_wrote(smal
     output_dir = tmp_path / "shards"
     hashes = _with_user_files(output_dir)
     previous = conversion.convert(small_source, output_dir, target_size=16, num_shards=3)
-    previous_set = [Path(p).name for p in previous.shards] + [shard_metadata.METADATA_FILE]
+    previous_set = [Path(p).name for p in previous.shards] + [sidecar.METADATA_FILE]
     previous_hashes = _hashes(output_dir, previous_set)
 
     def write_shard_until_full(examples, folder, index):

@@ -20,9 +20,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import errors, records, shard_files
+from utils import arguments, errors, records, shard_files
 from utils.lab import (
-    arguments,
     data,
     image_loading,
     output_checks,

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import errors, records, shard_files
-from utils.lab import progress, shard_metadata
+from utils import errors, records, shard_files, sidecar
+from utils.lab import progress
 
 # Beyond this many classes the table is folded: a column a class would not fit a screen.
 MAX_CLASS_COLUMNS = 12
@@ -134,7 +134,7 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     output_dir = str(output_dir).rstrip("/")
     problems = []
     try:
-        metadata = shard_metadata.read_metadata(output_dir)
+        metadata = sidecar.read_metadata(output_dir)
     except FileNotFoundError as error:
         metadata = {}
         problems.append(str(error))
