@@ -11,7 +11,6 @@ from utils import records, shard_files, sidecar
 from utils.lab import (
     conversion,
     data,
-    image_loading,
     shard_cache,
     sources,
     validation,
@@ -160,7 +159,7 @@ def test_default_output_dir_depends_on_source_and_settings(small_source):
 
 def test_images_per_shard_gives_an_empty_run_to_a_shard_whose_images_all_failed():
     def image(path):
-        return image_loading.LoadedImage(path, 1, b"", 0, [1, 1])
+        return conversion.LoadedImage(path, 1, b"", 0, [1, 1])
 
     shard_of = {"a": 0, "b": 0, "c": 1, "d": 2}  # "c" failed to load: shard 1 has none.
     runs = conversion._images_per_shard(iter([image("a"), image("b"), image("d")]), shard_of, 3)

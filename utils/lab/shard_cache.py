@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from utils import arguments, records, shard_files
-from utils.lab import conversion, data, output_checks, sources
+from utils.lab import conversion, data, sources
 from utils.lab.shard_metadata import write_json
 from utils.sidecar import METADATA_FILE, read_json, read_metadata
 
@@ -107,7 +107,7 @@ def ensure_shards(
     )
     if output_dir is None:
         output_dir = default_output_dir(source, target_size=target_size, num_shards=num_shards)
-    output_dir = output_checks.check_output_dir(source, output_dir)
+    output_dir = conversion.check_output_dir(source, output_dir)
     fingerprint = conversion.input_fingerprint(
         source,
         target_size=target_size,
