@@ -34,8 +34,17 @@ import os
 
 import tensorflow as tf
 
-from utils import charts, checks, comparison, pipeline, random_crops, readable_images, sampling
-from utils.lab import machine_load, shard_cache, sources
+from utils import (
+    charts,
+    checks,
+    comparison,
+    machine_load,
+    pipeline,
+    random_crops,
+    readable_images,
+    sampling,
+)
+from utils.lab import shard_cache, sources
 from utils.lessons.scale_out_reading import data_service, host_processes, multi_host
 
 # %% tags=["parameters"]

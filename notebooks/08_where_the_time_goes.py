@@ -29,8 +29,8 @@ import os
 
 import tensorflow as tf
 
-from utils import charts, checks, comparison, pipeline, records, storage
-from utils.lab import machine_load, shard_cache, sources
+from utils import charts, checks, comparison, machine_load, pipeline, records, storage
+from utils.lab import shard_cache, sources
 from utils.lessons.where_the_time_goes import ablation_chart, knobs, pipeline_trace
 
 # %% tags=["parameters"]

@@ -59,8 +59,8 @@ import grain
 import keras
 import tensorflow as tf
 
-from utils import charts, checks, comparison, models, pipeline, storage, training
-from utils.lab import machine_load, shard_cache, sources
+from utils import charts, checks, comparison, machine_load, models, pipeline, storage, training
+from utils.lab import shard_cache, sources
 from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
 grain_arrayrecord.use_flag_defaults()  # Grain's workers read absl flags; take the defaults.

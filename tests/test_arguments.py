@@ -1,8 +1,8 @@
-"""utils.lab.arguments: one message for each kind of wrong integer argument."""
+"""utils.arguments: one message for each kind of wrong integer argument."""
 
 import pytest
 
-from utils.lab import arguments
+from utils import arguments
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from utils import records, shard_files
+from utils import records, shard_files, sidecar
 from utils.lab import (
     conversion,
     data,
-    image_loading,
     shard_cache,
-    shard_metadata,
     sources,
     validation,
 )
@@ -31,7 +29,7 @@ def test_convert_writes_every_image_once_into_named_shards(converted, small_sour
     assert report.num_written == small_source.num_images == 60 and report.skipped == []
     assert 0 < report.output_image_bytes < report.input_bytes
     assert sorted(p.name for p in Path(output_dir).iterdir()) == sorted(
-        [Path(p).name for p in report.shards] + [shard_metadata.METADATA_FILE]
+        [Path(p).name for p in report.shards] + [sidecar.METADATA_FILE]
     )
 
 
@@ -71,14 +69,14 @@ def test_interrupted_conversion_leaves_no_finished_looking_set(small_source, tmp
         conversion.convert(small_source, tmp_path, target_size=32, num_shards=2, steps=steps)
     assert list(tmp_path.iterdir()) == []  # What the run wrote went with its own folder.
     with pytest.raises(FileNotFoundError, match="missing or unfinished"):
-        shard_metadata.read_metadata(str(tmp_path))
+        sidecar.read_metadata(str(tmp_path))
     assert not validation.validate(str(tmp_path), verbose=False).ok
     conversion.convert(small_source, tmp_path, target_size=32, num_shards=2)
     assert validation.validate(str(tmp_path), verbose=False).ok
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "flowers00-30.tfrec",
         "flowers01-30.tfrec",
-        shard_metadata.METADATA_FILE,
+        sidecar.METADATA_FILE,
     ]
 
 
@@ -161,7 +159,7 @@ def test_default_output_dir_depends_on_source_and_settings(small_source):
 
 def test_images_per_shard_gives_an_empty_run_to_a_shard_whose_images_all_failed():
     def image(path):
-        return image_loading.LoadedImage(path, 1, b"", 0, [1, 1])
+        return conversion.LoadedImage(path, 1, b"", 0, [1, 1])
 
     shard_of = {"a": 0, "b": 0, "c": 1, "d": 2}  # "c" failed to load: shard 1 has none.
     runs = conversion._images_per_shard(iter([image("a"), image("b"), image("d")]), shard_of, 3)

@@ -6,7 +6,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from utils.lab import machine_load
+from utils import machine_load
 from utils.lessons.scale_out_reading import data_service, metered_runs
 
 OFF = tf.data.experimental.service.ShardingPolicy.OFF

@@ -19,7 +19,7 @@ from tools.building import setup_cell
 
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"  # requirements-dev.txt's pin.
 CONTRACTS = [c["name"] for c in setup_cell.read_pyproject()["tool"]["importlinter"]["contracts"]]
-FROM_TOOLS, INDEPENDENT, LESSONS_PROTECTED, CHECKS_PROTECTED, BUILD, GRADER = CONTRACTS
+FROM_TOOLS, INDEPENDENT, FLOORS, BUILD, GRADER = CONTRACTS
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -47,14 +47,15 @@ def test_the_checkout_keeps_every_contract():
     assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in result.stdout
 
 
-# A copy of `utils` and `tools` with new modules (no module imports them, so no other path changes).
+# A copy of `utils` and `tools` with new modules, or `utils.models` rewritten (no module of utils
+# imports them, so no other path changes).
 PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
 
 
 @pytest.mark.parametrize(
     "modules, broken, why",
     [
-        ({"utils/probe.py": "import tools\n"}, (FROM_TOOLS,), "utils.probe -> tools (l.3)"),
+        ({"utils/lab/probe.py": "import tools\n"}, (FROM_TOOLS,), "utils.lab.probe -> tools (l.3)"),
         (
             {"utils/lessons/write_tfrecords/probe.py": PROCESSES},
             (INDEPENDENT,),
@@ -73,19 +74,25 @@ PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
         ),
         (
             {"utils/lab/probe.py": PROCESSES},
-            (LESSONS_PROTECTED,),
+            (FLOORS,),
             "utils.lab.probe -> utils.lessons.scale_out_reading.processes (l.3)",
         ),
         (
-            {"utils/probe.py": PROCESSES},
-            (LESSONS_PROTECTED,),
-            "utils.probe -> utils.lessons.scale_out_reading.processes (l.3)",
+            {"utils/models.py": PROCESSES},
+            (FLOORS,),
+            "utils.models -> utils.lessons.scale_out_reading.processes (l.3)",
         ),
         (
-            {"utils/probe.py": "from utils.checks import _base\n"},
-            (CHECKS_PROTECTED,),
-            "utils.probe -> utils.checks._base (l.3)",
+            {"utils/models.py": "from utils.checks import _base\n"},
+            (FLOORS,),
+            "utils.models -> utils.checks._base (l.3)",
         ),
+        (
+            {"utils/models.py": "from utils.lab import data\n"},
+            (FLOORS,),
+            "utils.models -> utils.lab.data (l.3)",
+        ),
+        ({"utils/probe.py": "import os\n"}, (FLOORS,), "utils.probe"),
         (
             {"tools/building/probe.py": "from tools.grading import wire\n"},
             (BUILD,),
@@ -105,6 +112,8 @@ PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
         "the lab imports a lesson's equipment",
         "the top imports a lesson's equipment",
         "the top imports the checks",
+        "the top imports the lab",
+        "a new top module on no floor",
         "the build imports the grader",
         "the grader imports a benchmark",
     ],
@@ -127,6 +136,22 @@ def test_an_import_the_contracts_forbid_breaks_exactly_its_contracts(
     assert why in result.stdout
 
 
+def test_an_import_for_type_hints_only_breaks_no_contract(tmp_path):
+    """A top module may name the lab's types under `TYPE_CHECKING` (`storage`'s `ImageSource`)."""
+    for package in ("utils", "tools"):
+        shutil.copytree(
+            REPO_ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path)
+    (tmp_path / "utils" / "errors.py").write_text(
+        '"""A probe."""\n\nfrom typing import TYPE_CHECKING\n\n'
+        "if TYPE_CHECKING:\n    from utils.lab import data\n"
+    )
+    result = _lint_imports(tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert _verdicts(result.stdout) == dict.fromkeys(CONTRACTS, "KEPT")
+
+
 def _cycles(graph: grimp.ImportGraph) -> list[str]:
     """Each direct import "a -> b" of `graph` where b imports a back, directly or not."""
     return sorted(
@@ -139,14 +164,14 @@ def _cycles(graph: grimp.ImportGraph) -> list[str]:
 
 def test_no_module_of_utils_imports_one_that_imports_it_back():
     """Module by module: import-linter's `acyclic_siblings` takes a package for one module,
-    and `utils.display -> utils.lab.arguments`, `utils.lab.sources -> utils.display` close
+    and `utils.display -> utils.arguments`, `utils.lab.sources -> utils.display` close
     no cycle."""
     graph = grimp.build_graph("utils", cache_dir=None)
     assert _cycles(graph) == []
-    graph.add_import(importer="utils.lab.arguments", imported="utils.display")
+    graph.add_import(importer="utils.arguments", imported="utils.display")
     assert _cycles(graph) == [
-        "utils.display -> utils.lab.arguments",
-        "utils.lab.arguments -> utils.display",
+        "utils.arguments -> utils.display",
+        "utils.display -> utils.arguments",
     ]
 
 

@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import shard_files
-from utils.lab import conversion, shard_metadata, validation
+from utils import shard_files, sidecar
+from utils.lab import conversion, validation
 
 USER_FILES = {
     "notes.txt": b"my notes",
@@ -83,7 +83,7 @@ def _killed_run(source, output_dir: Path, num_shards: int, moment: str) -> None:
 def _set_files(output_dir: Path) -> list[str]:
     """The set's files by its sidecar: its shards, then the sidecar."""
     return [Path(p).name for p in shard_files.list_shards(str(output_dir))] + [
-        shard_metadata.METADATA_FILE
+        sidecar.METADATA_FILE
     ]
 
 
@@ -97,7 +97,7 @@ def test_a_set_beside_the_user_files_replaces_the_previous_one_and_touches_none_
     assert {name: after[name] for name in user} == user
     shards = ["flowers00-20.tfrec", "flowers01-20.tfrec", "flowers02-20.tfrec"]
     assert [Path(p).name for p in report.shards] == shards
-    assert sorted(set(after) - set(user)) == sorted([*shards, shard_metadata.METADATA_FILE])
+    assert sorted(set(after) - set(user)) == sorted([*shards, sidecar.METADATA_FILE])
     assert validation.validate(str(tmp_path), verbose=False).ok
 
 
@@ -117,7 +117,7 @@ def test_a_run_killed_while_writing_leaves_the_previous_set_whole_and_the_next_r
         f"{incomplete}/flowers02.tfrec.tmp",
     ]
     assert _set_files(tmp_path) == [f"flowers0{i}-20.tfrec" for i in range(3)] + [
-        shard_metadata.METADATA_FILE
+        sidecar.METADATA_FILE
     ]
     problems = validation.validate(str(tmp_path), verbose=False).problems
     assert problems == [
@@ -128,7 +128,7 @@ def test_a_run_killed_while_writing_leaves_the_previous_set_whole_and_the_next_r
     after = _hashes(tmp_path)
     assert {name: after[name] for name in user} == user
     shards = [f"flowers0{i}-15.tfrec" for i in range(4)]
-    assert sorted(set(after) - set(user)) == sorted([*shards, shard_metadata.METADATA_FILE])
+    assert sorted(set(after) - set(user)) == sorted([*shards, sidecar.METADATA_FILE])
     assert validation.validate(str(tmp_path), verbose=False).ok
 
 
@@ -155,7 +155,7 @@ def test_a_run_killed_while_moving_its_set_in_is_finished_by_the_next_run(small_
     assert {name: after[name] for name in user} == user
     shards = [Path(p).name for p in report.shards]
     assert shards == ["flowers00-30.tfrec", "flowers01-30.tfrec"]
-    assert sorted(set(after) - set(user)) == sorted([*shards, shard_metadata.METADATA_FILE])
+    assert sorted(set(after) - set(user)) == sorted([*shards, sidecar.METADATA_FILE])
     assert validation.validate(str(tmp_path), verbose=False).ok
 
 
@@ -185,7 +185,7 @@ def test_a_set_in_a_tensorflow_file_system_is_moved_in_as_on_disk(small_source):
         names = ["flowers00-20.tfrec", "flowers01-20.tfrec", "flowers02-20.tfrec"]
         assert report.shards == [f"{output_dir}/{name}" for name in names]
         listed = sorted(tf.io.gfile.listdir(output_dir))
-        assert listed == sorted([*names, shard_metadata.METADATA_FILE, "notes.txt"])
+        assert listed == sorted([*names, sidecar.METADATA_FILE, "notes.txt"])
         with tf.io.gfile.GFile(f"{output_dir}/notes.txt") as file:
             assert file.read() == "mine"
         assert validation.validate(output_dir, verbose=False).ok

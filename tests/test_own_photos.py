@@ -19,8 +19,8 @@ import tensorflow as tf
 from PIL import Image, ImageCms
 
 from tests.conftest import REPO_ROOT
-from utils import records, shard_files
-from utils.lab import conversion, output_checks, shard_metadata, sources
+from utils import records, shard_files, sidecar
+from utils.lab import conversion, shard_metadata, sources
 
 USER_FILES = {"notes.txt": b"my notes, not the course's", "flowers00-9.tfrec.bak": b"mine"}
 
@@ -183,7 +183,7 @@ def test_convert_on_a_full_small_filesystem_cleans_up_and_the_next_run_fits(
 ):
     output_dir = small_filesystem / "shards"
     hashes = _with_user_files(output_dir)
-    with pytest.raises(output_checks.OutputFolderError) as raised:
+    with pytest.raises(conversion.OutputFolderError) as raised:
         conversion.convert(small_source, output_dir, target_size=64, num_shards=8)
     assert str(raised.value) == _disk_full_message(output_dir)
     assert sorted(p.name for p in output_dir.iterdir()) == sorted(USER_FILES)
@@ -197,7 +197,7 @@ def test_convert_disk_full_while_writing_a_shard_deletes_what_the_run_wrote(smal
     output_dir = tmp_path / "shards"
     hashes = _with_user_files(output_dir)
     previous = conversion.convert(small_source, output_dir, target_size=16, num_shards=3)
-    previous_set = [Path(p).name for p in previous.shards] + [shard_metadata.METADATA_FILE]
+    previous_set = [Path(p).name for p in previous.shards] + [sidecar.METADATA_FILE]
     previous_hashes = _hashes(output_dir, previous_set)
 
     def write_shard_until_full(examples, folder, index):
@@ -209,7 +209,7 @@ def test_convert_disk_full_while_writing_a_shard_deletes_what_the_run_wrote(smal
         return shard_files.write_shard(examples, folder, index)
 
     steps = conversion.ConversionSteps(write_shard=write_shard_until_full)
-    with pytest.raises(output_checks.OutputFolderError) as raised:
+    with pytest.raises(conversion.OutputFolderError) as raised:
         conversion.convert(small_source, output_dir, target_size=32, num_shards=4, steps=steps)
     assert str(raised.value) == _disk_full_message(output_dir)
     # The previous set is kept whole: this run wrote its own set beside it, never over it.
@@ -240,7 +240,7 @@ def read_only_folder(tmp_path):
 # Item 3: a read-only output folder (a real read-only mount): one line, what to do.
 def test_convert_into_a_read_only_folder_says_so_in_one_line(small_source, read_only_folder):
     folder, hashes = read_only_folder
-    with pytest.raises(output_checks.OutputFolderError) as raised:
+    with pytest.raises(conversion.OutputFolderError) as raised:
         conversion.convert(small_source, folder, target_size=16, num_shards=2)
     assert str(raised.value) == _read_only_message(folder)
     assert sorted(p.name for p in folder.iterdir()) == sorted(USER_FILES)
@@ -258,7 +258,7 @@ def test_convert_read_only_error_on_the_first_write_is_one_line(
         raise tf.errors.FailedPreconditionError(None, None, f"{path}.tmp; Read-only file system")
 
     monkeypatch.setattr(shard_metadata, "write_json", refuse)
-    with pytest.raises(output_checks.OutputFolderError) as raised:
+    with pytest.raises(conversion.OutputFolderError) as raised:
         conversion.convert(small_source, output_dir, target_size=16, num_shards=2)
     assert str(raised.value) == _read_only_message(output_dir)
     assert _hashes(output_dir, USER_FILES) == hashes

@@ -21,7 +21,7 @@ import tensorflow as tf
 from PIL import Image
 
 from utils import display, readable_images, records, sampling
-from utils.lab import conversion, image_loading, sources
+from utils.lab import conversion, sources
 from utils.lessons.write_tfrecords import recompression
 
 RED, BLUE, GREEN = (255, 0, 0), (0, 0, 255), (0, 160, 0)
@@ -267,16 +267,16 @@ def test_many_heic_photos_print_a_few_lines_with_each_formats_rate(tmp_path, cap
 def test_rates_by_format_times_heic_against_jpeg_in_bounded_runs():
     jpegs = [_encoded(_portrait(), "JPEG", quality=90)] * 4
     heics = [_encoded(_portrait(), "HEIF", quality=90)] * 4
-    by_format = image_loading.encoded_by_format(heics + jpegs + [b"not an image"])
+    by_format = conversion.encoded_by_format(heics + jpegs + [b"not an image"])
     assert {name: len(images) for name, images in by_format.items()} == {
         "HEIC": 4,
         "JPEG": 4,
         "other": 1,
     }
     del by_format["other"]
-    rates = image_loading.rates_by_format(by_format, seconds=0.2, repeats=1)
+    rates = conversion.rates_by_format(by_format, seconds=0.2, repeats=1)
     assert set(rates) == {"HEIC", "JPEG"}
-    line = image_loading.describe_rates(rates, {"HEIC": 4, "JPEG": 4})
+    line = conversion.describe_rates(rates, {"HEIC": 4, "JPEG": 4})
     assert line.startswith("HEIC ") and "(4 images), JPEG " in line
     assert "HEIC takes " in line and "x as long as JPEG" in line
 

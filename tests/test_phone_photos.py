@@ -15,7 +15,7 @@ import tensorflow as tf
 from PIL import Image
 
 from utils import readable_images, records
-from utils.lab import conversion, conversion_report, image_loading, sources
+from utils.lab import conversion, conversion_report, sources
 
 MAGENTA, RED = (255, 0, 255), (255, 0, 0)
 
@@ -181,7 +181,7 @@ def test_load_images_says_which_images_were_composited(tmp_path):
     files = {"stickers/sticker.jpg": _sticker(), "daisy/plain.jpg": _jpeg(_portrait())}
     root = _make_folder(tmp_path / "photos", files)
     paths = [str(root / name) for name in files]
-    loaded = image_loading.load_images(
+    loaded = conversion.load_images(
         paths,
         ["daisy", "stickers"],
         resize_and_crop=records.resize_and_crop,

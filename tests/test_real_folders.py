@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from utils import pipeline, readable_images, shard_files
-from utils.lab import conversion, shard_cache, shard_metadata, sources, validation
+from utils import pipeline, readable_images, shard_files, sidecar
+from utils.lab import conversion, shard_cache, sources, validation
 
 LOOK_ALIKES = {
     "name-00000-of-00010": b"a user's file named like a Beam shard",
@@ -75,7 +75,7 @@ def test_convert_real_folder_writes_readable_and_lists_unreadable(real_photo_fol
     errors = {Path(image.path).name: image.error for image in report.skipped}
     assert errors["empty.jpg"] == "Input is empty."
     assert "Unknown image file format" in errors["not_an_image.jpg"]
-    metadata = shard_metadata.read_metadata(output_dir)
+    metadata = sidecar.read_metadata(output_dir)
     assert metadata["not_images"] == folder["not_images"]
     assert metadata["empty_class_folders"] == ["drafts", "lilies"]
     result = validation.validate(output_dir, verbose=False)
@@ -93,7 +93,7 @@ def test_convert_keeps_look_alike_user_files_byte_for_byte(real_source, tmp_path
     after = _digests(tmp_path)
     assert {name: after[name] for name in before} == before
     shards = [Path(p).name for p in report.shards]
-    assert sorted(set(after) - set(before)) == sorted([*shards, shard_metadata.METADATA_FILE])
+    assert sorted(set(after) - set(before)) == sorted([*shards, sidecar.METADATA_FILE])
     result = validation.validate(str(tmp_path), verbose=False)
     assert result.ok, result.problems
 
@@ -121,7 +121,7 @@ def test_interrupted_conversion_is_cleaned_up_leaving_the_users_files(real_sourc
     report = conversion.convert(real_source, tmp_path, target_size=32, num_shards=2)
     shards = [Path(p).name for p in report.shards]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [*shards, shard_metadata.METADATA_FILE, "notes.tmp"]
+        [*shards, sidecar.METADATA_FILE, "notes.tmp"]
     )
 
 
@@ -190,7 +190,7 @@ def test_ensure_shards_rebuilds_when_an_image_changes(real_photo_folder, tmp_pat
     first = shard_cache.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
     again = shard_cache.ensure_shards(source, tmp_path / "out", target_size=32, num_shards=2)
     assert again == first
-    shard_bytes = shard_metadata.read_metadata(first.output_dir)["shard_bytes"]
+    shard_bytes = sidecar.read_metadata(first.output_dir)["shard_bytes"]
     cat = folder / "cats" / "cats_00.jpg"
     cat.write_bytes((folder / "coffee" / "coffee_00.jpg").read_bytes())  # Same count.
     capsys.readouterr()
@@ -200,7 +200,7 @@ def test_ensure_shards_rebuilds_when_an_image_changes(real_photo_folder, tmp_pat
     out = capsys.readouterr().out
     assert "(the images or the parameters changed)" in out
     assert changed.fingerprint != first.fingerprint
-    assert shard_metadata.read_metadata(changed.output_dir)["shard_bytes"] != shard_bytes
+    assert sidecar.read_metadata(changed.output_dir)["shard_bytes"] != shard_bytes
 
 
 # Item 8: missing, extra, truncated and corrupted shards are errors that name the shard.
@@ -262,7 +262,7 @@ def test_reading_a_damaged_shard_names_it(copied_shards, damage):
 # Item 9: validation without the sidecar says so in a few lines, not one per record.
 def test_validate_without_sidecar_prints_the_problem_not_every_record(copied_shards, capsys):
     folder, _ = copied_shards
-    (folder / shard_metadata.METADATA_FILE).unlink()
+    (folder / sidecar.METADATA_FILE).unlink()
     result = validation.validate(str(folder))
     assert len(result.problems) == 2
     assert result.problems[1] == (

@@ -2,8 +2,7 @@
 
 from pathlib import Path
 
-from utils import records, shard_files
-from utils.lab import shard_metadata
+from utils import records, shard_files, sidecar
 
 
 def test_shard_names_carry_index_and_count():
@@ -19,7 +18,7 @@ def test_find_shards_knows_course_and_beam_names_only(tmp_path):
         "flowers-00000-of-00002.tfrecord",
         "flowers01.tfrec.tmp",
         "notes.txt",
-        shard_metadata.METADATA_FILE,
+        sidecar.METADATA_FILE,
     ]:
         (tmp_path / name).write_bytes(b"")
     found = [Path(p).name for p in shard_files.find_shards(str(tmp_path))]
@@ -29,7 +28,7 @@ def test_find_shards_knows_course_and_beam_names_only(tmp_path):
 
 def test_sidecar_describes_the_set(converted, small_source):
     output_dir, report = converted
-    metadata = shard_metadata.read_metadata(str(output_dir))
+    metadata = sidecar.read_metadata(str(output_dir))
     assert metadata["class_names"] == list(small_source.class_names)
     assert metadata["target_size"] == 64 and metadata["num_records"] == 60
     assert metadata["shards"] == {Path(p).name: 15 for p in report.shards}

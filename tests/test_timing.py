@@ -14,8 +14,7 @@ import pytest
 import tensorflow as tf
 
 from tools.building import machine
-from utils import comparison, storage, timing
-from utils.lab import machine_load
+from utils import comparison, machine_load, storage, timing
 
 
 def _slow_first_element(seconds):

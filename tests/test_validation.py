@@ -5,7 +5,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from utils.lab import shard_metadata, validation
+from utils import sidecar
+from utils.lab import validation
 
 
 def test_shards_mix_the_classes(converted):
@@ -29,10 +30,10 @@ def test_validate_finds_a_count_that_does_not_match_the_name(converted, tmp_path
         (tmp_path / path.name).write_bytes(path.read_bytes())
     first = tmp_path / Path(report.shards[0]).name
     first.rename(tmp_path / "flowers00-16.tfrec")
-    metadata = json.loads((tmp_path / shard_metadata.METADATA_FILE).read_text())
+    metadata = json.loads((tmp_path / sidecar.METADATA_FILE).read_text())
     for key in ("shards", "shard_bytes"):
         metadata[key]["flowers00-16.tfrec"] = metadata[key].pop(first.name)
-    (tmp_path / shard_metadata.METADATA_FILE).write_text(json.dumps(metadata))
+    (tmp_path / sidecar.METADATA_FILE).write_text(json.dumps(metadata))
     result = validation.validate(str(tmp_path), verbose=False)
     assert "flowers00-16.tfrec: its name says 16 records; it holds 15." in result.problems
 
@@ -41,9 +42,9 @@ def test_validate_finds_lost_images_and_bad_records(converted, tmp_path):
     output_dir, report = converted
     for path in Path(output_dir).iterdir():
         (tmp_path / path.name).write_bytes(path.read_bytes())
-    metadata = json.loads((tmp_path / shard_metadata.METADATA_FILE).read_text())
+    metadata = json.loads((tmp_path / sidecar.METADATA_FILE).read_text())
     metadata["num_input_images"] = 61
-    (tmp_path / shard_metadata.METADATA_FILE).write_text(json.dumps(metadata))
+    (tmp_path / sidecar.METADATA_FILE).write_text(json.dumps(metadata))
     with tf.io.TFRecordWriter(str(tmp_path / "flowers01-15.tfrec")) as writer:
         writer.write(b"not an example")
     result = validation.validate(str(tmp_path), verbose=False)

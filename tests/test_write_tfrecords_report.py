@@ -57,10 +57,27 @@ def test_describe_shards_names_the_shards_lacking_a_class_and_the_problems(conve
     assert lines[0].endswith("; 1 shard(s) lack a class: flowers00-15.tfrec.")
     assert lines[1:] == [
         "Input images: 60 = 60 written + 1 skipped.",
-        "  skipped a/b.jpg: not an image",
+        "  Skipped: 1 file(s), not an image: a/b.jpg",
         "INVALID: 1 problem(s):",
         "  flowers00-15.tfrec: 1 record does not parse.",
     ]
+    # The table validate() prints ends with the same lines: one summary of what was accounted.
+    assert broken.summary().splitlines()[-4:] == lines[1:]
+
+
+def test_many_skipped_files_take_a_line_per_reason_in_either_summary(converted):
+    output_dir, _ = converted
+    validated = validation.validate(str(output_dir), verbose=False)
+    skipped = [(f"daisy/{index:04}.jpg", "not an image") for index in range(2000)]
+    many = dataclasses.replace(validated, skipped=skipped, num_input_images=2060)
+    lines = report.describe_shards(many).splitlines()
+    assert lines[1:] == [
+        "Input images: 2060 = 60 written + 2000 skipped.",
+        "  Skipped: 2,000 file(s), not an image: daisy/0000.jpg, daisy/0001.jpg, "
+        "daisy/0002.jpg, ... (1,997 more)",
+        "Valid: every record parses, every count matches.",
+    ]
+    assert many.summary().splitlines()[-3:] == lines[1:]
 
 
 def test_describe_lab_says_the_bytes_the_verdict_and_the_counts(converted):

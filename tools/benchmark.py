@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(read_one_epoch(args.read_one_epoch)))
         return 0
     from tools.course_benchmark import grain_loader
-    from utils.lab import machine_load
+    from utils import machine_load
 
     grain_skipped = grain_loader.missing_reason()
     start = time.perf_counter()

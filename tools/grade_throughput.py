@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tools import grade
 from tools.grading import arguments
-from utils.lab.machine_load import usable_cores
+from utils.machine_load import usable_cores
 
 LAB1 = "01_tf_data_basics"
 

@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterable
 
 import tensorflow as tf
 
-from utils import timing
-from utils.lab import arguments, machine_load
+from utils import arguments, machine_load, timing
 
 
 def spread(values: Iterable[float], number_format: str = ",.0f", *, note: str = "") -> str:

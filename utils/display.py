@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 from matplotlib.figure import Figure
 
-from utils.lab import arguments
+from utils import arguments
 
 if TYPE_CHECKING:
     pass

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils.lab import arguments
+from utils import arguments
 
 # The reference preprocessing's random crop: 8% to 100% of the image's area, aspect
 # ratio 3/4 to 4/3, at least 10% of the image, 10 attempts (then the whole image).

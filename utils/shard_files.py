@@ -2,7 +2,7 @@
 
 A shard is named with its index and its record count, `flowers00-230.tfrec` (Beam's
 `-00000-of-00016` names are found too). It is written under a temporary name and renamed
-when complete. The sidecar (`shard_metadata`) lists a finished set. A conversion writes its
+when complete. The sidecar (`sidecar`) lists a finished set. A conversion writes its
 set in `INCOMPLETE_FOLDER` first, then moves it in (`output_folder`).
 """
 
@@ -14,8 +14,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from utils import errors
-from utils.lab import shard_metadata
+from utils import errors, sidecar
 
 SHARD_PREFIX = "flowers"
 SHARD_SUFFIX = ".tfrec"
@@ -130,12 +129,12 @@ def list_shards(output_dir: str, metadata: dict | None = None) -> list[str]:
         shard_paths = shard_files.list_shards("/tmp/flowers-tfrec")
     """
     output_dir = str(output_dir).rstrip("/")
-    metadata = metadata or shard_metadata.read_metadata(output_dir)
+    metadata = metadata or sidecar.read_metadata(output_dir)
     problems = shard_set_problems(output_dir, metadata)
     if problems:
         raise ValueError(
             f"The shards in {output_dir} do not match their sidecar "
-            f"{shard_metadata.METADATA_FILE}: "
+            f"{sidecar.METADATA_FILE}: "
             + "; ".join(problems)
             + ". Write them again: run lab 2, or conversion.convert()."
         )
@@ -189,8 +188,8 @@ def expected_record_counts(paths: Sequence[str]) -> list[int | None]:
         if count is None:
             folder, name = str(path).rsplit("/", 1) if "/" in str(path) else (".", str(path))
             if folder not in sidecars:
-                sidecar = shard_metadata.read_json(f"{folder}/{shard_metadata.METADATA_FILE}")
-                sidecars[folder] = sidecar or {}
+                found = sidecar.read_json(f"{folder}/{sidecar.METADATA_FILE}")
+                sidecars[folder] = found or {}
             count = sidecars[folder].get("shards", {}).get(name)
         counts.append(count)
     return counts

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils.lab import arguments
+from utils import arguments
 
 if TYPE_CHECKING:
     from utils.storage import SimulatedStorage

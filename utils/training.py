@@ -18,7 +18,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from utils.lab import arguments
+from utils import arguments
 
 if TYPE_CHECKING:
     import tensorflow as tf

@@ -7,7 +7,7 @@ import platform
 import threading
 import time
 
-from utils.lab.machine_load import describe_cpu, usable_cores
+from utils.machine_load import describe_cpu, usable_cores
 
 # How long `measure_decode_rate` decodes: the course run's opening estimate waits this long.
 PROBE_SECONDS = 2.0

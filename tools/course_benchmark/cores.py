@@ -24,7 +24,7 @@ from tools.course_benchmark.settings import (
     Row,
     counts_up_to,
 )
-from utils.lab import machine_load
+from utils import machine_load
 
 
 def pin(num_cores: int) -> int:

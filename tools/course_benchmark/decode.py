@@ -119,8 +119,7 @@ def read_encoded_images(shards_dir: str | None, num_images: int) -> list[bytes]:
 def main(argv=None) -> int:
     arguments = parse_arguments(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from utils import comparison, random_crops
-    from utils.lab import machine_load
+    from utils import comparison, machine_load, random_crops
     from utils.lessons.accelerator_waiting import decode_less
 
     if arguments.jpeg_source:

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
-    from utils.lab import machine_load
+    from utils import machine_load
 
     num_images, num_timed, rounds = (300, 600, 2) if args.quick else (3670, 8000, 7)
     rounds = args.rounds or rounds

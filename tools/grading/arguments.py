@@ -14,7 +14,7 @@ import psutil
 from tools.grading import class_files, gradebook
 from tools.grading.model import REPO_ROOT
 from tools.grading.versions import lab_points
-from utils.lab.machine_load import usable_cores
+from utils.machine_load import usable_cores
 
 
 def default_jobs() -> int:

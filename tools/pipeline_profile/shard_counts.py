@@ -26,8 +26,8 @@ def shards(repeats: int, counts=(4, 16, 64), num_images: int = NUM_IMAGES) -> di
     import statistics
     import tempfile
 
-    from utils import comparison
-    from utils.lab import conversion, machine_load, sources
+    from utils import comparison, machine_load
+    from utils.lab import conversion, sources
 
     source = sources.resolve_source("embedded", num_images=num_images)
 

@@ -17,8 +17,7 @@ def stages(repeats: int, output_dir: Path) -> dict:
 
     import tensorflow as tf
 
-    from utils import comparison
-    from utils.lab import machine_load
+    from utils import comparison, machine_load
 
     paths, num_classes, jpegs = load_shards()
     makers = {

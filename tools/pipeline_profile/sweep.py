@@ -40,8 +40,7 @@ def sweep(repeats: int, names: list[str] | None = None) -> dict:
     """
     import statistics
 
-    from utils import comparison
-    from utils.lab import machine_load
+    from utils import comparison, machine_load
 
     paths, num_classes, jpegs = load_shards()
     course = lambda: build(paths, num_classes=num_classes)  # noqa: E731

@@ -1,8 +1,8 @@
 """The lab's equipment: what every lab runs on, which a learner never calls nor needs to open.
 
-The embedded data and the sources of images, the storage's waits, the conversion into
-shards, the shards' sidecar and cache, their validation, the machine-load watch, and the
-set-up cell's runtime and package installer. What a lesson calls is at the top of `utils`:
-the simulated storage (`utils.storage`), shard files (`utils.shard_files`), image files
-(`utils.readable_images`).
+The embedded data and the sources of images, the conversion into shards, the sidecar's
+writing and the shards' cache, their validation, and the set-up cell's runtime and package
+installer. It builds on the top of `utils`, what a lesson calls (the simulated storage,
+shard files and their sidecar, image files, argument checks, the machine-load watch), and
+the top never imports it (pyproject.toml's import contracts).
 """

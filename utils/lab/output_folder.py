@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
-from utils.lab.shard_metadata import METADATA_FILE, read_json
 from utils.shard_files import INCOMPLETE_FOLDER, shard_record_count
+from utils.sidecar import METADATA_FILE, read_json
 
 _REPLACED = "flowers_tfrecords.replaced.json"  # The previous sidecar, while its set is replaced.
 

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import records, shard_files
-from utils.lab import arguments, conversion, data, output_checks, sources
-from utils.lab.shard_metadata import METADATA_FILE, read_json, read_metadata, write_json
+from utils import arguments, records, shard_files
+from utils.lab import conversion, data, sources
+from utils.lab.shard_metadata import write_json
+from utils.sidecar import METADATA_FILE, read_json, read_metadata
 
 
 def default_output_dir(source: sources.ImageSource, *, target_size: int, num_shards: int) -> str:
@@ -106,7 +107,7 @@ def ensure_shards(
     )
     if output_dir is None:
         output_dir = default_output_dir(source, target_size=target_size, num_shards=num_shards)
-    output_dir = output_checks.check_output_dir(source, output_dir)
+    output_dir = conversion.check_output_dir(source, output_dir)
     fingerprint = conversion.input_fingerprint(
         source,
         target_size=target_size,

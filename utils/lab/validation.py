@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from utils import errors, records, shard_files
-from utils.lab import progress, shard_metadata
+from utils import errors, readable_images, records, shard_files, sidecar
+from utils.lab import progress
 
 # Beyond this many classes the table is folded: a column a class would not fit a screen.
 MAX_CLASS_COLUMNS = 12
@@ -95,12 +95,21 @@ class ValidationReport:
                 f"({len(self.class_names):,} classes, a column each too many: 'classes' counts "
                 "those in a shard, 'per class' a class's fewest-most records.)"
             )
-        lines += [
-            "",
+        return "\n".join([*lines, "", self.accounting()])
+
+    def accounting(self) -> str:
+        """Returns what every summary of the set ends with: the inputs accounted for, the verdict.
+
+        Returns:
+            "Input images: N = written + skipped.", the skipped files a line per reason
+            (`readable_images.describe_skipped`), then "Valid: ..." or each problem.
+        """
+        lines = [
             f"Input images: {self.num_input_images} = {self.num_records} written "
-            f"+ {len(self.skipped)} skipped.",
+            f"+ {len(self.skipped)} skipped."
         ]
-        lines += [f"  skipped {path}: {error}" for path, error in self.skipped]
+        if self.skipped:
+            lines.append(readable_images.describe_skipped(self.skipped, "  Skipped"))
         if self.ok:
             lines.append("Valid: every record parses, every count matches.")
         else:
@@ -134,7 +143,7 @@ def validate(output_dir: str, *, verbose: bool = True) -> ValidationReport:
     output_dir = str(output_dir).rstrip("/")
     problems = []
     try:
-        metadata = shard_metadata.read_metadata(output_dir)
+        metadata = sidecar.read_metadata(output_dir)
     except FileNotFoundError as error:
         metadata = {}
         problems.append(str(error))

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import comparison
-from utils.lab import arguments
+from utils import arguments, comparison
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

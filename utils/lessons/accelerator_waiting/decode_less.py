@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from utils import random_crops
-from utils.lab import arguments
+from utils import arguments, random_crops
 
 RATIOS = (1, 2, 4, 8)  # The downscaling factors libjpeg decodes at (DCT scaling).
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from utils.lab import arguments
+from utils import arguments
 from utils.lessons.scale_out_reading import metered_runs, processes
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from utils.lab import arguments
+from utils import arguments
 from utils.lessons.scale_out_reading import processes
 
 if TYPE_CHECKING:
@@ -111,8 +111,7 @@ class MeteredRuns:
         A run's rate is at most its limit (its processes cannot keep more cores busy than
         there are), so the median rate is at most the median limit.
         """
-        from utils import comparison
-        from utils.lab import machine_load
+        from utils import comparison, machine_load
 
         cores = machine_load.usable_cores()
         limits = tuple(

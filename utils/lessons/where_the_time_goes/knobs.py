@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
-from utils import comparison, pipeline, timing
-from utils.lab import arguments
+from utils import arguments, comparison, pipeline, timing
 from utils.lessons.where_the_time_goes import knob_settings
 
 if TYPE_CHECKING:

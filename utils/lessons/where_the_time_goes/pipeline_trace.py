@@ -13,8 +13,8 @@ import numpy as np
 import tensorflow as tf
 from matplotlib.figure import Figure
 
+from utils import arguments
 from utils.display import MAX_WIDTH_INCHES
-from utils.lab import arguments
 
 
 @dataclasses.dataclass(frozen=True)

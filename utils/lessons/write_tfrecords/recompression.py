@@ -21,7 +21,7 @@ import tensorflow as tf
 from matplotlib.figure import Figure
 
 from utils import charts, comparison, display, readable_images, records, sampling, timing
-from utils.lab import conversion, image_loading, sources
+from utils.lab import conversion, sources
 
 # The JPEG qualities drawn in the trade-off plot; the lab's own quality is added if missing.
 QUALITIES = (50, 70, 80, 90, 95)
@@ -43,7 +43,7 @@ class RecompressionResult:
         decode_verdict: the line comparing the resized images at `quality` with the
             originals (`comparison.describe_difference`).
         format_rates: images/s decoding the originals of each format (JPEG, HEIC ...) as
-            the conversion does (`image_loading.rates_by_format`).
+            the conversion does (`conversion.rates_by_format`).
         format_counts: the sample's images of each format.
     """
 
@@ -145,12 +145,12 @@ def measure_recompression(
     per_class = [f"{name} {count}" for name, count in sampling.count_classes(paths).items()]
     print(f"Sample: {len(paths)} images;", display.short_list(per_class))
     original_jpegs = [tf.io.read_file(path).numpy() for path in paths]
-    by_format = image_loading.encoded_by_format(original_jpegs)
-    format_rates = image_loading.rates_by_format(by_format, seconds=0.5, repeats=min(repeats, 3))
+    by_format = conversion.encoded_by_format(original_jpegs)
+    format_rates = conversion.rates_by_format(by_format, seconds=0.5, repeats=min(repeats, 3))
     format_counts = {name: len(encoded) for name, encoded in by_format.items()}
     print(
         "Decoding the originals as the conversion does (upright, in sRGB, full size), on all "
-        "cores: " + image_loading.describe_rates(format_rates, format_counts) + "."
+        "cores: " + conversion.describe_rates(format_rates, format_counts) + "."
     )
     same_size = [recompress(image, quality).numpy() for image in originals]
     resized = [resize_and_crop(image, target_size) for image in originals]
@@ -198,7 +198,7 @@ def measure_recompression(
 
 def _none_decode(source: sources.ImageSource) -> str:
     """One line: no image of `source` decodes, what its files are, and what to do."""
-    found = image_loading.encoded_by_format(
+    found = conversion.encoded_by_format(
         [tf.io.read_file(path).numpy()[:64] for path in conversion.source_paths(source)[:200]]
     )
     kinds = ", ".join(f"{len(files)} {name}" for name, files in found.items())
@@ -232,7 +232,7 @@ def _originals_timer(
     per_second = len(encoded) / max(seconds_each, 1e-9)
     count = int(min(num_timed_images, max(4, per_second)))
     decoded = tf.data.Dataset.from_tensor_slices(encoded).repeat()
-    decoded = decoded.map(image_loading.decode_as_converted, num_parallel_calls=tf.data.AUTOTUNE)
+    decoded = decoded.map(conversion.decode_as_converted, num_parallel_calls=tf.data.AUTOTUNE)
     return timing.throughput_timer(decoded, num_images=count)
 
 

@@ -67,19 +67,10 @@ def describe_shards(report: validation.ValidationReport) -> str:
         if not lacking
         else f"{len(lacking)} shard(s) lack a class: {display.short_list(lacking)}."
     )
-    lines = [
+    return (
         f"{len(report.shards)} shards of {_span(counts, ',')} records, "
-        f"{_span(megabytes, '.2f')} MB each; {classes}",
-        f"Input images: {report.num_input_images} = {report.num_records} written "
-        f"+ {len(report.skipped)} skipped.",
-    ]
-    lines += [f"  skipped {path}: {error}" for path, error in report.skipped]
-    if report.ok:
-        lines.append("Valid: every record parses, every count matches.")
-    else:
-        lines.append(f"INVALID: {len(report.problems)} problem(s):")
-        lines += [f"  {problem}" for problem in report.problems]
-    return "\n".join(lines)
+        f"{_span(megabytes, '.2f')} MB each; {classes}\n{report.accounting()}"
+    )
 
 
 def _span(values: list, number_format: str) -> str:
