@@ -22,7 +22,7 @@
 import tensorflow as tf
 
 from utils import charts, checks, comparison, storage
-from utils.lab import shard_cache, sources
+from utils.lab import conversion, shard_cache, sources
 from utils.lessons.read_tfrecords import speed_test
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -174,8 +174,8 @@ checks.check_read_shards(
 
 
 # %%
-def read_image_file(path):
-    return tf.io.decode_jpeg(simulated_storage.read_file(path), channels=3)
+def read_image_file(path):  # Decoded as lab 2's conversion does: upright, sRGB, any format.
+    return conversion.decode_as_converted(simulated_storage.read_file(path))
 
 
 def batches(records):

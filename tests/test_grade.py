@@ -21,6 +21,13 @@ from tools.building.lesson_parameters import missing_modules
 from tools.building.outputs import METADATA_KEY
 from tools.building.variants import split_variants
 from tools.grading import grade_kernel, sandbox, sealed
+from tools.grading.flags import find_flags
+from tools.grading.identify import identify_lab, learner_id
+from tools.grading.model import Grade
+from tools.grading.prepare import judged_cells, lab_parameters
+from tools.grading.restore import learner_cells, restore_protected_cells
+from tools.grading.score import score
+from tools.grading.versions import choose_lab, load_labs
 
 KEY = METADATA_KEY
 # Every lesson, from the files (an optional one whose modules are missing is left out).
@@ -677,7 +684,7 @@ def test_hostile_submissions_leave_everything_as_it_was(graded):
 def test_restore_finds_todos_of_every_lesson_by_their_stable_ids():
     for lesson in LESSONS:
         lab, solution = _notebook("labs", lesson), _notebook("solutions", lesson)
-        restored, notes = grade.restore_protected_cells(_old_build(solution), lab)
+        restored, notes = restore_protected_cells(_old_build(solution), lab)
         assert notes == [], lesson
         todos = [c for c in restored.cells if "todo" in c.metadata.get(KEY, {})]
         assert [c.id for c in todos] == [f"todo-{n}" for n in range(1, len(todos) + 1)]
@@ -688,8 +695,8 @@ def test_restore_finds_todos_of_every_lesson_by_their_stable_ids():
 
 def test_scores_map_by_cell_marks_not_by_position():
     lab, solution = _notebook("labs", LAB1), _notebook("solutions", LAB1)
-    restored, _ = grade.restore_protected_cells(solution, lab)
-    prepared, _ = grade.judged_cells(restored, lab, {"NUM_IMAGES": 7}, 60)
+    restored, _ = restore_protected_cells(solution, lab)
+    prepared, _ = judged_cells(restored, lab, {"NUM_IMAGES": 7}, 60)
     shifted = [(nbformat.v4.new_code_cell(id="extra"), "print(1)")] + prepared
     verdicts = {n: sealed.Verdict(n != 2, f"TODO {n}: judged") for n in (1, 2, 3)}
     for cells in (prepared, shifted):
@@ -699,8 +706,8 @@ def test_scores_map_by_cell_marks_not_by_position():
             else grade_kernel.CellResult("ok")
             for cell, _ in cells
         ]
-        mark = grade.Grade("a.ipynb", points={1: 1, 2: 2, 3: 1})
-        grade.score(mark, cells, results, verdicts)
+        mark = Grade("a.ipynb", points={1: 1, 2: 2, 3: 1})
+        score(mark, cells, results, verdicts)
         assert mark.passed == {1: True, 2: False, 3: True} and mark.total == 2
         assert mark.messages[2] == "your TODO 2 cell failed: ValueError: mine"
 
@@ -735,21 +742,21 @@ def test_an_output_folder_that_is_or_holds_the_submissions_is_refused(tmp_path, 
 
 
 def test_identify_lab_by_metadata_or_title():
-    labs = grade.load_labs()["current"]
+    labs = load_labs()["current"]
     lab = _notebook("labs", LAB1)
-    assert grade.identify_lab(lab, labs) == LAB1
+    assert identify_lab(lab, labs) == LAB1
     lab.metadata = {}
-    assert grade.identify_lab(lab, labs) == LAB1  # From the "Lab 1" title.
+    assert identify_lab(lab, labs) == LAB1  # From the "Lab 1" title.
     lab.cells[0].source = "# Lab 99 · Not a lab of this course"  # Lab 9 is lesson 9's.
-    assert grade.identify_lab(lab, labs) is None
+    assert identify_lab(lab, labs) is None
 
 
 def test_learner_id_from_pattern_or_file_name_never_metadata():
-    assert grade.learner_id(Path("s123_lab1.ipynb"), r"^s(?P<id>\d+)_") == "123"
-    assert grade.learner_id(Path("s123_lab1.ipynb"), None) == "s123_lab1"
-    assert grade.learner_id(Path("s123_lab1.ipynb"), r"^(\w)") == "s"
-    assert grade.learner_id(Path("s123_lab1.ipynb"), r"^nomatch") == "s123_lab1"
-    assert grade.learner_id(Path("kim42_01_tf_data_basics.ipynb"), None) == "kim42"  # Hand-in.
+    assert learner_id(Path("s123_lab1.ipynb"), r"^s(?P<id>\d+)_") == "123"
+    assert learner_id(Path("s123_lab1.ipynb"), None) == "s123_lab1"
+    assert learner_id(Path("s123_lab1.ipynb"), r"^(\w)") == "s"
+    assert learner_id(Path("s123_lab1.ipynb"), r"^nomatch") == "s123_lab1"
+    assert learner_id(Path("kim42_01_tf_data_basics.ipynb"), None) == "kim42"  # Hand-in.
 
 
 def test_main_refuses_a_folder_without_notebooks(tmp_path, capsys):
@@ -786,15 +793,15 @@ def test_main_refuses_a_folder_without_notebooks(tmp_path, capsys):
     ],
 )
 def test_flags_name_what_the_code_does(code, flags):
-    assert grade.find_flags(code, _notebook("labs", LAB1)) == flags
+    assert find_flags(code, _notebook("labs", LAB1)) == flags
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_solutions_raise_no_flags(lesson):
     lab, solution = _notebook("labs", lesson), _notebook("solutions", lesson)
-    restored, _ = grade.restore_protected_cells(solution, lab)
-    code = "\n".join(cell.source for cell in grade.learner_cells(restored))
-    assert grade.find_flags(code, lab) == []
+    restored, _ = restore_protected_cells(solution, lab)
+    code = "\n".join(cell.source for cell in learner_cells(restored))
+    assert find_flags(code, lab) == []
 
 
 def test_without_bwrap_the_grader_refuses_unless_told_none(tmp_path, monkeypatch, capsys):
@@ -890,35 +897,35 @@ def test_restore_takes_only_todo_cells_from_the_submission():
     submission = _notebook("solutions", LAB1)
     submission.cells[2].source = "print('an edited set-up cell')"
     submission.cells = [c for c in submission.cells if "check" not in c.metadata.get(KEY, {})]
-    restored, notes = grade.restore_protected_cells(submission, lab)
+    restored, notes = restore_protected_cells(submission, lab)
     assert notes == []
     for mine, theirs in zip(restored.cells, lab.cells, strict=True):
         if "todo" in theirs.metadata.get(KEY, {}):
             assert mine.source != theirs.source  # The solution's code, not the stub.
         else:
             assert mine.source == theirs.source
-    restored, notes = grade.restore_protected_cells(nbformat.v4.new_notebook(), lab)
+    restored, notes = restore_protected_cells(nbformat.v4.new_notebook(), lab)
     assert notes == [f"TODO {n}: no cell found in the submission" for n in (1, 2, 3)]
 
 
 def test_restore_keeps_learner_cells_in_place_and_finds_retyped_todos():
     lab, solution = _notebook("labs", LAB1), _notebook("solutions", LAB1)
-    restored, notes = grade.restore_protected_cells(_edited(solution, lab), lab)
+    restored, notes = restore_protected_cells(_edited(solution, lab), lab)
     sources = [cell.source for cell in restored.cells]
     assert notes == ["TODO 3: 2 cells found; the last one was graded"]
     assert len(restored.cells) == len(lab.cells) + 3  # Notes, scratch cell, helper.
     check1 = sources.index(next(s for s in sources if "checks.check_filenames(" in s))
     assert sources[check1 + 1 : check1 + 3] == ["My notes", "print('scratch')"]
     assert sources[sources.index(USES_HELPER) - 1] == HELPER
-    code = "\n".join(cell.source for cell in grade.learner_cells(restored))
-    assert grade.find_flags(code, lab) == []
+    code = "\n".join(cell.source for cell in learner_cells(restored))
+    assert find_flags(code, lab) == []
 
 
 def test_the_kernel_gets_the_graders_parameters_after_the_labs():
     lab = _notebook("labs", LAB1)
-    restored, _ = grade.restore_protected_cells(lab, lab)
-    parameters = grade.lab_parameters(lab, {"NUM_IMAGES": 7})
-    prepared, plan = grade.judged_cells(restored, lab, parameters, 60)
+    restored, _ = restore_protected_cells(lab, lab)
+    parameters = lab_parameters(lab, {"NUM_IMAGES": 7})
+    prepared, plan = judged_cells(restored, lab, parameters, 60)
     ids = [cell.get("id") for cell, _ in prepared]
     tagged = next(
         i for i, (c, _) in enumerate(prepared) if "parameters" in c.metadata.get("tags", [])
@@ -943,11 +950,11 @@ def test_a_submission_is_graded_against_the_lab_of_its_version(tmp_path):
     old.metadata[KEY]["version"] = "0.0.9"
     (tmp_path / "0.0.9").mkdir()
     nbformat.write(old, tmp_path / "0.0.9" / f"{LAB1}.ipynb")
-    labs = grade.load_labs(REPO_ROOT, tmp_path)
+    labs = load_labs(REPO_ROOT, tmp_path)
     version = setup_cell.course_version()
     submission = copy.deepcopy(old)
-    chosen, chosen_version, note = grade.choose_lab(submission, LAB1, labs)
+    chosen, chosen_version, note = choose_lab(submission, LAB1, labs)
     assert (chosen.metadata[KEY]["version"], chosen_version, note) == ("0.0.9", "0.0.9", "")
     submission.metadata[KEY]["version"] = version
-    chosen, chosen_version, note = grade.choose_lab(submission, LAB1, labs)
+    chosen, chosen_version, note = choose_lab(submission, LAB1, labs)
     assert (chosen is labs["current"][LAB1], chosen_version, note) == (True, version, "")

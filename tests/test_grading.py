@@ -30,6 +30,8 @@ from tools.grading import (
 from tools.grading.feedback import feedback
 from tools.grading.grade_kernel import CellResult
 from tools.grading.model import KEY, Grade, Limits, Options, Submission, marks, todo_of
+from tools.grading.prepare import judged_cells
+from tools.grading.restore import restore_protected_cells
 
 LAB1 = "01_tf_data_basics"
 
@@ -183,7 +185,7 @@ class TestFlags:
 class TestPrepare:
     def test_the_kernel_runs_no_check_and_the_judge_plans_every_one(self, lab1):
         lab = lab1[0]
-        restored, _ = grade.restore_protected_cells(lab, lab)
+        restored, _ = restore_protected_cells(lab, lab)
         prepared, plan = prepare.judged_cells(restored, lab, {"NUM_IMAGES": 7}, 60)
         checks = [c.source for c in lab.cells if "check" in marks(c)]
         for _, code in prepared:
@@ -476,12 +478,12 @@ class TestThreads:
 def test_the_grader_runs_nothing_after_the_last_check(lesson):
     """Nothing after the last check cell decides a verdict (lab 1's speed tests, plots)."""
     lab, solution = split_variants(REPO_ROOT / "notebooks" / f"{lesson}.py")
-    restored, _ = grade.restore_protected_cells(solution, lab)
+    restored, _ = restore_protected_cells(solution, lab)
     code = [c.id for c in restored.cells if c.cell_type == "code"]
     last_check = max(i for i, cell_id in enumerate(code) if cell_id.startswith("check-"))
     after = set(code[last_check + 1 :])
     assert after, f"{lesson} has no cell after its last check: nothing to test"
-    kept, plan = grade.judged_cells(restored, lab, {}, 60)
+    kept, plan = judged_cells(restored, lab, {}, 60)
     kept = [cell.get("id") for cell, _ in kept]
     last = max(marks(c)["todo"] for c in lab.cells if "todo" in marks(c))
     assert plan[-1] == {"kind": "check", "todo": last, "source": plan[-1]["source"]}

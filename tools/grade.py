@@ -68,17 +68,13 @@ from tools.grading import (
     versions,
 )
 from tools.grading import score as scoring
-from tools.grading.feedback import feedback, junit_xml
-from tools.grading.flags import COURSE_MODULES, FLAG_NAMES, FLAGS, find_flags, review_diff
 from tools.grading.identify import identify_lab, learner_id
 from tools.grading.limits import measure_limits
 from tools.grading.lms_files import write_canvas_csv, write_moodle_csv
-from tools.grading.model import KEY, REPO_ROOT, Grade, Limits, Options, Submission
-from tools.grading.prepare import grader_parameters, judged_cells, lab_parameters
-from tools.grading.reports import GRADER_FILES, remove_old_reports, write_reports
-from tools.grading.restore import learner_cells, restore_protected_cells
-from tools.grading.score import score
-from tools.grading.versions import choose_lab, load_labs
+from tools.grading.model import REPO_ROOT, Grade, Options, Submission
+from tools.grading.prepare import grader_parameters
+from tools.grading.reports import remove_old_reports, write_reports
+from tools.grading.versions import load_labs
 from utils.lab import data
 
 # The steps of one submission, in order; a step that returns False ends its grading.
@@ -92,34 +88,6 @@ STEPS = (
     ("run", run.step),
     ("score", scoring.step),
 )
-__all__ = [
-    "COURSE_MODULES",
-    "FLAGS",
-    "FLAG_NAMES",
-    "GRADER_FILES",
-    "KEY",
-    "REPO_ROOT",
-    "STEPS",
-    "Grade",
-    "Limits",
-    "Options",
-    "choose_lab",
-    "feedback",
-    "find_flags",
-    "grade_submission",
-    "identify_lab",
-    "judged_cells",
-    "junit_xml",
-    "lab_parameters",
-    "learner_cells",
-    "learner_id",
-    "load_labs",
-    "main",
-    "restore_protected_cells",
-    "review_diff",
-    "score",
-    "write_reports",
-]
 
 
 def grade_submission(

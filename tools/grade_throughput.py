@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tools import grade
 from tools.grading import arguments
+from tools.grading.model import REPO_ROOT
 from utils.machine_load import usable_cores
 
 LAB1 = "01_tf_data_basics"
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=arguments.default_jobs())
     parser.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto")
     args = parser.parse_args(argv)
-    solution = grade.REPO_ROOT / "solutions" / f"{LAB1}.ipynb"
+    solution = REPO_ROOT / "solutions" / f"{LAB1}.ipynb"
     with tempfile.TemporaryDirectory(prefix="grade-throughput-") as scratch:
         submissions, output_dir = Path(scratch) / "submissions", Path(scratch) / "grades"
         submissions.mkdir()
