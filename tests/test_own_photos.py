@@ -19,6 +19,7 @@ import tensorflow as tf
 from PIL import Image, ImageCms
 
 from tests.conftest import REPO_ROOT
+from tests.photo_folders import make_folder
 from utils import records, shard_files, sidecar
 from utils.lab import conversion, shard_metadata, sources
 
@@ -33,14 +34,6 @@ def _jpeg(pixels: np.ndarray, orientation: int | None = None) -> bytes:
         exif[records.ORIENTATION_TAG] = orientation
     Image.fromarray(pixels).save(buffer, "JPEG", quality=95, exif=exif.tobytes())
     return buffer.getvalue()
-
-
-def _make_folder(root: Path, files: dict[str, bytes]) -> Path:
-    """Writes `files` ({"class/name.jpg": bytes}) under `root`; returns `root`."""
-    for name, content in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(content)
-    return root
 
 
 def _plain_photos(num_per_class: int = 3, size: tuple[int, int] = (48, 64)) -> dict:
@@ -79,7 +72,7 @@ def test_convert_stores_a_phone_photo_upright_with_the_size_a_viewer_shows(tmp_p
     stored = np.rot90(upright, 1)  # The sensor's landscape pixels: 40 x 60.
     files = {"roses/phone.jpg": _jpeg(np.ascontiguousarray(stored), orientation=6)}
     files["tulips/plain.jpg"] = _jpeg(np.full((40, 40, 3), 128, np.uint8))
-    source = sources.resolve_source(str(_make_folder(tmp_path / "photos", files)))
+    source = sources.resolve_source(str(make_folder(tmp_path / "photos", files)))
     conversion.convert(source, tmp_path / "out", target_size=16, num_shards=1)
     (phone,) = [r for r in _records(tmp_path / "out") if r["label"].numpy() == b"roses"]
     assert phone["size"].numpy().tolist() == [60, 40]
@@ -93,7 +86,7 @@ def test_convert_lists_images_smaller_than_the_target_and_keeps_them(tmp_path, c
     files = _plain_photos(num_per_class=1)
     files["daisy/panorama.jpg"] = _jpeg(np.full((10, 60000, 3), 90, np.uint8))
     files["tulips/dot.png"] = tf.io.encode_png(tf.fill((1, 1, 3), tf.constant(7, tf.uint8))).numpy()
-    root = _make_folder(tmp_path / "photos", files)
+    root = make_folder(tmp_path / "photos", files)
     source = sources.resolve_source(str(root))
     report = conversion.convert(source, tmp_path / "out", target_size=32, num_shards=2)
     assert report.num_written == 4 and not report.skipped
@@ -127,10 +120,10 @@ print(json.dumps({"before_kb": before, "after_kb": after}))
 # Item 2: the 60000 x 10 image that took 3.3 GB: its peak memory is bounded by the output.
 def test_convert_a_60000_x_10_jpeg_adds_under_100_mb_of_peak_memory(tmp_path):
     warm = _plain_photos(num_per_class=2, size=(300, 400))
-    _make_folder(tmp_path / "warm", warm)
+    make_folder(tmp_path / "warm", warm)
     extreme = dict(warm)
     extreme["daisy/panorama.jpg"] = _jpeg(np.full((10, 60000, 3), 90, np.uint8))
-    _make_folder(tmp_path / "extreme", extreme)
+    make_folder(tmp_path / "extreme", extreme)
     result = subprocess.run(
         [sys.executable, "-c", _PEAK_SCRIPT, str(tmp_path)],
         capture_output=True,
@@ -324,7 +317,7 @@ def test_convert_stores_an_adobe_rgb_photo_in_srgb(tmp_path, capsys):
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, "JPEG", quality=100, icc_profile=profile)
     files = {"roses/adobe.jpg": buffer.getvalue(), "tulips/plain.jpg": _jpeg(pixels)}
-    source = sources.resolve_source(str(_make_folder(tmp_path / "photos", files)))
+    source = sources.resolve_source(str(make_folder(tmp_path / "photos", files)))
     conversion.convert(source, tmp_path / "out", target_size=32, num_shards=1)
     stored = {
         r["label"].numpy(): tf.io.decode_jpeg(r["image"]).numpy()
@@ -355,7 +348,7 @@ def test_subfolders_and_a_link_loop_in_class_folders_are_named_not_read(tmp_path
     files = _plain_photos(num_per_class=2)
     files.update({f"daisy/2024/nested_{i}.jpg": files["daisy/daisy_0.jpg"] for i in range(3)})
     files["daisy/2024/deeper/old.jpg"] = files["daisy/daisy_0.jpg"]
-    root = _make_folder(tmp_path / "photos", files).resolve()
+    root = make_folder(tmp_path / "photos", files).resolve()
     (root / "tulips" / "loop").symlink_to(root, target_is_directory=True)
     source = sources.resolve_source(str(root))
     assert source.num_images == 4

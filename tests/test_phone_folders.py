@@ -8,7 +8,6 @@ conversion checks the stored records against what a viewer shows, and the learne
 byte for byte afterwards.
 """
 
-import hashlib
 import io
 import re
 import warnings
@@ -20,6 +19,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
+from tests.photo_folders import file_hashes, make_folder
 from utils import display, readable_images, records, sampling
 from utils.lab import conversion, sources
 from utils.lessons.write_tfrecords import recompression
@@ -55,22 +55,6 @@ def _animation(image_format: str) -> bytes:
     return buffer.getvalue()
 
 
-def _make_folder(root: Path, files: dict[str, bytes]) -> Path:
-    for name, content in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(content)
-    return root
-
-
-def _hashes(root: Path) -> dict[str, str]:
-    """Every file under `root` (hidden ones too) by its relative path, with its hash."""
-    return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*"))
-        if path.is_file()
-    }
-
-
 def _stored(output_dir) -> list[dict]:
     paths = sorted(str(p) for p in Path(output_dir).glob("*.tfrec"))
     return [records.parse_record(r) for r in tf.data.TFRecordDataset(paths)]
@@ -102,8 +86,8 @@ MAC_LEFTOVERS = {
 def test_a_mac_copy_counts_only_its_photos_and_ignores_the_leftovers_in_one_line(tmp_path):
     photos = {"cats/IMG_0001.JPG": _encoded(_portrait(), "JPEG", quality=95)}
     photos["dogs/IMG_0002.JPG"] = _encoded(_portrait(), "JPEG", quality=95)
-    root = _make_folder(tmp_path / "copy", {**photos, **MAC_LEFTOVERS})
-    before = _hashes(root)
+    root = make_folder(tmp_path / "copy", {**photos, **MAC_LEFTOVERS})
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     assert source.class_names == ("cats", "dogs") and source.num_images == 2
     assert not source.not_images and not source.subfolders and not source.empty_class_folders
@@ -117,7 +101,7 @@ def test_a_mac_copy_counts_only_its_photos_and_ignores_the_leftovers_in_one_line
     assert report.num_input_images == report.num_written == 2 and not report.skipped
     for record in _stored(tmp_path / "out"):
         _assert_red_over_blue(record)
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 @pytest.mark.parametrize(
@@ -155,8 +139,8 @@ def test_is_os_leftover_knows_what_a_system_leaves(name):
     ids=["leftovers and videos only", "photos without class folders", "photos a level deeper"],
 )
 def test_a_folder_without_photos_stops_at_once_in_one_line(tmp_path, files, found, todo):
-    root = _make_folder(tmp_path / "export", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "export", files)
+    before = file_hashes(root)
     with pytest.raises(ValueError) as raised:
         sources.resolve_source(str(root))
     message = str(raised.value)
@@ -164,7 +148,7 @@ def test_a_folder_without_photos_stops_at_once_in_one_line(tmp_path, files, foun
     assert str(root.resolve()) in message
     assert re.search(found, message), message
     assert re.search(f"What to do: {todo}", message), message
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 # An iPhone export: HEIC only. The sample, the decode timing, the conversion and every summary.
@@ -174,8 +158,8 @@ def test_an_heic_only_folder_is_sampled_timed_and_stored_whole(tmp_path, capsys)
     exif[records.ORIENTATION_TAG] = 6
     heic = _encoded(sensor, "HEIF", quality=90, exif=exif.tobytes())
     files = {f"{name}/IMG_{i:04d}.HEIC": heic for name in ("cats", "dogs") for i in range(3)}
-    root = _make_folder(tmp_path / "iphone", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "iphone", files)
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     matplotlib.use("Agg")
     figure = recompression.show_resized(source, records.resize_and_crop, target_size=32)
@@ -202,7 +186,7 @@ def test_an_heic_only_folder_is_sampled_timed_and_stored_whole(tmp_path, capsys)
     assert len(stored) == 6
     for record in stored:
         _assert_red_over_blue(record)
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 # The same export where pillow-heif is missing: one line says what to install, nothing written.
@@ -211,8 +195,8 @@ def test_an_heic_only_folder_without_pillow_heif_stops_in_one_line_saying_what_t
 ):
     heic = _encoded(_portrait(), "HEIF", quality=90)
     files = {f"{name}/IMG_{i:04d}.HEIC": heic for name in ("cats", "dogs") for i in range(2)}
-    root = _make_folder(tmp_path / "iphone", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "iphone", files)
+    before = file_hashes(root)
     monkeypatch.setattr(records, "heif_support", lambda: False)
     source = sources.resolve_source(str(root))
     with pytest.raises(ValueError, match=r"\(of the first files: 4 HEIC\); install pillow-heif"):
@@ -223,7 +207,7 @@ def test_an_heic_only_folder_without_pillow_heif_stops_in_one_line_saying_what_t
     assert "\n" not in message and str(root.resolve()) in message
     assert f"4 of them {records.HEIC_MESSAGE} (first: " in message
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 # Many HEIC photos beside a few JPEGs: a readable summary, each format's rate, the time ahead.
@@ -238,8 +222,8 @@ def test_many_heic_photos_print_a_few_lines_with_each_formats_rate(tmp_path, cap
     files["cats/old.jpg"] = _encoded(_portrait(), "JPEG", quality=90)
     files["dogs/old.jpg"] = _encoded(_portrait(), "JPEG", quality=90)
     files["dogs/broken.jpg"] = b"\xff\xd8\xff\xe0 cut short"
-    root = _make_folder(tmp_path / "phone", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "phone", files)
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     # Lab 1's sample (TensorFlow's decoder) leaves the HEIC photos out: one line says so.
     sample, _, skipped = readable_images.readable_sample(source.paths, 2)
@@ -261,7 +245,7 @@ def test_many_heic_photos_print_a_few_lines_with_each_formats_rate(tmp_path, cap
     summary = report.summary().splitlines()
     assert len(summary) == 4
     assert summary[3].startswith("Skipped: 1 file(s), ") and "dogs/broken.jpg" in summary[3]
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 def test_rates_by_format_times_heic_against_jpeg_in_bounded_runs():
@@ -300,14 +284,14 @@ def test_avif_and_animations_named_jpg_are_stored_as_their_first_frame(tmp_path,
         "static WebP": lambda: _encoded(_portrait(), "WEBP", quality=95),
     }[kind]()
     files = {f"cats/IMG_0001{suffix}": content, f"dogs/IMG_0002{suffix}": content}
-    root = _make_folder(tmp_path / "mixed", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "mixed", files)
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     report = conversion.convert(source, tmp_path / "out", target_size=32, num_shards=1)
     assert report.num_written == 2 and not report.skipped
     for record in _stored(tmp_path / "out"):
         _assert_red_over_blue(record)
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 def test_image_format_is_read_from_the_bytes():
@@ -337,21 +321,21 @@ def test_an_orientation_only_in_xmp_is_not_applied_as_browsers_do(tmp_path):
     assert Image.open(io.BytesIO(xmp_only)).getexif().get(records.ORIENTATION_TAG) == 6  # Pillow.
     assert records.exif_orientation(xmp_only) == 1
     files = {"cats/xmp.jpg": xmp_only, "dogs/plain.jpg": _encoded(_portrait(), "JPEG", quality=95)}
-    root = _make_folder(tmp_path / "xmp", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "xmp", files)
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     conversion.convert(source, tmp_path / "out", target_size=32, num_shards=1)
     for record in _stored(tmp_path / "out"):
         _assert_red_over_blue(record)  # As stored: not turned to 40 x 60.
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 # Lab 4: a class of too few training images is said in one line, with what the accuracy means.
 def test_small_classes_in_the_shards_are_warned_about_in_one_line(tmp_path, capsys):
     files = {f"cats/{i}.jpg": _encoded(_portrait(), "JPEG") for i in range(12)}
     files |= {f"dogs \U0001f436/{i}.jpg": _encoded(_portrait(), "JPEG") for i in range(3)}
-    root = _make_folder(tmp_path / "few", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "few", files)
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     report = conversion.convert(source, tmp_path / "out", target_size=16, num_shards=3)
     capsys.readouterr()
@@ -362,7 +346,7 @@ def test_small_classes_in_the_shards_are_warned_about_in_one_line(tmp_path, caps
     assert len(lines) == 1
     assert lines[0].startswith("WARNING: 1 of 2 classes have under 10 training images (dogs")
     assert "each one moves it by 0.25, so even 1.00 can be luck" in lines[0]
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 def test_a_class_name_with_an_emoji_is_drawn_without_glyph_warnings():

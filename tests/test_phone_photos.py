@@ -5,7 +5,6 @@ reason, where it is not installed), RGBA PNG, WebP and GIF with Pillow. The lear
 folder is checked by hash after every conversion.
 """
 
-import hashlib
 import io
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
+from tests.photo_folders import file_hashes, make_folder
 from utils import readable_images, records
 from utils.lab import conversion, conversion_report, sources
 
@@ -58,22 +58,6 @@ def _portrait() -> np.ndarray:
     return upright
 
 
-def _make_folder(root: Path, files: dict[str, bytes]) -> Path:
-    for name, content in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(content)
-    return root
-
-
-def _hashes(root: Path) -> dict[str, str]:
-    """Every file under `root` by its relative path, with its hash."""
-    return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*"))
-        if path.is_file()
-    }
-
-
 def _stored(output_dir) -> dict[str, dict]:
     """The records of a finished set, by the name of the class."""
     paths = sorted(str(p) for p in Path(output_dir).glob("*.tfrec"))
@@ -96,8 +80,8 @@ def test_convert_stores_heic_photos_upright_whatever_their_name(tmp_path):
     heic = _heic(sensor, orientation=6)
     files = {"roses/IMG_0001.jpg": heic, "tulips/IMG_0002.HEIC": heic}
     files["daisy/plain.jpg"] = _jpeg(np.full((40, 40, 3), 128, np.uint8))
-    root = _make_folder(tmp_path / "photos", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "photos", files)
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     assert source.num_images == 3
     report = conversion.convert(source, tmp_path / "out", target_size=16, num_shards=1)
@@ -108,7 +92,7 @@ def test_convert_stores_heic_photos_upright_whatever_their_name(tmp_path):
         image = tf.io.decode_jpeg(stored[name]["image"]).numpy().astype(int)
         assert image[:5, :, 0].mean() > 200 and image[:5, :, 2].mean() < 50  # Red on top.
         assert image[-5:, :, 2].mean() > 200 and image[-5:, :, 0].mean() < 50  # Blue below.
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 # Item 1, where pillow-heif is missing: the file is named, with what to do.
@@ -118,8 +102,8 @@ def test_convert_without_pillow_heif_skips_a_heic_photo_saying_what_to_do(
     heic = _heic(_portrait())
     monkeypatch.setattr(records, "heif_support", lambda: False)
     photos = {f"{name}/plain.jpg": _jpeg(_portrait()) for name in ("daisy", "tulips")}
-    root = _make_folder(tmp_path / "photos", {**photos, "daisy/IMG_0001.jpg": heic})
-    before = _hashes(root)
+    root = make_folder(tmp_path / "photos", {**photos, "daisy/IMG_0001.jpg": heic})
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     report = conversion.convert(source, tmp_path / "out", target_size=16, num_shards=1)
     path = str(root.resolve() / "daisy" / "IMG_0001.jpg")
@@ -127,12 +111,12 @@ def test_convert_without_pillow_heif_skips_a_heic_photo_saying_what_to_do(
     assert records.HEIC_MESSAGE == "a HEIC (iPhone) photo: install pillow-heif or export as JPEG"
     out = capsys.readouterr().out.splitlines()
     assert f"Skipped: 1 file(s), {records.HEIC_MESSAGE}: daisy/IMG_0001.jpg" in out
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 # Lab 1 decodes its sample with tf.io.decode_jpeg: a HEIC photo is left out, and said why.
 def test_readable_sample_leaves_a_heic_photo_out_and_says_why(tmp_path, capsys):
-    root = _make_folder(
+    root = make_folder(
         tmp_path / "photos",
         {"roses/IMG_0001.jpg": _heic(_portrait()), "roses/plain.jpg": _jpeg(_portrait())},
     )
@@ -164,8 +148,8 @@ def test_decode_upright_composites_transparency_on_white(image_format):
 def test_convert_stores_a_transparent_png_named_jpg_as_a_viewer_shows_it(tmp_path):
     plain = np.full((64, 64, 3), 90, np.uint8)
     files = {"stickers/sticker.jpg": _sticker(), "daisy/plain.jpg": _jpeg(plain)}
-    root = _make_folder(tmp_path / "photos", files)
-    before = _hashes(root)
+    root = make_folder(tmp_path / "photos", files)
+    before = file_hashes(root)
     source = sources.resolve_source(str(root))
     report = conversion.convert(
         source, tmp_path / "out", target_size=64, num_shards=1, jpeg_quality=100
@@ -174,12 +158,12 @@ def test_convert_stores_a_transparent_png_named_jpg_as_a_viewer_shows_it(tmp_pat
     sticker = tf.io.decode_jpeg(_stored(tmp_path / "out")["stickers"]["image"]).numpy()
     assert np.abs(sticker[40:60, 40:60].astype(int) - 255).max() <= 1  # White, not magenta.
     assert np.abs(sticker[4:28, 4:28].astype(int) - (255, 127, 127)).max() <= 1  # Pink.
-    assert _hashes(root) == before
+    assert file_hashes(root) == before
 
 
 def test_load_images_says_which_images_were_composited(tmp_path):
     files = {"stickers/sticker.jpg": _sticker(), "daisy/plain.jpg": _jpeg(_portrait())}
-    root = _make_folder(tmp_path / "photos", files)
+    root = make_folder(tmp_path / "photos", files)
     paths = [str(root / name) for name in files]
     loaded = conversion.load_images(
         paths,
@@ -231,7 +215,7 @@ def test_beam_convert_image_without_pillow_heif_returns_the_heic_message(tmp_pat
 
     heic = _heic(_portrait())
     monkeypatch.setattr(records, "heif_support", lambda: False)
-    path = _make_folder(tmp_path / "photos", {"roses/IMG_0001.jpg": heic}) / "roses/IMG_0001.jpg"
+    path = make_folder(tmp_path / "photos", {"roses/IMG_0001.jpg": heic}) / "roses/IMG_0001.jpg"
     converted = beam_conversion.convert_image(
         str(path), class_names=["roses"], target_size=16, quality=90
     )
