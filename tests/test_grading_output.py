@@ -12,6 +12,7 @@ import contextlib
 import csv
 import io
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -239,12 +240,12 @@ SUM = "import time\n_t = time.perf_counter()\nsum(range(3 * 10**7))\nprint('summ
 
 
 @needs_bwrap
-def test_a_flooding_thread_fills_no_buffer_and_slows_no_cell(tmp_path):
+def test_a_flooding_thread_fills_no_buffer_and_slows_no_cell():
     """A thread printing 1 MB lines without pause: before, the kernel buffered and sent all
     of it (564 MB from its cell, 1.2 GB from the next), and a cell of 1 s took 55 s. Now
     each cell sends the first `OUTPUT_LIMIT` characters and the line that says so."""
-    work = tmp_path / "w"
-    work.mkdir()
+    # A socket's path is short, not tmp_path's (under a worker's TMPDIR it passed 107 bytes).
+    work = Path(tempfile.mkdtemp(prefix="k"))
     kernel = grade_kernel.SandboxedKernel(
         work,
         workfolder.prepare_work(work, None),
@@ -252,8 +253,11 @@ def test_a_flooding_thread_fills_no_buffer_and_slows_no_cell(tmp_path):
         read_only=[REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix)],
         memory_bytes=4 * 2**30,
     )
-    results = grade_kernel.run_cells([SUM, FLOOD, SUM, SUM], [120] * 4, kernel, total_limit=400)
-    assert [result.status for result in results] == ["ok"] * 4
+    try:
+        results = grade_kernel.run_cells([SUM, FLOOD, SUM, SUM], [120] * 4, kernel, total_limit=400)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert [result.status for result in results] == ["ok"] * 4, results[0]
     assert results[0].output == "summed\n"
     cut = len(grade_kernel.CUT_LINE)
     for result in results[1:]:  # The thread prints in whichever cell runs.

@@ -79,14 +79,22 @@ def show_images(
 @functools.cache
 def _font_characters() -> frozenset[int]:
     """The code points matplotlib's default font draws (its fallback fonts' too)."""
+    import matplotlib
     from matplotlib import font_manager
     from matplotlib.ft2font import FT2Font
 
-    properties = font_manager.FontProperties()
-    try:  # The fallback list matplotlib draws with (3.6 and later).
-        paths = font_manager.fontManager._find_fonts_by_props(properties)
-    except AttributeError:
-        paths = [font_manager.findfont(properties)]
+    # The families matplotlib falls back through (3.6 and later), a generic one ("sans-serif")
+    # by its list of fonts; each found with the public `findfont`, without its default.
+    names = []
+    for family in matplotlib.rcParams["font.family"]:
+        names += matplotlib.rcParams.get(f"font.{family}", [family])
+    paths = {font_manager.findfont(font_manager.FontProperties())}
+    for name in names:
+        try:
+            found = font_manager.FontProperties(family=name)
+            paths.add(font_manager.findfont(found, fallback_to_default=False))
+        except ValueError:  # Not installed here.
+            continue
     return frozenset(code for path in paths for code in FT2Font(str(path)).get_charmap())
 
 
