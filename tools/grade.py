@@ -47,6 +47,7 @@ Usage:
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import sys
 import tempfile
 import time
@@ -164,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         "from the lesson's solution, at least 1 GB and 2 GB)",
     )
     args = parser.parse_args(argv)
+    # The seal fingerprints the venv: the grader's own first imports must not write
+    # `__pycache__` files into it (a fresh venv, as the replicas' copies are, has none yet).
+    sys.dont_write_bytecode = True
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # Nor its processes outside a sandbox.
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of notebooks", file=sys.stderr)
         return 2
