@@ -20,14 +20,14 @@ from tools.building.header import GRADED_NOTE
 from tools.building.lesson_parameters import missing_modules
 from tools.building.outputs import METADATA_KEY
 from tools.building.variants import split_variants
-from tools.grading import grade_kernel, sandbox, sealed
-from tools.grading.flags import find_flags
-from tools.grading.identify import identify_lab, learner_id
+from tools.grading import grade_kernel, judge_output, sandbox
 from tools.grading.model import Grade
-from tools.grading.prepare import judged_cells, lab_parameters
-from tools.grading.restore import learner_cells, restore_protected_cells
-from tools.grading.score import score
-from tools.grading.versions import choose_lab, load_labs
+from tools.grading.submission.flags import find_flags
+from tools.grading.submission.identify import identify_lab, learner_id
+from tools.grading.submission.prepare import judged_cells, lab_parameters
+from tools.grading.submission.restore import learner_cells, restore_protected_cells
+from tools.grading.submission.score import score
+from tools.grading.submission.versions import choose_lab, load_labs
 
 KEY = METADATA_KEY
 # Every lesson, from the files (an optional one whose modules are missing is left out).
@@ -698,7 +698,7 @@ def test_scores_map_by_cell_marks_not_by_position():
     restored, _ = restore_protected_cells(solution, lab)
     prepared, _ = judged_cells(restored, lab, {"NUM_IMAGES": 7}, 60)
     shifted = [(nbformat.v4.new_code_cell(id="extra"), "print(1)")] + prepared
-    verdicts = {n: sealed.Verdict(n != 2, f"TODO {n}: judged") for n in (1, 2, 3)}
+    verdicts = {n: judge_output.Verdict(n != 2, f"TODO {n}: judged") for n in (1, 2, 3)}
     for cells in (prepared, shifted):
         results = [
             grade_kernel.CellResult("error", error="ValueError: mine")

@@ -14,24 +14,14 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tools import grade
 from tools.building.variants import split_variants
-from tools.grading import (
-    flags,
-    grade_kernel,
-    gradebook,
-    identify,
-    prepare,
-    reports,
-    run,
-    score,
-    sealed,
-    syntax_flags,
-    versions,
-)
+from tools.grading import grade_kernel, judge_output, run
+from tools.grading.classroom import gradebook, reports
 from tools.grading.feedback import feedback
 from tools.grading.grade_kernel import CellResult
 from tools.grading.model import KEY, Grade, Limits, Options, Submission, marks, todo_of
-from tools.grading.prepare import judged_cells
-from tools.grading.restore import restore_protected_cells
+from tools.grading.submission import flags, identify, prepare, score, syntax_flags, versions
+from tools.grading.submission.prepare import judged_cells
+from tools.grading.submission.restore import restore_protected_cells
 
 LAB1 = "01_tf_data_basics"
 
@@ -66,7 +56,7 @@ def test_steps_are_listed_by_name_in_order():
 
 
 def test_grading_modules_say_what_they_are_for():
-    for path in sorted((REPO_ROOT / "tools" / "grading").glob("*.py")):
+    for path in sorted((REPO_ROOT / "tools" / "grading").rglob("*.py")):
         assert path.read_text().startswith('"""'), f"{path.name} has no docstring"
 
 
@@ -228,8 +218,8 @@ class TestScoreMessages:
         ]
         mark = Grade("a.ipynb", points={1: 1, 2: 1})
         verdicts = {
-            1: sealed.Verdict(False, "TODO 1 (x): not done yet"),
-            2: sealed.Verdict(False, "NameError: name 'x' is not defined"),
+            1: judge_output.Verdict(False, "TODO 1 (x): not done yet"),
+            2: judge_output.Verdict(False, "NameError: name 'x' is not defined"),
         }
         score.score(mark, [(c, "") for c in cells], results, verdicts)
         assert mark.messages == {
@@ -252,8 +242,8 @@ class TestScoreMessages:
         submission.prepared = [(nbformat.v4.new_code_cell(id="cell-1"), "")]
         submission.results = [CellResult("ok")]
         submission.verdicts = {
-            1: sealed.Verdict(True, "TODO 1 passed: 5 files."),
-            0: sealed.Verdict(False, forged),
+            1: judge_output.Verdict(True, "TODO 1 passed: 5 files."),
+            0: judge_output.Verdict(False, forged),
         }
         assert score.step(submission) is True
         mark = submission.grade
@@ -280,7 +270,7 @@ class TestScoreMessages:
         results = [CellResult("ok"), CellResult("died", error=grade_kernel.KERNEL_DIED)]
         run.name_the_todo(prepared, results)
         mark = Grade("a.ipynb", points={3: 1})
-        score.score(mark, prepared, results, {3: sealed.Verdict(True, "TODO 3 passed")})
+        score.score(mark, prepared, results, {3: judge_output.Verdict(True, "TODO 3 passed")})
         assert mark.notes == [
             "Stopped: your kernel died (memory, os._exit or a crash) after your TODO 3 cell, "
             "while the lab's cell cell-17 ran; the cells after it were not run"
@@ -455,7 +445,7 @@ class TestThreads:
         assert most[0] == 1
 
     def test_no_grading_step_calls_ast_parse_directly(self):
-        for path in sorted((REPO_ROOT / "tools" / "grading").glob("*.py")):
+        for path in sorted((REPO_ROOT / "tools" / "grading").rglob("*.py")):
             if path.name != "model.py":
                 assert "ast.parse(" not in path.read_text(), f"{path.name}: use model.parse"
 
@@ -494,7 +484,7 @@ def test_the_grader_runs_nothing_after_the_last_check(lesson):
 def test_default_jobs_are_two_a_core_within_free_memory(monkeypatch, cores, free_gib, jobs):
     from types import SimpleNamespace
 
-    from tools.grading import arguments
+    from tools.grading.classroom import arguments
 
     monkeypatch.setattr(arguments, "usable_cores", lambda: cores)
     memory = SimpleNamespace(available=free_gib * 2**30)

@@ -1,4 +1,4 @@
-"""Tests of the class's gradebook: tools/grading/gradebook.py, class_files.py, lms_files.py."""
+"""Tests of the class's gradebook: tools/grading/classroom/ (gradebook, class_files, lms_files)."""
 
 import csv
 import datetime
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from tools.grading import class_files, gradebook, lms_files, reports
+from tools.grading.classroom import class_files, gradebook, lms_files, reports
 from tools.grading.feedback import feedback, spreadsheet_cell
 from tools.grading.model import Grade
 

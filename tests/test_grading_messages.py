@@ -7,10 +7,12 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grading import feedback, reports, score, sealed
+from tools.grading import feedback, judge_output
+from tools.grading.classroom import reports
 from tools.grading.grade_kernel import CellResult
-from tools.grading.judge import run_check
+from tools.grading.judge.judge import run_check
 from tools.grading.model import KEY, Grade, Options, Submission
+from tools.grading.submission import score
 
 LAB1 = "01_tf_data_basics"
 # An error of a learner's that the judge raises: markup, then a directory listing.
@@ -84,7 +86,7 @@ def test_score_makes_a_kernels_error_one_line(tmp_path):
         prepared=[(cell, "")],
         results=[result],
     )
-    submission.verdicts = {2: sealed.Verdict(False, "TODO 2 (x): not done yet")}
+    submission.verdicts = {2: judge_output.Verdict(False, "TODO 2 (x): not done yet")}
     score.step(submission)
     assert submission.grade.messages == {2: "your TODO 2 cell failed: ValueError: a"}
 

@@ -25,7 +25,7 @@ from tests.conftest import REPO_ROOT
 from tests.test_grade import _notebook, _processes_with, _with_todo, needs_bwrap
 from tools import grade
 from tools.building.outputs import METADATA_KEY
-from tools.grading import grade_kernel, judge_output, model, run, sandbox, sealed, workfolder
+from tools.grading import grade_kernel, judge_output, model, run, sandbox, workfolder
 from utils.lab import data
 
 LAB1, LAB4 = "01_tf_data_basics", "04_train_keras"
@@ -167,8 +167,8 @@ def test_judge_output_is_read_while_the_judge_prints_keeping_signed_verdicts():
     output = judge_output.JudgeOutput(process, key)
     assert process.wait(timeout=60) == 0  # It would block on a full pipe, unread.
     assert output.verdicts() == {
-        1: sealed.Verdict(True, "TODO 1 passed: 5 files."),
-        0: sealed.Verdict(False, "ValueError: the last line"),
+        1: judge_output.Verdict(True, "TODO 1 passed: 5 files."),
+        0: judge_output.Verdict(False, "ValueError: the last line"),
     }
 
 

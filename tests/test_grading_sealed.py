@@ -14,8 +14,10 @@ import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from tools.building.variants import split_variants
-from tools.grading import flags, graphs, judge_plan, sealed, wire
+from tools.grading import judge_output, wire
+from tools.grading.judge import graphs, judge_plan
 from tools.grading.model import KEY
+from tools.grading.submission import flags
 from utils import storage
 
 LAB1 = "01_tf_data_basics"
@@ -99,8 +101,8 @@ class TestVerdicts:
         signed = f"VERDICT {payload} {hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()}"
         forged = json.dumps({"todo": 2, "passed": True, "message": "TODO 2 passed"})
         output = "\n".join([signed, f"VERDICT {forged} {'0' * 64}", "TODO 3 passed", ""])
-        verdicts = sealed.read_verdicts(output, key)
-        assert verdicts == {1: sealed.Verdict(False, "TODO 1 (x): wrong")}
+        verdicts = judge_output.read_verdicts(output, key)
+        assert verdicts == {1: judge_output.Verdict(False, "TODO 1 (x): wrong")}
 
 
 class TestRemote:

@@ -1,7 +1,7 @@
 """Sealed verdicts of labs 2 and 9: a call fed by the judge, a folder copied back, Grain
 rebuilt.
 
-In-process tests run the kernel's side (`export_*.py`, as the grader sends it) and the
+In-process tests run the kernel's side (`tools/grading/kernel/inside/`) and the
 judge's side in one process; one grading run (bwrap where it works) grades hostile
 submissions of both labs end to end (lab 2's solution scores 2/2 in tests/test_grade.py).
 """
@@ -9,14 +9,12 @@ submissions of both labs end to end (lab 2's solution scores 2/2 in tests/test_g
 import functools
 import inspect
 import json
-import types
 
 import nbformat
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import REPO_ROOT
 from tests.test_checks_write_tfrecords import _renamed_inside_the_with_block, _write_to_final_name
 from tests.test_grade import (
     KERNEL_FORGER,
@@ -27,10 +25,12 @@ from tests.test_grade import (
     grade_with_fixed_limits,
 )
 from tools.building.lesson_parameters import missing_modules
-from tools.grading import graphs, remote, remote_calls, wire
+from tools.grading import wire
+from tools.grading.judge import graphs, remote, remote_calls
+from tools.grading.kernel.inside import answers, calls
+from tools.grading.kernel.inside.grain import chain
 from utils import checks
 
-GRADING = REPO_ROOT / "tools" / "grading"
 LAB2, LAB9 = "02_write_tfrecords", "09_grain_arrayrecord"
 needs_grain = pytest.mark.skipif(bool(missing_modules(LAB9)), reason="Grain is not installed")
 # Reads every record before it writes: no file exists while the records come.
@@ -45,24 +45,28 @@ checks = types.SimpleNamespace(**{n: getattr(_module, n) for n in dir(_module)})
 """
 
 
+def fresh_kernel_side():
+    """Empties the kernel side's state, as a new kernel starts with."""
+    for state in (answers.kept, answers.judged, answers.finished, answers.references):
+        state.clear()
+
+
 class _Kernel:
-    """The kernel's side, as the grader sends it, answering in this process."""
+    """The kernel's side, a fresh one, answering in this process: its questions and answers
+    go through JSON as over the socket."""
 
     def __init__(self, work):
         self.namespace: dict = {}
-        self.wire = types.ModuleType("grader_wire")
-        exec((GRADING / "wire.py").read_text(), self.wire.__dict__)
-        for name in ("export_values.py", "export_calls.py", "export_grain.py", "export_objects.py"):
-            exec((GRADING / name).read_text(), self.namespace)
+        fresh_kernel_side()
         self.address, self.seconds = str(work / "j.sock"), 30
 
     def keep(self, todo, **values):
         for name, value in values.items():
-            self.namespace["_grader_kept"][f"{todo}:{name}"] = value
+            answers.kept[f"{todo}:{name}"] = value
 
     def ask(self, **request):
-        answer = self.namespace["_grader_answer"]
-        return json.loads(json.dumps(answer(self.wire, json.loads(wire.dumps(request)), {})))
+        reply = answers.answer(wire, json.loads(wire.dumps(request)), {})
+        return json.loads(json.dumps(reply))
 
 
 def _failure(check, function):
@@ -94,7 +98,7 @@ def test_a_rename_inside_the_writers_with_block_fails_in_the_judge_as_in_the_lab
     assert in_the_judge == _failure(checks.check_write_shard, renamed_open)
     assert "renamed with 0 of its" in in_the_judge
     reported = []
-    restore = kernel.namespace["_grader_watch_renames"](reported)
+    restore = calls.watch_renames(reported)
     try:
         (tmp_path / "a").write_bytes(b"123")
         tf.io.gfile.rename(str(tmp_path / "a"), str(tmp_path / "b"))
@@ -127,7 +131,7 @@ def test_a_todo_answered_by_the_courses_own_copy_fails_in_the_judge(tmp_path):
     assert "found a call to shard_files.write_shard" in _failure(
         checks.check_write_shard, judged_shard
     )
-    kernel_only = kernel.namespace["_grader_call_refusing_copy"]
+    kernel_only = calls.call_refusing_copy
     with pytest.raises(NotImplementedError, match="course copy"):  # The kernel's own refusal.
         kernel_only("to_example", to_example, [b"x", 0, [1, 1], ["a"]])
     assert records.to_example(b"x", 0, [1, 1], ["a"]).features.feature["class"]  # Restored.
@@ -175,7 +179,7 @@ def test_constants_beside_tensors_are_traced_as_tf_function_does(tmp_path):
 def test_a_grain_loader_crosses_as_its_steps_and_is_made_again(tmp_path):
     import grain
 
-    from tools.grading import remote_grain
+    from tools.grading.judge import remote_grain
 
     kernel = _Kernel(tmp_path)
     source = [b"r%d" % i for i in range(8)]
@@ -186,7 +190,7 @@ def test_a_grain_loader_crosses_as_its_steps_and_is_made_again(tmp_path):
     loader = grain.MapDataset.source(source).shuffle(seed=3).repeat(2).map(parse)
     loader = loader.to_iter_dataset().batch(2, drop_remainder=True)
     kernel.namespace.update(data_source=source, parse=parse)
-    steps = kernel.namespace["_grader_chain"](loader, kernel.namespace)
+    steps = chain(loader, kernel.namespace)
     assert steps == [
         ["batch", 2, True],
         ["to_iter_dataset", 16, 500],
@@ -214,7 +218,7 @@ def test_a_resume_is_checked_on_the_judges_own_loader(tmp_path):
     state of worker processes is a dict of lists and dicts of ints too.)"""
     import grain
 
-    from tools.grading import remote_grain
+    from tools.grading.judge import remote_grain
     from utils.lessons.grain_arrayrecord import grain_arrayrecord
 
     grain_arrayrecord.use_flag_defaults()
@@ -236,7 +240,7 @@ def test_a_resume_is_checked_on_the_judges_own_loader(tmp_path):
         iterator.close()
         resumed.close()
     kernel.namespace.update(data_source=source, parse=_record_and_length)
-    steps = kernel.namespace["_grader_chain"](loader, kernel.namespace)
+    steps = chain(loader, kernel.namespace)
     judges = {"data_source": list(source), "parse": _record_and_length}
     names = ("state", "next_batch", "resumed_batch", "further_batch")
     fetched = {name: remote.fetch(kernel, 3, name, {}) for name in names}

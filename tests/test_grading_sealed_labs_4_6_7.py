@@ -1,7 +1,7 @@
 """Sealed verdicts of labs 4, 6 and 7: a check's dataset and Beam objects.
 
-In-process: the kernel's side (`export_objects.py`, `export_beam.py`, started as the grader
-starts them, on a real socket) answers the judge's side (`remote_datasets.py`,
+In-process: the kernel's side (`tools/grading/kernel/inside/`, started as the grader
+starts it, on a real socket) answers the judge's side (`remote_datasets.py`,
 `remote_beam.py`). End to end: one grading run (bwrap) of each lab's
 solution and of a blank lab 4 and 6 that rewrites its kernel's replies and fakes
 `utils.checks` (lab 6 only where Beam is installed).
@@ -18,10 +18,14 @@ import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from tests.test_grade import KERNEL_FORGER, grade_with_fixed_limits, needs_bwrap
+from tests.test_grading_sealed_labs_2_9 import fresh_kernel_side
 from tools.building.lesson_parameters import missing_modules
 from tools.building.variants import split_variants
-from tools.grading import judge, judge_plan, remote, sealed
+from tools.grading.judge import judge, judge_plan, remote
+from tools.grading.kernel import cells
+from tools.grading.kernel.inside import answers
 from tools.grading.model import KEY, marks
+from tools.grading.submission import prepare
 
 LAB4, LAB6, LAB7 = "04_train_keras", "06_convert_with_beam", "07_scale_out_reading"
 LESSONS = [LAB4, LAB7] + ([] if missing_modules(LAB6) else [LAB6])
@@ -37,11 +41,12 @@ def kernel():
     judge's client on its socket."""
     folder = Path(tempfile.mkdtemp(prefix="k"))  # A socket's path is short: not tmp_path.
     namespace = {}
-    exec(sealed.start_code(folder / sealed.SOCKET_NAME, 60.0), namespace)
-    client = remote.Client(str(folder / sealed.SOCKET_NAME), 60.0)
+    fresh_kernel_side()
+    exec(cells.start_code(folder / cells.SOCKET_NAME, 60.0), namespace)
+    client = remote.Client(str(folder / cells.SOCKET_NAME), 60.0)
 
     def keep(todo, name, value):
-        namespace["_grader_kept"].update({f"{todo}:{name}": value, f"{todo}:": True})
+        answers.kept.update({f"{todo}:{name}": value, f"{todo}:": True})
         return remote.fetch(client, todo, name, {})
 
     yield namespace, keep
@@ -70,14 +75,14 @@ def test_a_function_of_the_checks_dataset_runs_in_the_judge_on_its_own_dataset(k
 def _then_references(todo, lines):
     return (
         f"try:\n    {lines}\nfinally:  # Grader: the judge's values.\n"
-        f"    globals().update(_grader_references.pop({todo}, {{}}))"
+        f"    globals().update(_grader_answers.references.pop({todo}, {{}}))"
     )
 
 
 def test_the_kernel_runs_a_check_cells_other_lines_then_takes_the_judges_values():
     lab, _ = _variants(LAB4)
     kept = {
-        marks(c)["check"]: judge_plan.kernel_source(c, marks(c))
+        marks(c)["check"]: prepare.kernel_source(c, marks(c))
         for c in lab.cells
         if "check" in marks(c)
     }
@@ -86,10 +91,12 @@ def test_the_kernel_runs_a_check_cells_other_lines_then_takes_the_judges_values(
         2: _then_references(2, "train_dataset = make_training_dataset(train_paths)"),
     }
     # TODO 1 left undone: the cell's line fails on `...`; the judge's values replace it.
-    namespace = {"devices": ..., "_grader_references": {1: {"num_replicas": 1}}}
+    fresh_kernel_side()
+    answers.references[1] = {"num_replicas": 1}
+    namespace = {"devices": ..., "_grader_answers": answers}
     with pytest.raises(TypeError, match="has no len"):
         exec(kept[1], namespace)
-    assert namespace["num_replicas"] == 1 and namespace["_grader_references"] == {}
+    assert namespace["num_replicas"] == 1 and answers.references == {}
 
 
 def test_the_judge_runs_a_check_cells_other_lines_after_its_check():
@@ -146,12 +153,12 @@ def _judged(scale, references):
         ]
     )
     folder = Path(tempfile.mkdtemp(prefix="k"))  # A socket's path is short: not tmp_path.
-    namespace = {}
-    exec(sealed.start_code(folder / sealed.SOCKET_NAME, 60.0), namespace)
-    namespace["_grader_kept"].update({"1:scale": scale, "1:": True, "3:": True})
+    fresh_kernel_side()
+    exec(cells.start_code(folder / cells.SOCKET_NAME, 60.0), {})
+    answers.kept.update({"1:scale": scale, "1:": True, "3:": True})
     verdicts = []
     job = {
-        "socket": str(folder / sealed.SOCKET_NAME),
+        "socket": str(folder / cells.SOCKET_NAME),
         "seconds": 60.0,
         "plan": judge_plan.plan(lab, "", references),
     }
@@ -159,7 +166,7 @@ def _judged(scale, references):
         judge.judge(job, lambda *verdict: verdicts.append(verdict))
     finally:
         shutil.rmtree(folder)
-    return verdicts, namespace["_grader_references"]
+    return verdicts, dict(answers.references)
 
 
 SOLUTION = "def scale(n):\n    return 16 * n, min(0.1 * n, 0.2)"

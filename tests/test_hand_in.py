@@ -23,9 +23,9 @@ from tools.building.outputs import METADATA_KEY
 from tools.building.regions import BuildError
 from tools.building.variants import split_variants
 from tools.grading import hand_in_code
-from tools.grading.identify import learner_id
-from tools.grading.prepare import judged_cells
-from tools.grading.restore import restore_protected_cells
+from tools.grading.submission.identify import learner_id
+from tools.grading.submission.prepare import judged_cells
+from tools.grading.submission.restore import restore_protected_cells
 from utils.checks import check_filenames
 
 KEY = METADATA_KEY

@@ -151,12 +151,12 @@ def test_the_lab_states_its_goal_and_its_takeaway():
 def test_two_stubs_are_two_names_to_the_judge():
     # A blank TODO that binds two names to `...` (lab 3's did): the judge fetched one and
     # failed on "same as records" ("TODO 2: 'records'") instead of "not done".
-    from tools.grading import export_grain
+    from tools.grading.kernel.inside.answers import same_as
 
     sentinel = object()
     kept = {"2:records": ..., "2:dataset": ..., "2:copy": sentinel, "2:alias": sentinel}
-    assert export_grain._grader_same_as(kept, {"todo": 2, "name": "dataset"}, ...) is None
-    assert export_grain._grader_same_as(kept, {"todo": 2, "name": "alias"}, sentinel) == "copy"
+    assert same_as(kept, {"todo": 2, "name": "dataset"}, ...) is None
+    assert same_as(kept, {"todo": 2, "name": "alias"}, sentinel) == "copy"
 
 
 def test_lab4_shows_the_device_detection_it_runs():

@@ -18,10 +18,11 @@
    and added cells stay in place.
 4. Run the learner's cells, without the lab's check calls, one by one in a kernel
    sandboxed with bubblewrap (`tools/grading/grade_kernel.py`): only the virtual environment,
-   Python, `utils/` and the data cache are there (no solutions, lesson sources or git
-   history), no network, its own PID namespace, a memory limit. After each TODO the kernel
+   Python, `utils/`, the grader's kernel side (`grading/kernel/inside/`) and the data cache
+   are there (no solutions, lesson sources or git history), no network, its own PID
+   namespace, a memory limit. After each TODO the kernel
    keeps what the TODO made; the judge, a second sandboxed process that never runs learner
-   code, runs the lab's checks on those values and signs its verdicts (`grading/sealed.py`).
+   code, runs the lab's checks on those values and signs its verdicts (`grading/judge/`).
    A cell past its limit, or a submission past its disk bounds, stops the run; the TODOs
    judged before it are kept. Everything the cells print is read as it comes (the
    feedback says where it was cut); the work folders are deleted when the run ends.
@@ -55,27 +56,18 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grading import (
-    arguments,
-    class_files,
-    course_seal,
-    flags,
-    gradebook,
-    identify,
-    prepare,
-    restore,
-    run,
-    sandbox,
-    versions,
-)
-from tools.grading import score as scoring
-from tools.grading.identify import identify_lab, learner_id
-from tools.grading.limits import measure_limits
-from tools.grading.lms_files import write_canvas_csv, write_moodle_csv
+from tools.grading import run, sandbox
+from tools.grading.classroom import arguments, class_files, gradebook
+from tools.grading.classroom.limits import measure_limits
+from tools.grading.classroom.lms_files import write_canvas_csv, write_moodle_csv
+from tools.grading.classroom.reports import remove_old_reports, write_reports
+from tools.grading.kernel import course_seal
 from tools.grading.model import REPO_ROOT, Grade, Options, Submission
-from tools.grading.prepare import grader_parameters
-from tools.grading.reports import remove_old_reports, write_reports
-from tools.grading.versions import load_labs
+from tools.grading.submission import flags, identify, prepare, restore, versions
+from tools.grading.submission import score as scoring
+from tools.grading.submission.identify import identify_lab, learner_id
+from tools.grading.submission.prepare import grader_parameters
+from tools.grading.submission.versions import load_labs
 from utils.lab import data
 
 # The steps of one submission, in order; a step that returns False ends its grading.

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from tools import grade
-from tools.grading import arguments
+from tools.grading.classroom import arguments
 from tools.grading.model import REPO_ROOT
 from utils.machine_load import usable_cores
 

@@ -5,7 +5,11 @@ over ZeroMQ through Unix sockets in the submission's work folder (no network is 
 the sandbox has none). Each cell's verdict is the kernel's reply as the grader receives it,
 kept in the grader's memory: no file, report or stream that a process in the sandbox can
 write decides a score. A cell that runs past its limit stops the run: the sandbox, and
-every process the submission started, is killed, and the cells after it are not run.
+every process the submission started, is killed, and the cells after it are not run;
+but a cell the caller names `interruptible` (a learner's TODO cell) is interrupted, as
+Jupyter's stop button does, and where the kernel is idle again within
+`INTERRUPT_SECONDS`, the run goes on. After each cell, `stand_in` may give code to run
+next (the solution's TODO cell, in place of a learner's that failed).
 
 Steps of `run_cells`:
 1. Write the connection file (random key, `ipc` transport) into the work folder.
@@ -31,10 +35,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from tools.grading import sandbox
+from tools.grading.kernel import cells
 
 OUTPUT_LIMIT = 4000  # Characters of printed text kept per cell.
 CUT_LINE = f"\n[the grader keeps the first {OUTPUT_LIMIT:,} characters a cell prints]\n"
@@ -69,6 +74,7 @@ class BoundedOutStream(iostream.OutStream):
 kernelapp.launch_new_instance()
 """
 KERNEL_START_SECONDS = 120
+INTERRUPT_SECONDS = 10  # How long an interrupted cell may take to stop.
 KERNEL_DIED = "the kernel died (memory, os._exit or a crash)"
 SOCKET_PATH_BYTES = 107  # Linux's sun_path holds 108 bytes, the last one a NUL.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -98,7 +104,9 @@ def error_line(name: str, value: str) -> str:
 
 
 class SandboxedKernel:
-    """An IPython kernel in a work folder, sandboxed when `bwrap` is a path."""
+    """An IPython kernel in a work folder, sandboxed when `bwrap` is a path. Besides the
+    folders of `read_only` it sees the grader's kernel side (`cells.KERNEL_SIDE`), which
+    the grader's cells import."""
 
     def __init__(
         self,
@@ -117,11 +125,12 @@ class SandboxedKernel:
         the grader's copy of the course, and `watch()`, if given, returns "" or why the run
         must stop (a disk bound passed)."""
         self.work, self.env, self.bwrap = work, env, bwrap
-        self.read_only, self.memory_bytes = read_only, memory_bytes
+        self.read_only, self.memory_bytes = [*read_only, cells.KERNEL_SIDE], memory_bytes
         self.tmp_bytes, self.file_bytes, self.watch = tmp_bytes, file_bytes, watch
         self.course = course
         self.process: subprocess.Popen | None = None
         self.client = None
+        self.running = ""  # The id of the last cell sent.
 
     def start(self) -> None:
         from jupyter_client import BlockingKernelClient
@@ -198,11 +207,32 @@ class SandboxedKernel:
                 os.killpg(self.process.pid, signal.SIGKILL)
         return stop
 
-    def execute(self, code: str, limit: float) -> CellResult:
-        """Runs `code`; waits at most `limit` seconds for the kernel to be idle again."""
+    def interrupt(self, seconds: float = INTERRUPT_SECONDS) -> bool:
+        """Interrupts the running cell (SIGINT, as Jupyter's stop button); returns whether the
+        kernel is idle again within `seconds` (a cell stuck in native code may not be)."""
+        self.client.control_channel.send(self.client.session.msg("interrupt_request", {}))
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                message = self.client.get_iopub_msg(timeout=0.5)
+            except queue.Empty:
+                if not self.alive():
+                    return False
+                continue
+            idle = message.get("content", {}).get("execution_state") == "idle"
+            if idle and message.get("parent_header", {}).get("msg_id") == self.running:
+                return True
+        return False
+
+    def execute(self, code: str, limit: float, *, history: bool = True) -> CellResult:
+        """Runs `code`; waits at most `limit` seconds for the kernel to be idle again.
+        `history=False`: the cell is not kept in the kernel's history (`In`)."""
         started = time.monotonic()
         deadline, watched = started + limit, started
-        msg_id = self.client.execute(code, allow_stdin=False, stop_on_error=False)
+        msg_id = self.client.execute(
+            code, store_history=history, allow_stdin=False, stop_on_error=False
+        )
+        self.running = msg_id
         output, error, idle = [], "", False
         printed = 0
 
@@ -270,12 +300,19 @@ def run_cells(
     *,
     total_limit: float,
     before_stop=None,
+    interruptible: Collection[int] = (),
+    stand_in: Callable[[int, list[CellResult]], str] | None = None,
 ) -> list[CellResult]:
     """Runs `cells` in order, each within its limit, all within `total_limit` seconds.
 
     The first cell that times out, or kills the kernel, stops the run; the rest are "not
-    run". `before_stop(results)`, if given, is called after the cells, while the kernel
-    still runs (the judge may still be asking it). Never raises for what a cell does.
+    run". A cell of `interruptible` (indexes) that times out is interrupted instead, and
+    where that stops it the run goes on, the cell said as an error. `stand_in(index,
+    results)`, if given, is asked after each cell for code to run next ("" for none; run
+    out of the kernel's history, its time counted in the submission's, its result said
+    only where it stops the run). `before_stop(results)`, if given, is called after the
+    cells, while the kernel still runs (the judge may still be asking it). Never raises
+    for what a cell does.
     """
     results: list[CellResult] = []
     started = time.monotonic()
@@ -284,7 +321,7 @@ def run_cells(
     except Exception as error:  # A kernel that cannot start is the grader's problem to say.
         return [CellResult("not run", error=f"the kernel did not start: {error}") for _ in cells]
     try:
-        for code, limit in zip(cells, limits, strict=True):
+        for index, (code, limit) in enumerate(zip(cells, limits, strict=True)):
             left = total_limit - (time.monotonic() - started)
             if left <= 0:
                 results.append(CellResult("not run", error="the submission's time was up"))
@@ -299,7 +336,15 @@ def run_cells(
                     if left < limit
                     else f"ran past the cell's time limit ({limit:.0f} s)"
                 )
+                if index in interruptible and left >= limit and kernel.interrupt():
+                    result.status = "error"
             results.append(result)
+            extra = stand_in(index, results) if stand_in is not None else ""
+            left = total_limit - (time.monotonic() - started)
+            if extra and left > 0:
+                ran = kernel.execute(extra, min(limit, left), history=False)
+                if ran.status in ("timeout", "died"):
+                    results[-1] = ran
         if before_stop is not None:
             before_stop(results)
     finally:

@@ -86,3 +86,20 @@ def verdict_of(line: str, key: bytes) -> tuple[int, Verdict] | None:
         return None
     found = json.loads(payload)
     return int(found["todo"]), Verdict(bool(found["passed"]), str(found["message"]))
+
+
+def read_verdicts(output: str, key: bytes, errors: str = "") -> dict[int, Verdict]:
+    """The verdicts of the judge's output; lines not signed with `key` are ignored.
+
+    Where the judge stopped without a verdict, its last error line is kept under TODO 0,
+    for the report (a grader's problem, not the learner's).
+    """
+    verdicts = {}
+    last = [line for line in errors.splitlines() if line.strip()][-1:]
+    if last and "Error" in last[0]:
+        verdicts[0] = Verdict(False, last[0].strip()[:300])
+    for line in output.splitlines():
+        found = verdict_of(line, key)
+        if found is not None:
+            verdicts[found[0]] = found[1]
+    return verdicts

@@ -132,8 +132,8 @@ class Submission:
     restored: nbformat.NotebookNode | None = None
     prepared: list = dataclasses.field(default_factory=list)
     results: list = dataclasses.field(default_factory=list)
-    judge_plan: list | None = None  # The judge's steps, for a sealed lab (`sealed.py`).
-    verdicts: dict | None = None  # TODO -> `sealed.Verdict`, for a sealed lab.
+    judge_plan: list | None = None  # The judge's steps, for a sealed lab (`judge/judge_plan.py`).
+    verdicts: dict | None = None  # TODO -> `judge_output.Verdict`, for a sealed lab.
 
 
 def marks(cell: nbformat.NotebookNode) -> dict:

@@ -25,14 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GRADING = ROOT / "tools" / "grading"
 
 
-def _kernel() -> dict:
-    """The grader's kernel side (export_*.py), as sealed.start_code sends it."""
-    namespace: dict = {}
-    for name in ("export_values.py", "export_calls.py", "export_grain.py", "export_objects.py"):
-        exec((GRADING / name).read_text(), namespace)
-    return namespace
-
-
 def _wire():
     wire = types.ModuleType("grader_wire")
     exec((GRADING / "wire.py").read_text(), wire.__dict__)
@@ -42,6 +34,7 @@ def _wire():
 def check_python_callback():
     import tensorflow as tf
 
+    from tools.grading.kernel.inside import traced
     from utils.lab import framework_internals
 
     def double(x):
@@ -55,7 +48,7 @@ def check_python_callback():
     found = framework_internals.python_callback(token)
     assert getattr(found, "__wrapped__", found) is double, f"token {token} gave {found!r}"
     assert framework_internals.python_callback("no such token") is None
-    roles = _kernel()["_grader_roles"](graph_def, {})
+    roles = traced.roles(graph_def, {})
     assert roles == {token: ["function", __name__, "double"]}, roles
     return f"{token} -> double"
 
@@ -74,7 +67,7 @@ def check_dataset_graph():
 def check_callback_bound():
     import tensorflow as tf
 
-    from tools.grading import graphs
+    from tools.grading.judge import graphs
 
     calls = []
 
@@ -96,6 +89,8 @@ def _trace(path: str) -> None:
     """In a process of its own: the kernel's answer for a function of a check's dataset."""
     import tensorflow as tf
 
+    from tools.grading.kernel.inside import objects
+
     wire = _wire()
 
     def through(dataset, factor):
@@ -104,7 +99,7 @@ def _trace(path: str) -> None:
     request = {
         "args": [{"dataset": wire.encode(tf.TensorSpec([], tf.int64))}, {"value": wire.encode(10)}]
     }
-    answer = _kernel()["_grader_trace_datasets"](wire, request, through)
+    answer = objects.trace_datasets(wire, request, through, {})
     Path(path).write_text(json.dumps(answer))
 
 
@@ -115,7 +110,7 @@ def check_learner_graph_runs():
 
     import tensorflow as tf
 
-    from tools.grading import remote_datasets
+    from tools.grading.judge import remote_datasets
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "answer.json"
@@ -134,6 +129,7 @@ def check_learner_graph_runs():
 def check_grain_settings():
     import grain
 
+    from tools.grading.kernel.inside.grain import chain
     from utils.lab import framework_internals
 
     def parse(record):
@@ -146,7 +142,7 @@ def check_grain_settings():
     loader = windowed.shuffle(seed=3).repeat(2).map(parse).to_iter_dataset(grain.ReadOptions(2, 8))
     loader = loader.map(parse).batch(4, drop_remainder=True)
     loader = loader.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
-    steps = _kernel()["_grader_chain"](loader, {"data": data, "parse": parse})
+    steps = chain(loader, {"data": data, "parse": parse})
     expected = [
         ["mp_prefetch", 2],
         ["batch", 4, True],

@@ -14,11 +14,11 @@ import re
 
 import nbformat
 
-from tools.grading.identify import named_learner
 from tools.grading.model import KEY, Submission, marks, parse, without_magics
-from tools.grading.prepare import lab_parameters
-from tools.grading.restore import learner_cells
-from tools.grading.syntax_flags import (
+from tools.grading.submission.identify import named_learner
+from tools.grading.submission.prepare import lab_parameters
+from tools.grading.submission.restore import learner_cells
+from tools.grading.submission.syntax_flags import (
     COURSE_MODULES,
     bound_names,
     os_sys_aliases,

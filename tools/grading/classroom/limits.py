@@ -18,9 +18,9 @@ import nbformat
 
 from tools.building.variants import split_variants, to_text
 from tools.grading.model import REPO_ROOT, Limits, Options
-from tools.grading.prepare import grader_parameters, judged_cells, lab_parameters
-from tools.grading.restore import restore_protected_cells
 from tools.grading.run import run_prepared
+from tools.grading.submission.prepare import grader_parameters, judged_cells, lab_parameters
+from tools.grading.submission.restore import restore_protected_cells
 from tools.grading.workfolder import disk_limits
 from utils.lab import data
 

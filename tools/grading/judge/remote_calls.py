@@ -1,4 +1,4 @@
-"""The judge's side of `export_calls.py`: calls it drives item by item (Grain: remote_grain.py).
+"""The judge's side of `kernel/inside/calls.py`: calls it drives item by item (Grain: remote_grain).
 
 A learner's function called with an iterator runs in the learner's kernel; each item it
 reads comes from the check's own iterator, in the judge, when the function asks for it.
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from tools.grading import wire
-from tools.grading.graphs import NotSealable
+from tools.grading.judge.graphs import NotSealable
 from utils.checks import write_tfrecords
 
 _MAX_COPY = 64 * 2**20  # Bytes of one file the judge copies from the kernel's folder.

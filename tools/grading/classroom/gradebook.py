@@ -15,7 +15,7 @@ import dataclasses
 import datetime
 import math
 
-from tools.grading.class_files import names_lab
+from tools.grading.classroom.class_files import names_lab
 from tools.grading.model import Grade
 
 

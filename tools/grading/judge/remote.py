@@ -1,6 +1,6 @@
 """The judge's side of a sealed verdict: what a TODO made, rebuilt in the judge's process.
 
-Takes the answers of the learner's kernel (`export_server.py`) as data; gives values the
+Takes the answers of the learner's kernel (`kernel/inside/`) as data; gives values the
 lab's check cells take as they are: a dataset rebuilt from its graph, a function whose every
 call runs the graph the learner's function was traced to, data, or `...`. Every Python
 callback in a graph (`tf.numpy_function`) is bound again to the judge's own course object
@@ -17,8 +17,15 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tools.grading import remote_beam, remote_calls, remote_datasets, remote_objects, wire
-from tools.grading.graphs import NotSealable, learner_graph, names_of, outputs_of, rebuild_dataset
+from tools.grading import wire
+from tools.grading.judge import remote_beam, remote_calls, remote_datasets, remote_objects
+from tools.grading.judge.graphs import (
+    NotSealable,
+    learner_graph,
+    names_of,
+    outputs_of,
+    rebuild_dataset,
+)
 
 
 class Client:
@@ -140,7 +147,7 @@ def value_of(answer: dict, client: Client, todo: int, name: str, namespace: dict
     if kind == "dofn":  # Lab 6's Beam DoFn class: its `process` runs in the kernel.
         return remote_beam.dofn_class(client, todo, name)
     if kind == "grain":  # Grain is an optional lesson's: imported only here.
-        from tools.grading import remote_grain
+        from tools.grading.judge import remote_grain
 
         return remote_grain.grain_value(answer, client, todo, name, namespace)
     try:

@@ -13,12 +13,11 @@ their tests so). Speed tests and plots that no check reads are left out.
 from __future__ import annotations
 
 import ast
-import textwrap
 
 import nbformat
 
+from tools.grading.judge.references import reference_cells
 from tools.grading.model import marks, parse, without_magics
-from tools.grading.references import reference_cells
 
 
 def bound_names(source: str) -> list[str]:
@@ -61,25 +60,6 @@ def split_check_cell(source: str) -> tuple[str, str]:
     return (
         "\n".join(line for number, line in lines if number in taken),
         "\n".join(line for number, line in lines if number not in taken),
-    )
-
-
-def kernel_source(cell, cell_marks: dict) -> str:
-    """What the learner's kernel runs of a cell ("" for nothing): a check cell without its
-    check calls (the judge makes them), so that what the lab binds there after its check
-    is there for the cells below, then the solution's values the judge sent where the
-    check failed; nothing of a text cell or a hand-in cell (its checks again)."""
-    if cell.cell_type != "code" or "hand_in" in cell.metadata.get("tags", []):
-        return ""
-    if "check" not in cell_marks:
-        return cell.source
-    others = split_check_cell(cell.source)[1]
-    if not others:
-        return ""
-    todo = cell_marks["check"]
-    return (
-        f"try:\n{textwrap.indent(others, '    ')}\nfinally:  # Grader: the judge's values.\n"
-        f"    globals().update(_grader_references.pop({todo}, {{}}))"
     )
 
 

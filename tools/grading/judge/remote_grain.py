@@ -1,4 +1,4 @@
-"""Grain datasets in the judge, rebuilt from the kernel's description (`export_grain.py`).
+"""Grain datasets in the judge, rebuilt from the kernel's description (`kernel/inside/grain.py`).
 
 A MapDataset becomes one whose elements the judge asks the kernel for by index (data).
 An IterDataset is made again, step by step, with Grain's own transformations and the
@@ -14,8 +14,8 @@ import types
 import grain
 
 from tools.grading import wire
-from tools.grading.graphs import NotSealable
-from tools.grading.remote_calls import error_of
+from tools.grading.judge.graphs import NotSealable
+from tools.grading.judge.remote_calls import error_of
 
 
 def _element(data: dict):

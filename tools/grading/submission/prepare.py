@@ -3,20 +3,25 @@
 Takes the restored notebook and the lab's parameters (the lesson's small ones injected);
 gives `Submission.prepared`, a list of (cell, code to run) up to the last check cell
 (`graded_part`: nothing after it is graded), and `Submission.judge_plan`. The kernel runs
-the learner's cells without their checks and keeps what each TODO made (`sealed.py`); the
-judge, a process that runs no learner code, runs the lab's checks on those values. No
-verdict comes from the learner's kernel (docs/grading.md says why).
+the learner's cells without their checks and keeps what each TODO made (`kernel_cells`,
+with the grader's cells of `kernel/cells.py`); the judge, a process that runs no learner
+code, runs the lab's checks on those values. No verdict comes from the learner's kernel
+(docs/grading.md says why).
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import textwrap
+from pathlib import Path
 
 import nbformat
 
 from tools.building.lesson_parameters import SMALL_PARAMETERS
-from tools.grading import judge_plan, sealed
+from tools.grading.judge import judge_plan
+from tools.grading.judge.judge_plan import bound_names, split_check_cell
+from tools.grading.kernel import cells
 from tools.grading.model import KEY, Submission, marks, parse
 
 # What the grader sets otherwise than the tests' small parameters, so that an answer the
@@ -57,10 +62,62 @@ def graded_part(restored: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return graded
 
 
+def kernel_source(cell, cell_marks: dict) -> str:
+    """What the learner's kernel runs of a cell ("" for nothing): a check cell without its
+    check calls (the judge makes them), so that what the lab binds there after its check
+    is there for the cells below, then the solution's values the judge sent where the
+    check failed; nothing of a text cell or a hand-in cell (its checks again)."""
+    if cell.cell_type != "code" or "hand_in" in cell.metadata.get("tags", []):
+        return ""
+    if "check" not in cell_marks:
+        return cell.source
+    others = split_check_cell(cell.source)[1]
+    if not others:
+        return ""
+    return (
+        f"try:\n{textwrap.indent(others, '    ')}\nfinally:  # Grader: the judge's values.\n"
+        f"    {cells.references_code(cell_marks['check'])}"
+    )
+
+
+def kernel_cells(restored, lab, literals: str, seconds: float) -> list:
+    """(cell, code) the kernel runs: the learner's notebook without its checks (the judge
+    runs those; a check cell's other lines run), the grader's kernel side started before
+    the first TODO cell, each TODO's values kept after its cell, and the end said after
+    the last."""
+    names = {
+        marks(c)["todo"]: bound_names(c.source)
+        for c in lab.cells
+        if c.cell_type == "code" and "todo" in marks(c)
+    }
+    prepared, started = [], False
+    for cell in restored.cells:
+        cell_marks = marks(cell) or cell.metadata.get(KEY, {})
+        source = kernel_source(cell, cell_marks)  # Hand-in cells: their checks again.
+        if not source:
+            continue
+        if "todo" in cell_marks and not started:
+            start = cells.start_code(Path(cells.SOCKET_NAME), seconds)
+            prepared.append((nbformat.v4.new_code_cell(id="grader-start"), start))
+            started = True
+        prepared.append((cell, source))
+        if "parameters" in cell.metadata.get("tags", []):
+            prepared.append((nbformat.v4.new_code_cell(id="injected-parameters"), literals))
+        if "todo" in cell_marks:
+            todo = cell_marks["todo"]
+            keep = cells.keep_code(todo, names.get(todo, []))
+            # It waits there for the judge's run of the TODO's check cell: said as that cell.
+            kept = nbformat.v4.new_code_cell(id=f"grader-keep-{todo}")
+            kept.metadata[KEY] = {"check": todo}
+            prepared.append((kept, keep))
+    prepared.append((nbformat.v4.new_code_cell(id="grader-finish"), cells.FINISH_CODE))
+    return prepared
+
+
 def judged_cells(restored, lab, parameters: dict, seconds: float) -> tuple[list, list]:
     """(cell, code) the kernel runs, and the judge's plan, with `parameters` injected."""
     literals = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
-    prepared = sealed.kernel_cells(graded_part(restored), lab, literals, seconds)
+    prepared = kernel_cells(graded_part(restored), lab, literals, seconds)
     return prepared, judge_plan.plan(lab, literals)
 
 

@@ -1,4 +1,4 @@
-"""The judge's side of `export_objects.py`: a learner's function of the check's datasets.
+"""The judge's side of `kernel/inside/objects.py`: a learner's function of the check's datasets.
 
 A check that passes a dataset of its own (lab 7's `through_service` gets a
 `Dataset.range`) does not send it to the kernel: the kernel traces the learner's function
@@ -12,7 +12,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tools.grading import wire
-from tools.grading.graphs import NotSealable, learner_graph
+from tools.grading.judge.graphs import NotSealable, learner_graph
 
 
 def _argument(arg) -> dict:

@@ -1,7 +1,7 @@
 """Step `score`: each TODO's verdict, from the judge; its message, in the learner's words.
 
 Takes `Submission.prepared`, `.results` (the learner's kernel) and `.verdicts` (the
-judge's, `sealed.py`); gives `Grade.passed`, `.messages`, `.first_error` and a note where
+judge's, `judge/judge.py`); gives `Grade.passed`, `.messages`, `.first_error` and a note where
 a cell stopped the run. A TODO passes only if the judge says so; the kernel's results say
 only what stopped the run and a TODO cell's own error, reported for that TODO.
 """
@@ -13,8 +13,8 @@ import re
 import nbformat
 
 from tools.grading.feedback import plain_line
-from tools.grading.flags import review_diff
 from tools.grading.model import KEY, Grade, Submission, marks
+from tools.grading.submission.flags import review_diff
 
 _FAILED = ("error", "timeout", "died")
 JUDGE_STOPPED = "judge stopped"

@@ -1,8 +1,8 @@
 """The judge: decides each TODO's verdict in a process that never runs a learner's code.
 
-Run by the grader as `python -m tools.grading.judge`, in a sandbox of its own, with a job
+Run by the grader as `python -m tools.grading.judge.judge`, in a sandbox of its own, with a job
 on standard input (JSON): a random key, the learner's kernel's socket, and the plan that
-`sealed.py` made from the lab: the lab's own cells the checks need (the parameters as the
+`judge_plan.py` made from the lab: the lab's own cells the checks need (the parameters as the
 grader set them), where each TODO's values come in, and the lab's check cells. For a
 TODO it fetches what the TODO made (`remote.fetch`: data, a dataset rebuilt from its graph,
 a function that runs its traced graph), runs the lab's check cell on it, and prints
@@ -20,8 +20,9 @@ import json
 import os
 import sys
 
-from tools.grading import remote, wire
+from tools.grading import wire
 from tools.grading.feedback import error_line, plain_line
+from tools.grading.judge import remote
 
 
 def run_check(source: str, todo: int, namespace: dict) -> tuple[bool, str]:

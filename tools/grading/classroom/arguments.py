@@ -11,9 +11,9 @@ from pathlib import Path
 
 import psutil
 
-from tools.grading import class_files, gradebook
+from tools.grading.classroom import class_files, gradebook
 from tools.grading.model import REPO_ROOT
-from tools.grading.versions import lab_points
+from tools.grading.submission.versions import lab_points
 from utils.machine_load import usable_cores
 
 

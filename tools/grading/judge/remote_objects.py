@@ -14,7 +14,7 @@ def caller(args: tuple) -> Callable | None:
     """The handler `handler(function, args)` for a call given `args`; None for plain ones."""
     names = {type(arg).__name__ for arg in args}
     if "Pipeline" in names:
-        from tools.grading import remote_beam
+        from tools.grading.judge import remote_beam
 
         return remote_beam.call
     return None

@@ -1,48 +1,55 @@
-"""The learner's kernel's answers for calls the judge drives (Grain: export_grain.py).
+"""Calls the judge drives: the learner's function run here, fed item by item by the judge.
 
-Sent as text into the kernel after `export_values.py` (rules as there). A call with an
-iterator among its arguments (`start`) runs the learner's function on a thread of its
-own; each item the function reads is asked of the judge (`feed`), so what the judge's
-iterator does between items (stop, raise, look at the folder) happens when it would. A
-folder the judge made for the function stands for one the kernel makes at the judge's
-path in the work folder, which the judge reads.
+A call with an iterator among its arguments (`start_call`) runs the learner's function on
+a thread of its own; each item the function reads is asked of the judge (`feed`), so what
+the judge's iterator does between items (stop, raise, look at the folder) happens when it
+would. A folder the judge made for the function stands for one the kernel makes at the
+judge's path in the work folder, which the judge reads. While the kernel runs a TODO's
+function for the judge, the course's solved copy of it raises (`call_refusing_copy`), and
+each file renamed is noted with its size then (`watch_renames`).
 """
 
-_grader_calls = {}
+import builtins
+import importlib
+import os
+import queue
+import shutil
+import threading
+
+import tensorflow as tf
+
+_current = {}  # "call": (inbox, outbox) of the call the judge drives now.
+
+# The course's solved copy of a TODO's function, by the TODO's name (lab 2): while the
+# kernel runs that TODO's function for the judge, the copy raises (its code swapped, so an
+# alias or an earlier import raises too), and the judge's check says it earns nothing.
+COURSE_COPIES = {
+    "to_example": ("utils.records", "to_example"),
+    "write_shard": ("utils.shard_files", "write_shard"),
+}
 
 
-def _grader_error(error):
+def error_of(error):
+    """[an error's type name, its message's first line]: an error as data."""
     lines = str(error).strip().splitlines()
     return [type(error).__name__, lines[0] if lines else ""]
 
 
-def _grader_raised(name, message):
+def _raised(name, message):
     """The built-in exception of that name (RuntimeError for any other), with `message`."""
-    import builtins
-
     kind = getattr(builtins, str(name), None)
     if not (isinstance(kind, type) and issubclass(kind, BaseException)):
         kind = RuntimeError
     return kind(str(message))
 
 
-# The course's solved copy of a TODO's function, by the TODO's name (lab 2): while the
-# kernel runs that TODO's function for the judge, the copy raises (its code swapped, so an
-# alias or an earlier import raises too), and the judge's check says it earns nothing.
-_GRADER_COURSE_COPIES = {
-    "to_example": ("utils.records", "to_example"),
-    "write_shard": ("utils.shard_files", "write_shard"),
-}
-
-
-def _grader_refuse_course_copy(name):
+def _refuse_course_copy(name):
     """Swaps the code of TODO `name`'s course copy for a raiser; returns what undoes it."""
-    import importlib
 
     def _refuse(*args, **keywords):
         raise NotImplementedError("course copy")
 
-    where = _GRADER_COURSE_COPIES.get(str(name))
+    where = COURSE_COPIES.get(str(name))
     try:
         function = getattr(importlib.import_module(where[0]), where[1]) if where else None
         code = function.__code__ if function is not None else None
@@ -58,23 +65,18 @@ def _grader_refuse_course_copy(name):
     return restore
 
 
-def _grader_call_refusing_copy(name, function, args):
+def call_refusing_copy(name, function, args):
     """`function(*args)` with TODO `name`'s course copy refused."""
-    restore = _grader_refuse_course_copy(name)
+    restore = _refuse_course_copy(name)
     try:
         return function(*args)
     finally:
         restore()
 
 
-def _grader_watch_renames(renamed):
+def watch_renames(renamed):
     """Notes each file's name and size when it is renamed (tf.io.gfile.rename, os.rename,
     os.replace, shutil.move, Path.rename); returns the function that undoes it."""
-    import os
-    import shutil
-
-    import tensorflow as tf
-
     originals = (tf.io.gfile.rename, os.rename, os.replace, shutil.move)
 
     def noting(original):
@@ -95,11 +97,9 @@ def _grader_watch_renames(renamed):
     return restore
 
 
-def _grader_start_call(wire, request, function):
-    import os
-    import queue
-    import threading
-
+def start_call(wire, request, function):
+    """Starts `function` on the judge's arguments, on a thread of its own; returns its first
+    state: it wants an item, it returned, or it raised."""
     inbox, outbox = queue.Queue(), queue.Queue()
 
     def fed():
@@ -107,7 +107,7 @@ def _grader_start_call(wire, request, function):
             outbox.put({"state": "wants"})
             item = inbox.get()
             if "raise" in item:
-                raise _grader_raised(*item["raise"])
+                raise _raised(*item["raise"])
             if "end" in item:
                 return
             yield wire.decode(item["item"])
@@ -124,37 +124,24 @@ def _grader_start_call(wire, request, function):
 
     def run():
         renamed = []  # (name, size then) of each file renamed during the call: the judge's
-        restore = _grader_watch_renames(renamed)  # check of a shard renamed while open.
+        restore = watch_renames(renamed)  # check of a shard renamed while open.
         try:
-            value = _grader_call_refusing_copy(request["name"], function, args)
+            value = call_refusing_copy(request["name"], function, args)
         except BaseException as error:  # Said to the judge, which raises it in the check.
             restore()
-            outbox.put({"state": "raised", "error": _grader_error(error), "renamed": renamed})
+            outbox.put({"state": "raised", "error": error_of(error), "renamed": renamed})
             return
         restore()
         outbox.put({"state": "returned", "value": wire.encode(value), "renamed": renamed})
 
-    _grader_calls["current"] = (inbox, outbox)
+    _current["call"] = (inbox, outbox)
     threading.Thread(target=run, daemon=True).start()
     return outbox.get(timeout=float(request["seconds"]))
 
 
-def _grader_feed(request):
-    inbox, outbox = _grader_calls["current"]
+def feed(request):
+    """Gives the running call the judge's next item (or its end, or its error); returns the
+    call's next state."""
+    inbox, outbox = _current["call"]
     inbox.put(request["feed"])
     return outbox.get(timeout=float(request["seconds"]))
-
-
-def _grader_call_keywords(wire, request, function):
-    """Calls `function` with the judge's arguments and keywords; describes its result."""
-    args = [wire.decode(data) for data in request["args"]]
-    keywords = {key: wire.decode(data) for key, data in request["keywords"].items()}
-    return _grader_describe(wire, function(*args, **keywords), globals())  # noqa: F821
-
-
-_grader_more_ops = {
-    "call_keywords": _grader_call_keywords,
-    "start": lambda wire, request, value: _grader_start_call(wire, request, value),
-    "feed": lambda wire, request, value: _grader_feed(request),
-    "items": lambda wire, request, value: _grader_items(wire, request, value),  # noqa: F821
-}

@@ -1,4 +1,4 @@
-"""The judge's side of `export_beam.py`: lab 6's `DoFn` and pipeline, run in the kernel.
+"""The judge's side of `kernel/inside/beam.py`: lab 6's `DoFn` and pipeline, run in the kernel.
 
 A learner's `DoFn` class stands here as a class whose `process(path)` sends the judge's
 file (its bytes, at its path) to the kernel, where the learner's `process` runs; the outputs
