@@ -19,7 +19,7 @@ from tools.building import setup_cell
 
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"  # requirements-dev.txt's pin.
 CONTRACTS = [c["name"] for c in setup_cell.read_pyproject()["tool"]["importlinter"]["contracts"]]
-FROM_TOOLS, INDEPENDENT, FLOORS, BUILD, GRADER = CONTRACTS
+FROM_TOOLS, INDEPENDENT, FLOORS, BUILD, ROOMS, KERNEL_SIDE, GRADER = CONTRACTS
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -99,9 +99,19 @@ PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
             "tools.building.probe -> tools.grading.wire (l.3)",
         ),
         (
-            {"tools/grading/probe.py": "from tools.course_benchmark import settings\n"},
+            {"tools/grading/judge/probe.py": "from tools.course_benchmark import settings\n"},
             (GRADER,),
-            "tools.grading.probe -> tools.course_benchmark.settings (l.3)",
+            "tools.grading.judge.probe -> tools.course_benchmark.settings (l.3)",
+        ),
+        (
+            {"tools/grading/judge/probe.py": "from tools.grading.submission import score\n"},
+            (ROOMS,),
+            "tools.grading.judge.probe -> tools.grading.submission.score (l.3)",
+        ),
+        (
+            {"tools/grading/kernel/inside/probe.py": "from tools.grading import model\n"},
+            (KERNEL_SIDE,),
+            "tools.grading.kernel.inside.probe -> tools.grading.model (l.3)",
         ),
     ],
     ids=[
@@ -116,6 +126,8 @@ PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
         "a new top module on no floor",
         "the build imports the grader",
         "the grader imports a benchmark",
+        "a room of the grader imports one above it",
+        "the learner's kernel imports the grader",
     ],
 )
 def test_an_import_the_contracts_forbid_breaks_exactly_its_contracts(
