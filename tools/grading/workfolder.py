@@ -4,13 +4,16 @@ The kernel of a submission and its judge each get one (`prepare_work`), with the
 environment but for the folder. What a submission may write is bounded (`DiskLimits`):
 bwrap sizes its private `/tmp` and `/dev/shm`; RLIMIT_FSIZE bounds each file; `DiskWatch`,
 which the grader calls while it waits on the kernel, sums the work folders and reads the
-sandbox's `/tmp`, and says when either is past its bound.
+sandbox's `/tmp`, and says when either is past its bound. A lesson's own environment
+(lab 4's Keras backend) joins every folder prepared in a `lesson_environment` block.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tools.grading import sandbox
@@ -19,6 +22,23 @@ from utils.lab import data, progress
 
 DISK_MULTIPLE = 4
 _FULL_MARGIN = 2**20  # A tmpfs with less than this left is full.
+# What `prepare_work` adds, in this thread's `lesson_environment` block (the grader grades
+# submissions in threads: each has its own).
+_LESSON_ENVIRONMENT: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
+    "lesson_environment", default=()
+)
+
+
+@contextlib.contextmanager
+def lesson_environment(environment: dict[str, str]) -> Iterator[None]:
+    """Within the block, `prepare_work` on this thread adds `environment` (lab 4's
+    `KERAS_BACKEND`, `XLA_FLAGS`) to the folder's: the judge, started in `sealed.py`,
+    gets the kernel's."""
+    token = _LESSON_ENVIRONMENT.set(tuple(environment.items()))
+    try:
+        yield
+    finally:
+        _LESSON_ENVIRONMENT.reset(token)
 
 
 def gigabytes(num_bytes: float) -> str:
@@ -122,4 +142,5 @@ def prepare_work(work: Path, cache: Path | None) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg",
         "NO_GCE_CHECK": "true",
+        **dict(_LESSON_ENVIRONMENT.get()),
     }
