@@ -39,6 +39,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from tools.grading import sandbox
+from tools.grading.kernel import cells
 
 OUTPUT_LIMIT = 4000  # Characters of printed text kept per cell.
 CUT_LINE = f"\n[the grader keeps the first {OUTPUT_LIMIT:,} characters a cell prints]\n"
@@ -103,7 +104,9 @@ def error_line(name: str, value: str) -> str:
 
 
 class SandboxedKernel:
-    """An IPython kernel in a work folder, sandboxed when `bwrap` is a path."""
+    """An IPython kernel in a work folder, sandboxed when `bwrap` is a path. Besides the
+    folders of `read_only` it sees the grader's kernel side (`cells.KERNEL_SIDE`), which
+    the grader's cells import."""
 
     def __init__(
         self,
@@ -122,7 +125,7 @@ class SandboxedKernel:
         the grader's copy of the course, and `watch()`, if given, returns "" or why the run
         must stop (a disk bound passed)."""
         self.work, self.env, self.bwrap = work, env, bwrap
-        self.read_only, self.memory_bytes = read_only, memory_bytes
+        self.read_only, self.memory_bytes = [*read_only, cells.KERNEL_SIDE], memory_bytes
         self.tmp_bytes, self.file_bytes, self.watch = tmp_bytes, file_bytes, watch
         self.course = course
         self.process: subprocess.Popen | None = None

@@ -37,9 +37,9 @@ from pathlib import Path
 from tools.building.outputs import SOLUTION_ENVIRONMENTS
 from tools.grading import grade_kernel, sealed
 from tools.grading.grade_kernel import KERNEL_DIED
+from tools.grading.judge.references import reference_cells
 from tools.grading.judge_output import JudgeOutput
 from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks
-from tools.grading.references import reference_cells
 from tools.grading.workfolder import DiskWatch, lesson_environment, prepare_work
 
 # JAX's simulated CPU devices in a lab graded on JAX: the fewest that tell a distribution
