@@ -15,6 +15,7 @@ from tests.conftest import REPO_ROOT
 from tests.test_grade import _set_todo, grade_with_fixed_limits, needs_bwrap
 from tools.building.variants import split_variants
 from tools.grading import run
+from tools.grading.kernel import cells
 
 LAB4 = "04_train_keras"
 NO_DISTRIBUTION = "devices = keras.distribution.list_devices()\n"
@@ -61,14 +62,12 @@ def test_a_lab_without_a_backend_parameter_runs_as_before():
 
 def test_on_jax_the_kernels_distribution_is_kept_and_set_in_the_judge():
     keep = nbformat.v4.new_code_cell(id="grader-keep-1")
-    prepared = [
-        (keep, "# Grader: keep what TODO 1 made.\n_grader_keep(1, ['devices'], globals())\n")
-    ]
+    prepared = [(keep, cells.keep_code(1, ["devices"]))]
     plan = [{"kind": "fetch", "todo": 1, "names": ["devices"]}, {"kind": "check", "todo": 1}]
-    cells, steps = run.with_keras_distribution(prepared, plan)
-    assert len(cells) == 1 and cells[0][1].startswith(run.BIND_DISTRIBUTION)
-    assert cells[0][1].endswith(
-        f"_grader_keep(1, ['devices', '{run.KERAS_DISTRIBUTION}'], globals())\n"
+    kept, steps = run.with_keras_distribution(prepared, plan)
+    assert len(kept) == 1
+    assert kept[0][1] == run.BIND_DISTRIBUTION + cells.keep_code(
+        1, ["devices", run.KERAS_DISTRIBUTION]
     )
     assert [step["kind"] for step in steps] == ["fetch", "code", "check"]
     assert steps[0]["names"] == ["devices", run.KERAS_DISTRIBUTION]

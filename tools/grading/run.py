@@ -39,6 +39,7 @@ from tools.grading import grade_kernel, sealed
 from tools.grading.grade_kernel import KERNEL_DIED
 from tools.grading.judge.references import reference_cells
 from tools.grading.judge_output import JudgeOutput
+from tools.grading.kernel import cells
 from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks
 from tools.grading.workfolder import DiskWatch, lesson_environment, prepare_work
 
@@ -115,7 +116,7 @@ def keras_environment(lab, notebook=None) -> dict[str, str]:
 
 
 def _kept_names(code: str) -> tuple[int, list[str]]:
-    """(the TODO, the names) of a grader's keep cell (`sealed.keep_code`)."""
+    """(the TODO, the names) of a grader's keep cell (`cells.keep_code`)."""
     call = next(
         node.value
         for node in ast.parse(code).body
@@ -128,12 +129,12 @@ def with_keras_distribution(prepared: list, plan: list) -> tuple[list, list]:
     """`prepared` and the judge's `plan` with the kernel's Keras distribution kept after each
     TODO (`BIND_DISTRIBUTION`, as data) and set in the judge before the TODO's check
     (`SET_DISTRIBUTION`): a check reads the distribution the TODO set (lab 4's on JAX)."""
-    cells = []
+    kept = []
     for cell, code in prepared:
         if str(cell.get("id", "")).startswith("grader-keep"):
             todo, names = _kept_names(code)
-            code = BIND_DISTRIBUTION + sealed.keep_code(todo, [*names, KERAS_DISTRIBUTION])
-        cells.append((cell, code))
+            code = BIND_DISTRIBUTION + cells.keep_code(todo, [*names, KERAS_DISTRIBUTION])
+        kept.append((cell, code))
     steps = []
     for step in plan:
         if step["kind"] != "fetch":
@@ -141,7 +142,7 @@ def with_keras_distribution(prepared: list, plan: list) -> tuple[list, list]:
             continue
         steps.append({**step, "names": [*step["names"], KERAS_DISTRIBUTION]})
         steps.append({"kind": "code", "source": SET_DISTRIBUTION, "needed": True})
-    return cells, steps
+    return kept, steps
 
 
 def stand_in_code(
