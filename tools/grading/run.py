@@ -243,7 +243,7 @@ def run_prepared(
             interruptible=[
                 index
                 for index, (cell, _) in enumerate(prepared)
-                if (marks(cell) or cell.metadata.get(KEY, {})).get("todo") in solutions
+                if "todo" in (marks(cell) or cell.metadata.get(KEY, {}))
             ],
             stand_in=stand_in_code(prepared, solutions, judge_output),
         )
