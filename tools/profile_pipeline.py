@@ -7,11 +7,13 @@ local disk), each in one run with its candidates measured in turns
 1. `stages`: the pipeline built up stage by stage: read (TFRecord files, CRC checked),
    + parse (`parse_example` by batch), + decode (the JPEGs: the pipeline without
    prefetch), + prefetch (the course pipeline), beside the ceiling (the same JPEG bytes
-   decoded from memory). For each: images/s, and this process's CPU time per image,
-   which adds up across stages even when they run in parallel, and the cores kept busy
-   (CPU time / wall time). The pipeline's rate / the ceiling's is then
-   (cores busy, pipeline / ceiling) x (CPU per image, ceiling / pipeline): lost to idle
-   cores (waits, contention) or to extra work (reading, parsing). Saves a figure.
+   decoded from memory) and the loop that takes the batches alone (a made batch
+   repeated: the iterator's Python side, which both sides pay). For each: images/s,
+   and this process's CPU time per image, which adds up across stages even when they
+   run in parallel, and the cores kept busy (CPU time / wall time). The pipeline's
+   rate / the ceiling's is then (cores busy, pipeline / ceiling) x (CPU per image,
+   ceiling / pipeline): lost to idle cores (waits, contention) or to extra work
+   (reading, parsing). Saves a figure.
 2. `sweep`: each candidate change to the pipeline against the course pipeline, in turns,
    its ratio taken within each round; `dct_method="INTEGER_FAST"` also against a ceiling
    that decodes the same way.

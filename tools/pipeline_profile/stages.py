@@ -10,6 +10,8 @@ from tools.pipeline_profile.variants import STAGES, build, ceiling, load_shards,
 
 NUM_TIMED = 8000  # Images per run.
 
+ITERATOR = "iterator alone (a made batch)"
+
 
 def stages(repeats: int, output_dir: Path) -> dict:
     """Measures the pipeline stage by stage beside the ceiling; saves `stages.png`."""
@@ -26,6 +28,9 @@ def stages(repeats: int, output_dir: Path) -> dict:
     makers["decode ceiling (no I/O)"] = lambda: ceiling(jpegs)
     # The ceiling has no prefetch: this shows whether it leaves cores idle without one.
     makers["decode ceiling + prefetch"] = lambda: ceiling(jpegs).prefetch(tf.data.AUTOTUNE)
+    # What the loop that takes the batches costs on its own (both sides pay it).
+    made_batch = next(iter(ceiling(jpegs)))
+    makers[ITERATOR] = lambda: tf.data.Dataset.from_tensors(made_batch).repeat()
     cpu = {name: [] for name in makers}
     rates = {
         name: (lambda n=name: time_with_cpu(makers[n](), NUM_TIMED, cpu[n])) for name in makers

@@ -28,6 +28,8 @@ SWEEP = {
     "parallel_batch on": {"optimization": {"parallel_batch": True}},
     "dct_method=INTEGER_FAST": {"dct_method": "INTEGER_FAST"},
     "parse the image and label only": {"used_features_only": True},
+    "16 records per read, rebatched": {"records_per_read": 16},
+    "64 records per read, rebatched": {"records_per_read": 64},
 }
 
 

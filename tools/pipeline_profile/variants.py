@@ -51,6 +51,7 @@ def build(
     dct_method: str = "",
     target_size: int = TARGET_SIZE,
     used_features_only: bool = False,
+    records_per_read: int | None = None,
 ):
     """The course pipeline (`pipeline.tfrecord_images`, local disk) with one knob changed.
 
@@ -61,17 +62,25 @@ def build(
     batch); `threads` and `intra_op` set `options.threading`; `optimization` sets
     `options.experimental_optimization` attributes; `used_features_only` parses the image
     and the one-hot label only (dense, `FixedLenFeature([num_classes])`), not all of
-    `records.FEATURES` (five, the label a `VarLenFeature` made dense after).
+    `records.FEATURES` (five, the label a `VarLenFeature` made dense after);
+    `records_per_read` hands the records from each file's reader to the interleave that many
+    at a time (`TFRecordDataset(path).batch(n)`), then `rebatch`es them to `parse_batch`:
+    one hand-over between threads per n records instead of one per record.
     """
     import tensorflow as tf
 
     from utils import records
 
     autotune = tf.data.AUTOTUNE
+
+    def read(path):
+        records = tf.data.TFRecordDataset(path, buffer_size=buffer_size)
+        return records.batch(records_per_read) if records_per_read else records
+
     # An interleave, as `storage.read_tfrecords` reads: `TFRecordDataset(paths,
     # num_parallel_reads=16)` would keep the files' order whatever the options say.
     serialized = tf.data.Dataset.from_tensor_slices(paths).interleave(
-        lambda path: tf.data.TFRecordDataset(path, buffer_size=buffer_size),
+        read,
         cycle_length=cycle_length,
         block_length=block_length,  # None: 1, as the course pipeline reads.
         num_parallel_calls=cycle_length,
@@ -84,7 +93,11 @@ def build(
         options.threading.max_intra_op_parallelism = intra_op
     for name, value in (optimization or {}).items():
         setattr(options.experimental_optimization, name, value)
-    batches = serialized.with_options(options).batch(parse_batch)
+    serialized = serialized.with_options(options)
+    if records_per_read:
+        batches = serialized.rebatch(parse_batch)
+    else:
+        batches = serialized.batch(parse_batch)
     if stage == STAGES[0]:
         return batches.repeat()
 
