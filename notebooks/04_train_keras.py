@@ -13,10 +13,8 @@
 #
 # **On Colab's TPU:** choose *Runtime > Change runtime type > v5e-1 TPU*. Keras runs on
 # JAX there (the runtime ships no TensorFlow: docs/platforms.md); the set-up installs
-# `tensorflow-cpu` for `tf.data` only. The committed solution ran that way too, on JAX,
-# on one CPU device as a v5e-1 is one device: `DataParallel` gives it each whole batch. On
-# a v5e-8 (Kaggle) it splits each batch eight ways (tests/test_lab4_devices.py runs this
-# lab on 8 simulated devices).
+# `tensorflow-cpu` for `tf.data` only. The committed solution ran on JAX too, on one CPU
+# device, as a v5e-1 is one device; a v5e-8 (Kaggle) is eight.
 #
 # **You will:**
 #
@@ -34,7 +32,7 @@ NUM_PARALLEL_READS = 16  # Lab 3's NUM_PARALLEL_READS.
 IMAGE_SIZE = 96  # The model's input size.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
 BATCH_PER_REPLICA = None  # Per device and step; None: 128, or 16 on the CPU.
-TRAINING_IMAGES = 12_000  # Images the model learns from.
+TRAINING_IMAGES = 6_000  # Images the model learns from.
 EPOCHS = 6  # Evaluations on the validation shards.
 STEPS_PER_EXECUTION = 16  # Steps per call into the compiled step.
 SEED = 42
@@ -57,13 +55,14 @@ import tensorflow as tf
 
 from utils import batch_sizes, checks, display, models, sampling, training
 from utils.lab import shard_cache, sources
+from utils.lessons.read_tfrecords import solved_reader
 
 # %% [markdown]
 # ## The shards, and lab 3's reader
 #
 # The last `VALIDATION_SHARDS` shards are held out for validation (every shard mixes
-# classes). Below them is your code from lab 3 (TODOs 1 and 2), reading from this disk:
-# `open_tfrecord` is `tf.data.TFRecordDataset`.
+# classes). They are read with lab 3's reader (your TODOs 1 and 2, as its solution writes
+# them: `solved_reader.lab3_reader`), each shard opened by `tf.data.TFRecordDataset`.
 
 # %%
 keras.utils.set_random_seed(SEED)
@@ -78,36 +77,9 @@ num_validation = sum(shard_set.record_counts[path] for path in validation_paths)
 print(f"Training: {num_train}; validation: {VALIDATION_SHARDS} shards, {num_validation} images")
 train_counts = sampling.count_shard_classes(train_paths, class_names)
 display.say_if_too_few_per_class(train_counts, num_validation=num_validation)
-
-# %%
-open_tfrecord = tf.data.TFRecordDataset
-features = {  # lab 3's TODO 1
-    "image": tf.io.FixedLenFeature([], tf.string),
-    "class": tf.io.FixedLenFeature([], tf.int64),
-    "one_hot_class": tf.io.VarLenFeature(tf.float32),
-    "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
-}
-
-
-def read_tfrecord(serialized):  # lab 3's TODO 1
-    """Parses one record; returns (uint8 image of static shape, float32 one-hot label)."""
-    record = tf.io.parse_single_example(serialized, features)
-    image = tf.io.decode_jpeg(record["image"], channels=3)
-    image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
-    one_hot = tf.sparse.to_dense(record["one_hot_class"])
-    one_hot = tf.reshape(one_hot, [len(class_names)])
-    return image, one_hot
-
-
-def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):  # lab 3's TODO 2
-    """Every record of the files in `filenames` (a dataset of paths), many at once, any order."""
-    return filenames.interleave(
-        open_tfrecord,
-        cycle_length=num_parallel_reads,
-        num_parallel_calls=num_parallel_reads,
-        deterministic=False,
-    )
-
+read_tfrecord, read_shards = solved_reader.lab3_reader(  # Lab 3's TODOs 1 and 2.
+    TARGET_SIZE, class_names, num_parallel_reads=NUM_PARALLEL_READS
+)
 
 # %% [markdown]
 # ## 1. One replica per device (TODO 1)
@@ -117,7 +89,6 @@ def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):  # lab 3's TO
 # copies stay equal. On JAX, `keras.distribution.DataParallel(devices=...)` says so: each
 # batch split along its first axis over the devices, every weight copied on each. `fit()`
 # uses it once it is set with `keras.distribution.set_distribution()`.
-# `keras.distribution.list_devices()` names the devices Keras trains on here.
 #
 # **TODO 1.** With `keras.distribution.list_devices()`, bind `devices` to the names of
 # all the devices Keras trains on here and, on JAX, with `set_distribution()` and
@@ -221,8 +192,9 @@ def augment(images, labels):
 # decoding and before anything that must change each epoch: a shuffle, a random flip.
 #
 # **TODO 2.** Complete `make_training_dataset(paths)`: the images of the shards in
-# `paths` (`tf.data.Dataset.from_tensor_slices`), read with lab 3's reader, every epoch
-# from memory (`cache()`), in a new order (`shuffle()`) and in new batches of exactly
+# `paths` (`tf.data.Dataset.from_tensor_slices`), read with lab 3's reader and decoded in
+# parallel (`map(read_tfrecord, num_parallel_calls=...)`), every epoch from memory
+# (`cache()`), in a new order (`shuffle()`) and in new batches of exactly
 # `global_batch_size` images (`batch(..., drop_remainder=True)`), each batch augmented
 # (`map()`), the next batches prepared while the model trains (`prefetch()`), without end
 # (`repeat()`). The check reads a few epochs, deleting its copy of the shards after the

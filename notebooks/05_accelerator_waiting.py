@@ -40,6 +40,7 @@ import tensorflow as tf
 from utils import checks, timing
 from utils.lab import shard_cache, sources
 from utils.lessons.accelerator_waiting import accelerator_wait
+from utils.lessons.read_tfrecords import solved_reader
 
 # %%
 source = sources.resolve_source(DATA_SOURCE, num_images=NUM_IMAGES, seed=SEED)
@@ -51,38 +52,13 @@ class_names = shard_set.class_names
 # %% [markdown]
 # ## Lab 3's reader
 #
-# Your code from lab 3 (TODOs 1 and 2), here reading the shards from this disk:
-# `open_tfrecord` is `tf.data.TFRecordDataset`.
+# Your TODOs 1 and 2 of lab 3, as its solution writes them (`solved_reader.lab3_reader`),
+# each shard opened by `tf.data.TFRecordDataset`.
 
 # %%
-open_tfrecord = tf.data.TFRecordDataset
-features = {  # lab 3's TODO 1
-    "image": tf.io.FixedLenFeature([], tf.string),
-    "class": tf.io.FixedLenFeature([], tf.int64),
-    "one_hot_class": tf.io.VarLenFeature(tf.float32),
-    "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
-}
-
-
-def read_tfrecord(serialized):  # lab 3's TODO 1
-    """Parses one record; returns (uint8 image of static shape, float32 one-hot label)."""
-    record = tf.io.parse_single_example(serialized, features)
-    image = tf.io.decode_jpeg(record["image"], channels=3)
-    image = tf.reshape(image, [TARGET_SIZE, TARGET_SIZE, 3])
-    one_hot = tf.sparse.to_dense(record["one_hot_class"])
-    one_hot = tf.reshape(one_hot, [len(class_names)])
-    return image, one_hot
-
-
-def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):  # lab 3's TODO 2
-    """Every record of the files in `filenames` (a dataset of paths), many at once, any order."""
-    return filenames.interleave(
-        open_tfrecord,
-        cycle_length=num_parallel_reads,
-        num_parallel_calls=num_parallel_reads,
-        deterministic=False,
-    )
-
+read_tfrecord, read_shards = solved_reader.lab3_reader(  # Lab 3's TODOs 1 and 2.
+    TARGET_SIZE, class_names, num_parallel_reads=NUM_PARALLEL_READS
+)
 
 # %% [markdown]
 # ## The naive feed
@@ -90,7 +66,7 @@ def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):  # lab 3's TO
 # The naive feed decodes one image at a time and makes a batch only when the step asks for
 # it. By default tf.data would quietly help it: it fuses `map()` and `batch()` into one
 # step whose thread makes the next batch ahead, and may parallelize the map and add a
-# prefetch. The options below turn that off.
+# prefetch (`tf.data.experimental.OptimizationOptions`). The options below turn that off.
 
 # %%
 # The naive feed: nothing made ahead.

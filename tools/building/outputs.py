@@ -31,9 +31,12 @@ EXECUTION_SECONDS = "execution_seconds"
 BUILD_MACHINE = "build_machine"
 # The environment a lesson's solution is built in, where it is not the build's own: lab 4
 # runs where its learners run it, Keras on JAX (Colab's and Kaggle's TPU runtimes), on one
-# device as Colab's v5e-1 is. Not 8 simulated devices: on this 2-core machine under load,
-# XLA's all-reduce over 8 CPU devices waited past its 40 s limit for one device's thread
-# and killed the kernel (2026-11-28); tests/test_lab4_devices.py trains on 8 briefly.
+# device as Colab's v5e-1 is. Not 8 simulated devices: at the lab's CPU batch (16 a device)
+# 8 devices train on a global batch of 128, which the plan counts at 48, so the run sees
+# 2.7 times the images (on 2 cores under load, 3,000 training images: 781 s and 332 s of
+# CPU against 243 s and 161 s on 1 device, 2026-11-28); and under load XLA's all-reduce
+# over 8 CPU devices once waited past its 40 s limit and killed the kernel.
+# tests/test_lab4_devices.py trains on 8 briefly.
 # XLA_FLAGS must be set before JAX starts; KERAS_BACKEND before TensorFlow is imported.
 SOLUTION_ENVIRONMENTS = {
     "notebooks/04_train_keras.py": {
