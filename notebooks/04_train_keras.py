@@ -32,7 +32,7 @@ NUM_PARALLEL_READS = 16  # Lab 3's NUM_PARALLEL_READS.
 IMAGE_SIZE = 96  # The model's input size.
 VALIDATION_SHARDS = 3  # Shards held out for validation.
 BATCH_PER_REPLICA = None  # Per device and step; None: 128, or 16 on the CPU.
-TRAINING_IMAGES = 6_000  # Images the model learns from.
+TRAINING_IMAGES = 4_500  # Images the model learns from.
 EPOCHS = 6  # Evaluations on the validation shards.
 STEPS_PER_EXECUTION = 16  # Steps per call into the compiled step.
 SEED = 42
@@ -226,11 +226,10 @@ train_dataset = make_training_dataset(train_paths)
 # %% [markdown]
 # ## Train
 #
-# Validation reads the held-out shards once, unshuffled and unflipped, in batches split
-# evenly over the replicas. The model is built under the strategy's scope (TensorFlow) and
-# computes in bfloat16 on a TPU, float16 on a GPU (float32 here). On an accelerator the
-# first epoch also waits for XLA to compile the training step (16 s of lab 4's first epoch
-# on a GPU: docs/platforms.md). Chance level is what always answering the most common
+# The model is built under the strategy's scope (TensorFlow) and computes in bfloat16 on a
+# TPU, float16 on a GPU (float32 here). On an accelerator the first epoch also waits for
+# XLA to compile the training step (16 s of lab 4's first epoch on a GPU:
+# docs/platforms.md). Chance level is what always answering the most common
 # class scores. On the embedded images each class is one generated flower shape: a high
 # score says the pipeline and the training loop work end to end; it says nothing about
 # real flowers.

@@ -212,8 +212,7 @@ lines += stand_in.find_break_point(
 print("\n".join(lines))
 
 # %% [markdown]
-# Each verdict is the course's one rule (`comparison.verdict()`, lab 1); "not judged" means
-# other processes kept a share of the cores busy. The search's
+# Each verdict is the course's one rule (`comparison.verdict()`, lab 1). The search's
 # last line is the first speed, as a multiple of the pipeline's own rate, at which the
 # accelerator waited, if any did.
 #

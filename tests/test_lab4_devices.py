@@ -100,13 +100,13 @@ def test_lab4_defaults_train_on_1_jax_device(tmp_path):
         "keras.distribution.distribution() is a DataParallel over them." in printed
     )
     assert "1 cpu replica(s), global batch 16, peak learning rate 0.002" in printed
-    # 6,000 images seen in 6 epochs of whole executions of at most 16 steps: 375 steps of
-    # 16, each epoch's 63 rounded up to 64 (4 executions).
-    assert "Training: 384 steps of 16 images" in printed, printed[-3000:]
+    # 4,500 images seen in 6 epochs of whole executions of at most 16 steps: 282 steps of
+    # 16, each epoch's 47 rounded up to 48 (3 executions).
+    assert "Training: 288 steps of 16 images" in printed, printed[-3000:]
     _assert_trained(printed)
 
 
-# Fewer images than the defaults' 6,000 on 8 replicas: 20 steps of 128 (a batch past the
+# Fewer images than the defaults' 4,500 on 8 replicas: 20 steps of 128 (a batch past the
 # critical 48 counts as 48: 960 / 48), 10 in each of 2 epochs. Too short for a validation
 # score; this asserts what 8 replicas can break: the check of TODO 1, the batch split over
 # them, the plan, and the loss falling (the gradients summed over the replicas).
