@@ -87,8 +87,9 @@ read_tfrecord, read_shards = solved_reader.lab3_reader(  # Lab 3's TODOs 1 and 2
 # Data parallelism: each device holds a copy of the model (a replica) and takes an equal
 # share of every batch; the gradients are summed over the replicas at each step, so the
 # copies stay equal. On JAX, `keras.distribution.DataParallel(devices=...)` says so: each
-# batch split along its first axis over the devices, every weight copied on each. `fit()`
-# uses it once it is set with `keras.distribution.set_distribution()`.
+# batch split along its first axis over the devices, every weight copied on each
+# (keras.io/guides/distribution). `fit()` uses it once it is set with
+# `keras.distribution.set_distribution()`.
 #
 # **TODO 1.** With `keras.distribution.list_devices()`, bind `devices` to the names of
 # all the devices Keras trains on here and, on JAX, with `set_distribution()` and
