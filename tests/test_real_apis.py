@@ -116,16 +116,21 @@ def test_the_lab_leaves_the_reader_to_the_learner():
     assert "records = read_shards(shard_names)" in todo_2  # What the check and judge read.
 
 
-def test_labs_3_4_and_5_carry_the_same_reader():
-    # Issue 50 item 3: labs 4 and 5 read with the learner's lab 3 reader, a copy in each
-    # (labs are uploaded alone): the same statements, docstrings included.
-    labs = {stem: _top_level(stem) for stem in OPENERS}
-    for stem, found in labs.items():
-        assert ast.unparse(found["open_tfrecord"].value) == OPENERS[stem], stem
-        for name in READER:
-            assert ast.dump(found[name]) == ast.dump(labs["03_read_tfrecords"][name]), (
-                f"{stem}'s {name} differs from lab 3's"
-            )
+def test_labs_4_and_5_read_with_lab_3s_reader_from_utils():
+    # Issue 50 item 3, issue 60 item 1: labs 4 and 5 read with lab 3's solved reader; they
+    # import it (an uploaded lab carries it in its set-up cell) rather than copy it.
+    module = ast.parse((REPO_ROOT / "utils/lessons/read_tfrecords/solved_reader.py").read_text())
+    (factory,) = [node for node in module.body if isinstance(node, ast.FunctionDef)]
+    inner = {node.name: node for node in factory.body if isinstance(node, ast.FunctionDef)}
+    assert _reader_problems(inner["read_shards"]) == []
+    lab3 = ast.unparse(_top_level("03_read_tfrecords")["read_tfrecord"]).replace(
+        "TARGET_SIZE", "target_size"
+    )
+    assert ast.unparse(inner["read_tfrecord"]) == lab3
+    for stem in ("04_train_keras", "05_accelerator_waiting"):
+        found = _top_level(stem)
+        assert "read_tfrecord" not in found and "features" not in found, stem
+        assert "solved_reader.lab3_reader(" in (REPO_ROOT / "notebooks" / f"{stem}.py").read_text()
 
 
 def test_the_speed_test_times_autotune_against_the_number_in_the_same_rounds():
