@@ -31,14 +31,6 @@ def _keywords(source: str, call: str) -> dict[str, str]:
     return {}
 
 
-READER = ("features", "read_tfrecord", "read_shards")  # Lab 3's TODOs 1 and 2.
-OPENERS = {  # What `open_tfrecord` is in each lab that carries the reader.
-    "03_read_tfrecords": "simulated_storage.open_tfrecord",
-    "04_train_keras": "tf.data.TFRecordDataset",
-    "05_accelerator_waiting": "tf.data.TFRecordDataset",
-}
-
-
 def _top_level(stem: str) -> dict[str, ast.stmt]:
     """The top-level assignments and functions of a lesson's solution, by name."""
     _, solution = split_variants(REPO_ROOT / "notebooks" / f"{stem}.py")
