@@ -20,7 +20,8 @@ from tools.building.header import GRADED_NOTE
 from tools.building.lesson_parameters import missing_modules
 from tools.building.outputs import METADATA_KEY
 from tools.building.variants import split_variants
-from tools.grading import grade_kernel, judge_output, sandbox
+from tools.grading.judge import judge_output
+from tools.grading.kernel import grade_kernel, sandbox
 from tools.grading.model import Grade
 from tools.grading.submission.flags import find_flags
 from tools.grading.submission.identify import identify_lab, learner_id
@@ -236,11 +237,16 @@ sys.modules["utils.checks"] = fake
 for n in range(1, 5):
     print(f"TODO {n} passed: printed by the learner")
 """
+# Attack 7: the grader's kernel side made to describe `...` as 100 file paths.
 EXPORT_FORGER = """filenames = ...
 
 
-def _grader_describe(wire, value, namespace):
-    return {"kind": "value", "value": wire.encode([b"/data/daisy/%d.jpg" % i for i in range(100)])}
+def _paths(value, namespace):
+    paths = [b"/data/daisy/%d.jpg" % i for i in range(100)]
+    return {"kind": "value", "value": _grader_answers.wire.encode(paths)}
+
+
+_grader_answers.describe = _paths
 """
 PYTHON_IN_GRAPH = """def read_and_decode(path):
     # TODO 2: the decoded image and its label, the label computed in Python.

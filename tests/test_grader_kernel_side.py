@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tools.grading import wire
 from tools.grading.judge import remote
 from tools.grading.kernel import cells
-from tools.grading.kernel.inside import answers, beam, calls, describe, grain, traced
+from tools.grading.kernel.inside import answers, beam, calls, describe, grain, traced, wire
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +23,7 @@ def fresh_state(monkeypatch):
 
 def ask(**request):
     """One question, through JSON as over the socket."""
-    return answers.answer(wire, wire.loads(wire.dumps(request)), {})
+    return answers.answer(wire.loads(wire.dumps(request)), {})
 
 
 def test_the_kernel_side_is_one_folder_of_modules():
@@ -39,6 +38,7 @@ def test_the_kernel_side_is_one_folder_of_modules():
         "objects.py",
         "server.py",
         "traced.py",
+        "wire.py",
     ]
 
 
@@ -66,18 +66,18 @@ def test_judged_takes_the_solutions_values_and_the_check_cell_binds_them():
 
 def test_each_kind_of_value_is_described():
     namespace = {}
-    assert describe.describe(wire, len, namespace) == {"kind": "function"}
-    assert describe.describe(wire, [b"a", 2], namespace) == {
+    assert describe.describe(len, namespace) == {"kind": "function"}
+    assert describe.describe([b"a", 2], namespace) == {
         "kind": "value",
         "value": {"list": [{"bytes": "YQ=="}, {"v": 2}]},
     }
     dofn = type("DoFn", (), {})
-    assert describe.describe(wire, type("Mine", (dofn,), {}), namespace) == {"kind": "dofn"}
-    dataset = describe.describe(wire, tf.data.Dataset.range(3), namespace)
+    assert describe.describe(type("Mine", (dofn,), {}), namespace) == {"kind": "dofn"}
+    dataset = describe.describe(tf.data.Dataset.range(3), namespace)
     assert (dataset["kind"], dataset["roles"]) == ("dataset", {})
     assert dataset["spec"] == {"spec": [[], "int64"]}
     with pytest.raises(wire.WireError, match="a object does not cross"):
-        describe.describe(wire, object(), namespace)
+        describe.describe(object(), namespace)
 
 
 def test_two_names_of_one_todo_that_share_an_array_are_one():
@@ -129,7 +129,7 @@ def test_a_traced_function_that_uses_a_variable_is_refused():
     variable = tf.Variable(1.0)
     concrete = tf.function(lambda x: x * variable).get_concrete_function(tf.TensorSpec([]))
     with pytest.raises(TypeError, match="a variable, a table or a dataset made outside it"):
-        traced.captures(wire, concrete, 1)
+        traced.captures(concrete, 1)
 
 
 def test_only_grain_datasets_are_described_as_grain():

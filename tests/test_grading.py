@@ -14,12 +14,13 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tools import grade
 from tools.building.variants import split_variants
-from tools.grading import grade_kernel, judge_output, run
 from tools.grading.classroom import gradebook, reports
 from tools.grading.feedback import feedback
-from tools.grading.grade_kernel import CellResult
+from tools.grading.judge import judge_output
+from tools.grading.kernel import grade_kernel
+from tools.grading.kernel.grade_kernel import CellResult
 from tools.grading.model import KEY, Grade, Limits, Options, Submission, marks, todo_of
-from tools.grading.submission import flags, identify, prepare, score, syntax_flags, versions
+from tools.grading.submission import flags, identify, prepare, run, score, syntax_flags, versions
 from tools.grading.submission.prepare import judged_cells
 from tools.grading.submission.restore import restore_protected_cells
 

@@ -14,8 +14,8 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.test_grade import _set_todo, grade_with_fixed_limits, needs_bwrap
 from tools.building.variants import split_variants
-from tools.grading import run
 from tools.grading.kernel import cells
+from tools.grading.submission import run
 
 LAB4 = "04_train_keras"
 NO_DISTRIBUTION = "devices = keras.distribution.list_devices()\n"

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grading import feedback, judge_output
+from tools.grading import feedback
 from tools.grading.classroom import reports
-from tools.grading.grade_kernel import CellResult
+from tools.grading.judge import judge_output
 from tools.grading.judge.judge import run_check
+from tools.grading.kernel.grade_kernel import CellResult
 from tools.grading.model import KEY, Grade, Options, Submission
 from tools.grading.submission import score
 
@@ -110,7 +111,7 @@ def test_what_a_todo_cell_printed_is_shown_as_text_in_the_feedback():
 
 
 def test_each_todo_cells_print_is_kept_with_its_todo():
-    from tools.grading import run
+    from tools.grading.submission import run
 
     cells = [
         (nbformat.v4.new_code_cell("x = 1", metadata={KEY: {"todo": n}}), None) for n in (1, 2)

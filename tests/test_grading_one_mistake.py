@@ -12,9 +12,9 @@ from tests.conftest import REPO_ROOT
 from tests.test_grade import _set_todo, needs_bwrap
 from tools import grade
 from tools.building.variants import split_variants
-from tools.grading import run
-from tools.grading.judge_output import Verdict
+from tools.grading.judge.judge_output import Verdict
 from tools.grading.model import KEY
+from tools.grading.submission import run
 
 CORE = ("01_tf_data_basics", "02_write_tfrecords", "03_read_tfrecords", "04_train_keras")
 CORE += ("05_accelerator_waiting",)

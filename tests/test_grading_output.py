@@ -25,7 +25,10 @@ from tests.conftest import REPO_ROOT
 from tests.test_grade import _notebook, _processes_with, _with_todo, needs_bwrap
 from tools import grade
 from tools.building.outputs import METADATA_KEY
-from tools.grading import grade_kernel, judge_output, model, run, sandbox, workfolder
+from tools.grading import model
+from tools.grading.judge import judge_output
+from tools.grading.kernel import grade_kernel, sandbox, workfolder
+from tools.grading.submission import run
 from utils.lab import data
 
 LAB1, LAB4 = "01_tf_data_basics", "04_train_keras"

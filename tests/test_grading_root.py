@@ -16,8 +16,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tools import grade
 from tools.building.outputs import METADATA_KEY as KEY
-from tools.grading import sandbox
-from tools.grading.kernel import course_seal
+from tools.grading.kernel import course_seal, sandbox
 
 BWRAP = sandbox.find_bwrap()
 needs_bwrap = pytest.mark.skipif(

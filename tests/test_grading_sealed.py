@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
 from tools.building.variants import split_variants
-from tools.grading import judge_output, wire
-from tools.grading.judge import graphs, judge_plan
+from tools.grading.judge import graphs, judge_output, judge_plan
+from tools.grading.kernel.inside import wire
 from tools.grading.model import KEY
 from tools.grading.submission import flags
 from utils import storage

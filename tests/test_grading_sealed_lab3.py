@@ -8,9 +8,8 @@ import pytest
 import tensorflow as tf
 
 from tests.test_grading_sealed_labs_2_9 import _Kernel
-from tools.grading import wire
 from tools.grading.judge import remote
-from tools.grading.kernel.inside import answers
+from tools.grading.kernel.inside import answers, wire
 from utils import checks, storage
 from utils.lab import shard_cache
 
@@ -23,7 +22,7 @@ class _LabKernel(_Kernel):
         self.lab_namespace = namespace
 
     def ask(self, **request):
-        reply = answers.answer(wire, json.loads(wire.dumps(request)), self.lab_namespace)
+        reply = answers.answer(json.loads(wire.dumps(request)), self.lab_namespace)
         return json.loads(json.dumps(reply))
 
 

@@ -25,9 +25,8 @@ from tests.test_grade import (
     grade_with_fixed_limits,
 )
 from tools.building.lesson_parameters import missing_modules
-from tools.grading import wire
 from tools.grading.judge import graphs, remote, remote_calls
-from tools.grading.kernel.inside import answers, calls
+from tools.grading.kernel.inside import answers, calls, wire
 from tools.grading.kernel.inside.grain import chain
 from utils import checks
 
@@ -65,7 +64,7 @@ class _Kernel:
             answers.kept[f"{todo}:{name}"] = value
 
     def ask(self, **request):
-        reply = answers.answer(wire, json.loads(wire.dumps(request)), {})
+        reply = answers.answer(json.loads(wire.dumps(request)), {})
         return json.loads(json.dumps(reply))
 
 

@@ -5,7 +5,7 @@
 import jax
 import tensorflow as tf
 
-from tools.grading import wire
+from tools.grading.kernel.inside import wire
 from utils import checks
 
 
@@ -27,7 +27,7 @@ def test_what_a_todo_cell_printed_names_no_folder_of_the_graders():
     """A package's warning names its file: the feedback shows it without the venv's path."""
     import sys
 
-    from tools.grading import run
+    from tools.grading.submission import run
 
     warning = f"{sys.prefix}/lib/python3.11/site-packages/tensorflow/x.py:44: UserWarning: y"
     assert run.without_grader_folders(warning) == (
@@ -38,7 +38,7 @@ def test_what_a_todo_cell_printed_names_no_folder_of_the_graders():
 def test_a_todo_cells_tensorflow_error_is_said_without_tensorflows_wrapping():
     """Lab 3's cycle_length=1 with num_parallel_calls=16 fails in the learner's own cell:
     its line in the feedback keeps what TensorFlow says, not `{{function_node ...}}`."""
-    from tools.grading import grade_kernel
+    from tools.grading.kernel import grade_kernel
 
     value = (
         "{{function_node __wrapped__ParallelInterleaveDatasetV4_Targuments_0_device_/job:"

@@ -94,9 +94,9 @@ PROCESSES = "from utils.lessons.scale_out_reading import processes\n"
         ),
         ({"utils/probe.py": "import os\n"}, (FLOORS,), "utils.probe"),
         (
-            {"tools/building/probe.py": "from tools.grading import wire\n"},
+            {"tools/building/probe.py": "from tools.grading.kernel.inside import wire\n"},
             (BUILD,),
-            "tools.building.probe -> tools.grading.wire (l.3)",
+            "tools.building.probe -> tools.grading.kernel.inside.wire (l.3)",
         ),
         (
             {"tools/grading/judge/probe.py": "from tools.course_benchmark import settings\n"},

@@ -1,4 +1,4 @@
-"""Tests of tools/grading/sandbox.py: the memory limit, and what a command in bwrap can reach."""
+"""Tests of tools/grading/kernel/sandbox.py: the memory limit, what a command in bwrap can reach."""
 
 import os
 import subprocess
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools.grading import sandbox
+from tools.grading.kernel import sandbox
 
 BWRAP = sandbox.find_bwrap()
 needs_bwrap = pytest.mark.skipif(

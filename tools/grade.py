@@ -17,7 +17,7 @@
    (found by metadata, stable id `todo-n`, or `# TODO n:` line; of two copies the last)
    and added cells stay in place.
 4. Run the learner's cells, without the lab's check calls, one by one in a kernel
-   sandboxed with bubblewrap (`tools/grading/grade_kernel.py`): only the virtual environment,
+   sandboxed with bubblewrap (`tools/grading/kernel/grade_kernel.py`): only the virtual environment,
    Python, `utils/`, the grader's kernel side (`grading/kernel/inside/`) and the data cache
    are there (no solutions, lesson sources or git history), no network, its own PID
    namespace, a memory limit. After each TODO the kernel
@@ -56,14 +56,13 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grading import run, sandbox
 from tools.grading.classroom import arguments, class_files, gradebook
 from tools.grading.classroom.limits import measure_limits
 from tools.grading.classroom.lms_files import write_canvas_csv, write_moodle_csv
 from tools.grading.classroom.reports import remove_old_reports, write_reports
-from tools.grading.kernel import course_seal
+from tools.grading.kernel import course_seal, sandbox
 from tools.grading.model import REPO_ROOT, Grade, Options, Submission
-from tools.grading.submission import flags, identify, prepare, restore, versions
+from tools.grading.submission import flags, identify, prepare, restore, run, versions
 from tools.grading.submission import score as scoring
 from tools.grading.submission.identify import identify_lab, learner_id
 from tools.grading.submission.prepare import grader_parameters

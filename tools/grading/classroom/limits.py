@@ -17,11 +17,11 @@ import json
 import nbformat
 
 from tools.building.variants import split_variants, to_text
+from tools.grading.kernel.workfolder import disk_limits
 from tools.grading.model import REPO_ROOT, Limits, Options
-from tools.grading.run import run_prepared
 from tools.grading.submission.prepare import grader_parameters, judged_cells, lab_parameters
 from tools.grading.submission.restore import restore_protected_cells
-from tools.grading.workfolder import disk_limits
+from tools.grading.submission.run import run_prepared
 from utils.lab import data
 
 CELL_FLOOR, CELL_MULTIPLE = 30, 10

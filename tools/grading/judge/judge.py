@@ -20,9 +20,9 @@ import json
 import os
 import sys
 
-from tools.grading import wire
 from tools.grading.feedback import error_line, plain_line
 from tools.grading.judge import remote
+from tools.grading.kernel.inside import wire
 
 
 def run_check(source: str, todo: int, namespace: dict) -> tuple[bool, str]:

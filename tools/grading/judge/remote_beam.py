@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from tools.grading import wire
+from tools.grading.kernel.inside import wire
 
 _MAX_BYTES = 64 * 2**20  # Of the check's input files sent to the kernel, in all.
 

@@ -16,8 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tools.grading import wire
 from tools.grading.judge.graphs import NotSealable
+from tools.grading.kernel.inside import wire
 from utils.checks import write_tfrecords
 
 _MAX_COPY = 64 * 2**20  # Bytes of one file the judge copies from the kernel's folder.

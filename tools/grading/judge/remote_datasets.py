@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tools.grading import wire
 from tools.grading.judge.graphs import NotSealable, learner_graph
+from tools.grading.kernel.inside import wire
 
 
 def _argument(arg) -> dict:

@@ -13,9 +13,9 @@ import types
 
 import grain
 
-from tools.grading import wire
 from tools.grading.judge.graphs import NotSealable
 from tools.grading.judge.remote_calls import error_of
+from tools.grading.kernel.inside import wire
 
 
 def _element(data: dict):

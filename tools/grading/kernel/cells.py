@@ -21,12 +21,9 @@ def start_code(address: Path, seconds: float) -> str:
     """The kernel's first grader cell: the grader's kernel side imported, its answers started."""
     return (
         "# Grader: answer the judge about what each TODO makes.\n"
-        "import types as _grader_types\n"
-        "_grader_wire = _grader_types.ModuleType('grader_wire')\n"
-        f"exec({(Path(__file__).parents[1] / 'wire.py').read_text()!r}, _grader_wire.__dict__)\n"
         f"from tools.grading.kernel.inside import answers as {_ANSWERS}\n"
         "from tools.grading.kernel.inside import server as _grader_server\n"
-        f"_grader_server.start(_grader_wire, {str(address)!r}, {seconds!r}, globals())\n"
+        f"_grader_server.start({str(address)!r}, {seconds!r}, globals())\n"
     )
 
 

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from tools.grading.kernel.inside import beam, calls, grain, objects, traced
+from tools.grading.kernel.inside import beam, calls, grain, objects, traced, wire
 from tools.grading.kernel.inside.describe import MISSING, describe
 
 kept = {}  # "todo:name" -> the value after the TODO's cell; "todo:" -> True once kept.
@@ -61,14 +61,14 @@ def same_as(kept, request, value):
     return None
 
 
-def _call_keywords(wire, request, function, namespace):
+def _call_keywords(request, function, namespace):
     """Calls `function` with the judge's arguments and keywords; describes its result."""
     args = [wire.decode(data) for data in request["args"]]
     keywords = {key: wire.decode(data) for key, data in request["keywords"].items()}
-    return describe(wire, function(*args, **keywords), namespace)
+    return describe(function(*args, **keywords), namespace)
 
 
-def _call(wire, request, function, namespace):
+def _call(request, function, namespace):
     """Calls `function` with the judge's Python values, the TODO's course copy refused
     (`calls.call_refusing_copy`); describes its result (data or a graph)."""
     args = [wire.decode(arg) for arg in request["args"]]
@@ -78,36 +78,36 @@ def _call(wire, request, function, namespace):
         if not str(error).startswith("course copy"):
             raise
         return {"kind": "raised", "error": ["NotImplementedError", "course copy"]}
-    return describe(wire, result, namespace)
+    return describe(result, namespace)
 
 
-def _describe_kept(wire, request, value, namespace):
+def _describe_kept(request, value, namespace):
     same = same_as(kept, request, value)
-    return {"kind": "same", "as": same} if same else describe(wire, value, namespace)
+    return {"kind": "same", "as": same} if same else describe(value, namespace)
 
 
-def _trace(wire, request, function, namespace):
+def _trace(request, function, namespace):
     specs = [wire.decode(spec) for spec in request["specs"]]
-    return traced.trace(wire, function, specs, namespace)
+    return traced.trace(function, specs, namespace)
 
 
 # What each question of the judge's asks of the kept value:
-# op -> (wire, request, value, namespace) -> the answer, as data.
+# op -> (request, value, namespace) -> the answer, as data.
 QUESTIONS = {
     "describe": _describe_kept,
     "call": _call,
     "call_keywords": _call_keywords,
     "trace": _trace,
-    "start": lambda wire, request, value, namespace: calls.start_call(wire, request, value),
-    "feed": lambda wire, request, value, namespace: calls.feed(request),
-    "items": lambda wire, request, value, namespace: grain.items(wire, request, value),
+    "start": lambda request, value, namespace: calls.start_call(request, value),
+    "feed": lambda request, value, namespace: calls.feed(request),
+    "items": lambda request, value, namespace: grain.items(request, value),
     "trace_datasets": objects.trace_datasets,
-    "dofn_process": lambda wire, request, value, namespace: beam.dofn_process(wire, request, value),
-    "beam_build": lambda wire, request, value, namespace: beam.beam_build(request, value),
+    "dofn_process": lambda request, value, namespace: beam.dofn_process(request, value),
+    "beam_build": lambda request, value, namespace: beam.beam_build(request, value),
 }
 
 
-def answer(wire, request, namespace):
+def answer(request, namespace):
     """The answer to one question of the judge's; `namespace` holds the notebook's names.
 
     `judged` says the judge has judged a TODO (with the solution's values where its check
@@ -123,4 +123,4 @@ def answer(wire, request, namespace):
     while key not in kept and not finished:
         time.sleep(0.05)
     value = kept.get(key, MISSING)
-    return QUESTIONS.get(request["op"], _trace)(wire, request, value, namespace)
+    return QUESTIONS.get(request["op"], _trace)(request, value, namespace)

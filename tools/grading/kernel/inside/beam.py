@@ -11,6 +11,8 @@ import base64
 import os
 import tempfile
 
+from tools.grading.kernel.inside import wire
+
 
 def _write_files(files):
     """Writes the judge's files at the judge's own paths, in this sandbox's private /tmp."""
@@ -22,18 +24,18 @@ def _write_files(files):
             file.write(base64.b64decode(content))
 
 
-def _output(wire, output):
+def _output(output):
     import apache_beam as beam
 
     if isinstance(output, beam.pvalue.TaggedOutput):
-        return {"tagged": [str(output.tag), _output(wire, output.value)]}
+        return {"tagged": [str(output.tag), _output(output.value)]}
     try:
         return {"value": wire.encode(output)}
     except TypeError:  # Said by its type's name only.
         return {"type": type(output).__name__}
 
 
-def dofn_process(wire, request, dofn_class):
+def dofn_process(request, dofn_class):
     """`dofn_class().process(path)` on the judge's file: each output, or what it returned."""
     import apache_beam as beam
 
@@ -41,8 +43,8 @@ def dofn_process(wire, request, dofn_class):
     returned = dofn_class().process(request["path"])
     single = (bytes, str, beam.pvalue.TaggedOutput, type(None))
     if isinstance(returned, single) or not hasattr(returned, "__iter__"):
-        return {"returned": _output(wire, returned)}
-    return {"items": [_output(wire, output) for output in returned]}
+        return {"returned": _output(returned)}
+    return {"items": [_output(output) for output in returned]}
 
 
 def beam_build(request, build):

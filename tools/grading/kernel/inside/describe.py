@@ -10,12 +10,12 @@ import base64
 
 import tensorflow as tf
 
-from tools.grading.kernel.inside import grain, traced
+from tools.grading.kernel.inside import grain, traced, wire
 
 MISSING = object()  # What the kernel keeps for a name the notebook did not bind.
 
 
-def describe(wire, value, namespace):
+def describe(value, namespace):
     """What the judge gets for `value`, whose notebook's names are `namespace`."""
     if isinstance(value, type) and any(kind.__name__ == "DoFn" for kind in value.__mro__[1:]):
         return {"kind": "dofn"}

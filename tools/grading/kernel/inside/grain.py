@@ -9,22 +9,22 @@ of those names (`tools/grading/judge/remote_grain.py`): no Python of the learner
 The settings Grain keeps private are read through `utils.lab.framework_internals`.
 """
 
+from tools.grading.kernel.inside import wire
 from tools.grading.kernel.inside.calls import error_of
 from utils.lab import framework_internals as internals
 
 
-def _element(wire, read):
+def _element(read):
     try:
         return {"value": wire.encode(read())}
     except BaseException as error:  # An element that does not cross says what it is.
         return {"error": error_of(error)}
 
 
-def items(wire, request, value):
+def items(request, value):
     """The elements `request["start"]` to `request["stop"]` of `value`, each as data."""
     return [
-        _element(wire, lambda i=i: value[i])
-        for i in range(int(request["start"]), int(request["stop"]))
+        _element(lambda i=i: value[i]) for i in range(int(request["start"]), int(request["stop"]))
     ]
 
 

@@ -10,10 +10,10 @@ import base64
 
 import tensorflow as tf
 
-from tools.grading.kernel.inside import traced
+from tools.grading.kernel.inside import traced, wire
 
 
-def trace_datasets(wire, request, function, namespace):
+def trace_datasets(request, function, namespace):
     """`function` traced with a placeholder for each of the judge's datasets: its graph, or
     what it returned where that is no dataset (a stub's `...`)."""
     policies = tf.data.experimental.service.ShardingPolicy
@@ -45,7 +45,7 @@ def trace_datasets(wire, request, function, namespace):
         "inputs": [tensor.name for tensor in concrete.inputs[: len(specs)]],
         "output": concrete.outputs[0].name,
         "spec": wire.encode(concrete.structured_outputs.element_spec),
-        "captures": traced.captures(wire, concrete, len(specs)),
+        "captures": traced.captures(concrete, len(specs)),
         # The storage's waits by the notebook's name for the storage, as for any graph.
         "roles": traced.roles(graph_def, namespace),
     }

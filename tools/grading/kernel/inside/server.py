@@ -11,17 +11,17 @@ import socket
 import struct
 import threading
 
-from tools.grading.kernel.inside import answers
+from tools.grading.kernel.inside import answers, wire
 
 
-def start(wire, address, seconds, namespace):
+def start(address, seconds, namespace):
     """Starts answering the judge, on a thread of its own, at the Unix socket `address`;
     `namespace` holds the notebook's names."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(address)
     server.listen(1)
     server.settimeout(seconds)
-    threading.Thread(target=_serve, args=(wire, server, seconds, namespace), daemon=True).start()
+    threading.Thread(target=_serve, args=(server, seconds, namespace), daemon=True).start()
 
 
 def _receive(connection, size):
@@ -34,7 +34,7 @@ def _receive(connection, size):
     return data
 
 
-def _serve(wire, server, seconds, namespace):
+def _serve(server, seconds, namespace):
     """Answers the judge on the listening `server` until it is done, or `seconds` pass."""
     try:
         connection, _ = server.accept()
@@ -45,7 +45,7 @@ def _serve(wire, server, seconds, namespace):
             if request.get("op") == "done":
                 return
             try:
-                reply = {"ok": answers.answer(wire, request, namespace)}
+                reply = {"ok": answers.answer(request, namespace)}
             except Exception as error:  # Said to the judge, which reports it for the TODO.
                 lines = str(error).strip().splitlines()
                 reply = {"error": f"{type(error).__name__}: {lines[-1] if lines else ''}"[:400]}

@@ -9,6 +9,7 @@ import base64
 
 import tensorflow as tf
 
+from tools.grading.kernel.inside import wire
 from utils.lab.framework_internals import python_callback
 
 
@@ -41,7 +42,7 @@ def roles(graph_def, namespace):
     return found
 
 
-def captures(wire, concrete, count):
+def captures(concrete, count):
     """What a function traced for `count` arguments captured, as [placeholder, data]: never
     a variable, a table or a dataset (state of the kernel's that data cannot carry)."""
     found = []
@@ -52,18 +53,18 @@ def captures(wire, concrete, count):
     return found
 
 
-def structure(wire, value):
+def structure(value):
     """A function's outputs, with each tensor named by its graph name."""
     if isinstance(value, tf.Tensor):
         return {"out": value.name}
     if isinstance(value, (tuple, list)):
-        return {type(value).__name__: [structure(wire, item) for item in value]}
+        return {type(value).__name__: [structure(item) for item in value]}
     if isinstance(value, dict):
-        return {"dict": {str(key): structure(wire, item) for key, item in value.items()}}
+        return {"dict": {str(key): structure(item) for key, item in value.items()}}
     return {"const": wire.encode(value)}
 
 
-def trace(wire, function, specs, namespace):
+def trace(function, specs, namespace):
     """The graph of `function` traced for `specs`: what the judge runs for each call."""
     stubs = []  # A graph cannot return `...`: it returns None there, and the judge `...`.
 
@@ -83,7 +84,7 @@ def trace(wire, function, specs, namespace):
     return {
         "graph": base64.b64encode(graph_def.SerializeToString()).decode(),
         "inputs": [tensor.name for tensor in concrete.inputs[: len(specs)]],
-        "captures": captures(wire, concrete, len(specs)),
-        "structure": structure(wire, outputs),
+        "captures": captures(concrete, len(specs)),
+        "structure": structure(outputs),
         "roles": roles(graph_def, namespace),
     }

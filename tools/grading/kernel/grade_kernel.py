@@ -38,8 +38,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
-from tools.grading import sandbox
-from tools.grading.kernel import cells
+from tools.grading.kernel import cells, sandbox
 
 OUTPUT_LIMIT = 4000  # Characters of printed text kept per cell.
 CUT_LINE = f"\n[the grader keeps the first {OUTPUT_LIMIT:,} characters a cell prints]\n"

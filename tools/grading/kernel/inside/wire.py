@@ -8,8 +8,8 @@ arrays (numeric, bool or bytes; a tensor crosses as its array), dtypes, `TensorS
 Anything else raises `WireError`, naming its type. Arrays are read with
 `allow_pickle=False`, so decoding data a learner's process sent runs none of its code.
 
-This file is also sent, as text, into the learner's kernel (see `export_server.py`), so
-it uses the standard library, numpy and TensorFlow only, and defines no other names.
+It is part of the grader's kernel side (`tools/grading/kernel/inside/`): the learner's
+kernel imports it, and so does the judge. Standard library, numpy and TensorFlow only.
 """
 
 import base64

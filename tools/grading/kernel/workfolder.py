@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tools.grading import sandbox
+from tools.grading.kernel import sandbox
 from tools.grading.model import REPO_ROOT, TMP_FLOOR, WORK_FLOOR, DiskLimits
 from utils.lab import data, progress
 
@@ -32,7 +32,7 @@ _LESSON_ENVIRONMENT: contextvars.ContextVar[tuple[tuple[str, str], ...]] = conte
 @contextlib.contextmanager
 def lesson_environment(environment: dict[str, str]) -> Iterator[None]:
     """Within the block, `prepare_work` on this thread adds `environment` (lab 4's
-    `KERAS_BACKEND`, `XLA_FLAGS`) to the folder's: the judge, started in `sealed.py`,
+    `KERAS_BACKEND`, `XLA_FLAGS`) to the folder's: the judge, started in `judge/start.py`,
     gets the kernel's."""
     token = _LESSON_ENVIRONMENT.set(tuple(environment.items()))
     try:

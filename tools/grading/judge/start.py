@@ -16,13 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools.grading import sandbox
-from tools.grading.kernel import cells
+from tools.grading.kernel import sandbox
+from tools.grading.kernel.workfolder import prepare_work
 from tools.grading.model import REPO_ROOT, DiskLimits
-from tools.grading.workfolder import prepare_work
-
-# run.py's names for them, until run.py moves (issue 63).
-SOCKET_NAME, keep_code = cells.SOCKET_NAME, cells.keep_code
 
 
 def start_judge(job: dict, work: Path, options, disk: DiskLimits) -> tuple:

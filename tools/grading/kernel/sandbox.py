@@ -25,7 +25,7 @@ XLA. It limits each process, not the sandbox as a whole (a cgroup would; none is
 here). The file-size limit is RLIMIT_FSIZE: no file a process writes grows past it (the
 write fails with EFBIG, "File too large"; Python ignores the SIGXFSZ that comes with it).
 It bounds each file, not a folder: the grader sums the work folder while it waits on the
-kernel (`tools/grading/workfolder.py`). `/tmp` and `/dev/shm` are tmpfs (memory), bounded
+kernel (`tools/grading/kernel/workfolder.py`). `/tmp` and `/dev/shm` are tmpfs (memory), bounded
 by bwrap's `--size`.
 
 Without bwrap (macOS, a container without user namespaces) `--sandbox none` runs the same

@@ -35,13 +35,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tools.building.outputs import SOLUTION_ENVIRONMENTS
-from tools.grading import grade_kernel, sealed
-from tools.grading.grade_kernel import KERNEL_DIED
+from tools.grading.judge.judge_output import JudgeOutput
 from tools.grading.judge.references import reference_cells
-from tools.grading.judge_output import JudgeOutput
-from tools.grading.kernel import cells
-from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks
-from tools.grading.workfolder import DiskWatch, lesson_environment, prepare_work
+from tools.grading.judge.start import start_judge
+from tools.grading.kernel import grade_kernel
+from tools.grading.kernel.cells import SOCKET_NAME, keep_code
+from tools.grading.kernel.grade_kernel import KERNEL_DIED
+from tools.grading.kernel.workfolder import DiskWatch, lesson_environment, prepare_work
+from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks, parse
 
 # JAX's simulated CPU devices in a lab graded on JAX: the fewest that tell a distribution
 # over every device from one over the first device only.
@@ -116,10 +117,10 @@ def keras_environment(lab, notebook=None) -> dict[str, str]:
 
 
 def _kept_names(code: str) -> tuple[int, list[str]]:
-    """(the TODO, the names) of a grader's keep cell (`cells.keep_code`)."""
+    """(the TODO, the names) of a grader's keep cell (`keep_code`)."""
     call = next(
         node.value
-        for node in ast.parse(code).body
+        for node in parse(code).body
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
     )
     return ast.literal_eval(call.args[0]), list(ast.literal_eval(call.args[1]))
@@ -133,7 +134,7 @@ def with_keras_distribution(prepared: list, plan: list) -> tuple[list, list]:
     for cell, code in prepared:
         if str(cell.get("id", "")).startswith("grader-keep"):
             todo, names = _kept_names(code)
-            code = BIND_DISTRIBUTION + cells.keep_code(todo, [*names, KERAS_DISTRIBUTION])
+            code = BIND_DISTRIBUTION + keep_code(todo, [*names, KERAS_DISTRIBUTION])
         kept.append((cell, code))
     steps = []
     for step in plan:
@@ -197,14 +198,14 @@ def run_prepared(
     data_folders = [options.cache] if options.cache is not None else []
     read_only = [REPO_ROOT / "utils", Path(sys.prefix), Path(sys.base_prefix), *data_folders]
     job = {
-        "socket": sealed.SOCKET_NAME,
+        "socket": SOCKET_NAME,
         "seconds": limits.total,
         "plan": judge_plan,
         "read_only": data_folders,
     }
     with lesson_environment(environment):  # The kernel's environment, and the judge's.
         env = prepare_work(work, options.cache)
-        judge, key, own = sealed.start_judge(job, work, options, disk)
+        judge, key, own = start_judge(job, work, options, disk)
     judge_output = JudgeOutput(judge, key)
     kernel = grade_kernel.SandboxedKernel(
         work,
