@@ -1,4 +1,4 @@
-"""Tests of the sealed verdicts (tools/grading/sealed.py, wire.py, graphs.py, judge.py).
+"""Tests of the sealed verdicts (tools/grading/judge/: start, graphs, judge; kernel/inside/wire).
 
 In-process and small; tests/test_grade.py grades hostile submissions end to end.
 """

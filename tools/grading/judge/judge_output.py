@@ -1,6 +1,6 @@
 """The judge's output, read while the judge runs: its signed verdicts and its last error.
 
-Takes the judge's process (`sealed.start_judge`) and the key its verdicts are signed
+Takes the judge's process (`start.start_judge`) and the key its verdicts are signed
 with; gives one `Verdict` per TODO. Both pipes are read on threads of their own as the
 judge writes: a learner's graph that prints in the judge (`tf.print`) never fills a pipe
 that the judge then waits on, and the grader keeps only the verdicts and one line.
