@@ -1,7 +1,7 @@
 """The grader's cells in the learner's kernel: its side started, each TODO's values kept.
 
 Before the first TODO cell the kernel imports the grader's kernel side (`inside/`, all of
-the grader that it imports: `KERNEL_SIDE` is bound read-only in its sandbox) and starts
+the grader that it imports; its sandbox shows the course's `tools/` read-only) and starts
 answering the judge on a socket in the work folder (`start_code`); right after each TODO
 cell it keeps what the TODO bound (`keep_code`); a check cell's other lines end by taking
 the solution's values the judge sent (`references_code`); after the last cell it says no

@@ -104,7 +104,8 @@ def error_line(name: str, value: str) -> str:
 
 class SandboxedKernel:
     """An IPython kernel in a work folder, sandboxed when `bwrap` is a path. Besides the
-    folders of `read_only` it sees the grader's kernel side (`cells.KERNEL_SIDE`), which
+    folders of `read_only` it sees the course's `tools/`, read-only, for the grader's kernel
+    side (`cells.KERNEL_SIDE`) that
     the grader's cells import."""
 
     def __init__(
@@ -124,7 +125,10 @@ class SandboxedKernel:
         the grader's copy of the course, and `watch()`, if given, returns "" or why the run
         must stop (a disk bound passed)."""
         self.work, self.env, self.bwrap = work, env, bwrap
-        self.read_only, self.memory_bytes = [*read_only, cells.KERNEL_SIDE], memory_bytes
+        # All of tools/, not the kernel side alone: the folders bwrap would make for that
+        # one bind (tools/, tools/grading/) would be the sandbox's own, and writable.
+        tools = cells.KERNEL_SIDE.parents[2]
+        self.read_only, self.memory_bytes = [*read_only, tools], memory_bytes
         self.tmp_bytes, self.file_bytes, self.watch = tmp_bytes, file_bytes, watch
         self.course = course
         self.process: subprocess.Popen | None = None
