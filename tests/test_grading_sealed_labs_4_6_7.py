@@ -242,7 +242,7 @@ def test_the_judges_messages_for_a_forging_blank(graded):
     report = graded[2]
     not_done = (
         "TODO 1 (devices): not done yet: devices is still ... (Ellipsis). Expected the names "
-        "of the 1 device(s) Keras trains on here, \\['cpu:0'\\]."  # Brackets escaped.
+        "of the 2 device(s) Keras trains on here, \\['cpu:0', 'cpu:1'\\]."  # Brackets escaped.
     )
     assert f"- forger_04.ipynb, TODO 1: {not_done}\n" in report
     if LAB6 in LESSONS:

@@ -15,7 +15,7 @@ from tools.building.outputs import METADATA_KEY
 from tools.building.regions import BuildError
 
 # The hand-in cells at the end of every lab (tools/grading/hand_in_code.py): the
-# grader skips the cells with this tag (tools/grading/prepare.py, sealed.py, judge_plan.py).
+# grader skips the cells with this tag (tools/grading/submission/prepare.py, judge/judge_plan.py).
 HAND_IN_TAG = "hand_in"
 HAND_IN_CODE = Path(__file__).parents[1] / "grading" / "hand_in_code.py"
 HAND_IN_TEXT = """## Hand in

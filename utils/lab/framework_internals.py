@@ -3,7 +3,7 @@
 The one module of the course that names a library's private attribute or module: a test
 (tests/test_framework_internals.py) fails on one anywhere else in tools/ or utils/. Each
 function says what it reaches and why no public API does. The grader's code that runs in
-the learner's kernel (tools/grading/export_values.py, export_grain.py) calls them there,
+the learner's kernel (tools/grading/kernel/inside/traced.py, grain.py) calls them there,
 where the lab has put the course on the path. Each is checked on each supported version
 (TensorFlow 2.20 and 2.21, Keras 3.13 and 3.15, Grain 0.2.18) by
 `tools/replicas/internals_check.py`: in the course's venv (tests/test_framework_internals.py)
@@ -75,7 +75,7 @@ def grain_settings(dataset: object) -> dict | None:
     Grain (0.2.18) keeps them in private attributes (`_batch_size`, `_seed`, ...) and
     offers no public accessor; its public `parents` gives the inputs. The grader describes
     a learner's Grain pipeline as data from these, and the judge makes it again with
-    Grain's own public methods (tools/grading/remote_grain.py).
+    Grain's own public methods (tools/grading/judge/remote_grain.py).
 
     Args:
         dataset: a Grain `MapDataset` or `IterDataset` of a kind in `GRAIN_KINDS`.
