@@ -80,6 +80,9 @@ def judge(job: dict, emit) -> None:
                 for name in step["names"]:
                     try:
                         namespace[name] = remote.fetch(client, todo, name, namespace)
+                    except OSError:  # The kernel is gone: a cell above stopped it.
+                        namespace.pop(name, None)
+                        problems[todo] = "not run: the kernel had stopped (a cell above ended it)"
                     except Exception as error:  # Said for the TODO: never the whole run.
                         namespace.pop(name, None)
                         problems[todo] = f"TODO {todo}: {plain_line(error)}"
