@@ -123,10 +123,9 @@ checks.check_feed_keeps_up(feed, todo=2, naive=naive_feed)
 # %% [markdown]
 # ## Is the accelerator waiting?
 #
-# The stand-in for one TPU v5e chip sleeps through each step, a SIMULATION: the lines
-# below give its rate and what it assumes. During a step only what a feed runs in the
-# background goes on; the time the stand-in then waits for its next batch is its idle
-# time. The feeds take turns: from memory (TODO 1), the naive feed and yours (TODO 2).
+# The stand-in for one TPU v5e chip sleeps through each step, a SIMULATION (its rate and
+# assumptions are printed below). During a step only what a feed runs in the background
+# goes on; the time the stand-in then waits for its next batch is its idle time.
 
 # %%
 stand_in = accelerator_wait.SimulatedAccelerator(
@@ -138,10 +137,9 @@ lines = stand_in.compare(feeds, repeats=NUM_ROUNDS)  # Each feed against the fir
 figure = stand_in.plot_last_runs()
 
 # %% [markdown]
-# The timeline draws each feed's last run: red, the accelerator waits for its batch;
-# green, a step (the same sleep in every row). Even from memory the stand-in idles a
-# little (the summary says how long): asking tf.data for a batch that is ready still
-# costs a call into its runtime and the hand-over of the batch. Every feed pays it, so
+# The timeline draws each feed's last run: red, the accelerator waits; green, a step.
+# Even from memory the stand-in idles a little (the summary says how long): asking
+# tf.data for a ready batch still costs a call into its runtime. Every feed pays it, so
 # what counts is the idle time beyond it.
 #
 # ## When does `prefetch()` pay?
@@ -204,17 +202,12 @@ lines += stand_in.find_break_point(
 
 # %% [markdown]
 # ## What you measured
-#
-# One line per feed against the first of its comparison, with both idle times per step;
-# then one line per speed of the search.
 
 # %% tags=["summary"]
 print("\n".join(lines))
 
 # %% [markdown]
-# Each verdict is the course's one rule (`comparison.verdict()`, lab 1). The search's
-# last line is the first speed, as a multiple of the pipeline's own rate, at which the
-# accelerator waited, if any did.
+# Each verdict is lab 1's rule (`comparison.verdict()`).
 #
 # **Takeaway.** Your lines say how long the stand-in waited for each feed beyond memory,
 # whether `prefetch()` shortened that wait after a plain `map()` and after a parallel
