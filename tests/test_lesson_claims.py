@@ -57,9 +57,13 @@ def _code_above(cells, phrase):
         ("08_where_the_time_goes", "(see the\n#   count above)", "ablation.first_bytes_ms"),
         ("08_where_the_time_goes", "The dashed line is the decode\n# ceiling", "ceiling=ceiling"),
         ("05_accelerator_waiting", "The timeline draws each feed's", "stand_in.plot_last_runs()"),
-        ("05_accelerator_waiting", "Each verdict is the course's one", 'print("\\n".join(lines))'),
+        ("05_accelerator_waiting", "Each verdict is lab 1's rule", 'print("\\n".join(lines))'),
         ("05_accelerator_waiting", "Each prefetch line compares", "step_sized.compare("),
-        ("05_accelerator_waiting", "last line is the first speed", "stand_in.find_break_point("),
+        (
+            "05_accelerator_waiting",
+            "at what speed the course pipeline stopped",
+            "stand_in.find_break_point(",
+        ),
         (
             "07_scale_out_reading",
             "The verdict lines say whether",

@@ -13,7 +13,7 @@ from tests.conftest import REPO_ROOT
 from tools.grading import model
 
 GRADER_MODULES = sorted(
-    [*(REPO_ROOT / "tools" / "grading").glob("*.py"), *(REPO_ROOT / "tools").glob("grade*.py")]
+    [*(REPO_ROOT / "tools" / "grading").rglob("*.py"), *(REPO_ROOT / "tools").glob("grade*.py")]
 )
 
 
