@@ -10,6 +10,7 @@ runs every cell from the Run menu and reads TODO 1's "not done yet" message from
 it skips only where Chromium or Playwright is missing.
 """
 
+import contextlib
 import json
 import os
 import platform
@@ -175,11 +176,18 @@ def _save_unedited(page, path: Path, timeout_s: float = 20) -> tuple[str, str]:
     before, mtime = path.read_text(), path.stat().st_mtime_ns
     page.keyboard.press("Control+s")
     deadline = time.monotonic() + timeout_s
-    while path.stat().st_mtime_ns == mtime:
+    # jupyter_server's atomic_writing writes into the file itself (its backup copy is what
+    # is renamed, on failure): a read between its truncation and its last write finds an
+    # empty or partial file, so wait until the new text is a whole notebook.
+    while True:
+        if path.stat().st_mtime_ns != mtime:
+            with contextlib.suppress(json.JSONDecodeError):
+                text = path.read_text()
+                json.loads(text)
+                return before, text
         if time.monotonic() > deadline:
             pytest.fail(f"JupyterLab did not save {path.name} within {timeout_s} s")
         time.sleep(0.2)
-    return before, path.read_text()  # jupyter_server renames a whole file into place.
 
 
 def test_lab1_in_chromium_stops_at_todo1_saying_not_done_yet(lab_server, tmp_path):
