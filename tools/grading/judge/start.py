@@ -21,9 +21,11 @@ from tools.grading.kernel.workfolder import prepare_work
 from tools.grading.model import REPO_ROOT, DiskLimits
 
 
-def start_judge(job: dict, work: Path, options, disk: DiskLimits) -> tuple:
+def start_judge(
+    job: dict, work: Path, options, disk: DiskLimits, lesson: dict[str, str] | None = None
+) -> tuple:
     """Starts the judge on `job`; returns (its process, the key its verdicts are signed with,
-    its own folder).
+    its own folder). `lesson`: the lesson's own environment, as the kernel's (`prepare_work`).
 
     The judge has a folder of its own (HOME, temporary files, its own data cache), sees the
     kernel's work folder read-only (the socket, the files the learner's graphs read), runs
@@ -32,7 +34,7 @@ def start_judge(job: dict, work: Path, options, disk: DiskLimits) -> tuple:
     """
     key = secrets.token_bytes(32)
     own = Path(tempfile.mkdtemp(prefix=f"{work.name}-judge-", dir=work.parent))
-    env = prepare_work(own, options.cache)  # The kernel's environment, but for the folder.
+    env = prepare_work(own, options.cache, lesson)  # The kernel's, but for the folder.
     start = (
         f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); "
         "from tools.grading.judge import judge; sys.exit(judge.main())"

@@ -5,15 +5,13 @@ environment but for the folder. What a submission may write is bounded (`DiskLim
 bwrap sizes its private `/tmp` and `/dev/shm`; RLIMIT_FSIZE bounds each file; `DiskWatch`,
 which the grader calls while it waits on the kernel, sums the work folders and reads the
 sandbox's `/tmp`, and says when either is past its bound. A lesson's own environment
-(lab 4's Keras backend) joins every folder prepared in a `lesson_environment` block.
+(lab 4's Keras backend) is passed to `prepare_work` for both.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from tools.grading.kernel import sandbox
@@ -22,23 +20,6 @@ from utils.lab import data, progress
 
 DISK_MULTIPLE = 4
 _FULL_MARGIN = 2**20  # A tmpfs with less than this left is full.
-# What `prepare_work` adds, in this thread's `lesson_environment` block (the grader grades
-# submissions in threads: each has its own).
-_LESSON_ENVIRONMENT: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
-    "lesson_environment", default=()
-)
-
-
-@contextlib.contextmanager
-def lesson_environment(environment: dict[str, str]) -> Iterator[None]:
-    """Within the block, `prepare_work` on this thread adds `environment` (lab 4's
-    `KERAS_BACKEND`, `XLA_FLAGS`) to the folder's: the judge, started in `judge/start.py`,
-    gets the kernel's."""
-    token = _LESSON_ENVIRONMENT.set(tuple(environment.items()))
-    try:
-        yield
-    finally:
-        _LESSON_ENVIRONMENT.reset(token)
 
 
 def gigabytes(num_bytes: float) -> str:
@@ -118,8 +99,11 @@ class DiskWatch:
         return ""
 
 
-def prepare_work(work: Path, cache: Path | None) -> dict[str, str]:
-    """Makes a submission's work folder (home, data cache) and returns its environment.
+def prepare_work(
+    work: Path, cache: Path | None, lesson: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Makes a submission's work folder (home, data cache) and returns its environment,
+    with the lesson's own (`lesson`: lab 4's `KERAS_BACKEND`, `XLA_FLAGS`) added.
 
     The private cache links to each finished embedded dataset of the shared cache (read-only
     in the sandbox); anything else a lab writes to its cache (shards) stays in the folder.
@@ -142,5 +126,5 @@ def prepare_work(work: Path, cache: Path | None) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg",
         "NO_GCE_CHECK": "true",
-        **dict(_LESSON_ENVIRONMENT.get()),
+        **(lesson or {}),
     }

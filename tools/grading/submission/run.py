@@ -41,7 +41,7 @@ from tools.grading.judge.start import start_judge
 from tools.grading.kernel import grade_kernel
 from tools.grading.kernel.cells import SOCKET_NAME, keep_code
 from tools.grading.kernel.grade_kernel import KERNEL_DIED
-from tools.grading.kernel.workfolder import DiskWatch, lesson_environment, prepare_work
+from tools.grading.kernel.workfolder import DiskWatch, prepare_work
 from tools.grading.model import KEY, REPO_ROOT, Limits, Options, Submission, marks, parse
 
 # JAX's simulated CPU devices in a lab graded on JAX: the fewest that tell a distribution
@@ -203,9 +203,8 @@ def run_prepared(
         "plan": judge_plan,
         "read_only": data_folders,
     }
-    with lesson_environment(environment):  # The kernel's environment, and the judge's.
-        env = prepare_work(work, options.cache)
-        judge, key, own = start_judge(job, work, options, disk)
+    env = prepare_work(work, options.cache, environment)  # The kernel's; the judge's too.
+    judge, key, own = start_judge(job, work, options, disk, environment)
     judge_output = JudgeOutput(judge, key)
     kernel = grade_kernel.SandboxedKernel(
         work,
