@@ -21,7 +21,7 @@ from tools.grading.kernel.workfolder import disk_limits
 from tools.grading.model import REPO_ROOT, Limits, Options
 from tools.grading.submission.prepare import grader_parameters, judged_cells, lab_parameters
 from tools.grading.submission.restore import restore_protected_cells
-from tools.grading.submission.run import run_prepared
+from tools.grading.submission.run import keras_environment, run_prepared
 from utils.lab import data
 
 CELL_FLOOR, CELL_MULTIPLE = 30, 10
@@ -46,8 +46,9 @@ def fixed_limits(options: Options, disk_gb: float | None = None) -> Limits | Non
 def _solution_run(lesson, solution, lab, parameters, options: Options) -> dict:
     """The solution's run in the sandbox (cached when clean): {"seconds": per cell id,
     "written": the most bytes seen in /tmp and in the work folder}."""
+    environment = keras_environment(lab)  # Lab 4: timed on the backend it is graded on.
     digest = hashlib.sha256(
-        (to_text(solution) + json.dumps(parameters, sort_keys=True)).encode()
+        (to_text(solution) + json.dumps([parameters, environment], sort_keys=True)).encode()
     ).hexdigest()[:16]
     store = (options.cache or data.default_cache_dir()) / LIMITS_FILE
     try:
@@ -61,7 +62,9 @@ def _solution_run(lesson, solution, lab, parameters, options: Options) -> dict:
     restored, _ = restore_protected_cells(solution, lab)
     generous = Limits(cells={}, added=900, total=3600)
     prepared, plan = judged_cells(restored, lab, parameters, generous.total)
-    results, verdicts, written = run_prepared(prepared, generous, options, f"time-{lesson}", plan)
+    results, verdicts, written = run_prepared(
+        prepared, generous, options, f"time-{lesson}", plan, environment
+    )
     bad = [r.error for r in results if r.status != "ok"]
     bad += [f"TODO {n}: {v.message}" for n, v in sorted(verdicts.items()) if not v.passed]
     if bad:
