@@ -64,8 +64,7 @@ print(simulated_storage.describe())
 # ## 1. List the files (TODO 1)
 #
 # `source.paths` lists every image file of the source. `tf.data.Dataset.from_tensor_slices()`
-# turns a list into a dataset, one element per item; `shuffle()` draws a new order on every
-# pass, the same sequence of orders in every run when it has a seed.
+# turns a list into a dataset, one element per item, and `shuffle()` draws a random order.
 #
 # **TODO 1.** Make `filenames`: a dataset of every path in `source.paths`, in a new random
 # order on each pass, seeded with `SEED`.
@@ -82,6 +81,11 @@ filenames = filenames.shuffle(len(source.paths), seed=SEED)
 checks.check_filenames(
     filenames, todo=1, expected_count=source.num_images, class_names=source.class_names
 )
+
+# %%
+for pass_number in (1, 2):  # A new order on each pass:
+    names = [path.decode().rsplit("/", 1)[-1] for path in filenames.take(4).as_numpy_iterator()]
+    print(f"Pass {pass_number}:", *names)
 
 # %% [markdown]
 # ## 2. Read and decode (TODO 2)
@@ -150,8 +154,7 @@ if simulated_storage.latencies_ms:  # None are drawn for a real gs:// source.
 #
 # ## 3. Read in parallel (TODO 3)
 #
-# A read that waits on storage holds its thread, so this cell gives the pipeline one
-# thread per read in flight (docs/lessons.md says why it must).
+# This cell gives the pipeline one thread per read in flight (docs/lessons.md says why).
 
 # %%
 threads = tf.data.Options()
@@ -178,12 +181,10 @@ checks.check_parallel_reading(
 # %% [markdown]
 # ## What you measured
 #
-# `map()` hands out results in its input's order, so one read in the slow tail
-# (`LATENCY_P99_MS`) holds up every image behind it: head-of-line blocking. With
-# `deterministic = False` it hands out whichever is ready first; training does not need
-# the order. For scale, the local disk: the same map with no storage to wait for, what
-# the CPU can decode. The four, timed in turns, `SPEED_TEST_REPEATS` rounds, a median and a
-# range each, and each against the one above it:
+# `map()` hands out results in its input's order; with `deterministic = False`, whichever
+# is ready first (training does not need the order). For scale, the local disk: the same
+# map with no storage to wait for. The four, timed in turns, `SPEED_TEST_REPEATS` rounds, a
+# median and a range each, and each against the one above it:
 
 # %% tags=["summary"]
 any_order = tf.data.Options()
@@ -209,10 +210,11 @@ figure = charts.plot_throughput(list(runs.values()), title=simulated_storage.des
 
 # %% [markdown]
 # **Takeaway.** One request at a time, images/s is about 1000 divided by the wait in
-# milliseconds. Many reads in flight overlap the waits, and more so in any order (in order,
-# one slow read holds up the rest), yet every image still costs a request: far below what
-# the CPU decodes from local disk. Lab 2 packs the images into a few large files
-# (TFRecords); lab 3 measures what that buys.
+# milliseconds. Many reads in flight overlap the waits, and more so in any order: in order,
+# one read in the slow tail (`LATENCY_P99_MS`) holds up every image behind it (head-of-line
+# blocking). Yet every image still costs a request: far below what the CPU decodes from
+# local disk. Lab 2 packs the images into a few large files (TFRecords); lab 3 measures
+# what that buys.
 #
 # *What changed from the original course:* its bucket `gs://flowers-public` now answers 403,
 # so the storage here is simulated (details: the course's docs/lessons.md).

@@ -81,9 +81,9 @@ figure = recompression.show_resized(source, resize_and_crop, target_size=TARGET_
 # %% [markdown]
 # What do they buy, and what do they cost? On `NUM_SAMPLE` images from every class: the
 # bytes per image before and after, the originals recompressed at their own size (to tell
-# the resizing from the encoding), the PSNR of the result (above 35 dB, differences are
-# hard to see), and the decoding speed, timed in turns (one image per call of a parallel
-# `map()`, on all cores); the plot, at several qualities.
+# the resizing from the encoding), the PSNR of the result (higher: more detail
+# kept), and the decoding speed, timed in turns (one image per call of a parallel `map()`,
+# on all cores); the plot, at several qualities.
 
 # %%
 measured = recompression.measure_recompression(
@@ -99,8 +99,8 @@ measured = recompression.measure_recompression(
 
 # %% [markdown]
 # The lines above say how much of the saving comes from recompressing alone and how much
-# from resizing. Fewer bytes mean less to stream from storage in every epoch (lab 3 times
-# the reading); the cost is the detail the PSNR measures.
+# from resizing, and how much faster the smaller images decode; the cost is the detail the
+# PSNR measures.
 #
 # ## 2. One record per image (TODO 1)
 #
@@ -162,7 +162,7 @@ print(report.describe_example(example))
 # written to `shard_files.temporary_path(output_dir, index)`, then the file given its final
 # name, `shard_files.shard_name(index, num_records)` in `output_dir`, with
 # `tf.io.gfile.rename(..., overwrite=True)` so that it replaces any shard of that name;
-# return its path. (`tf.io.gfile` works alike on local disk and `gs://`.)
+# return its path.
 
 
 # %% tags=["save"]

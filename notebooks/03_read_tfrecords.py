@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from utils import charts, checks, comparison, storage
 from utils.lab import conversion, shard_cache, sources
-from utils.lessons.read_tfrecords import speed_test
+from utils.lessons.read_tfrecords import parsing, speed_test
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -71,17 +71,16 @@ print(simulated_storage.describe())
 # ## 1. Parse a record (TODO 1)
 #
 # A record is a `tf.train.Example` (lab 2): `"image"` (JPEG bytes), `"class"` (an int64),
-# `"one_hot_class"` (floats, one per class) and `"size"` (height and width; records
-# written before it existed lack it). To read it back you declare each feature's type and
-# shape: `tf.io.FixedLenFeature` for a fixed number of values (`default_value=` fills a
-# missing one), `tf.io.VarLenFeature` for any number (it parses to a sparse tensor).
+# `"one_hot_class"` (floats, one per class) and `"size"` (height and width; the original
+# course's records lack it). To read it back you declare each feature's type and shape:
+# `tf.io.FixedLenFeature` for a fixed number of values, with `default_value=` for a record
+# that lacks it, `tf.io.VarLenFeature` for any number.
 #
 # **TODO 1.** Declare `features` and complete `read_tfrecord(serialized)`: with
 # `tf.io.parse_single_example` and the features you declared, then
-# `tf.io.decode_jpeg(..., channels=3)`, the decoded image with the static shape Keras and
-# TPUs need (`tf.reshape` to `[TARGET_SIZE, TARGET_SIZE, 3]`, uint8: the decoder cannot
-# know it), and the dense float32 one-hot label of `len(class_names)` values
-# (`tf.sparse.to_dense`).
+# `tf.io.decode_jpeg(..., channels=3)`, the decoded image with a static shape (`tf.reshape`
+# to `[TARGET_SIZE, TARGET_SIZE, 3]`, uint8), and the dense float32 one-hot label of
+# `len(class_names)` values (`tf.sparse.to_dense`).
 
 # %%
 # TODO 1: declare the features of a record.
@@ -111,6 +110,10 @@ def read_tfrecord(serialized):
 # %%
 # NBVAL_CHECK_OUTPUT
 checks.check_read_tfrecord(read_tfrecord, features, todo=1, shards=shards)
+
+# %%
+# Why the default, `to_dense()` and `reshape()`:
+print(parsing.describe_parsing(features, read_tfrecord, shards.paths[0]))
 
 # %% [markdown]
 # ## 2. Read many shards at once (TODO 2)
@@ -212,10 +215,10 @@ print(speed_test.reading_order(tf_reader, "tf_reader"))
 
 # %% [markdown]
 # Two rules of `tf.data` follow. `AUTOTUNE` sizes the reads from the machine's cores, not
-# from the storage's latency: on a small machine it keeps too few shards in flight for
-# remote storage, so give the number. And `tf.data.TFRecordDataset(paths,
-# num_parallel_reads=16)`, with a number, keeps the files' order whatever `deterministic`
-# says: for records in any order, interleave as you did.
+# from the storage's latency: its line above gives the shards it kept in flight and the
+# cores. Give the number; the speed test's last line says what yours bought here. And
+# `tf.data.TFRecordDataset(paths, num_parallel_reads=16)`, with a number, keeps the files'
+# order whatever `deterministic` says: for records in any order, interleave as you did.
 #
 # ## What you measured
 

@@ -1,0 +1,39 @@
+"""utils/lessons/read_tfrecords/parsing.py: what lab 3's reader adds to parsing alone."""
+
+import tensorflow as tf
+
+from utils.lessons.read_tfrecords import parsing, solved_reader
+
+CLASSES = ["daisy", "dandelion", "roses", "sunflowers", "tulips"]
+FEATURES = {  # Lab 3's solution.
+    "image": tf.io.FixedLenFeature([], tf.string),
+    "class": tf.io.FixedLenFeature([], tf.int64),
+    "one_hot_class": tf.io.VarLenFeature(tf.float32),
+    "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
+}
+
+
+def test_describe_parsing_shows_the_default_the_sparse_label_and_the_static_shape(
+    write_small_shards,
+):
+    (path, *_) = write_small_shards(2)
+    read_tfrecord, _ = solved_reader.lab3_reader(32, CLASSES)
+    assert parsing.describe_parsing(FEATURES, read_tfrecord, str(path)) == (
+        'A record without "size" parses to size [0, 0]; "one_hot_class" parses to a '
+        "SparseTensor.\n"
+        "Image shape known before reading: decoded (None, None, 3); "
+        "from read_tfrecord (32, 32, 3)."
+    )
+
+
+def test_describe_parsing_shows_another_default_and_a_dense_label(write_small_shards):
+    (path, *_) = write_small_shards(2)
+    read_tfrecord, _ = solved_reader.lab3_reader(32, CLASSES)
+    features = FEATURES | {
+        "size": tf.io.FixedLenFeature([2], tf.int64, default_value=[-1, -1]),
+        "one_hot_class": tf.io.FixedLenFeature([5], tf.float32),
+    }
+    first_line = parsing.describe_parsing(features, read_tfrecord, str(path)).splitlines()[0]
+    assert first_line == (
+        'A record without "size" parses to size [-1, -1]; "one_hot_class" parses to a dense Tensor.'
+    )
