@@ -55,10 +55,10 @@ print("Shards will go to:", output_dir)
 # %% [markdown]
 # ## 1. One size, then JPEG again (given)
 #
-# A batch is one tensor, so its images must share a size. Squashing an image to a square
-# distorts it; its centre square, as wide as the shorter side, keeps its proportions. The
-# square is then stored as JPEG again, at `JPEG_QUALITY`, not as raw pixels. Read these
-# two functions; the conversion below runs them on every image.
+# A batch is one tensor, so its images must share a size: each image's centre square, as
+# wide as its shorter side, resized (the figure below). The square is then stored as JPEG
+# again, at `JPEG_QUALITY`, not as raw pixels. Read these two functions; the conversion
+# below runs them on every image.
 
 
 # %% tags=["save"]

@@ -125,8 +125,8 @@ print(parsing.describe_parsing(features, read_tfrecord, shards.paths[0]))
 # 1 measured what any order bought its files).
 #
 # `open_tfrecord(path)` opens one shard: here `simulated_storage.open_tfrecord`, which is
-# `tf.data.TFRecordDataset(path)` with the storage's wait (on a real `gs://` source it is
-# exactly that). Labs 4 and 5 reuse your reader with `tf.data.TFRecordDataset` itself.
+# `tf.data.TFRecordDataset(path)` with the storage's wait. Labs 4 and 5 reuse your reader
+# with `tf.data.TFRecordDataset` itself.
 #
 # **TODO 2.** Complete `read_shards(filenames, num_parallel_reads)`: with `interleave()`
 # over `open_tfrecord`, every record of the files named in `filenames`,
