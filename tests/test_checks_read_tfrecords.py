@@ -115,32 +115,67 @@ def _names(shards):
     return tf.data.Dataset.from_tensor_slices(shards.paths)
 
 
-def _read_shards(simulated, shards, cycle_length=4, **interleave_arguments):
-    """Lab 3's TODO 2 with these interleave arguments: each shard opened through the storage."""
-    return _names(shards).interleave(
-        simulated.open_tfrecord, cycle_length=cycle_length, **interleave_arguments
-    )
+def _interleaved(simulated, cycle_length=None, **interleave_arguments):
+    """Lab 3's TODO 2 as `make(filenames, num_parallel_reads)`: these interleave arguments,
+    cycle_length the function's argument unless given, each shard opened through the storage."""
+
+    def make(filenames, num_parallel_reads):
+        return filenames.interleave(
+            simulated.open_tfrecord,
+            cycle_length=num_parallel_reads if cycle_length is None else cycle_length,
+            **interleave_arguments,
+        )
+
+    return make
 
 
-def _check(records, simulated, shards):
-    """Lab 3's TODO 2 check, 4 shards asked for at once."""
+def _check(make, simulated, shards):
+    """Lab 3's TODO 2 check, 4 shards asked for at once, on the learner's function whose
+    dataset `make(filenames, num_parallel_reads)` builds."""
+
+    def read_shards(filenames, num_parallel_reads=4):
+        return make(filenames, num_parallel_reads)
+
     checks.check_read_shards(
-        records, todo=2, storage=simulated, shards=shards, num_parallel_reads=4
+        read_shards, todo=2, storage=simulated, shards=shards, num_parallel_reads=4
     )
+
+
+def _lab_answer(simulated):
+    def read_shards(filenames, num_parallel_reads=4):
+        return filenames.interleave(
+            simulated.open_tfrecord,
+            cycle_length=num_parallel_reads,
+            num_parallel_calls=num_parallel_reads,
+            deterministic=False,
+        )
+
+    return read_shards
 
 
 def test_check_read_shards_passes_on_the_labs_answer(shards, capsys):
     simulated = storage.SimulatedStorage(latency_ms=30)
-    records = _read_shards(simulated, shards, num_parallel_calls=4, deterministic=False)
-    _check(records, simulated, shards)
+    checks.check_read_shards(
+        _lab_answer(simulated), todo=2, storage=simulated, shards=shards, num_parallel_reads=4
+    )
     assert capsys.readouterr().out == (
         "TODO 2 passed: all 60 records, read in parallel, in any order.\n"
     )
-    # Also right: any order asked by the options instead, and a function of the argument.
+    # Also right: any order asked by the options instead (by its older name).
     options = tf.data.Options()
-    options.experimental_deterministic = False  # The older name of the same option.
-    by_options = _read_shards(simulated, shards, num_parallel_calls=4).with_options(options)
-    _check(by_options, simulated, shards)
+    options.experimental_deterministic = False
+
+    def by_options(filenames, num_parallel_reads=4):
+        reads = filenames.interleave(
+            simulated.open_tfrecord,
+            cycle_length=num_parallel_reads,
+            num_parallel_calls=num_parallel_reads,
+        )
+        return reads.with_options(options)
+
+    checks.check_read_shards(
+        by_options, todo=2, storage=simulated, shards=shards, num_parallel_reads=4
+    )
 
     def read_shards(filenames, num_parallel_reads=4):  # Keywords in another order.
         return filenames.interleave(
@@ -151,32 +186,16 @@ def test_check_read_shards_passes_on_the_labs_answer(shards, capsys):
         )
 
     checks.check_read_shards(
-        read_shards(_names(shards)),
-        todo=2,
-        storage=simulated,
-        shards=shards,
-        num_parallel_reads=4,
-        read_shards=read_shards,
+        read_shards, todo=2, storage=simulated, shards=shards, num_parallel_reads=4
     )
-    assert capsys.readouterr().out.count("TODO 2 passed") == 2
+    assert capsys.readouterr().out.count("TODO 2 passed") == 2  # Both.
 
 
 def test_check_read_shards_fails_a_function_that_ignores_its_argument(shards):
     simulated = storage.SimulatedStorage(latency_ms=30)
-
-    def read_shards(filenames, num_parallel_reads=4):
-        return filenames.interleave(
-            simulated.open_tfrecord, cycle_length=4, num_parallel_calls=4, deterministic=False
-        )
-
     with pytest.raises(checks.CheckFailed) as failure:
-        checks.check_read_shards(
-            read_shards(_names(shards)),
-            todo=2,
-            storage=simulated,
-            shards=shards,
-            num_parallel_reads=4,
-            read_shards=read_shards,
+        _check(
+            _interleaved(simulated, 4, num_parallel_calls=4, deterministic=False), simulated, shards
         )
     assert str(failure.value) == (
         "TODO 2 (read_shards): expected read_shards(filenames, 3) to read 3 shards at once; "
@@ -185,9 +204,32 @@ def test_check_read_shards_fails_a_function_that_ignores_its_argument(shards):
     )
 
 
+def test_check_read_shards_explains_num_parallel_calls_above_cycle_length(shards):
+    """interleave() refuses it as the dataset is made: the check's message, not TensorFlow's
+    `{{function_node ...}}` traceback in the learner's own cell (issue 61 item 3)."""
+    simulated = storage.SimulatedStorage(latency_ms=30)
+    refused = _interleaved(simulated, 1, num_parallel_calls=4, deterministic=False)
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check(refused, simulated, shards)
+    assert str(failure.value) == (
+        "TODO 2 (read_shards): expected 4 shards read at once; interleave() refuses a "
+        "num_parallel_calls above its cycle_length. Pass num_parallel_reads as both."
+    )
+
+    def raises(names, reads):
+        raise TypeError("read_shards() got an unexpected keyword argument 'cycle'")
+
+    with pytest.raises(checks.CheckFailed) as failure:
+        _check(raises, simulated, shards)
+    assert str(failure.value) == (
+        "TODO 2 (read_shards): read_shards(shard_names) fails: read_shards() got an "
+        "unexpected keyword argument 'cycle'"
+    )
+
+
 def test_check_read_shards_fails_autotune_whatever_the_machine(shards):
     simulated = storage.SimulatedStorage(latency_ms=30)
-    autotuned = _read_shards(simulated, shards, num_parallel_calls=-1, deterministic=False)
+    autotuned = _interleaved(simulated, num_parallel_calls=-1, deterministic=False)
     with pytest.raises(checks.CheckFailed) as failure:
         _check(autotuned, simulated, shards)
     assert str(failure.value) == (
@@ -200,12 +242,11 @@ def test_check_read_shards_fails_autotune_whatever_the_machine(shards):
 def test_check_read_shards_names_the_specific_mistake_before_the_order(shards):
     """No num_parallel_calls, or flat_map: their own message, not "deterministic=False"."""
     simulated = storage.SimulatedStorage(latency_ms=30)
-    no_calls = _read_shards(simulated, shards, deterministic=False)
+    no_calls = _interleaved(simulated, deterministic=False)
     with pytest.raises(checks.CheckFailed, match=r"found an interleave\(\) without num_parallel"):
         _check(no_calls, simulated, shards)
-    flat = _names(shards).flat_map(simulated.open_tfrecord)
     with pytest.raises(checks.CheckFailed) as failure:
-        _check(flat, simulated, shards)
+        _check(lambda names, reads: names.flat_map(simulated.open_tfrecord), simulated, shards)
     assert "found no interleave()" in str(failure.value)
     assert "Pass deterministic=False" not in str(failure.value)
 
@@ -213,7 +254,7 @@ def test_check_read_shards_names_the_specific_mistake_before_the_order(shards):
 def test_check_read_shards_on_the_stub_says_not_done(shards):
     simulated = storage.SimulatedStorage(latency_ms=30)
     with pytest.raises(checks.CheckFailed) as failure:
-        _check(None, simulated, shards)  # The lab's stub: a function that returns nothing.
+        _check(lambda names, reads: None, simulated, shards)  # The lab's stub returns nothing.
     assert str(failure.value) == (
         "TODO 2 (read_shards): not done yet: it returns None. Expected a tf.data.Dataset of "
         "the shards' serialized records."
@@ -222,12 +263,16 @@ def test_check_read_shards_on_the_stub_says_not_done(shards):
 
 def test_check_read_shards_explains_the_order_kept(shards):
     simulated = storage.SimulatedStorage(latency_ms=30)
-    in_order = _read_shards(simulated, shards, num_parallel_calls=4)
     options = tf.data.Options()
     options.deterministic = False
-    in_order.with_options(options)  # Fast-and-lean 07's mistake: options thrown away.
+
+    def options_thrown_away(names, reads):  # Fast-and-lean 07's mistake.
+        in_order = _interleaved(simulated, num_parallel_calls=reads)(names, reads)
+        in_order.with_options(options)
+        return in_order
+
     with pytest.raises(checks.CheckFailed) as failure:
-        _check(in_order, simulated, shards)
+        _check(options_thrown_away, simulated, shards)
     assert str(failure.value) == (
         "TODO 2 (read_shards): expected the records in the order they arrive; found the "
         "files' order kept (options.deterministic=None, an interleave() without "
@@ -241,9 +286,12 @@ def test_check_read_shards_explains_tfrecord_datasets_own_order(shards):
     simulated = storage.SimulatedStorage(latency_ms=30)
     options = tf.data.Options()
     options.deterministic = False
-    integer_reads = tf.data.TFRecordDataset(_names(shards), num_parallel_reads=4)
+
+    def integer_reads(names, reads):
+        return tf.data.TFRecordDataset(names, num_parallel_reads=reads).with_options(options)
+
     with pytest.raises(checks.CheckFailed) as failure:
-        _check(integer_reads.with_options(options), simulated, shards)
+        _check(integer_reads, simulated, shards)
     assert str(failure.value) == (
         "TODO 2 (read_shards): expected the shards read in any order; found "
         'LegacyParallelInterleaveDatasetV2 marked deterministic: "true", as '
@@ -257,9 +305,13 @@ def test_check_read_shards_explains_cycle_length_alone(shards):
     simulated = storage.SimulatedStorage(latency_ms=30)
     options = tf.data.Options()
     options.deterministic = False
-    one_at_a_time = _read_shards(simulated, shards).with_options(options)
+    one_at_a_time = _interleaved(simulated)
     with pytest.raises(checks.CheckFailed) as failure:
-        _check(one_at_a_time, simulated, shards)
+        _check(
+            lambda names, reads: one_at_a_time(names, reads).with_options(options),
+            simulated,
+            shards,
+        )
     assert str(failure.value) == (
         "TODO 2 (read_shards): expected 4 shards read at once; found an interleave() without "
         "num_parallel_calls: cycle_length alone opens that many files but reads them one "
@@ -269,9 +321,15 @@ def test_check_read_shards_explains_cycle_length_alone(shards):
 
 def test_check_read_shards_explains_the_storage_bypassed(shards):
     simulated = storage.SimulatedStorage(latency_ms=30)
-    direct = _names(shards).interleave(
-        tf.data.TFRecordDataset, cycle_length=4, num_parallel_calls=4, deterministic=False
-    )
+
+    def direct(names, reads):
+        return names.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=reads,
+            num_parallel_calls=reads,
+            deterministic=False,
+        )
+
     with pytest.raises(checks.CheckFailed, match=r"it saw no request\. Open each shard with "):
         _check(direct, simulated, shards)
     # On local disk (no wait) the same reader is right.
@@ -280,21 +338,28 @@ def test_check_read_shards_explains_the_storage_bypassed(shards):
 
 def test_check_read_shards_explains_too_few_shards_in_flight(shards, monkeypatch):
     simulated = storage.SimulatedStorage(latency_ms=30)
-    one = _read_shards(simulated, shards, cycle_length=1, num_parallel_calls=1)
+    one = _interleaved(simulated, 1, num_parallel_calls=1)
     with pytest.raises(checks.CheckFailed) as failure:
-        _check(one.with_options(_any_order()), simulated, shards)
+        _check(lambda names, reads: one(names, reads).with_options(_any_order()), simulated, shards)
     assert str(failure.value) == (
         "TODO 2 (read_shards): expected 4 shards read at once; found cycle_length=1, "
         "num_parallel_calls=1. Pass num_parallel_reads as both."
     )
-    autotuned = _read_shards(simulated, shards, cycle_length=-1, num_parallel_calls=-1)
+    autotuned = _interleaved(simulated, -1, num_parallel_calls=-1)
     with pytest.raises(checks.CheckFailed, match=r"found num_parallel_calls=AUTOTUNE"):
-        _check(autotuned.with_options(_any_order()), simulated, shards)
+        _check(
+            lambda names, reads: autotuned(names, reads).with_options(_any_order()),
+            simulated,
+            shards,
+        )
     # Where the graph cannot be read, the storage's count of shards in flight judges.
     monkeypatch.setattr(read_tfrecords, "dataset_steps", lambda dataset: None)
-    sequential = _names(shards).flat_map(simulated.open_tfrecord)
+
+    def sequential(names, reads):
+        return names.flat_map(simulated.open_tfrecord).with_options(_any_order())
+
     with pytest.raises(checks.CheckFailed) as failure:
-        _check(sequential.with_options(_any_order()), simulated, shards)
+        _check(sequential, simulated, shards)
     assert str(failure.value) == (
         "TODO 2 (read_shards): expected about 4 shards read at once; found at most 1. Pass "
         "num_parallel_reads as interleave()'s cycle_length and num_parallel_calls."
@@ -309,15 +374,19 @@ def _any_order():
 
 def test_check_read_shards_wants_the_records_themselves_all_once(shards):
     simulated = storage.SimulatedStorage(latency_ms=30)
-    records = _read_shards(simulated, shards, num_parallel_calls=4, deterministic=False)
+    right = _lab_answer(simulated)
     with pytest.raises(checks.CheckFailed, match=r"a scalar tf.string\) per element; found \("):
-        _check(records.map(_read_tfrecord), simulated, shards)
+        _check(lambda names, reads: right(names, reads).map(_read_tfrecord), simulated, shards)
     with pytest.raises(checks.CheckFailed, match=r"found more than that \(does it repeat\?\)\.$"):
-        _check(records.repeat(), simulated, shards)  # Forever: the check ends all the same.
+        _check(lambda names, reads: right(names, reads).repeat(), simulated, shards)  # Forever.
     with pytest.raises(checks.CheckFailed, match=r"expected all 60 records, once each; found 30"):
-        _check(records.take(30), simulated, shards)
+        _check(lambda names, reads: right(names, reads).take(30), simulated, shards)
+
+    def unlinked(names, reads):
+        return tf.data.TFRecordDataset(shards.paths).with_options(_any_order())
+
     with pytest.raises(checks.CheckFailed, match=r"found no interleave\(\)"):
-        _check(tf.data.TFRecordDataset(shards.paths).with_options(_any_order()), simulated, shards)
+        _check(unlinked, simulated, shards)
 
 
 def test_check_read_shards_on_a_damaged_shard_names_it_not_the_todo(shards, tmp_path):
@@ -328,6 +397,7 @@ def test_check_read_shards_on_a_damaged_shard_names_it_not_the_todo(shards, tmp_
         file.truncate(100)
     copies = shard_cache.ShardSet(**{**vars(shards), "paths": damaged})
     simulated = storage.SimulatedStorage(latency_ms=0)
-    records = _read_shards(simulated, copies, num_parallel_calls=4, deterministic=False)
     with pytest.raises(checks.DataProblem, match=r"^Not a problem of TODO 2: a shard is damaged"):
-        _check(records, simulated, copies)
+        _check(
+            _interleaved(simulated, num_parallel_calls=4, deterministic=False), simulated, copies
+        )

@@ -4,8 +4,9 @@ Lab 1's literal `from_tensor_slices(source.paths)` with `shuffle(100)` (the grad
 images, so a fixed 100 is no full shuffle there either: TODO 1 fails, TODO 3 passes); lab 2
 answered by the course's own `records.to_example` (TODO 1 earns nothing) and a writer that
 renames inside its `with` block (TODO 2 fails); lab 3's `read_shards` that ignores its
-argument (TODO 2 fails); lab 1's read_and_decode with tf.io.read_file (TODO 2 fails, TODO 3
-not with it); lab 3's dense one-hot spec (passes); the solutions score full marks.
+argument, or whose cycle_length of 1 interleave() refuses (TODO 2 fails); lab 1's
+read_and_decode with tf.io.read_file (TODO 2 fails, TODO 3 not with it); lab 3's dense
+one-hot spec (passes); the solutions score full marks.
 """
 
 import nbformat
@@ -28,8 +29,8 @@ def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):
 
 
 shard_names = tf.data.Dataset.from_tensor_slices(shards.paths)
-records = read_shards(shard_names)
 """
+CYCLE_OF_ONE = IGNORES_ARGUMENT.replace("cycle_length=NUM_PARALLEL_READS", "cycle_length=1")
 COURSE_COPY = """def to_example(image_jpeg, class_index, original_size, class_names):
     return records.to_example(image_jpeg, class_index, original_size, class_names)
 """
@@ -84,6 +85,7 @@ def graded(tmp_path_factory):
         "x-copy_02.ipynb": _set_todo(lab2, 1, COURSE_COPY),
         "x-renamed_02.ipynb": _set_todo(lab2, 2, RENAMED_OPEN),
         "x-ignores_03.ipynb": _set_todo(lab3, 2, IGNORES_ARGUMENT),
+        "x-cycle1_03.ipynb": _set_todo(lab3, 2, CYCLE_OF_ONE),
         "x-readfile_01.ipynb": _set_todo(lab1, 2, READ_FILE),
         "y-dense_03.ipynb": _set_todo(lab3, 1, DENSE_LABEL),
     }
@@ -105,6 +107,7 @@ def test_each_answer_scores_in_the_grader_as_in_the_notebook(graded):
         "x-copy_02.ipynb": ["0", "1", ""],
         "x-renamed_02.ipynb": ["1", "0", ""],
         "x-ignores_03.ipynb": ["1", "0", ""],
+        "x-cycle1_03.ipynb": ["1", "0", ""],
         # TODO 2 bypasses the storage: TODO 3's map is judged on its settings (one mistake).
         "x-readfile_01.ipynb": ["1", "0", "1"],
         "y-dense_03.ipynb": ["1", "1", ""],  # A dense one-hot spec parses to the same label.
@@ -114,6 +117,12 @@ def test_each_answer_scores_in_the_grader_as_in_the_notebook(graded):
         "to read 3 shards at once; found cycle_length=4, num_parallel_calls=4. Use the "
         "num_parallel_reads argument, not a number of your own.\n"
     ) in report
+    assert (  # interleave() refuses it as the dataset is made: the check's words, not TF's.
+        "- x-cycle1_03.ipynb, TODO 2: TODO 2 (read_shards): expected 4 shards read at once; "
+        "interleave() refuses a num_parallel_calls above its cycle_length. Pass "
+        "num_parallel_reads as both.\n"
+    ) in report
+    assert "function_node" not in report
     assert "found the file renamed with 0 of its " in report
     assert "found a call to records.to_example, the course's solved copy" in report
     assert "expected a shuffle over all 103 paths; found a buffer of 100." in report

@@ -1,6 +1,8 @@
-"""Lab 3's TODO 2 in the judge: `read_shards` called again with another `num_parallel_reads`
-(issue 61: a function that ignores its argument fails) crosses as the graph the kernel
-traces over a placeholder of the check's dataset, its storage waits bound to the judge's."""
+"""Lab 3's TODO 2 in the judge: the check calls `read_shards` itself (and again with another
+`num_parallel_reads`: issue 61, a function that ignores its argument fails); each call crosses
+as the graph the kernel traces over a placeholder of the check's dataset, its storage waits
+bound to the judge's. The calls themselves are graded end to end, in two processes as the
+grader runs them, in test_grading_sealed_answers (one process meets its own definitions)."""
 
 import json
 
@@ -8,9 +10,8 @@ import pytest
 import tensorflow as tf
 
 from tests.test_grading_sealed_labs_2_9 import _Kernel
-from tools.grading.judge import remote
 from tools.grading.kernel.inside import answers, wire
-from utils import checks, storage
+from utils import storage
 from utils.lab import shard_cache
 
 
@@ -62,18 +63,3 @@ def test_read_shards_traced_for_the_judge_names_the_storage_its_waits_need(tmp_p
     )
     roles = [role for role in answer["roles"].values()]
     assert roles and all(role[:2] == ["object", "simulated_storage"] for role in roles)
-
-
-def test_read_shards_called_again_in_the_judge_passes_a_right_answer(tmp_path, shards, capsys):
-    """In one process the judge's import of the kernel's functions meets their first
-    definitions (two processes in the grader): the check's second call is skipped, never
-    failed, where it cannot be made."""
-    learners = judges = storage.SimulatedStorage(latency_ms=20)
-    kernel = _LabKernel(tmp_path, {"simulated_storage": learners})
-    kernel.keep(2, read_shards=_reader(learners, False))
-    judged = remote.RemoteFunction(kernel, 2, "read_shards", {"simulated_storage": judges})
-    records = _reader(judges, False)(tf.data.Dataset.from_tensor_slices(shards.paths))
-    checks.check_read_shards(
-        records, todo=2, storage=judges, shards=shards, num_parallel_reads=4, read_shards=judged
-    )
-    assert capsys.readouterr().out.startswith("TODO 2 passed")

@@ -233,6 +233,31 @@ def check_read_tfrecord(
     passed(todo, f"{len(found)} records parsed to {expected}.")
 
 
+def _records_read(
+    read_shards: Callable, shards: ShardSet, num_parallel_reads: int, todo: int, name: str
+) -> Any:
+    """Calls `read_shards` as the lab does, on a dataset of the shards' paths.
+
+    Returns:
+        What it returned; a failure naming the TODO where making that dataset raises.
+    """
+    __tracebackhide__ = True
+    if not callable(read_shards):
+        found = type(read_shards).__name__
+        fail(todo, name, f"expected a function of a dataset of paths; found {found}.")
+    try:
+        return read_shards(tf.data.Dataset.from_tensor_slices(list(shards.paths)))
+    except CHECK_ERRORS as error:
+        if "cycle_length" in str(error):  # interleave(): num_parallel_calls > cycle_length.
+            fail(
+                todo,
+                name,
+                f"expected {num_parallel_reads} shards read at once; interleave() refuses a "
+                "num_parallel_calls above its cycle_length. Pass num_parallel_reads as both.",
+            )
+        fail(todo, name, f"read_shards(shard_names) fails: {first_line(error)}")
+
+
 def _fail_unless_argument_used(
     read_shards: Callable, shards: ShardSet, num_parallel_reads: int, todo: int, name: str
 ) -> None:
@@ -265,29 +290,31 @@ def _interleave_step(steps: list) -> Any:
 
 
 def check_read_shards(
-    records: Any,
+    read_shards: Callable,
     *,
     todo: int,
     storage: SimulatedStorage,
     shards: ShardSet,
     num_parallel_reads: int,
-    read_shards: Callable | None = None,
 ) -> None:
-    """Checks TODO 2's `records = read_shards(names)`: every record, many shards at once, any order.
+    """Checks TODO 2's `read_shards(names)`: every record, many shards at once, any order.
+
+    The check calls `read_shards` itself, on a dataset of the shards' paths, so that an
+    error in making the dataset (`interleave()` refusing its arguments) is a message
+    naming the TODO, not TensorFlow's traceback in the learner's cell.
 
     A damaged shard (TensorFlow's `DataLossError`) raises `DataProblem` naming it, not a
     failure of the TODO.
 
     Args:
-        records: what `read_shards` returned for a dataset of the shards' paths; expected
-            a `tf.data.Dataset` of serialized records.
+        read_shards: the learner's function of a dataset of paths (and `num_parallel_reads`);
+            expected to return a `tf.data.Dataset` of serialized records. It is called
+            again with another `num_parallel_reads`, which its reads must follow (a
+            function that ignores its argument fails).
         todo: the TODO's number, named in every message.
         storage: the storage the shards are opened through (`open_tfrecord`'s).
         shards: the shards (`shard_cache.ensure_shards`): their paths and record count.
-        num_parallel_reads: the shards `read_shards` was asked to read at once.
-        read_shards: the learner's function; when given, it is called again with another
-            `num_parallel_reads`, which its reads must follow (a function that ignores its
-            argument fails).
+        num_parallel_reads: the shards `read_shards` reads at once by default (the lab's).
 
     Raises:
         CheckFailed: naming the TODO, when the records come in the files' order (by the
@@ -298,12 +325,13 @@ def check_read_shards(
         DataProblem: naming the damaged shards, when reading meets one.
 
     Example:
-        checks.check_read_shards(records, todo=2, storage=simulated_storage, shards=shards,
+        checks.check_read_shards(read_shards, todo=2, storage=simulated_storage, shards=shards,
                                  num_parallel_reads=16)
     """
     __tracebackhide__ = True
     name = "read_shards"
     expected = "a tf.data.Dataset of the shards' serialized records"
+    records = _records_read(read_shards, shards, num_parallel_reads, todo, name)
     if records is None:
         fail(todo, name, f"not done yet: it returns None. Expected {expected}.")
     require_dataset(records, todo, name, expected)
@@ -384,6 +412,5 @@ def check_read_shards(
             f"{storage.max_in_flight}. Pass num_parallel_reads as interleave()'s cycle_length "
             "and num_parallel_calls.",
         )
-    if read_shards is not None:
-        _fail_unless_argument_used(read_shards, shards, num_parallel_reads, todo, name)
+    _fail_unless_argument_used(read_shards, shards, num_parallel_reads, todo, name)
     passed(todo, f"all {count} records, read in parallel, in any order.")
