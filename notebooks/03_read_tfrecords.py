@@ -150,15 +150,17 @@ def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):
 
 
 shard_names = tf.data.Dataset.from_tensor_slices(shards.paths)
+records = read_shards(shard_names)
 
 # %%
 # NBVAL_CHECK_OUTPUT
 checks.check_read_shards(
-    read_shards,
+    records,
     todo=2,
     storage=simulated_storage,
     shards=shards,
     num_parallel_reads=NUM_PARALLEL_READS,
+    read_shards=read_shards,
 )
 
 # %% [markdown]
@@ -215,8 +217,9 @@ print(speed_test.reading_order(tf_reader, "tf_reader"))
 # Two rules of `tf.data` follow. `AUTOTUNE` sizes the reads from the machine's cores, not
 # from the storage's latency: its line above gives the shards it kept in flight and the
 # cores. Give the number; the speed test's last line says what yours bought here. And
-# `tf.data.TFRecordDataset(paths, num_parallel_reads=16)`, with a number, keeps the files'
-# order whatever `deterministic` says: for records in any order, interleave as you did.
+# `tf.data.TFRecordDataset(paths,
+# num_parallel_reads=16)`, with a number, keeps the files' order whatever `deterministic`
+# says: for records in any order, interleave as you did.
 #
 # ## What you measured
 

@@ -59,7 +59,7 @@ def _code_above(cells, phrase):
         ),
         (
             "03_read_tfrecords",
-            "with a number, keeps the files'\n# order whatever `deterministic` says",
+            "keeps the files' order whatever `deterministic`\n# says",
             "speed_test.reading_order(tf_reader",
         ),
         (
