@@ -150,17 +150,15 @@ def read_shards(filenames, num_parallel_reads=NUM_PARALLEL_READS):
 
 
 shard_names = tf.data.Dataset.from_tensor_slices(shards.paths)
-records = read_shards(shard_names)
 
 # %%
 # NBVAL_CHECK_OUTPUT
 checks.check_read_shards(
-    records,
+    read_shards,
     todo=2,
     storage=simulated_storage,
     shards=shards,
     num_parallel_reads=NUM_PARALLEL_READS,
-    read_shards=read_shards,
 )
 
 # %% [markdown]
