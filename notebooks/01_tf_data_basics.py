@@ -83,6 +83,7 @@ checks.check_filenames(
 )
 
 # %%
+print("One element:", filenames.element_spec)
 for pass_number in (1, 2):  # A new order on each pass:
     names = [path.decode().rsplit("/", 1)[-1] for path in filenames.take(4).as_numpy_iterator()]
     print(f"Pass {pass_number}:", *names)
@@ -93,7 +94,7 @@ for pass_number in (1, 2):  # A new order on each pass:
 # A model needs a number for each image's class: its folder's name (`.../roses/0007.jpg` is
 # a rose) as an index into `source.class_names`. `label_from_path` finds it with
 # TensorFlow ops, as a function that runs inside `Dataset.map()` must: there `path` is a
-# tensor, not a Python string.
+# tensor (its spec is printed above), not a Python string.
 
 
 # %%

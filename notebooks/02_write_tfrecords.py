@@ -13,8 +13,8 @@
 # %% [markdown]
 # ## Set-up
 #
-# Run this cell first: it finds the course's `utils` (beside `labs/` in a checkout) or
-# installs it, installs TensorFlow where it is missing, and says which backend Keras runs on.
+# Run this cell first: it finds or installs the course's `utils` and TensorFlow, and says
+# which backend Keras runs on.
 
 # %% tags=["setup"]
 # The build puts the set-up code here (tools/building/setup_cell.py).

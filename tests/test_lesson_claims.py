@@ -32,6 +32,7 @@ def _code_above(cells, phrase):
         ),
         ("01_tf_data_basics", "About 1000 divided by the average wait", "first-byte waits"),
         ("01_tf_data_basics", "The sizes differ", "display.show_images(images_and_labels"),
+        ("01_tf_data_basics", "(its spec is printed above)", "filenames.element_spec"),
         (
             "01_tf_data_basics",
             "one read in the slow tail (`LATENCY_P99_MS`) holds up every image behind it",
