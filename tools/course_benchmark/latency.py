@@ -18,6 +18,8 @@ Usage:
     python -m tools.benchmark latency --quick        # 300 images, 2 rounds: a smoke test
     python -m tools.benchmark latency --timed 40000  # 5x longer runs: is a loss at 50 ms
                                                      # paid once per run (the start) or all along?
+    python -m tools.benchmark latency --warmup 125   # the start untimed, as the benchmark's
+                                                     # headline rows take it
 """
 
 from __future__ import annotations
@@ -77,8 +79,9 @@ def variants(shard_paths: list[str], num_classes: int) -> dict:
     }
 
 
-def measure(num_images: int, num_timed: int, rounds: int) -> dict:
-    """Measures every variant in turns; returns name -> lists of images/s, CPU µs, cores."""
+def measure(num_images: int, num_timed: int, rounds: int, warmup_batches: int = 1) -> dict:
+    """Measures every variant in turns, each run after `warmup_batches` untimed; returns
+    name -> lists of images/s, CPU µs, cores."""
     from tools.course_benchmark import measure
     from utils import comparison
     from utils.lab import shard_cache, sources
@@ -89,7 +92,10 @@ def measure(num_images: int, num_timed: int, rounds: int) -> dict:
     )
     made = variants(shard_set.paths, len(shard_set.class_names))
     cpu = {name: [] for name in made}
-    rates = {name: measure.rate(make, num_timed, cpu[name]) for name, make in made.items()}
+    rates = {
+        name: measure.rate(make, num_timed, cpu[name], warmup_batches)
+        for name, make in made.items()
+    }
     measured = measure.quietly(comparison.measure_in_turns, rates, repeats=rounds)
     return {
         name: {
@@ -139,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timed", type=int, default=None, help="images timed per run (default 8000)"
     )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="batches taken untimed before each run (default 1; the benchmark's headline: 125)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault(progress.DISABLE_ENV_VAR, "1")
@@ -149,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     num_timed = args.timed or num_timed
     print(f"Machine: {machine.describe_machine()}", flush=True)
     with machine_load.LoadWatch() as load:
-        results = measure(num_images, num_timed, rounds)
+        results = measure(num_images, num_timed, rounds, args.warmup)
     print("\n".join(format_results(results)))
     print(load.summary())
     return 0

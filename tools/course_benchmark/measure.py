@@ -27,12 +27,14 @@ def cpu_seconds() -> float:
     return total
 
 
-def rate(make_dataset, num_images: int, cpu_log: list | None = None):
+def rate(make_dataset, num_images: int, cpu_log: list | None = None, warmup_batches: int = 1):
     """Returns a function that times a fresh `make_dataset()` (warm-up excluded): images/s.
 
     With `cpu_log`, each run also appends the CPU seconds per image to it (this process's;
     with Grain's worker processes, theirs too). `make_dataset` may return a
     `tf.data.Dataset` or any iterable of (images, labels) batches (a Grain dataset).
+    `warmup_batches`: elements taken before the clock starts (the pipeline's start: its
+    first opens, its buffers filling), as a training job pays once, not per step.
     """
     import tensorflow as tf
 
@@ -41,9 +43,14 @@ def rate(make_dataset, num_images: int, cpu_log: list | None = None):
     def measure() -> float:
         dataset = make_dataset()
         if not isinstance(dataset, tf.data.Dataset):
-            images_per_second, cpu_per_image = _time_iterable(dataset, num_images)
+            images_per_second, cpu_per_image = _time_iterable(dataset, num_images, warmup_batches)
         else:
-            result = quietly(timing.measure_throughput, dataset, num_images=num_images)
+            result = quietly(
+                timing.measure_throughput,
+                dataset,
+                num_images=num_images,
+                num_warmup_elements=warmup_batches,
+            )
             images_per_second = result.images_per_second
             cpu_per_image = result.cpu_seconds / result.num_images
         if cpu_log is not None:
@@ -53,11 +60,11 @@ def rate(make_dataset, num_images: int, cpu_log: list | None = None):
     return measure
 
 
-def _time_iterable(dataset, num_images: int) -> tuple[float, float]:
+def _time_iterable(dataset, num_images: int, warmup_batches: int = 1) -> tuple[float, float]:
     """Times batches from any iterable (a Grain dataset), as `measure_throughput` does.
 
-    The first batch is the warm-up and is not timed (with worker processes, it includes
-    their start). The iterator is closed at the end, so that its reading threads and
+    The first `warmup_batches` are the warm-up and are not timed (with worker processes,
+    it includes their start). The iterator is closed at the end, so that its reading threads and
     worker processes stop before the next run starts.
 
     Returns:
@@ -65,7 +72,8 @@ def _time_iterable(dataset, num_images: int) -> tuple[float, float]:
     """
     iterator = iter(dataset)
     try:
-        next(iterator)
+        for _ in range(warmup_batches):
+            next(iterator)
         counted, start, cpu_start = 0, time.perf_counter(), cpu_seconds()
         for images, _ in iterator:
             counted += len(images)
