@@ -37,3 +37,22 @@ def test_describe_parsing_shows_another_default_and_a_dense_label(write_small_sh
     assert first_line == (
         'A record without "size" parses to size [-1, -1]; "one_hot_class" parses to a dense Tensor.'
     )
+
+
+def test_describe_parsing_says_what_a_record_without_size_does_for_every_declaration(
+    write_small_shards,
+):
+    """Features the check accepts without "size", or "size" without a default: a line for
+    each, never an error in the cell after TODO 1's check."""
+    (path, *_) = write_small_shards(2)
+    read_tfrecord, _ = solved_reader.lab3_reader(32, CLASSES)
+    no_size = {key: FEATURES[key] for key in ("image", "one_hot_class")}
+    assert parsing.describe_parsing(no_size, read_tfrecord, str(path)).splitlines()[0] == (
+        'Your features leave "size" out: a record without it parses all the same; '
+        '"one_hot_class" parses to a SparseTensor.'
+    )
+    no_default = FEATURES | {"size": tf.io.FixedLenFeature([2], tf.int64)}
+    assert parsing.describe_parsing(no_default, read_tfrecord, str(path)).splitlines()[0] == (
+        'A record without "size" fails to parse: it has no default_value; '
+        '"one_hot_class" parses to a SparseTensor.'
+    )

@@ -130,7 +130,7 @@ def plot_quality_trade_off(
         reference: optional (label, kilobytes, images_per_second) drawn as dashed lines,
             such as the original images.
         psnr_db: the PSNR at each quality, in dB: a third panel, what the bytes cost in
-            detail (35 dB dotted: above it, differences are hard to see).
+            detail.
 
     Returns:
         The matplotlib Figure (at most 10 inches wide: 1,000 pixels at 100 dpi).
@@ -164,7 +164,6 @@ def plot_quality_trade_off(
         axis.tick_params(labelsize=8)
     if psnr_db:
         axes[2].plot(qualities, psnr_db, "o-", color="tab:green")
-        axes[2].axhline(35, color="gray", linestyle=":", label="35 dB")
         axes[2].set_xlabel("JPEG quality")
         axes[2].set_title("PSNR, dB (higher: more detail kept)", fontsize=10)
         axes[2].tick_params(labelsize=8)

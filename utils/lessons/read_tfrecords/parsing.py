@@ -35,18 +35,27 @@ def describe_parsing(features: dict, read_tfrecord: Callable, shard_path: str) -
     records = tf.data.TFRecordDataset(shard_path)
     example = tf.train.Example.FromString(next(iter(records)).numpy())
     del example.features.feature["size"]
-    parsed = tf.io.parse_single_example(example.SerializeToString(), features)
+    label = features.get("one_hot_class")
+    sparse = isinstance(label, tf.io.VarLenFeature)
+    label_kind = "a SparseTensor" if sparse else "a dense Tensor"
+    label_line = f'"one_hot_class" parses to {label_kind}.' if label is not None else ""
+    if "size" not in features:  # Not declared: parsing skips it in every record.
+        size_line = 'Your features leave "size" out: a record without it parses all the same;'
+    else:
+        try:
+            parsed = tf.io.parse_single_example(example.SerializeToString(), features)
+            size_line = f'A record without "size" parses to size {parsed["size"].numpy().tolist()};'
+        except tf.errors.InvalidArgumentError:  # Declared without a default_value.
+            size_line = 'A record without "size" fails to parse: it has no default_value;'
 
     def decode(serialized):
         jpeg = tf.io.parse_single_example(serialized, features)["image"]
         return tf.io.decode_jpeg(jpeg, channels=3)
 
-    sparse = isinstance(parsed["one_hot_class"], tf.SparseTensor)
     decoded = records.map(decode).element_spec.shape
     reshaped = records.map(read_tfrecord).element_spec[0].shape
     return (
-        f'A record without "size" parses to size {parsed["size"].numpy().tolist()}; '
-        f'"one_hot_class" parses to a {"SparseTensor" if sparse else "dense Tensor"}.\n'
+        f"{size_line} {label_line}".strip() + "\n"
         f"Image shape known before reading: decoded {tuple(decoded)}; "
         f"from read_tfrecord {tuple(reshaped)}."
     )

@@ -296,7 +296,7 @@ def mean_psnr(images: Sequence[tf.Tensor | np.ndarray], encoded_images: list[byt
         encoded_images: the same images as JPEG bytes, in the same order.
 
     Returns:
-        The peak signal-to-noise ratio (above about 35 dB, differences are hard to see);
+        The peak signal-to-noise ratio (higher: more detail kept);
         infinite only when every JPEG decodes to its image exactly.
 
     Raises:
