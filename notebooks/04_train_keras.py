@@ -105,8 +105,8 @@ if keras.backend.backend() == "jax":
 
 # %%
 # NBVAL_CHECK_OUTPUT
+num_replicas = len(keras.distribution.list_devices())  # A replica on each device.
 checks.check_distribution(devices, todo=1)
-num_replicas = len(devices)
 
 # %% [markdown]
 # On TensorFlow a `tf.distribute` strategy does the same, and the model is built under its
