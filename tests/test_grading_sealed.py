@@ -87,6 +87,19 @@ class TestPlan:
             "measure_throughput" in source for source in code
         )  # Speed tests: not needed.
 
+    def test_a_cell_whose_comprehension_reuses_a_functions_argument_is_not_needed(self):
+        """`path` in a print cell's comprehension is that comprehension's own: not the `path`
+        a needed function reads, so the judge does not run the print (lab 1's pass lines)."""
+        cells = [
+            nbformat.v4.new_code_cell("print([path.upper() for path in ['a']])"),
+            nbformat.v4.new_code_cell("def f(path):\n    return len(path)"),
+            nbformat.v4.new_code_cell("checks.check_x(f, todo=1)"),
+        ]
+        cells[2].metadata[KEY] = {"check": 1}
+        lab = nbformat.v4.new_notebook(cells=cells)
+        sources = [s["source"] for s in judge_plan.plan(lab, "", references={})]
+        assert sources == ["def f(path):\n    return len(path)", "checks.check_x(f, todo=1)"]
+
     def test_bound_names_of_a_todo_cell(self):
         source = (
             "options = tf.data.Options()\ndef f(x):\n    y = 1\n    return x\na, (b, c) = 1, (2, 3)"

@@ -68,17 +68,34 @@ def _loads(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+# Scopes of their own: what they bind stays inside (a function's locals, a comprehension's
+# loop variable), so it is not a name the cell binds.
+_INNER_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
 def _stores(source: str) -> set[str]:
-    """The names a cell binds: assignments, definitions and imports."""
-    tree = parse(without_magics(source))
-    stores = set()
-    for node in ast.walk(tree):
+    """The names a cell binds at its top level: assignments, definitions and imports."""
+    stores, nodes = set(), list(parse(without_magics(source)).body)
+    while nodes:
+        node = nodes.pop()
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             stores.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-            stores.add(node.name)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             stores |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        if isinstance(node, _INNER_SCOPES):
+            if hasattr(node, "name"):  # A def or class binds its own name.
+                stores.add(node.name)
+            continue
+        nodes.extend(ast.iter_child_nodes(node))
     return stores
 
 
