@@ -13,8 +13,8 @@
 #
 # **On Colab's TPU:** choose *Runtime > Change runtime type > v5e-1 TPU*. Keras runs on
 # JAX there (the runtime ships no TensorFlow: docs/platforms.md); the set-up installs
-# `tensorflow-cpu` for `tf.data` only. The committed solution ran on JAX too, on one CPU
-# device, as a v5e-1 is one device; a v5e-8 (Kaggle) is eight.
+# `tensorflow-cpu` for `tf.data` only. The committed solution ran on JAX, on one CPU
+# device, as a v5e-1 is one.
 #
 # **You will:**
 #
@@ -86,9 +86,8 @@ read_tfrecord, read_shards = solved_reader.lab3_reader(  # Lab 3's TODOs 1 and 2
 #
 # Data parallelism: each device holds a copy of the model (a replica) and takes an equal
 # share of every batch; the gradients are summed over the replicas at each step, so the
-# copies stay equal. On JAX, `keras.distribution.DataParallel(devices=...)` says so: each
-# batch split along its first axis over the devices, every weight copied on each
-# (keras.io/guides/distribution). `fit()` uses it once it is set with
+# copies stay equal. On JAX, `keras.distribution.DataParallel(devices=...)` says so
+# (keras.io/guides/distribution); `fit()` uses it once it is set with
 # `keras.distribution.set_distribution()`.
 #
 # **TODO 1.** With `keras.distribution.list_devices()`, bind `devices` to the names of
@@ -170,8 +169,8 @@ print(plan.describe())
 # %% [markdown]
 # ## 2. The training pipeline (TODO 2)
 #
-# `augment` takes whole batches: it resizes them to the model's `IMAGE_SIZE` and flips
-# each image at random, so that each epoch shows the model some new variety.
+# `augment` takes whole batches: resized to `IMAGE_SIZE`, each image flipped at random, so
+# that each epoch differs.
 
 
 # %%

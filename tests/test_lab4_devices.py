@@ -43,6 +43,10 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 tf.config.threading.set_inter_op_parallelism_threads(64)
 """
 
+# A cell that runs longer fails its test, not the whole suite's time (a hang, were one to
+# come back: the 8 replicas' collective ops once waited for ever).
+EXECUTION_TIMEOUT_SECONDS = 900
+
 
 def _run_lab4(tmp_path, parameters, env=None):
     """Executes lab 4's solution; returns all it printed on stdout, one string."""
@@ -58,6 +62,7 @@ def _run_lab4(tmp_path, parameters, env=None):
             parameters=parameters,  # The lesson's defaults, but for these.
             cwd=str(REPO_ROOT / "labs"),
             progress_bar=False,
+            execution_timeout=EXECUTION_TIMEOUT_SECONDS,
             **KERNEL_OPTIONS,
         )
     finally:

@@ -185,8 +185,11 @@ ANSWERS_KEY = "val_answers_right"  # Where `ValidationAnswers` puts its share in
 class ValidationAnswers(keras.callbacks.Callback):
     """Counts, at each epoch's end, the share of validation images the model answers right.
 
-    The model's own answers (`predict`, the most likely class) against the labels, image by
-    image: one number on any device. Keras's accuracy metric is not that on several
+    The model's own answers (the model called on each batch, the most likely class) against
+    the labels, image by image: one number on any device. A plain call, not `predict()`:
+    under a `MirroredStrategy` of 8 CPU replicas `predict()` from this callback hung once
+    in its replicas' collective ops (the test of 8 TensorFlow replicas, 2 busy cores), and
+    on JAX it wants a batch its devices divide. Keras's accuracy metric is not that on several
     TensorFlow replicas (on 8 CPU replicas it printed 0.42 where the answers were right for
     0.79 of the images, the same weights). `fit()`'s history holds the share under
     `ANSWERS_KEY`; `labels` holds the validation labels, in the order read.
@@ -209,13 +212,14 @@ class ValidationAnswers(keras.callbacks.Callback):
         """Returns the share of the validation images `model` answers right.
 
         Args:
-            model: the model whose answers (`predict`, the most likely class) are counted.
+            model: the model whose answers (its output's most likely class) are counted.
 
         Returns:
             The share answered right, 0 to 1.
         """
         answers = [
-            np.argmax(model.predict(images, verbose=0), axis=1) for images, _ in self.batches
+            np.argmax(keras.ops.convert_to_numpy(model(images, training=False)), axis=1)
+            for images, _ in self.batches
         ]
         return float(np.mean(np.concatenate(answers) == self.labels))
 
