@@ -17,15 +17,19 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.conftest import REPO_ROOT
+from tools.building.kernels import KERNEL_OPTIONS
 from tools.building.outputs import SOLUTION_ENVIRONMENTS
 
 AT_ONCE = 2  # Runs at a time: the CI machine's cores.
 ERROR_LINE = "PAPERMILL_EXECUTION_ERROR "  # What the driver prints before a cell's error.
 # Runs one job (argv[1], JSON) with papermill; prints the cell's error where one stops it.
 DRIVER = f"""
-import json, sys, papermill
-from papermill.exceptions import PapermillExecutionError
+import json, sys
 job = json.loads(sys.argv[1])
+sys.path.insert(0, job["repo"])  # For the kernel manager (tools.building.kernels).
+import papermill
+from papermill.exceptions import PapermillExecutionError
 try:
     papermill.execute_notebook(job["input"], job["output"], parameters=job["parameters"],
         cwd=job["cwd"], progress_bar=False, **job["options"])
@@ -50,7 +54,8 @@ class CellError:
 @dataclass(frozen=True)
 class Job:
     """One notebook to run: papermill's input, output, parameters and working folder, the
-    run's `TMPDIR`, papermill's other options (`kernel_name`, `extra_arguments`, ...)."""
+    run's `TMPDIR`, papermill's other options (`kernel_name`, ...; KERNEL_OPTIONS' unless
+    given)."""
 
     input: Path
     output: Path
@@ -69,7 +74,8 @@ def execute(job: Job) -> CellError | None:
         "output": str(job.output),
         "parameters": job.parameters,
         "cwd": str(job.cwd),
-        "options": job.options,
+        "options": {**KERNEL_OPTIONS, **job.options},
+        "repo": str(REPO_ROOT),
     }
     # A lesson runs in the environment the build gives its solution (lab 4: Keras on JAX
     # over 8 simulated devices), so that a fresh run's checked outputs match the committed.

@@ -42,7 +42,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tools.building import setup_cell
-from tools.building.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
+from tools.building.kernels import KERNEL_OPTIONS
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 from tools.building.variants import split_variants
 
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
@@ -157,7 +158,9 @@ def _run_upload_only(tmp_path, python, runs, env=None, timeout=900):
                 "parameters": parameters,
                 "cwd": str(folder),
                 "env": {},
-                "kernel_options": KERNEL_OPTIONS,
+                # The sandbox, with a network of its own, cannot import tools/ (a clone
+                # under /tmp): its kernels keep jupyter_client's TCP, on no shared port.
+                "kernel_options": {"extra_arguments": KERNEL_OPTIONS["extra_arguments"]},
             }
         )
     environment = {

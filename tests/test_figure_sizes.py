@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tools.building.kernels import UnixSocketKernelManager
 
 # The most an image in a committed solution may weigh, decoded: the committed grids of
 # photographs, re-encoded as JPEG at quality 85, weigh 86-135 KB; the charts, PNG, 15-65 KB.
@@ -50,7 +51,11 @@ def test_a_grid_of_photographs_is_shown_once_as_a_jpeg_in_a_notebook():
         nbformat.v4.new_code_cell(GRID_OF_PHOTOS),
     ]
     client = nbclient.NotebookClient(
-        notebook, kernel_name="python3", timeout=300, resources={"metadata": {"path": REPO_ROOT}}
+        notebook,
+        kernel_name="python3",
+        kernel_manager_class=UnixSocketKernelManager,
+        timeout=300,
+        resources={"metadata": {"path": REPO_ROOT}},
     )
     client.execute()
     [(cell, mime, data)] = _images(notebook)

@@ -19,6 +19,7 @@ from tests.conftest import REPO_ROOT
 from tests.test_build_notebooks import EXECUTABLE_LESSON, _lesson_root
 from tools import build_notebooks as build
 from tools.building.hand_in import HAND_IN_CODE, HAND_IN_CODE_HEADER, HAND_IN_TAG
+from tools.building.kernels import UnixSocketKernelManager
 from tools.building.outputs import METADATA_KEY
 from tools.building.regions import BuildError
 from tools.building.variants import split_variants
@@ -264,7 +265,12 @@ def test_the_generated_cells_hand_in_from_a_jupyterlab_kernel(tmp_path, monkeypa
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
     executed = copy.deepcopy(solution)
     resources = {"metadata": {"path": str(path.parent)}}
-    nbclient.NotebookClient(executed, kernel_name="python3", resources=resources).execute()
+    nbclient.NotebookClient(
+        executed,
+        kernel_name="python3",
+        kernel_manager_class=UnixSocketKernelManager,
+        resources=resources,
+    ).execute()
     out = "".join(o.get("text", "") for o in executed.cells[-1].outputs)
     target = path.with_name("kim42_09_test_lesson.ipynb")
     assert out.startswith(f"2 of 2 TODOs pass: 1, 2.\n\nWrote {target}: this notebook as it")

@@ -20,7 +20,7 @@ import papermill
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools.building.lesson_parameters import KERNEL_OPTIONS
+from tools.building.kernels import KERNEL_OPTIONS
 from tools.building.variants import split_variants
 
 LESSON = "04_train_keras"

@@ -18,8 +18,8 @@ from tests import notebook_runs
 from tests.conftest import REAL_HOME, REPO_ROOT
 from tools import build_notebooks as build
 from tools.building import variants as build_variants
+from tools.building.kernels import KERNEL_OPTIONS
 from tools.building.lesson_parameters import (
-    KERNEL_OPTIONS,
     SMALL_PARAMETERS,
     install_command,
     missing_modules,

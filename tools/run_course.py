@@ -43,6 +43,7 @@ from pathlib import Path
 
 import nbformat
 
+from tools.building.kernels import KERNEL_OPTIONS
 from tools.building.lesson_parameters import install_command, missing_modules
 from tools.course_run import course_summary
 from tools.course_run.course_summary import Row
@@ -70,7 +71,7 @@ CLOCK = time.monotonic  # What the table's minutes are measured with.
 # still answering a message then logs "KeyboardInterrupt caught in kernel" as an error, to
 # this run's stderr. The kernels here log only what is critical: a cell's error reaches
 # the run through papermill (the lesson's one-line failure), a kernel that died too.
-RUN_KERNEL_OPTIONS = {"extra_arguments": ["--IPKernelApp.log_level=CRITICAL"]}
+RUN_KERNEL_OPTIONS = {**KERNEL_OPTIONS, "extra_arguments": ["--IPKernelApp.log_level=CRITICAL"]}
 
 
 def summary_text(notebook: nbformat.NotebookNode) -> str:

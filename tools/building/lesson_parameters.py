@@ -105,8 +105,3 @@ SMALL_PARAMETERS = {
         "SPEED_TEST_REPEATS": 2,
     },
 }
-
-# How the tools and tests start a lesson's kernel: without the kernel's start-up warning
-# ("Kernel is running over TCP without encryption", a loopback connection here) on the
-# terminal of every run. Papermill passes these on to the kernel's command line.
-KERNEL_OPTIONS = {"extra_arguments": ["--IPKernelApp.log_level=ERROR"]}

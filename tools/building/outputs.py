@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from tools.building import machine
-from tools.building.lesson_parameters import KERNEL_OPTIONS
+from tools.building.kernels import KERNEL_OPTIONS
 from tools.building.regions import BuildError
 from utils.lab import progress
 

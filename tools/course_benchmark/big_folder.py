@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.building.lesson_parameters import KERNEL_OPTIONS, SMALL_PARAMETERS
+from tools.building.kernels import KERNEL_OPTIONS
+from tools.building.lesson_parameters import SMALL_PARAMETERS
 from utils.lab import data, progress
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

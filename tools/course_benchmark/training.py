@@ -107,7 +107,7 @@ def run_lab4(setting: str, seed: int, parameters: dict, scratch: Path) -> RunRes
     import nbformat
     import papermill
 
-    from tools.building.lesson_parameters import KERNEL_OPTIONS
+    from tools.building.kernels import KERNEL_OPTIONS
     from tools.building.variants import split_variants
 
     _, solution = split_variants(REPO_ROOT / "notebooks" / f"{LESSON}.py")
