@@ -77,7 +77,9 @@ SMALL_PARAMETERS = {
         "NUM_SHARDS": 4,
         "BATCH_SIZE": 16,
         "NUM_TIMED_IMAGES": 160,
-        "REPEATS": 2,
+        # One round: each round starts a tf.data service cluster per worker count, a
+        # TensorFlow process each (2 rounds cost 131 s of CPU, the most of any lesson).
+        "REPEATS": 1,
         "NUM_ORIGINALS": 20,
         "CROP_SIZE": 64,
     },
