@@ -18,7 +18,6 @@ from tests import notebook_runs
 from tests.conftest import REAL_HOME, REPO_ROOT
 from tools import build_notebooks as build
 from tools.building import variants as build_variants
-from tools.building.kernels import KERNEL_OPTIONS
 from tools.building.lesson_parameters import (
     SMALL_PARAMETERS,
     install_command,
@@ -73,7 +72,6 @@ def _job(notebook, path):
         parameters=SMALL_PARAMETERS[lesson],
         cwd=REPO_ROOT / "labs",
         tmpdir=scratch,
-        options=KERNEL_OPTIONS,
         alone=lesson in TIMED_LESSONS,
     )
 
