@@ -167,7 +167,6 @@ def plot_quality_trade_off(
         axes[2].set_xlabel("JPEG quality")
         axes[2].set_title("PSNR, dB (higher: more detail kept)", fontsize=10)
         axes[2].tick_params(labelsize=8)
-        axes[2].legend(fontsize=8, loc="lower right")
     axes[0].legend(fontsize=8, loc="upper left")
     figure.tight_layout()
     return figure
